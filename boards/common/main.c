@@ -1,0 +1,112 @@
+/* Firmware test harness: input.bin -> model_run_v (timed with SysTick) -> output.bin, then one MCU_DONE line.
+ *
+ *  - Inputs are read from input.bin (all inputs concatenated, in order) into 16-byte aligned slots;
+ *    outputs are written to output.bin the same way. Paths are relative to QEMU's working directory.
+ *  - ticks = SysTick ticks around the one model_run_v call; overhead = ticks of an empty measurement,
+ *    which the host subtracts.
+ *  - Errors print "MCU_ERROR <reason>" and exit with failure; success prints
+ *    "MCU_DONE status=<int> ticks=<uint> overhead=<uint>" and exits with success.
+ */
+#include <stdint.h>
+
+#include "model.h"
+#include "semihost.h"
+#include "systick.h"
+
+#define SLOT_ALIGN 16u
+#define ALIGN_UP(x) (((x) + (SLOT_ALIGN - 1u)) & ~(SLOT_ALIGN - 1u))
+
+static uint8_t input_slots[MODEL_INPUTS_BYTES + SLOT_ALIGN * MODEL_NUM_INPUTS] __attribute__((aligned(16)));
+static uint8_t output_slots[MODEL_OUTPUTS_BYTES + SLOT_ALIGN * MODEL_NUM_OUTPUTS] __attribute__((aligned(16)));
+
+/* The model's working memory; global so the size report finds it by name. */
+#if MODEL_ARENA_BYTES > 0
+uint8_t mcu_arena[MODEL_ARENA_BYTES] __attribute__((aligned(MODEL_ARENA_ALIGN)));
+#define ARENA ((void *)mcu_arena)
+#else
+#define ARENA ((void *)0)
+#endif
+
+static void fail(const char *reason, const char *detail)
+{
+    char line[128];
+    char *p = mcu_fmt_str(line, "MCU_ERROR ");
+    p = mcu_fmt_str(p, reason);
+    p = mcu_fmt_str(p, detail);
+    mcu_fmt_str(p, "\n");
+    mcu_sh_puts(line);
+    mcu_sh_exit(0);
+}
+
+static void read_inputs(const void *inputs[])
+{
+    int32_t fd = mcu_sh_open("input.bin", MCU_SH_MODE_RB);
+    if (fd < 0) {
+        fail("cannot open input.bin", " (it must be in QEMU's working directory)");
+    }
+    int32_t have = mcu_sh_flen(fd);
+    if (have != (int32_t)MODEL_INPUTS_BYTES) {
+        char detail[64];
+        char *p = mcu_fmt_str(detail, " has ");
+        p = mcu_fmt_i32(p, have);
+        p = mcu_fmt_str(p, " bytes, expected ");
+        mcu_fmt_u64(p, MODEL_INPUTS_BYTES);
+        fail("input.bin", detail);
+    }
+    uint32_t offset = 0;
+    for (uint32_t i = 0; i < MODEL_NUM_INPUTS; ++i) {
+        inputs[i] = &input_slots[offset];
+        if (mcu_sh_read(fd, &input_slots[offset], model_input_bytes[i]) != model_input_bytes[i]) {
+            fail("short read from input.bin", "");
+        }
+        offset += ALIGN_UP(model_input_bytes[i]);
+    }
+    mcu_sh_close(fd);
+}
+
+static void write_outputs(void *const outputs[])
+{
+    int32_t fd = mcu_sh_open("output.bin", MCU_SH_MODE_WB);
+    if (fd < 0) {
+        fail("cannot create output.bin", "");
+    }
+    for (uint32_t i = 0; i < MODEL_NUM_OUTPUTS; ++i) {
+        if (mcu_sh_write(fd, outputs[i], model_output_bytes[i]) != model_output_bytes[i]) {
+            fail("short write to output.bin", "");
+        }
+    }
+    mcu_sh_close(fd);
+}
+
+int main(void)
+{
+    const void *inputs[MODEL_NUM_INPUTS];
+    void *outputs[MODEL_NUM_OUTPUTS];
+
+    read_inputs(inputs);
+    uint32_t offset = 0;
+    for (uint32_t i = 0; i < MODEL_NUM_OUTPUTS; ++i) {
+        outputs[i] = &output_slots[offset];
+        offset += ALIGN_UP(model_output_bytes[i]);
+    }
+
+    mcu_systick_start();
+    uint64_t empty_start = mcu_systick_now();
+    uint64_t empty_end = mcu_systick_now();
+    uint64_t start = mcu_systick_now();
+    mcu_status_t status = model_run_v(inputs, outputs, ARENA);
+    uint64_t end = mcu_systick_now();
+
+    write_outputs(outputs);
+
+    char line[128];
+    char *p = mcu_fmt_str(line, "MCU_DONE status=");
+    p = mcu_fmt_i32(p, (int32_t)status);
+    p = mcu_fmt_str(p, " ticks=");
+    p = mcu_fmt_u64(p, end - start);
+    p = mcu_fmt_str(p, " overhead=");
+    p = mcu_fmt_u64(p, empty_end - empty_start);
+    mcu_fmt_str(p, "\n");
+    mcu_sh_puts(line);
+    mcu_sh_exit(1);
+}

@@ -1,0 +1,134 @@
+"""Emission: a lowered, planned graph -> the text of model.h, model.c, weights.c and manifest.json.
+
+Python computes every list and string; the Jinja templates in templates/ only loop and print.
+Names and order derive from the graph alone, so the same model gives the same bytes.
+"""
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import jinja2
+import numpy as np
+
+from mcu.codegen.ir import C_TYPES, Graph, Tensor
+from mcu.codegen.lowering import kernel_paths
+from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan
+
+PER_LINE = {"int8": 20, "uint16": 12, "int16": 12, "int32": 8, "float32": 6}
+
+
+def _env() -> jinja2.Environment:
+    loader = jinja2.FileSystemLoader(str(resources.files("mcu.templates")))
+    return jinja2.Environment(loader=loader, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+                              trim_blocks=False, lstrip_blocks=False)
+
+
+def c_value(v) -> str:
+    """A parameter value as a C initializer."""
+    if isinstance(v, (tuple, list)):
+        return "{" + ", ".join(c_value(x) for x in v) + "}"
+    if isinstance(v, (bool, np.bool_)):
+        return "1" if v else "0"
+    if isinstance(v, (int, np.integer)):
+        v = int(v)
+        return str(v) if v != -(2**31) else "(-2147483647 - 1)"
+    raise TypeError(f"cannot emit {v!r} as a C parameter")
+
+
+def c_struct(params: dict) -> str:
+    return "{ " + ", ".join(f".{k} = {c_value(v)}" for k, v in params.items()) + " }"
+
+
+def c_array_body(data: np.ndarray, dtype: str) -> str:
+    flat = data.reshape(-1)
+    if dtype == "float32":
+        items = [f"{float(x):.9g}f" for x in flat]
+    else:
+        items = [c_value(int(x)) for x in flat]
+    n = PER_LINE[dtype]
+    return "\n".join("    " + ", ".join(items[i:i + n]) + "," for i in range(0, len(items), n))
+
+
+def _float_literal(x: float) -> str:
+    return f"{float(np.float32(x)):.9g}f"
+
+
+def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "") -> dict[str, str]:
+    macro = name.upper()
+
+    def cname(t: str) -> str:
+        return f"{name}_w_{t}"
+
+    def expr(t: str | None) -> str:
+        if t is None:
+            return "NULL"
+        loc, tensor = mem.locations[t], graph.tensors[t]
+        if loc.kind == "const":
+            return cname(t)
+        if loc.kind in ("input", "output"):
+            return f"{loc.kind}{loc.index}"
+        return f"({C_TYPES[tensor.dtype]} *)(a + {loc.index})"
+
+    used_consts = sorted({t for n in graph.nodes for t in n.inputs + tuple(n.attrs.get("quant") or ())
+                          if t is not None and graph.tensors[t].is_const})
+    consts = []
+    for t in used_consts:
+        tensor = graph.tensors[t]
+        consts.append({"cname": cname(t), "ctype": C_TYPES[tensor.dtype], "size": int(tensor.data.size),
+                       "comment": f"{t}: {tensor.dtype} [{', '.join(map(str, tensor.shape))}]"
+                                  + (f" {tensor.layout}" if tensor.layout else ""),
+                       "body": c_array_body(tensor.data, tensor.dtype), "bytes": tensor.nbytes})
+
+    calls, quants = [], []
+    for i, node in enumerate(graph.nodes):
+        if node.op == "alias":
+            continue
+        a = node.attrs
+        args = [f"&{name}_p{i}"]
+        if a["quant"]:
+            quants.append({"cname": f"{name}_q{i}", "mult": cname(a["quant"][0]), "shift": cname(a["quant"][1])})
+            args.append(f"&{name}_q{i}")
+        args += [expr(t) for t in node.inputs] + [expr(node.outputs[0])]
+        out = graph.tensors[node.outputs[0]]
+        comment = f"{node.name}: {a['kernel']} -> [{', '.join(map(str, out.shape))}]"
+        if node.source:
+            comment += f"  ({node.source.replace('*/', '* /')})"
+        calls.append({"params_type": a["params_type"], "params_name": f"{name}_p{i}",
+                      "params_c": c_struct(a["params"]), "call": f"{a['kernel']}({', '.join(args)})",
+                      "comment": comment})
+
+    def io(kind: str, i: int, t: str) -> dict:
+        tensor = graph.tensors[t]
+        return {"name": f"{kind}{i}", "macro": f"{macro}_{kind.upper()}{i}", "shape": list(tensor.shape),
+                "layout": tensor.layout or "torch order", "ctype": C_TYPES[tensor.dtype], "dtype": tensor.dtype,
+                "bytes": tensor.nbytes, "scale": _float_literal(tensor.qparams.s),
+                "zero_point": tensor.qparams.zp, "tensor": t}
+
+    inputs = [io("input", i, t) for i, t in enumerate(graph.inputs)]
+    outputs = [io("output", i, t) for i, t in enumerate(graph.outputs)]
+    run_params = ", ".join([f"const {x['ctype']} *{x['name']}" for x in inputs]
+                           + [f"{x['ctype']} *{x['name']}" for x in outputs] + ["void *arena"])
+    run_v_args = ", ".join([f"(const {x['ctype']} *)inputs[{i}]" for i, x in enumerate(inputs)]
+                           + [f"({x['ctype']} *)outputs[{i}]" for i, x in enumerate(outputs)] + ["arena"])
+    ctx = {"name": name, "macro": macro, "guard": f"{macro}_H", "arena_bytes": mem.arena_bytes,
+           "arena_align": ARENA_ALIGN, "inputs": inputs, "outputs": outputs,
+           "inputs_bytes": sum(x["bytes"] for x in inputs), "outputs_bytes": sum(x["bytes"] for x in outputs),
+           "run_params": run_params, "run_v_args": run_v_args, "consts": consts, "quants": quants,
+           "calls": calls, "total_bytes": sum(c["bytes"] for c in consts)}
+    env = _env()
+    manifest = {
+        "name": name, "board": board, "kernels": kernel_paths(graph), "arena_bytes": mem.arena_bytes,
+        "arena_lower_bound": mem.lower_bound, "planner": mem.plan.algorithm, "weights_bytes": ctx["total_bytes"],
+        "inputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}
+                   | {"scale": graph.tensors[x["tensor"]].qparams.s} for x in inputs],
+        "outputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}
+                    | {"scale": graph.tensors[x["tensor"]].qparams.s} for x in outputs],
+        "ops": [{"name": n.name, "kernel": n.attrs.get("kernel", "alias"), "source": n.source} for n in graph.nodes],
+    }
+    return {
+        "model.h": env.get_template("model.h.j2").render(ctx),
+        "model.c": env.get_template("model.c.j2").render(ctx),
+        "weights.c": env.get_template("weights.c.j2").render(ctx),
+        "manifest.json": json.dumps(manifest, indent=2) + "\n",
+    }

@@ -1,0 +1,191 @@
+"""Converted PT2E GraphModule (Q/DQ around float ops) -> mcu IR with int8 tensors, in torch (NCHW) order.
+
+- A quantize_per_tensor node defines an int8 activation; its dequantize reads the same tensor.
+- A frozen int8/int32 parameter behind a dequantize_per_channel becomes a constant with per-channel qparams.
+- A float op (conv, add, ...) becomes one IR node whose output is the quantize node that follows it;
+  a ReLU/ReLU6 between the two is recorded as the node's `act` (real-valued clamp range).
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import torch
+from torch.fx import GraphModule, Node as FxNode
+from torchao.quantization.pt2e import quantize_pt2e  # noqa: F401  (registers quantized_decomposed ops)
+
+from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
+from mcu.errors import McuError
+from mcu.export import op_name, source_line
+
+aten = torch.ops.aten
+qd = torch.ops.quantized_decomposed
+
+Q_OPS = {qd.quantize_per_tensor.default}
+DQ_OPS = {qd.dequantize_per_tensor.default, qd.dequantize_per_channel.default}
+IDENTITY_OPS = {aten.dropout.default, aten.contiguous.default, aten.clone.default}
+RESHAPE_OPS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten._unsafe_view.default,
+               aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default}
+ACTIVATIONS = {aten.relu.default: (0.0, float("inf")), aten.relu_.default: (0.0, float("inf")),
+               aten.relu6.default: (0.0, 6.0)}
+
+
+class QuantizationError(McuError):
+    """The quantized graph has a pattern the integer lowering cannot express."""
+
+
+def _shape(n: FxNode) -> tuple[int, ...]:
+    return tuple(int(d) for d in n.meta["val"].shape)
+
+
+def _ints(v, k: int = 2) -> tuple[int, ...]:
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    return tuple(int(x) for x in (v * k if len(v) == 1 else v))
+
+
+def _attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict]:
+    """(IR op, attrs) for a float compute node."""
+    t, a = n.target, list(n.args)
+    if t == aten.conv2d.default:
+        stride, padding, dilation, groups = (a[3:] + [1, 0, 1, 1][len(a[3:]):])[:4]
+        if isinstance(padding, str):
+            raise QuantizationError(f"conv2d padding='{padding}' at {source_line(n)}; pass explicit padding ints")
+        return "conv2d", {"stride": _ints(stride), "padding": _ints(padding), "dilation": _ints(dilation),
+                          "groups": int(groups)}
+    if t == aten.linear.default:
+        return "linear", {}
+    if t in (aten.add.Tensor, aten.add_.Tensor):
+        if n.kwargs.get("alpha", 1) != 1:
+            raise QuantizationError(f"add with alpha != 1 at {source_line(n)}")
+        return "add", {}
+    if t == aten.max_pool2d.default:
+        k = _ints(a[1])
+        stride = _ints(a[2]) if len(a) > 2 and a[2] else k
+        pad = _ints(a[3]) if len(a) > 3 else (0, 0)
+        dil = _ints(a[4]) if len(a) > 4 else (1, 1)
+        ceil = bool(a[5]) if len(a) > 5 else False
+        if dil != (1, 1):
+            raise QuantizationError(f"max_pool2d with dilation at {source_line(n)} is not supported")
+        return "max_pool2d", {"kernel": k, "stride": stride, "padding": pad, "ceil_mode": ceil}
+    if t == aten.avg_pool2d.default:
+        k = _ints(a[1])
+        stride = _ints(a[2]) if len(a) > 2 and a[2] else k
+        pad = _ints(a[3]) if len(a) > 3 else (0, 0)
+        ceil = bool(a[4]) if len(a) > 4 else False
+        include_pad = bool(a[5]) if len(a) > 5 else True
+        divisor = int(a[6]) if len(a) > 6 and a[6] else 0
+        return "avg_pool2d", {"kernel": k, "stride": stride, "padding": pad, "ceil_mode": ceil,
+                              "count_include_pad": include_pad, "divisor_override": divisor}
+    if t == aten.adaptive_avg_pool2d.default:
+        return "adaptive_avg_pool2d", {"output_size": _ints(a[1])}
+    if t == aten.mean.dim:
+        dims = sorted(d % len(shape_in) for d in _ints(a[1], 1))
+        keepdim = bool(a[2]) if len(a) > 2 else bool(n.kwargs.get("keepdim", False))
+        return "mean", {"dims": tuple(dims), "keepdim": keepdim}
+    if t in RESHAPE_OPS:
+        return "reshape", {}
+    if t in (aten.softmax.int, aten._softmax.default):
+        return "softmax", {"dim": int(a[1]) % len(shape_in)}
+    if t in (aten.hardtanh.default, aten.hardtanh_.default, *ACTIVATIONS):
+        lo, hi = ACTIVATIONS.get(t) or (float(a[1]) if len(a) > 1 else -1.0, float(a[2]) if len(a) > 2 else 1.0)
+        return "clamp", {"act": (lo, hi)}
+    if t == aten.batch_norm.default or t == aten._native_batch_norm_legit_no_training.default:
+        raise QuantizationError(f"BatchNorm at {source_line(n)} does not follow a conv2d, so it cannot be "
+                                f"folded; put it right after a conv2d (standalone BatchNorm comes later)")
+    raise QuantizationError(f"op '{op_name(n)}' at {source_line(n)} has no int8 lowering")
+
+
+def _act_range(n: FxNode) -> tuple[float, float] | None:
+    if n.target in ACTIVATIONS:
+        return ACTIVATIONS[n.target]
+    if n.target in (aten.hardtanh.default, aten.hardtanh_.default):
+        return (float(n.args[1]) if len(n.args) > 1 else -1.0, float(n.args[2]) if len(n.args) > 2 else 1.0)
+    return None
+
+
+def import_quantized(gm: GraphModule) -> Graph:
+    """Build the int8 IR of a torchao-converted GraphModule."""
+    tensors: dict[str, Tensor] = {}
+    nodes: list[Node] = []
+    value: dict[FxNode, str] = {}  # fx node -> IR tensor holding its (quantized) value
+    pending: dict[FxNode, tuple[FxNode, tuple | None]] = {}  # float result -> (compute node, act range)
+    inputs: list[str] = []
+    outputs: list[str] = []
+
+    def const(n: FxNode) -> np.ndarray:
+        return getattr(gm, n.target).detach().cpu().numpy()
+
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            continue  # becomes an input at its quantize node
+        if n.op == "get_attr" or (n.op == "call_module"):
+            continue
+        if n.op == "output":
+            for o in n.args[0]:
+                if o not in value:
+                    raise QuantizationError(f"model output {o.name} is not quantized")
+                outputs.append(value[o])
+            continue
+        t = n.target
+        if t in Q_OPS:
+            src, scale, zp = n.args[0], float(n.args[1]), int(n.args[2])
+            name = f"t{len(tensors)}"
+            if src.op == "placeholder":
+                name = f"input{len(inputs)}"
+                inputs.append(name)
+                tensors[name] = Tensor(name, _shape(src), "int8", QParams.tensor(scale, zp))
+            elif src in pending:
+                compute, act = pending.pop(src)
+                shape_in = tensors[value[compute.args[0]]].shape
+                op, attrs = _attrs(compute, shape_in)
+                if act is not None:
+                    attrs = {**attrs, "act": act}
+                tensors[name] = Tensor(name, _shape(src), "int8", QParams.tensor(scale, zp))
+                ins = [value.get(a) if isinstance(a, FxNode) else None for a in compute.args
+                       if isinstance(a, FxNode) or a is None]
+                if op in ("reshape", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+                          "mean", "clamp"):
+                    ins = ins[:1]
+                nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), attrs, source_line(compute)))
+            else:
+                raise QuantizationError(f"quantize of {src.name} has no producer we can lower")
+            value[n] = name
+        elif t in DQ_OPS:
+            src = n.args[0]
+            if src.op == "get_attr":
+                data = const(src)
+                scale = const(n.args[1]) if isinstance(n.args[1], FxNode) else np.array([n.args[1]])
+                name = f"c{len(tensors)}"
+                if t == qd.dequantize_per_channel.default:
+                    zps = const(n.args[2])
+                    qp = QParams(tuple(float(s) for s in scale), tuple(int(z) for z in zps), int(n.args[3]))
+                else:
+                    qp = QParams.tensor(float(n.args[1]), int(n.args[2]))
+                dtype = {np.dtype(np.int8): "int8", np.dtype(np.int32): "int32"}[data.dtype]
+                tensors[name] = Tensor(name, tuple(data.shape), dtype, qp, data=data)
+                value[n] = name
+            else:
+                value[n] = value[src]
+        elif t == operator.getitem:
+            raise QuantizationError(f"multi-output op {n.args[0].name} is not supported")
+        elif t in IDENTITY_OPS:
+            value[n] = value[n.args[0]]
+            if n.args[0] in pending:
+                pending[n] = pending.pop(n.args[0])
+        elif _act_range(n) is not None and n.args[0] in pending and pending[n.args[0]][1] is None:
+            compute, _ = pending.pop(n.args[0])
+            pending[n] = (compute, _act_range(n))
+        elif n.op == "call_function":
+            for a in n.args:
+                if isinstance(a, FxNode) and a.op == "get_attr" and n.target not in DQ_OPS:
+                    if const(a).dtype.is_floating_point if hasattr(const(a).dtype, "is_floating_point") \
+                            else np.issubdtype(const(a).dtype, np.floating):
+                        raise QuantizationError(
+                            f"op '{op_name(n)}' at {source_line(n)} has float parameters that were not "
+                            f"quantized; it is not supported by the int8 flow")
+            pending[n] = (n, None)
+    if pending:
+        n = next(iter(pending))
+        raise QuantizationError(f"op '{op_name(n)}' at {source_line(n)} has no quantized output; "
+                                f"it is not supported by the int8 flow")
+    return verify(Graph(tensors, tuple(nodes), tuple(inputs), tuple(outputs)))

@@ -1,0 +1,1 @@
+"""Compiler passes: each module holds one pass, a function Graph -> Graph."""

@@ -1,0 +1,41 @@
+"""Rewrite equivalent ops onto one form: global means/adaptive pools become avg_pool2d, grouped
+convs with one input channel per group become depthwise_conv2d."""
+from __future__ import annotations
+
+from mcu.codegen.ir import Graph, Node
+from mcu.errors import McuError
+
+
+class LoweringError(McuError):
+    """An op's parameters have no int8 kernel."""
+
+
+def _avg_pool(node: Node, kernel, stride) -> Node:
+    return node.replace(op="avg_pool2d", attrs={
+        "kernel": tuple(kernel), "stride": tuple(stride), "padding": (0, 0), "ceil_mode": False,
+        "count_include_pad": True, "divisor_override": 0, **({"act": node.attrs["act"]} if "act" in node.attrs else {})})
+
+
+def canonicalize(graph: Graph) -> Graph:
+    nodes = []
+    for node in graph.nodes:
+        shape = graph.tensors[node.inputs[0]].shape if node.inputs and node.inputs[0] else ()
+        if node.op == "adaptive_avg_pool2d":
+            (h, w), (oh, ow) = shape[2:], node.attrs["output_size"]
+            if h % oh or w % ow:
+                raise LoweringError(f"adaptive_avg_pool2d from {h}x{w} to {oh}x{ow} at {node.source}: the "
+                                    f"input size must be a multiple of the output size")
+            node = _avg_pool(node, (h // oh, w // ow), (h // oh, w // ow))
+        elif node.op == "mean":
+            if len(shape) != 4 or node.attrs["dims"] != (2, 3):
+                raise LoweringError(f"mean over dims {node.attrs['dims']} of a {len(shape)}-d tensor at "
+                                    f"{node.source}: only the spatial mean (dims 2, 3 of NCHW) is supported")
+            node = _avg_pool(node, shape[2:], (1, 1))
+        elif node.op == "conv2d" and node.attrs["groups"] != 1:
+            cin, groups = shape[1], node.attrs["groups"]
+            if groups != cin:
+                raise LoweringError(f"conv2d with groups={groups} (in_channels={cin}) at {node.source}: only "
+                                    f"groups=1 and depthwise (groups=in_channels) are supported")
+            node = node.replace(op="depthwise_conv2d")
+        nodes.append(node)
+    return graph.replace(nodes=tuple(nodes))

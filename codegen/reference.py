@@ -1,0 +1,46 @@
+"""The numpy integer reference of a lowered graph: runs each kernel's twin in schedule order.
+The device must match it bit for bit."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from mcu.codegen.ir import DTYPES, Graph
+
+TWIN_MODULES = ["conv", "fc", "pool", "elementwise", "activation", "shape"]
+
+
+def twin(kernel: str):
+    """The numpy twin of C kernel `mcu_<name>`: the function `<name>` in one of mcu.twins' modules."""
+    name = kernel.removeprefix("mcu_")
+    for mod in TWIN_MODULES:
+        fn = getattr(importlib.import_module(f"mcu.twins.{mod}"), name, None)
+        if fn is not None:
+            return fn
+    raise KeyError(f"no numpy twin for {kernel}")
+
+
+def run_reference(graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Integer inputs (stored shapes/layouts) in, integer outputs out."""
+    values: dict[str, np.ndarray] = {}
+    for name, arr in zip(graph.inputs, inputs, strict=True):
+        t = graph.tensors[name]
+        values[name] = np.asarray(arr, dtype=DTYPES[t.dtype]).reshape(t.shape)
+
+    def get(name):
+        if name is None:
+            return None
+        t = graph.tensors[name]
+        return t.data if t.is_const else values[name]
+
+    for node in graph.nodes:
+        out = graph.tensors[node.outputs[0]]
+        if node.op == "alias":
+            values[out.name] = values[node.inputs[0]].reshape(out.shape)
+            continue
+        a = node.attrs
+        quant = [get(q) for q in a["quant"]] if a["quant"] else []
+        result = twin(a["kernel"])(a["params"], *quant, *[get(i) for i in node.inputs])
+        values[out.name] = np.asarray(result).reshape(out.shape)
+    return [values[o] for o in graph.outputs]

@@ -1,0 +1,131 @@
+"""The `mcu` command: compile, run, size, boards. Errors print one clear line (traceback with --verbose)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from mcu.errors import McuError
+
+
+def _load_model(spec: str):
+    """MODEL is a .pt2 file, or module:function returning (model, example_inputs)."""
+    if spec.endswith(".pt2") or Path(spec).is_file():
+        return spec, None
+    if ":" not in spec:
+        raise McuError(f"MODEL '{spec}' is neither a .pt2 file nor module:function "
+                       f"(e.g. mcu.zoo:example_cnn)")
+    mod, fn = spec.split(":", 1)
+    try:
+        model, example_inputs = getattr(importlib.import_module(mod), fn)()
+    except (ImportError, AttributeError) as exc:
+        raise McuError(f"cannot load {spec}: {exc}") from exc
+    return model, example_inputs
+
+
+def _load_calibration(path: str | None):
+    """A .npy/.npz/.pt file: an array [B, ...] (one input, one batch per row) or a list of tuples."""
+    if path is None:
+        return None
+    import torch
+    p = Path(path)
+    if not p.is_file():
+        raise McuError(f"calibration file {p} does not exist")
+    if p.suffix == ".pt":
+        data = torch.load(p)
+        return [tuple(b) if isinstance(b, (tuple, list)) else (b,) for b in data]
+    if p.suffix == ".npz":
+        arrays = [v for _, v in sorted(np.load(p).items())]
+        return [tuple(torch.from_numpy(a[i:i + 1]) for a in arrays) for i in range(len(arrays[0]))]
+    arr = np.load(p)
+    return [(torch.from_numpy(arr[i:i + 1]),) for i in range(len(arr))]
+
+
+def cmd_compile(args) -> None:
+    import mcu
+    model, example_inputs = _load_model(args.model)
+    pkg = mcu.compile(model, example_inputs, board=args.board, calibration=_load_calibration(args.calib),
+                      out_dir=args.output, force=args.force)
+    m = pkg.manifest
+    print(f"wrote {pkg.out_dir}: {len(m['ops'])} ops, kernels: {', '.join(k.split('/')[-1] for k in m['kernels'])}")
+    print(f"arena {m['arena_bytes']} B (liveness lower bound {m['arena_lower_bound']} B, {m['planner']}), "
+          f"weights {m['weights_bytes']} B")
+
+
+def cmd_run(args) -> None:
+    import mcu
+    import torch
+    pkg = mcu.load(args.dir)
+    if args.input:
+        inputs = [torch.from_numpy(np.load(f).astype(np.float32)) for f in args.input]
+    else:
+        g = torch.Generator().manual_seed(args.seed)
+        inputs = [torch.randn(tuple(_shape(s)), generator=g) for s in pkg.manifest["inputs"]]
+    res = mcu.run(pkg, inputs, timeout=args.timeout)
+    ref = pkg.reference(inputs)
+    for i, (raw, r, out) in enumerate(zip(res.raw_outputs, ref, res.outputs)):
+        same = np.array_equal(raw, r)
+        print(f"output{i} {list(out.shape)}: {np.array2string(out.ravel()[:16], precision=4)}")
+        print(f"  device == numpy reference: {'yes' if same else 'NO'}")
+    print(f"instructions: {res.instructions}")
+    if not all(np.array_equal(a, b) for a, b in zip(res.raw_outputs, ref)):
+        raise McuError("device output differs from the numpy reference")
+
+
+def _shape(spec):
+    s = spec["shape"]
+    return (s[0], s[3], s[1], s[2]) if spec["layout"] == "NHWC" else s
+
+
+def cmd_size(args) -> None:
+    import mcu
+    print(mcu.size(mcu.load(args.dir)).format())
+
+
+def cmd_boards(args) -> None:
+    from mcu.boards import list_boards
+    print(f"{'board':16} {'core':12} {'flash':>9} {'ram':>9}  emulated  features")
+    for b in list_boards():
+        feats = ",".join(f for f, on in (("fpu", bool(b.fpu)), ("dsp", b.dsp), ("mve", b.mve)) if on) or "-"
+        print(f"{b.name:16} {b.cpu:12} {b.flash_size // 1024:>7}KB {b.ram_size // 1024:>7}KB  "
+              f"{'yes' if b.emulated else 'no':8}  {feats}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="mcu", description=__doc__)
+    parser.add_argument("--verbose", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("compile", help="compile MODEL into a package folder")
+    p.add_argument("model", help=".pt2 file or module:function returning (model, example_inputs)")
+    p.add_argument("--board", default="mps2-an386")
+    p.add_argument("--calib", help=".npy [B, ...] / .npz / .pt list of input tuples")
+    p.add_argument("-o", "--output", default="mcu_out")
+    p.add_argument("--force", action="store_true", help="write into a folder holding other files")
+    p.set_defaults(fn=cmd_compile)
+    p = sub.add_parser("run", help="build and run a package on its board under QEMU")
+    p.add_argument("dir")
+    p.add_argument("--input", nargs="*", help=".npy float inputs in torch order (default: seeded randn)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=120.0)
+    p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("size", help="flash and RAM of a package's firmware")
+    p.add_argument("dir")
+    p.set_defaults(fn=cmd_size)
+    p = sub.add_parser("boards", help="list the boards")
+    p.set_defaults(fn=cmd_boards)
+    args = parser.parse_args(argv)
+    try:
+        args.fn(args)
+    except McuError as exc:
+        if args.verbose:
+            raise
+        print(f"mcu: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Exceptions raised by mcu: every failure a user can fix is an McuError whose message names the cause and the fix."""
+from __future__ import annotations
+
+
+class McuError(Exception):
+    """Base class of every error mcu raises on purpose."""
+
+
+class UnknownBoardError(McuError):
+    """A board name that has no folder under boards/."""
+
+
+class BoardConfigError(McuError):
+    """A board.toml that is missing a key or has a value of the wrong type."""
+
+
+class BuildError(McuError):
+    """The firmware build (SCons / arm-none-eabi-gcc) failed; the message holds the compiler output."""
+
+
+class NotEmulatedError(McuError):
+    """The board has no [qemu] section, so its firmware can be built but not run."""
+
+
+class QemuNotFoundError(McuError):
+    """qemu-system-arm is not on PATH."""
+
+
+class QemuTimeoutError(McuError):
+    """The firmware did not finish within the timeout (QEMU was killed)."""
+
+
+class FirmwareError(McuError):
+    """The firmware ran but did not report success (error exit, missing MCU_DONE line or output.bin)."""
+
+
+class HardFaultError(FirmwareError):
+    """The firmware hit a Cortex-M fault; carries the stacked pc/lr, cfsr and the function holding pc."""
+
+    def __init__(self, message: str, *, pc: int, lr: int, cfsr: int | None, function: str | None):
+        super().__init__(message)
+        self.pc = pc
+        self.lr = lr
+        self.cfsr = cfsr
+        self.function = function

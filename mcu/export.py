@@ -1,0 +1,112 @@
+"""Export stage: nn.Module / ExportedProgram / .pt2 file -> a checked torch.export ExportedProgram."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import torch
+from torch.fx import Node
+
+from mcu.errors import McuError
+
+aten = torch.ops.aten
+
+# Every aten op the int8 flow accepts at export time (before quantization).
+SUPPORTED_OPS = {
+    aten.conv2d.default, aten.linear.default, aten.batch_norm.default,
+    aten._native_batch_norm_legit_no_training.default,
+    aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default, aten.hardtanh_.default,
+    aten.add.Tensor, aten.add_.Tensor,
+    aten.max_pool2d.default, aten.avg_pool2d.default, aten.adaptive_avg_pool2d.default, aten.mean.dim,
+    aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten._unsafe_view.default,
+    aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.contiguous.default,
+    aten.dropout.default, aten.clone.default, aten.softmax.int, aten._softmax.default,
+}
+
+# The nearest supported way to express an unsupported op.
+ALTERNATIVES = {
+    "gelu": "relu", "silu": "relu", "sigmoid": "relu6 or hardtanh", "tanh": "hardtanh",
+    "hardswish": "relu6", "hardsigmoid": "relu6", "leaky_relu": "relu", "elu": "relu",
+    "max_pool1d": "max_pool2d on a [N, C, 1, L] view", "avg_pool1d": "avg_pool2d on a [N, C, 1, L] view",
+    "conv1d": "conv2d on a [N, C, 1, L] view", "sub": "add of a negated tensor", "mul": "a 1x1 conv",
+    "cat": "a single wider conv", "matmul": "linear with constant weights", "bmm": "linear",
+    "log_softmax": "softmax", "sum": "mean", "upsample_nearest2d": "a transposed layout of your data",
+}
+
+
+class UnsupportedOpError(McuError):
+    """The model uses an op the int8 flow cannot compile."""
+
+
+class ExportError(McuError):
+    """torch.export could not capture the model, or the .pt2 file cannot be loaded."""
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
+
+
+def source_line(node: Node) -> str:
+    """'file:line: code' of the user's frame that created the node, or '' when unknown."""
+    trace = node.meta.get("stack_trace") or ""
+    frames = _FRAME.findall(trace)
+    torch_dir = os.path.dirname(torch.__file__)
+    user = [f for f in frames if not f[0].startswith(torch_dir) and "/torchao/" not in f[0]]
+    if not user:
+        return ""
+    file, line, _func, code = user[-1]
+    return f"{file}:{line}: {code.strip()}"
+
+
+def op_name(node: Node) -> str:
+    return str(getattr(node.target, "__name__", node.target)).split(".")[0]
+
+
+def check_supported(ep: torch.export.ExportedProgram) -> None:
+    """Raise UnsupportedOpError naming the first unsupported op, its source line and an alternative."""
+    for node in ep.graph.nodes:
+        if node.op != "call_function" or node.target in SUPPORTED_OPS:
+            continue
+        if getattr(node.target, "__name__", "") == "getitem":
+            continue
+        name = op_name(node)
+        where = source_line(node) or "(no source line recorded)"
+        hint = ALTERNATIVES.get(name.rstrip("_"))
+        fix = f"; use {hint} instead" if hint else "; replace it with a supported op"
+        raise UnsupportedOpError(f"unsupported op '{name}' ({node.target}) at {where}{fix}. "
+                                 f"Supported: {', '.join(sorted({str(o).split('.')[1] for o in SUPPORTED_OPS}))}")
+
+
+def export(model, example_inputs: tuple | None = None) -> torch.export.ExportedProgram:
+    """Capture `model` (an nn.Module, an ExportedProgram or a path to a .pt2 file) with torch.export."""
+    if isinstance(model, (str, Path)):
+        path = Path(model)
+        if not path.is_file():
+            raise ExportError(f"{path}: no such file; pass a .pt2 saved with torch.export.save")
+        try:
+            ep = torch.export.load(str(path))
+        except Exception as exc:  # torch raises many types for corrupt or foreign archives
+            raise ExportError(f"{path} is not a loadable .pt2 file ({type(exc).__name__}: {exc}); "
+                              f"re-save it with torch.export.save under torch {torch.__version__}") from exc
+    elif isinstance(model, torch.export.ExportedProgram):
+        ep = model
+    elif isinstance(model, torch.nn.Module):
+        if example_inputs is None:
+            raise ExportError("example_inputs are required to export an nn.Module")
+        try:
+            ep = torch.export.export(model.eval(), tuple(example_inputs))
+        except Exception as exc:
+            raise ExportError(f"torch.export failed: {type(exc).__name__}: {str(exc).splitlines()[0]}. "
+                              f"Make shapes static and remove data-dependent control flow") from exc
+    else:
+        raise ExportError(f"cannot export a {type(model).__name__}; pass an nn.Module, an "
+                          f"ExportedProgram or a .pt2 path")
+    check_supported(ep)
+    return ep
+
+
+def example_inputs_of(ep: torch.export.ExportedProgram) -> tuple:
+    """Zero tensors shaped like the program's user inputs (for a .pt2 given without inputs)."""
+    vals = [n.meta["val"] for n in ep.graph.nodes if n.op == "placeholder"
+            and n.name in ep.graph_signature.user_inputs]
+    return tuple(torch.zeros(v.shape, dtype=v.dtype) for v in vals)

@@ -1,0 +1,18 @@
+"""Where mcu's package data lives on disk (boards, runtime C sources, the SCons script)."""
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+from mcu.errors import McuError
+
+
+def package_root(name: str) -> Path:
+    """Directory of the (possibly mapped) package `name`, e.g. "mcu.boards" -> <repo>/boards."""
+    root = Path(str(files(name)))
+    if not root.is_dir():
+        raise McuError(
+            f"package {name} is not a directory on disk ({root}); the C build needs real files, "
+            "so install mcu unzipped (pip install -e . or a normal wheel install)"
+        )
+    return root

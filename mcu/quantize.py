@@ -1,0 +1,198 @@
+"""PT2E int8 quantization with mcu's own Quantizer (torchao prepare_pt2e / convert_pt2e).
+
+Scheme (TFLite-compatible integer semantics):
+- weights int8 symmetric per output channel, range [-127, 127];
+- activations int8 asymmetric per tensor, range [-128, 127];
+- bias int32, scale derived as s_in * s_w[c];
+- BatchNorm folded into the conv by prepare_pt2e; ReLU / ReLU6 annotated after their producer so
+  they fuse (the producer's output takes the activation's qparams);
+- ops that only move or select values (pools, flatten, reshape) share their input's qparams;
+- softmax output is fixed at scale 1/256, zero point -128.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Iterable
+
+import torch
+from torch.fx import GraphModule, Node
+
+from torchao.quantization.pt2e import MinMaxObserver, PerChannelMinMaxObserver
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from torchao.quantization.pt2e.quantizer import (
+    DerivedQuantizationSpec,
+    FixedQParamsQuantizationSpec,
+    QuantizationAnnotation,
+    QuantizationSpec,
+    Quantizer,
+    SharedQuantizationSpec,
+)
+
+from mcu.errors import McuError
+
+aten = torch.ops.aten
+
+ACT_QSPEC = QuantizationSpec(
+    dtype=torch.int8,
+    quant_min=-128,
+    quant_max=127,
+    qscheme=torch.per_tensor_affine,
+    is_dynamic=False,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
+)
+
+WEIGHT_QSPEC = QuantizationSpec(
+    dtype=torch.int8,
+    quant_min=-127,
+    quant_max=127,
+    qscheme=torch.per_channel_symmetric,
+    ch_axis=0,
+    is_dynamic=False,
+    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
+)
+
+SOFTMAX_OUT_QSPEC = FixedQParamsQuantizationSpec(
+    dtype=torch.int8,
+    scale=1.0 / 256.0,
+    zero_point=-128,
+    quant_min=-128,
+    quant_max=127,
+    qscheme=torch.per_tensor_affine,
+)
+
+# Ops with weights: (input index of activation, weight, bias).
+WEIGHTED_OPS = {aten.conv2d.default, aten.linear.default}
+# Activations fused into their producer's requantization.
+FUSABLE_ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
+                       aten.hardtanh_.default}
+# Ops whose output may take a fused activation.
+ACT_PRODUCERS = WEIGHTED_OPS | {aten.add.Tensor, aten.add_.Tensor}
+# Ops that only move or select values: output shares the input's qparams.
+SHARED_QPARAM_OPS = {
+    aten.max_pool2d.default, aten.avg_pool2d.default, aten.adaptive_avg_pool2d.default,
+    aten.mean.dim, aten.flatten.using_ints, aten.view.default, aten.reshape.default,
+    aten._unsafe_view.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
+    aten.permute.default, aten.transpose.int, aten.contiguous.default, aten.dropout.default,
+    aten.clone.default,
+} | FUSABLE_ACTIVATIONS
+SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
+
+
+def _bias_qparams(obs_or_fqs):
+    act_scale, _ = obs_or_fqs[0].calculate_qparams()
+    weight_scale, _ = obs_or_fqs[1].calculate_qparams()
+    scale = (act_scale * weight_scale).to(torch.float32)
+    return scale, torch.zeros_like(scale, dtype=torch.int32)
+
+
+def _annotate(node: Node, inputs: dict, output) -> None:
+    node.meta["quantization_annotation"] = QuantizationAnnotation(
+        input_qspec_map=inputs, output_qspec=output, _annotated=True)
+
+
+def _is_annotated(node: Node) -> bool:
+    ann = node.meta.get("quantization_annotation")
+    return ann is not None and ann._annotated
+
+
+def _fused_activation(node: Node) -> Node | None:
+    """The ReLU/ReLU6 that consumes node's output, if it is the only consumer."""
+    if len(node.users) != 1:
+        return None
+    user = next(iter(node.users))
+    if user.op == "call_function" and user.target in FUSABLE_ACTIVATIONS:
+        return user
+    return None
+
+
+class McuQuantizer(Quantizer):
+    """Annotates an exported graph for mcu's int8 kernels."""
+
+    def annotate(self, model: GraphModule) -> GraphModule:
+        for node in model.graph.nodes:
+            if node.op != "call_function" or _is_annotated(node):
+                continue
+            if node.target in WEIGHTED_OPS:
+                self._annotate_weighted(node)
+            elif node.target in (aten.add.Tensor, aten.add_.Tensor):
+                self._annotate_add(node)
+            elif node.target in SOFTMAX_OPS:
+                _annotate(node, {node.args[0]: ACT_QSPEC}, SOFTMAX_OUT_QSPEC)
+            elif node.target in SHARED_QPARAM_OPS:
+                src = node.args[0]
+                if isinstance(src, Node):
+                    _annotate(node, {src: ACT_QSPEC}, SharedQuantizationSpec((src, node)))
+        return model
+
+    def _annotate_output(self, node: Node) -> None:
+        act = _fused_activation(node)
+        if act is None:
+            node.meta["quantization_annotation"].output_qspec = ACT_QSPEC
+        else:
+            _annotate(act, {}, ACT_QSPEC)
+
+    def _annotate_weighted(self, node: Node) -> None:
+        x, w = node.args[0], node.args[1]
+        bias = node.args[2] if len(node.args) > 2 else None
+        inputs = {x: ACT_QSPEC, w: WEIGHT_QSPEC}
+        if isinstance(bias, Node):
+            inputs[bias] = DerivedQuantizationSpec(
+                derived_from=[(x, node), (w, node)],
+                derive_qparams_fn=_bias_qparams,
+                dtype=torch.int32,
+                quant_min=-(2**31) + 1,
+                quant_max=2**31 - 1,
+                qscheme=torch.per_channel_symmetric,
+                ch_axis=0,
+            )
+        _annotate(node, inputs, None)
+        self._annotate_output(node)
+
+    def _annotate_add(self, node: Node) -> None:
+        inputs = {a: ACT_QSPEC for a in node.args[:2] if isinstance(a, Node)}
+        _annotate(node, inputs, None)
+        self._annotate_output(node)
+
+    def validate(self, model: GraphModule) -> None:
+        pass
+
+
+def _check_batch(batch, example_inputs) -> tuple:
+    import math
+    if isinstance(batch, torch.Tensor):
+        batch = (batch,)
+    batch = tuple(batch)
+    if len(batch) != len(example_inputs):
+        raise McuError(f"calibration batch has {len(batch)} inputs but the model takes "
+                       f"{len(example_inputs)}; pass an iterable of input tuples")
+    for i, (b, e) in enumerate(zip(batch, example_inputs)):
+        if not isinstance(b, torch.Tensor) or b.shape != e.shape or b.dtype != e.dtype:
+            got = f"{tuple(b.shape)} {b.dtype}" if isinstance(b, torch.Tensor) else type(b).__name__
+            raise McuError(f"calibration input {i} is {got}, expected {tuple(e.shape)} {e.dtype} "
+                           f"like the example input")
+        if b.is_floating_point() and not torch.isfinite(b).all():
+            raise McuError(f"calibration input {i} contains NaN or Inf; clean the calibration data")
+        del math
+    return batch
+
+
+def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
+             calibration: Iterable | None = None) -> GraphModule:
+    """Calibrate and convert: returns torchao's converted GraphModule (Q/DQ around float ops).
+
+    calibration is an iterable of input tuples; None calibrates on the example inputs alone.
+    """
+    prepared = prepare_pt2e(exported.module(), McuQuantizer())
+    batches = [example_inputs] if calibration is None else calibration
+    seen = 0
+    with torch.no_grad():
+        for batch in batches:
+            prepared(*_check_batch(batch, example_inputs))
+            seen += 1
+    if seen == 0:
+        raise McuError("the calibration set is empty; pass at least one input tuple "
+                       "(or calibration=None to calibrate on the example inputs)")
+    return convert_pt2e(prepared, fold_quantize=True)
+
+
+__all__ = ["McuQuantizer", "quantize", "operator"]

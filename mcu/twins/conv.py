@@ -1,0 +1,87 @@
+"""Numpy twins of runtime_c/kernels/conv: mcu_conv2d_s8 and mcu_dwconv2d_s8, with the same integer arithmetic.
+
+- Windows are strided views of the input (+ input_offset) zero-padded on every side, so padded taps add 0,
+  exactly as the C skips them; accumulation is int64 and must fit int32 (the C accumulates in int32).
+- Invalid arguments raise ValueError where the C returns MCU_ERR_ARG / MCU_ERR_SHAPE.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .quant import INT32_MAX, INT32_MIN, requantize, saturate
+
+
+def output_stage(acc: np.ndarray, bias, multiplier, shift, output_offset: int, act_min: int, act_max: int):
+    """bias + acc, requantized per channel (last axis), offset and clamped to int8 (shared with fc)."""
+    acc = np.asarray(acc, dtype=np.int64)
+    if bias is not None:
+        acc = acc + np.asarray(bias, dtype=np.int64)
+    if acc.size and (acc.min() < INT32_MIN or acc.max() > INT32_MAX):
+        raise OverflowError("accumulator exceeds int32; the C kernel would overflow")
+    out = requantize(acc, np.asarray(multiplier, np.int64), np.asarray(shift, np.int64)) + output_offset
+    return saturate(out, act_min, act_max)
+
+
+def check_quant(multiplier, shift, channels: int) -> None:
+    """The per-channel quant checks every kernel with mcu_per_channel_quant_t makes (MCU_ERR_ARG)."""
+    m, s = np.asarray(multiplier), np.asarray(shift)
+    if m.shape != (channels,) or s.shape != (channels,):
+        raise ValueError(f"multiplier/shift must have shape ({channels},), got {m.shape} / {s.shape}")
+    if (m < 0).any() or (s < -31).any() or (s > 30).any():
+        raise ValueError("multiplier must be >= 0 and shift in [-31, 30]")
+
+
+def _check_params(p: dict) -> None:
+    if any(d < 1 for key in ("input", "filter", "output") for d in p[key]):
+        raise ValueError(f"dims must be positive: {p['input']} {p['filter']} {p['output']}")
+    if min(p["stride_h"], p["stride_w"], p["dilation_h"], p["dilation_w"]) < 1 or min(p["pad_top"], p["pad_left"]) < 0:
+        raise ValueError("strides and dilations must be >= 1, pads >= 0")
+    if not (-127 <= p["input_offset"] <= 128 and -128 <= p["output_offset"] <= 127):
+        raise ValueError(f"offsets out of range: {p['input_offset']}, {p['output_offset']}")
+    if not -128 <= p["act_min"] <= p["act_max"] <= 127:
+        raise ValueError(f"bad activation range [{p['act_min']}, {p['act_max']}]")
+
+
+def _windows(p: dict, input: np.ndarray) -> np.ndarray:
+    """int64 view (N, H_out, W_out, KH, KW, C_in) of input + input_offset; taps outside the input read 0."""
+    n, h, w, c = p["input"]
+    _, oh, ow, _ = p["output"]
+    _, kh, kw, _ = p["filter"]
+    sh, sw, dh, dw = p["stride_h"], p["stride_w"], p["dilation_h"], p["dilation_w"]
+    pt, pl = p["pad_top"], p["pad_left"]
+    rows = max((oh - 1) * sh + (kh - 1) * dh + 1, pt + h)
+    cols = max((ow - 1) * sw + (kw - 1) * dw + 1, pl + w)
+    padded = np.zeros((n, rows, cols, c), dtype=np.int64)
+    padded[:, pt:pt + h, pl:pl + w, :] = np.asarray(input, dtype=np.int64).reshape(n, h, w, c) + p["input_offset"]
+    s = padded.strides
+    return as_strided(padded, (n, oh, ow, kh, kw, c), (s[0], s[1] * sh, s[2] * sw, s[1] * dh, s[2] * dw, s[3]),
+                      writeable=False)
+
+
+def conv2d_s8(params: dict, multiplier: np.ndarray, shift: np.ndarray, input: np.ndarray, filter: np.ndarray,
+              bias: np.ndarray | None) -> np.ndarray:
+    """Twin of mcu_conv2d_s8: NHWC input, OHWI filter; returns int8 of shape params["output"]."""
+    p = params
+    _check_params(p)
+    if p["output"][0] != p["input"][0] or p["filter"][3] != p["input"][3] or p["output"][3] != p["filter"][0]:
+        raise ValueError(f"conv dims disagree: input {p['input']} filter {p['filter']} output {p['output']}")
+    check_quant(multiplier, shift, p["output"][3])
+    w = np.asarray(filter, dtype=np.int64).reshape(p["filter"])
+    acc = np.tensordot(_windows(p, input), w, axes=([3, 4, 5], [1, 2, 3]))
+    return output_stage(acc, bias, multiplier, shift, p["output_offset"], p["act_min"], p["act_max"])
+
+
+def dwconv2d_s8(params: dict, multiplier: np.ndarray, shift: np.ndarray, input: np.ndarray, filter: np.ndarray,
+                bias: np.ndarray | None) -> np.ndarray:
+    """Twin of mcu_dwconv2d_s8: filter [1, KH, KW, C_out], output channel co reads input channel co // ch_mult."""
+    p = params
+    _check_params(p)
+    c_in, c_out = p["input"][3], p["output"][3]
+    if p["output"][0] != p["input"][0] or p["filter"][0] != 1 or p["filter"][3] != c_out or c_out % c_in:
+        raise ValueError(f"depthwise dims disagree: input {p['input']} filter {p['filter']} output {p['output']}")
+    check_quant(multiplier, shift, c_out)
+    _, kh, kw, _ = p["filter"]
+    w = np.asarray(filter, dtype=np.int64).reshape(kh, kw, c_in, c_out // c_in)  # co = ci * ch_mult + m
+    acc = np.einsum("nyxabc,abcm->nyxcm", _windows(p, input), w).reshape(p["output"])
+    return output_stage(acc, bias, multiplier, shift, p["output_offset"], p["act_min"], p["act_max"])

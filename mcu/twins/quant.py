@@ -1,0 +1,75 @@
+"""Numpy twin of runtime_c/include/mcu/mcu_quant.h, plus the compile-time multiplier encoding."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """Encode a positive real multiplier as (Q31 multiplier, shift) with real = m * 2^(shift - 31)."""
+    if real < 0:
+        raise ValueError(f"requantization multiplier must be >= 0, got {real}")
+    if real == 0.0:
+        return 0, 0
+    mantissa, shift = math.frexp(real)  # real = mantissa * 2^shift, mantissa in [0.5, 1)
+    q = int(round(mantissa * (1 << 31)))
+    if q == 1 << 31:
+        q //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    if shift > 30:
+        raise ValueError(f"requantization multiplier {real} is too large (shift {shift} > 30)")
+    return q, shift
+
+
+def quantize_multipliers(reals) -> tuple[np.ndarray, np.ndarray]:
+    pairs = [quantize_multiplier(float(r)) for r in np.asarray(reals, dtype=np.float64).ravel()]
+    mult = np.array([p[0] for p in pairs], dtype=np.int32)
+    shift = np.array([p[1] for p in pairs], dtype=np.int32)
+    return mult, shift
+
+
+def _trunc_div_pow2(x: np.ndarray, bits: int) -> np.ndarray:
+    """C's truncating division of int64 x by 2^bits."""
+    return np.where(x >= 0, x >> bits, -((-x) >> bits))
+
+
+def srdhm(a, b) -> np.ndarray:
+    """Saturating rounding doubling high multiply of int32 values (broadcasting)."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    ab = a * b
+    nudge = np.where(ab >= 0, np.int64(1 << 30), np.int64(1 - (1 << 30)))
+    res = _trunc_div_pow2(ab + nudge, 31)
+    overflow = (a == INT32_MIN) & (b == INT32_MIN)
+    return np.where(overflow, INT32_MAX, res).astype(np.int64)
+
+
+def rdbpot(x, exponent) -> np.ndarray:
+    """Rounding (half away from zero) division by 2^exponent, exponent in [0, 31]."""
+    x = np.asarray(x, dtype=np.int64)
+    exponent = np.asarray(exponent, dtype=np.int64)
+    mask = (np.int64(1) << exponent) - 1
+    remainder = x & mask
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> exponent) + (remainder > threshold)
+
+
+def requantize(acc, multiplier, shift) -> np.ndarray:
+    """acc * multiplier * 2^(shift - 31), rounded as mcu_requantize does (broadcasting)."""
+    acc = np.asarray(acc, dtype=np.int64)
+    multiplier = np.asarray(multiplier, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    shifted = np.clip(acc * (np.int64(1) << left), INT32_MIN, INT32_MAX)
+    return rdbpot(srdhm(shifted, multiplier), right)
+
+
+def saturate(x, lo: int, hi: int, dtype=np.int8) -> np.ndarray:
+    return np.clip(np.asarray(x, dtype=np.int64), lo, hi).astype(dtype)

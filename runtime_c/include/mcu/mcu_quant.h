@@ -1,0 +1,48 @@
+/* Integer requantization, the TFLite way: Q31 multiplier, saturating rounding doubling high multiply,
+ * rounding right shift. Every kernel uses these; the numpy twin is mcu/twins/quant.py. */
+#ifndef MCU_QUANT_H
+#define MCU_QUANT_H
+
+#include <stdint.h>
+
+#define MCU_Q7_MIN (-128)
+#define MCU_Q7_MAX 127
+
+static inline int32_t mcu_clamp_i32(int32_t x, int32_t lo, int32_t hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+/* round(a * b / 2^31) with ties away from zero; saturates the one overflow case (INT32_MIN^2). */
+static inline int32_t mcu_srdhm(int32_t a, int32_t b)
+{
+    if (a == INT32_MIN && b == INT32_MIN) {
+        return INT32_MAX;
+    }
+    const int64_t ab = (int64_t)a * (int64_t)b;
+    const int64_t nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31)); /* C division truncates toward zero */
+}
+
+/* round(x / 2^exponent), ties away from zero; exponent in [0, 31]. Relies on arithmetic >> of
+ * negative values, which gcc and clang guarantee. */
+static inline int32_t mcu_rdbpot(int32_t x, int32_t exponent)
+{
+    const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+    const int32_t remainder = x & mask;
+    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+/* acc * multiplier * 2^(shift - 31), rounded. A left shift saturates to int32 instead of overflowing. */
+static inline int32_t mcu_requantize(int32_t acc, int32_t multiplier, int32_t shift)
+{
+    if (shift > 0) {
+        int64_t x = (int64_t)acc * ((int64_t)1 << shift);
+        acc = x > INT32_MAX ? INT32_MAX : (x < INT32_MIN ? INT32_MIN : (int32_t)x);
+        return mcu_srdhm(acc, multiplier);
+    }
+    return mcu_rdbpot(mcu_srdhm(acc, multiplier), -shift);
+}
+
+#endif /* MCU_QUANT_H */
