@@ -19,14 +19,6 @@ _FLOAT_ABIS = ("soft", "softfp", "hard")
 
 
 @dataclass(frozen=True)
-class MemoryRegion:
-    """One contiguous memory range of the board's memory map."""
-
-    origin: int
-    size: int
-
-
-@dataclass(frozen=True)
 class Board:
     """A target board: CPU features, memory map, SysTick clock and (optionally) its QEMU machine."""
 
@@ -38,8 +30,10 @@ class Board:
     dsp: bool  # has the DSP (SIMD32) extension: __ARM_FEATURE_DSP
     mve: bool  # has Helium: __ARM_FEATURE_MVE
     systick_hz: int  # SysTick clock (CLKSOURCE = processor clock), in Hz
-    flash: MemoryRegion
-    ram: MemoryRegion
+    flash_origin: int  # the code/read-only memory the image is loaded into (vector table at its start)
+    flash_size: int
+    ram_origin: int  # the data memory: stack, .data, .bss
+    ram_size: int
     stack_bytes: int
     qemu_machine: str | None  # None: build-only board
     directory: Path
@@ -123,11 +117,8 @@ def _parse(path: Path) -> Board:
             raise BoardConfigError(f"{path}: {where}{key} must be a {kind.__name__}, got {value!r}")
         return value
 
-    def region(key: str) -> MemoryRegion:
-        table = get(get(data, "memory", dict), key, dict, "memory.")
-        return MemoryRegion(
-            origin=get(table, "origin", int, f"memory.{key}."), size=get(table, "size", int, f"memory.{key}.")
-        )
+    def memory(region: str, key: str) -> int:
+        return get(get(get(data, "memory", dict), region, dict, "memory."), key, int, f"memory.{region}.")
 
     board = Board(
         name=get(data, "name", str),
@@ -138,8 +129,10 @@ def _parse(path: Path) -> Board:
         dsp=get(data, "dsp", bool),
         mve=get(data, "mve", bool),
         systick_hz=get(data, "systick_hz", int),
-        flash=region("flash"),
-        ram=region("ram"),
+        flash_origin=memory("flash", "origin"),
+        flash_size=memory("flash", "size"),
+        ram_origin=memory("ram", "origin"),
+        ram_size=memory("ram", "size"),
         stack_bytes=get(data, "stack_bytes", int),
         qemu_machine=get(data["qemu"], "machine", str, "qemu.") if "qemu" in data else None,
         directory=path.parent,

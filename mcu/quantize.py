@@ -11,7 +11,6 @@ Scheme (TFLite-compatible integer semantics):
 """
 from __future__ import annotations
 
-import operator
 from typing import Iterable
 
 import torch
@@ -158,7 +157,6 @@ class McuQuantizer(Quantizer):
 
 
 def _check_batch(batch, example_inputs) -> tuple:
-    import math
     if isinstance(batch, torch.Tensor):
         batch = (batch,)
     batch = tuple(batch)
@@ -172,7 +170,6 @@ def _check_batch(batch, example_inputs) -> tuple:
                            f"like the example input")
         if b.is_floating_point() and not torch.isfinite(b).all():
             raise McuError(f"calibration input {i} contains NaN or Inf; clean the calibration data")
-        del math
     return batch
 
 
@@ -195,4 +192,4 @@ def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
     return convert_pt2e(prepared, fold_quantize=True)
 
 
-__all__ = ["McuQuantizer", "quantize", "operator"]
+__all__ = ["McuQuantizer", "quantize"]

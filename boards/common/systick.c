@@ -23,9 +23,13 @@ void mcu_systick_start(void)
 {
     SYST_CSR = 0u;
     SYST_RVR = RELOAD;
-    SYST_CVR = 0u; /* any write clears the counter; it reloads on the next clock */
+    SYST_CVR = 0u; /* any write clears the counter */
     wraps = 0u;
     SYST_CSR = SYST_CSR_ENABLE_TICKINT_CPUCLK;
+    /* The counter loads RELOAD on a later clock edge, without a wrap; until then 0 would read as a
+     * whole elapsed period. */
+    while (SYST_CVR == 0u) {
+    }
 }
 
 /* A consistent (wraps, counter) pair: retry if the handler ran meanwhile; a wrap whose handler has

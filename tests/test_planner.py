@@ -1,0 +1,77 @@
+"""Memory planner: hand-computed plans, the verifier, the lower bound."""
+import pytest
+
+from mcu.memory_planner import Buffer, Plan, PlanError, lower_bound, plan, plan_greedy_by_size, plan_naive, verify_plan
+from mcu.memory_planner.planner import dump
+
+
+def test_two_disjoint_buffers_share_offset_zero():
+    bufs = [Buffer("a", 100, 0, 1), Buffer("b", 60, 2, 3)]
+    p = plan(bufs)
+    assert p.offsets == {"a": 0, "b": 0}
+    assert p.arena_bytes == 100
+    assert lower_bound(bufs) == 100
+
+
+def test_overlapping_buffers_stack_with_alignment():
+    bufs = [Buffer("a", 100, 0, 2), Buffer("b", 60, 1, 3)]
+    p = plan_greedy_by_size(bufs)
+    assert p.offsets == {"a": 0, "b": 112}  # 100 rounded up to 16
+    assert p.arena_bytes == 172
+    assert plan_naive(bufs).arena_bytes == 172
+
+
+def test_chain_reuses_memory_like_a_ping_pong():
+    # x0 -> op0 -> x1 -> op1 -> x2 -> op2 -> x3 : each tensor lives from its producer to its reader
+    bufs = [Buffer("x1", 64, 0, 1), Buffer("x2", 32, 1, 2), Buffer("x3", 64, 2, 3)]
+    p = plan(bufs)
+    assert p.arena_bytes == 96 == lower_bound(bufs)
+    assert p.offsets["x1"] == p.offsets["x3"] == 0 and p.offsets["x2"] == 64
+    assert plan_naive(bufs).arena_bytes == 160
+    assert p.algorithm == "greedy_by_size"
+
+
+def test_greedy_fills_a_gap_between_placed_buffers():
+    bufs = [Buffer("big1", 64, 0, 4), Buffer("big2", 64, 0, 4), Buffer("hole", 32, 1, 1),
+            Buffer("small", 16, 2, 3)]
+    p = plan_greedy_by_size(bufs)
+    verify_plan(bufs, p)
+    assert p.offsets["big1"] == 0 and p.offsets["big2"] == 64
+    assert p.offsets["hole"] == 128 and p.offsets["small"] == 128
+    assert p.arena_bytes == 160 == lower_bound(bufs)
+
+
+def test_verifier_rejects_overlap_of_live_buffers():
+    bufs = [Buffer("a", 32, 0, 2), Buffer("b", 32, 1, 3)]
+    with pytest.raises(PlanError, match="overlap"):
+        verify_plan(bufs, Plan({"a": 0, "b": 16}, 48, "bad"))
+
+
+def test_verifier_rejects_misalignment_and_overflow():
+    bufs = [Buffer("a", 32, 0, 0)]
+    with pytest.raises(PlanError, match="misaligned"):
+        verify_plan(bufs, Plan({"a": 8}, 40, "bad"))
+    with pytest.raises(PlanError, match="outside"):
+        verify_plan(bufs, Plan({"a": 0}, 16, "bad"))
+    with pytest.raises(PlanError, match="no offset"):
+        verify_plan(bufs, Plan({}, 64, "bad"))
+
+
+def test_verifier_allows_reuse_after_death():
+    bufs = [Buffer("a", 32, 0, 1), Buffer("b", 32, 2, 3)]
+    assert verify_plan(bufs, Plan({"a": 0, "b": 0}, 32, "ok")).arena_bytes == 32
+
+
+def test_empty_plan_and_dump():
+    assert plan([]).arena_bytes == 0
+    bufs = [Buffer("x1", 64, 0, 1), Buffer("x2", 32, 1, 2)]
+    text = dump(bufs, plan(bufs), width=12)
+    assert text.splitlines()[0] == "   0 |AAAAAAAA....|"
+    assert "B=x2(32B@64)" in text
+
+
+def test_plan_keeps_the_smallest_of_the_suite():
+    bufs = [Buffer("a", 10, 0, 0), Buffer("b", 10, 1, 1)]
+    worse = {"naive": plan_naive}
+    assert plan(bufs, worse).arena_bytes == 26
+    assert plan(bufs).arena_bytes == 10
