@@ -1,4 +1,4 @@
-"""Board descriptions: each boards/<name>/board.toml (+ linker.ld) loaded as a frozen Board; the one place compiler flags come from.
+"""Boards as data: boards/<name>/board.toml (+ linker.ld) loaded as a frozen Board, the one source of compiler flags.
 
 This package is both the board data (boards/<name>/, boards/common/) and its loader: a module
 mcu/boards.py would be shadowed by this package of the same name, so the loader lives here.
@@ -65,7 +65,7 @@ class Board:
         ]
 
     def ldflags(self, map_file: str | Path | None = None) -> list[str]:
-        """Everything to link the firmware: target flags, startup-free newlib-nano, gc-sections, the board's script."""
+        """Everything to link: target flags, newlib-nano without startup files, gc-sections, the board's script."""
         flags = [
             *self.target_flags(),
             "-nostartfiles",

@@ -115,7 +115,8 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
            "arena_align": ARENA_ALIGN, "inputs": inputs, "outputs": outputs,
            "inputs_bytes": sum(x["bytes"] for x in inputs), "outputs_bytes": sum(x["bytes"] for x in outputs),
            "run_params": run_params, "run_v_args": run_v_args, "consts": consts, "quants": quants,
-           "calls": calls, "total_bytes": sum(c["bytes"] for c in consts)}
+           "calls": calls, "uses_arena": any(loc.kind == "arena" for loc in mem.locations.values()),
+           "total_bytes": sum(c["bytes"] for c in consts)}
     env = _env()
     manifest = {
         "name": name, "board": board, "kernels": kernel_paths(graph), "arena_bytes": mem.arena_bytes,

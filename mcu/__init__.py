@@ -1,5 +1,15 @@
-"""mcu: PyTorch models to small, fast, freestanding int8 C for Arm Cortex-M microcontrollers."""
-from mcu.api import Package, RunResult, compile, load, run, size
+"""mcu: PyTorch models to small, fast, freestanding int8 C for Arm Cortex-M microcontrollers.
+
+The API (compile, run, size, load) is imported on first use, so tools that only need the board
+data or the twins (SCons, kernel tests) do not pay for importing torch.
+"""
 from mcu.errors import McuError
 
 __all__ = ["Package", "RunResult", "compile", "load", "run", "size", "McuError"]
+
+
+def __getattr__(name):
+    if name in __all__:
+        from mcu import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'mcu' has no attribute {name!r}")

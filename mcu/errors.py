@@ -34,6 +34,10 @@ class FirmwareError(McuError):
     """The firmware ran but did not report success (error exit, missing MCU_DONE line or output.bin)."""
 
 
+class StackOverflowError(FirmwareError):
+    """The firmware's stack overflowed (caught by the fault handler or by the stack paint check)."""
+
+
 class HardFaultError(FirmwareError):
     """The firmware hit a Cortex-M fault; carries the stacked pc/lr, cfsr and the function holding pc."""
 

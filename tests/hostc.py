@@ -164,6 +164,9 @@ def bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     return lib
 
 
+_END = object()
+
+
 def call(lib: ctypes.CDLL, kernel: str, *twin_args, out: np.ndarray | None) -> int:
     """Call C `kernel` with the arguments its twin takes (a per-channel quant struct is the twin's
     (multiplier, shift) pair; (None, None) passes NULL); the result is written into `out`; returns the status."""
@@ -183,7 +186,7 @@ def call(lib: ctypes.CDLL, kernel: str, *twin_args, out: np.ndarray | None) -> i
             arr = _array(value, _SCALARS[ctype_name])
             keep.append(arr)
             args.append(arr.ctypes.data)
-    if next(it, "end") != "end":
+    if next(it, _END) is not _END:
         raise TypeError(f"{kernel}: too many arguments")
     out_type = PROTOTYPES[kernel][-1][0]
     if out is not None and (out.dtype != _DTYPES[out_type] or not out.flags.c_contiguous):

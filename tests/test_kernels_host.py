@@ -1,6 +1,7 @@
 """The int8 C kernels built with the host gcc equal their numpy twins bit for bit; hand-computed cases pin the twins."""
 from __future__ import annotations
 
+import ctypes
 import itertools
 import math
 import re
@@ -97,16 +98,20 @@ def _hand_cases():
     ramp = i8(range(25), (1, 5, 5, 1))
     softmax_table = np.zeros(256, np.uint16)
     softmax_table[:2] = [65535, 32768]
-    yield ("conv 1x1 halves acc, ties away from zero", "mcu_conv2d_s8",
+    boundary_table = np.zeros(256, np.uint16)
+    boundary_table[:2] = [65408, 128]  # s = 65536: (128 << 8) + s / 2 is exactly s
+    odd_table = np.zeros(256, np.uint16)
+    odd_table[:2] = [65409, 128]  # s = 65537 (odd): (128 << 8) + s / 2 is s - 1, with s / 2 rounded down
+    yield ("conv 1x1 halves acc; SRDHM ties round up (7.5 -> 8, -7.5 -> -7)", "mcu_conv2d_s8",
            (conv_params((1, 1, 4, 1), (1, 1, 1, 1), (1, 1, 4, 1)), *half, i8([15, -15, 3, -1], (1, 1, 4, 1)),
-            i8([1], (1, 1, 1, 1)), None), [8, -8, 2, -1])
+            i8([1], (1, 1, 1, 1)), None), [8, -7, 2, 0])
     yield ("conv 3x3 pad 1: padding adds 0, not input_offset", "mcu_conv2d_s8",
            (conv_params((1, 3, 3, 1), (1, 3, 3, 1), (1, 3, 3, 1), pad=(1, 1), offsets=(1, -10)), *one,
             i8(np.zeros((1, 3, 3, 1))), i8(np.ones((1, 3, 3, 1))), None), [[-6, -4, -6], [-4, -1, -4], [-6, -4, -6]])
     yield ("conv 2x2 dilation 2 stride 2 + bias, halved", "mcu_conv2d_s8",
            (conv_params((1, 5, 5, 1), (1, 2, 2, 1), (1, 2, 2, 1), stride=(2, 2), dilation=(2, 2)), *half,
             ramp, i8(np.ones((1, 2, 2, 1))), np.array([1], np.int32)), [[13, 17], [33, 37]])
-    yield ("conv per-channel shifts, negative tie rounds away", "mcu_conv2d_s8",
+    yield ("conv per-channel shifts; the rounding shift sends -2.5 away from zero", "mcu_conv2d_s8",
            (conv_params((1, 1, 1, 2), (2, 1, 1, 2), (1, 1, 1, 2)), *q([Q30, Q30], [1, -1]),
             i8([10, 20], (1, 1, 1, 2)), i8([1, 1, 1, -1], (2, 1, 1, 2)), None), [30, -3])
     yield ("conv relu clamp at output_offset", "mcu_conv2d_s8",
@@ -141,10 +146,18 @@ def _hand_cases():
            (add_params(3, in1=(1, Q30, 1), in2=(-1, Q30, 1)), i8([1, 2, 127]), i8([3, -4, 127])), [4, -2, 127])
     yield ("add halves the sum, ties away from zero", "mcu_add_s8",
            (add_params(4, out=(0, Q30, -20)), i8([1, -1, 100, -128]), i8([2, -2, 100, -128])), [2, -2, 100, -128])
+    for off, values, expected in ((128, [127, -128], [1, 0]), (-127, [-128, 127], [-1, 0])):
+        yield (f"add saturates the int32 sum of the rescaled inputs (offset {off})", "mcu_add_s8",
+               (add_params(2, in1=(off, I32_MAX, 1), in2=(off, I32_MAX, 1), out=(0, Q30, -30), left_shift=23),
+                i8(values), i8(values)), expected)
     yield ("softmax of an all-equal row is 1/4", "mcu_softmax_s8",
            ({"rows": 1, "cols": 4}, activation.softmax_exp_table(0.1), i8([7, 7, 7, 7])), [-64] * 4)
     yield ("softmax two values, table 65535 / 32768", "mcu_softmax_s8",
            ({"rows": 2, "cols": 2}, softmax_table, i8([[5, 4], [127, -128]])), [[43, -43], [127, -128]])
+    yield ("softmax rounding term s / 2 lands exactly on a boundary", "mcu_softmax_s8",
+           ({"rows": 1, "cols": 2}, boundary_table, i8([5, 4])), [127, -127])
+    yield ("softmax rounding term s / 2 rounds down for odd s", "mcu_softmax_s8",
+           ({"rows": 1, "cols": 2}, odd_table, i8([5, 4])), [127, -128])
     yield ("softmax of one column saturates at 127", "mcu_softmax_s8",
            ({"rows": 3, "cols": 1}, softmax_table, i8([[-128], [0], [127]])), [[127]] * 3)
     yield ("transpose of a 2x3 matrix", "mcu_transpose_s8",
@@ -166,7 +179,7 @@ def test_twin_hand_computed(case):
 @pytest.mark.parametrize("case", HAND_CASES, ids=HAND_IDS)
 def test_c_hand_computed(lib, case):
     _, kernel, args, expected = case
-    out, twin = run_c(lib, kernel, *args)
+    out, _ = run_c(lib, kernel, *args)
     assert_equal_int(out, np.asarray(expected).reshape(out.shape))
 
 
@@ -186,8 +199,10 @@ def rand_int8(rng, shape):
 
 
 def rand_offsets(rng):
-    inp = [-127, 128, int(rng.integers(-127, 129))][rng.integers(3)]
-    out = [-128, 127, int(rng.integers(-128, 128))][rng.integers(3)]
+    """(input_offset, output_offset): each at one of its extremes 30% of the time."""
+    r = rng.random(2)
+    inp = (-127 if r[0] < 0.15 else 128) if r[0] < 0.3 else int(rng.integers(-127, 129))
+    out = (-128 if r[1] < 0.15 else 127) if r[1] < 0.3 else int(rng.integers(-64, 64))
     return inp, out
 
 
@@ -197,15 +212,15 @@ def rand_act(rng, output_offset):
         return -128, 127
     if r < 0.75:
         return output_offset, 127  # relu
-    lo = int(rng.integers(-128, 128))
-    return lo, int(rng.integers(lo, 128))
+    lo, hi = output_offset - int(rng.integers(0, 40)), output_offset + int(rng.integers(0, 40))  # relu6-like band
+    return max(lo, -128), min(hi, 127)
 
 
 def rand_quant(rng, channels, acc_std):
-    """Per-channel (multiplier, shift) mapping acc_std to roughly +-50, jittered, with some extreme channels."""
+    """Per-channel (multiplier, shift) mapping acc_std to roughly +-30, jittered, with some extreme channels."""
     mult = rng.integers(Q30, 1 << 31, size=channels).astype(np.int32)
-    base = round(math.log2(50.0 / (0.75 * acc_std)))
-    shift = np.clip(base + rng.integers(-2, 3, size=channels), -31, 30)
+    base = round(math.log2(30.0 / (0.75 * acc_std)))
+    shift = np.clip(base + rng.integers(-2, 2, size=channels), -31, 30)
     for c in range(channels):
         r = rng.random()
         if r < 0.05:
@@ -215,12 +230,13 @@ def rand_quant(rng, channels, acc_std):
     return mult, shift.astype(np.int32)
 
 
-def rand_bias(rng, channels):
+def rand_bias(rng, channels, acc_std):
+    """None, a bias on the scale of the accumulator, or (rarely) a huge one that saturates."""
     r = rng.random()
     if r < 0.2:
         return None
-    scale = 1 << 24 if r < 0.3 else 1 << 15
-    return rng.integers(-scale, scale, size=channels).astype(np.int32)
+    scale = 1 << 24 if r < 0.3 else int(acc_std)
+    return rng.integers(-scale, scale + 1, size=channels).astype(np.int32)
 
 
 CONV_KERNELS = [(1, 1), (3, 3), (5, 3), (3, 5), (1, 3), (2, 2), (5, 5)]
@@ -246,7 +262,7 @@ def conv_case(seed, depthwise):
     taps = kh * kw * (1 if depthwise else c_in)
     acc_std = math.sqrt(taps * (in_off**2 + 5500) * 5500)
     return (params, *rand_quant(rng, c_out, acc_std), rand_int8(rng, (n, h, w, c_in)),
-            rng.integers(-128, 128, size=filt_dims, dtype=np.int8), rand_bias(rng, c_out))
+            rng.integers(-128, 128, size=filt_dims, dtype=np.int8), rand_bias(rng, c_out, acc_std))
 
 
 def fc_case(seed):
@@ -256,7 +272,7 @@ def fc_case(seed):
     params = fc_params(b, k, n, (in_off, out_off), rand_act(rng, out_off))
     acc_std = math.sqrt(k * (in_off**2 + 5500) * 5500)
     return (params, *rand_quant(rng, n, acc_std), rand_int8(rng, (b, k)),
-            rng.integers(-128, 128, size=(n, k), dtype=np.int8), rand_bias(rng, n))
+            rng.integers(-128, 128, size=(n, k), dtype=np.int8), rand_bias(rng, n, acc_std))
 
 
 def pool_case(seed, avg):
@@ -278,7 +294,8 @@ def add_case(seed):
     in1, in2 = rand_offsets(rng)[0], rand_offsets(rng)[0]
     out_off = rand_offsets(rng)[1]
     if rng.random() < 0.7:  # TFLite's encoding of real scales
-        s1, s2, so = np.exp(rng.uniform(-6, 0, size=3))
+        s1, s2 = np.exp(rng.uniform(-6, 0, size=2))
+        so = max(s1, s2) * np.exp(rng.uniform(0, 2))
         twice_max = 2 * max(s1, s2)
         m1, sh1 = quant.quantize_multiplier(s1 / twice_max)
         m2, sh2 = quant.quantize_multiplier(s2 / twice_max)
@@ -541,14 +558,15 @@ def quant_c():
         getattr(lib, name)(*(c.ctypes.data for c in cols), out.ctypes.data, len(out))
         return out
 
-    for name in ("t_srdhm", "t_rdbpot", "t_requantize"):
+    for name, inputs in (("t_srdhm", 2), ("t_rdbpot", 2), ("t_requantize", 3)):
+        getattr(lib, name).argtypes = [ctypes.c_void_p] * (inputs + 1) + [ctypes.c_int32]
         getattr(lib, name).restype = None
     return run
 
 
-SRDHM_EDGES = [  # (a, b, round(a * b / 2^31) with ties away from zero, saturated)
+SRDHM_EDGES = [  # (a, b, round(a * b / 2^31) saturated; ties round up, as gemmlowp/TFLite do: -1.5 -> -1)
     (I32_MIN, I32_MIN, I32_MAX), (I32_MAX, I32_MAX, I32_MAX - 1), (I32_MIN, I32_MAX, I32_MIN + 1),
-    (1, Q30, 1), (-1, Q30, -1), (3, Q30, 2), (-3, Q30, -2), (0, I32_MIN, 0), (5, 0, 0),
+    (1, Q30, 1), (-1, Q30, 0), (3, Q30, 2), (-3, Q30, -1), (-5, Q30 + 1, -3), (0, I32_MIN, 0), (5, 0, 0),
 ]
 RDBPOT_EDGES = [  # (x, exponent, round(x / 2^exponent) with ties away from zero)
     (3, 1, 2), (-3, 1, -2), (-5, 2, -1), (-6, 2, -2), (6, 2, 2), (5, 2, 1), (7, 0, 7), (-7, 0, -7),
@@ -556,7 +574,7 @@ RDBPOT_EDGES = [  # (x, exponent, round(x / 2^exponent) with ties away from zero
 ]
 REQUANT_EDGES = [  # (acc, multiplier, shift, expected)
     (I32_MAX, I32_MAX, 30, I32_MAX - 1), (I32_MIN, Q30, 30, -Q30), (I32_MIN, I32_MAX, 1, I32_MIN + 1),
-    (5, Q30, 0, 3), (-5, Q30, 0, -3), (-6, Q30, -1, -2), (100, Q30, 1, 100), (1, Q30, 2, 2),
+    (5, Q30, 0, 3), (-5, Q30, 0, -2), (-6, Q30, -1, -2), (-10, Q30, -1, -3), (100, Q30, 1, 100), (1, Q30, 2, 2),
     (I32_MAX, I32_MAX, -31, 1), (I32_MIN, I32_MAX, -31, -1), (12345, 0, 5, 0),
 ]
 
@@ -648,7 +666,6 @@ def test_ctypes_struct_layout_matches_c():
     code = "#include <stddef.h>\n#include \"mcu/mcu_kernels.h\"\n" + "".join(
         f"size_t size_{name}(void) {{ return sizeof({name}); }}\n" for name in hostc.STRUCTS)
     lib = hostc.build_source(code, "struct_sizes")
-    import ctypes
     for name, cls in hostc.STRUCTS.items():
         fn = getattr(lib, f"size_{name}")
         fn.restype = ctypes.c_size_t

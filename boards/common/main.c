@@ -4,8 +4,10 @@
  *    outputs are written to output.bin the same way. Paths are relative to QEMU's working directory.
  *  - ticks = SysTick ticks around the one model_run_v call; overhead = ticks of an empty measurement,
  *    which the host subtracts.
- *  - Errors print "MCU_ERROR <reason>" and exit with failure; success prints
- *    "MCU_DONE status=<int> ticks=<uint> overhead=<uint>" and exits with success.
+ *  - stack = peak stack bytes during the run (harness included): the free stack is painted with a
+ *    pattern first and scanned afterwards; if the bottom word was overwritten the stack overflowed.
+ *  - Errors print "MCU_ERROR <reason>" (or "MCU_STACK_OVERFLOW ...") and exit with failure; success
+ *    prints "MCU_DONE status=<int> ticks=<uint> overhead=<uint> stack=<uint>" and exits with success.
  */
 #include <stdint.h>
 
@@ -15,6 +17,10 @@
 
 #define SLOT_ALIGN 16u
 #define ALIGN_UP(x) (((x) + (SLOT_ALIGN - 1u)) & ~(SLOT_ALIGN - 1u))
+#define STACK_PAINT 0x57ACC0DEu
+
+extern uint32_t __stack_bottom[]; /* from sections.ld */
+extern uint32_t __stack_top[];
 
 static uint8_t input_slots[MODEL_INPUTS_BYTES + SLOT_ALIGN * MODEL_NUM_INPUTS] __attribute__((aligned(16)));
 static uint8_t output_slots[MODEL_OUTPUTS_BYTES + SLOT_ALIGN * MODEL_NUM_OUTPUTS] __attribute__((aligned(16)));
@@ -27,10 +33,10 @@ uint8_t mcu_arena[MODEL_ARENA_BYTES] __attribute__((aligned(MODEL_ARENA_ALIGN)))
 #define ARENA ((void *)0)
 #endif
 
-static void fail(const char *reason, const char *detail)
+static void __attribute__((noreturn)) fail(const char *tag, const char *reason, const char *detail)
 {
     char line[128];
-    char *p = mcu_fmt_str(line, "MCU_ERROR ");
+    char *p = mcu_fmt_str(line, tag);
     p = mcu_fmt_str(p, reason);
     p = mcu_fmt_str(p, detail);
     mcu_fmt_str(p, "\n");
@@ -38,11 +44,31 @@ static void fail(const char *reason, const char *detail)
     mcu_sh_exit(0);
 }
 
+/* Paints the stack below this function's frame (64 bytes of margin) with STACK_PAINT. */
+static __attribute__((noinline)) void paint_stack(void)
+{
+    uint32_t *sp;
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+    for (uint32_t *p = __stack_bottom; p < sp - 16; ++p) {
+        *p = STACK_PAINT;
+    }
+}
+
+/* Bytes from the top of the stack down to the lowest word that lost its paint. */
+static uint32_t stack_used(void)
+{
+    const uint32_t *p = __stack_bottom;
+    while (p < __stack_top && *p == STACK_PAINT) {
+        ++p;
+    }
+    return (uint32_t)((uintptr_t)__stack_top - (uintptr_t)p);
+}
+
 static void read_inputs(const void *inputs[])
 {
     int32_t fd = mcu_sh_open("input.bin", MCU_SH_MODE_RB);
     if (fd < 0) {
-        fail("cannot open input.bin", " (it must be in QEMU's working directory)");
+        fail("MCU_ERROR ", "cannot open input.bin", " (it must be in QEMU's working directory)");
     }
     int32_t have = mcu_sh_flen(fd);
     if (have != (int32_t)MODEL_INPUTS_BYTES) {
@@ -51,13 +77,13 @@ static void read_inputs(const void *inputs[])
         p = mcu_fmt_i32(p, have);
         p = mcu_fmt_str(p, " bytes, expected ");
         mcu_fmt_u64(p, MODEL_INPUTS_BYTES);
-        fail("input.bin", detail);
+        fail("MCU_ERROR ", "input.bin", detail);
     }
     uint32_t offset = 0;
     for (uint32_t i = 0; i < MODEL_NUM_INPUTS; ++i) {
         inputs[i] = &input_slots[offset];
         if (mcu_sh_read(fd, &input_slots[offset], model_input_bytes[i]) != model_input_bytes[i]) {
-            fail("short read from input.bin", "");
+            fail("MCU_ERROR ", "short read from input.bin", "");
         }
         offset += ALIGN_UP(model_input_bytes[i]);
     }
@@ -68,11 +94,11 @@ static void write_outputs(void *const outputs[])
 {
     int32_t fd = mcu_sh_open("output.bin", MCU_SH_MODE_WB);
     if (fd < 0) {
-        fail("cannot create output.bin", "");
+        fail("MCU_ERROR ", "cannot create output.bin", "");
     }
     for (uint32_t i = 0; i < MODEL_NUM_OUTPUTS; ++i) {
         if (mcu_sh_write(fd, outputs[i], model_output_bytes[i]) != model_output_bytes[i]) {
-            fail("short write to output.bin", "");
+            fail("MCU_ERROR ", "short write to output.bin", "");
         }
     }
     mcu_sh_close(fd);
@@ -90,13 +116,18 @@ int main(void)
         offset += ALIGN_UP(model_output_bytes[i]);
     }
 
+    paint_stack();
     mcu_systick_start();
     uint64_t empty_start = mcu_systick_now();
     uint64_t empty_end = mcu_systick_now();
     uint64_t start = mcu_systick_now();
     mcu_status_t status = model_run_v(inputs, outputs, ARENA);
     uint64_t end = mcu_systick_now();
+    uint32_t stack = stack_used();
 
+    if (stack >= (uint32_t)((uintptr_t)__stack_top - (uintptr_t)__stack_bottom)) {
+        fail("MCU_STACK_OVERFLOW ", "the run overwrote the bottom of the stack", "");
+    }
     write_outputs(outputs);
 
     char line[128];
@@ -106,6 +137,8 @@ int main(void)
     p = mcu_fmt_u64(p, end - start);
     p = mcu_fmt_str(p, " overhead=");
     p = mcu_fmt_u64(p, empty_end - empty_start);
+    p = mcu_fmt_str(p, " stack=");
+    p = mcu_fmt_u64(p, stack);
     mcu_fmt_str(p, "\n");
     mcu_sh_puts(line);
     mcu_sh_exit(1);

@@ -5,8 +5,12 @@
  *    instruction can run before the FPU is enabled.
  *  - main's return value becomes the semihosting exit: 0 -> success.
  *  - Every fault and unexpected exception goes to HardFault_Handler, which finds the exception frame
- *    (MSP or PSP, from EXC_RETURN bit 2), prints "MCU_HARDFAULT pc=0x... lr=0x... cfsr=0x..." with the
- *    stacked pc and lr and exits with failure. ARMv6-M / ARMv8-M baseline have no CFSR: "cfsr=none".
+ *    (MSP or PSP, from EXC_RETURN bit 2), switches to its own small stack (the main one may be what
+ *    broke, and the frame must stay intact until read), prints "MCU_HARDFAULT pc=0x... lr=0x...
+ *    cfsr=0x..." with the stacked pc and lr and exits with failure. ARMv6-M / ARMv8-M baseline have
+ *    no CFSR: "cfsr=none".
+ *  - A main-stack frame outside the stack region means the stack overflowed; the frame is not read
+ *    then and the line is "MCU_STACK_OVERFLOW sp=0x... cfsr=0x...".
  */
 #include <stdint.h>
 
@@ -14,6 +18,7 @@
 
 typedef void (*mcu_vector_t)(void);
 
+extern uint32_t __stack_bottom[];
 extern uint32_t __stack_top[];
 extern uint32_t __data_load__[];
 extern uint32_t __data_start__[];
@@ -24,8 +29,11 @@ extern uint32_t __bss_end__[];
 int main(void);
 void Reset_Handler(void) __attribute__((noreturn));
 void HardFault_Handler(void) __attribute__((naked));
-void mcu_fault_report(const uint32_t *frame) __attribute__((noreturn, used));
+void mcu_fault_report(const uint32_t *frame, uint32_t exc_return) __attribute__((noreturn, used));
 void SysTick_Handler(void);
+
+/* HardFault_Handler's own stack; the asm below hardcodes its size, 256 bytes. */
+uint32_t mcu_fault_stack[64] __attribute__((aligned(8)));
 
 /* Weak aliases: a board may override any of them. */
 void NMI_Handler(void) __attribute__((weak, alias("HardFault_Handler")));
@@ -78,7 +86,8 @@ void Reset_Handler(void)
     start_c();
 }
 
-/* Thumb-1 only, so it assembles for every M profile core; bl reaches anywhere in the image. */
+/* r0 = exception frame, r1 = EXC_RETURN, sp = top of mcu_fault_stack, then mcu_fault_report.
+ * Thumb-1 only, so it assembles for every M profile core; bl reaches anywhere in the image. */
 void HardFault_Handler(void)
 {
     __asm__ volatile(
@@ -91,16 +100,26 @@ void HardFault_Handler(void)
         "1:\n\t"
         "mrs r0, msp\n"
         "2:\n\t"
-        "bl mcu_fault_report\n\t");
+        "ldr r2, =mcu_fault_stack + 256\n\t"
+        "mov sp, r2\n\t"
+        "bl mcu_fault_report\n\t"
+        ".ltorg\n\t");
 }
 
-void mcu_fault_report(const uint32_t *frame)
+void mcu_fault_report(const uint32_t *frame, uint32_t exc_return)
 {
-    char line[80];
-    char *p = mcu_fmt_str(line, "MCU_HARDFAULT pc=");
-    p = mcu_fmt_hex32(p, frame[6]);
-    p = mcu_fmt_str(p, " lr=");
-    p = mcu_fmt_hex32(p, frame[5]);
+    char line[96];
+    char *p;
+    int on_main_stack = (exc_return & 4u) == 0u;
+    if (on_main_stack && (frame < __stack_bottom || frame + 8 > __stack_top)) {
+        p = mcu_fmt_str(line, "MCU_STACK_OVERFLOW sp=");
+        p = mcu_fmt_hex32(p, (uint32_t)(uintptr_t)frame);
+    } else {
+        p = mcu_fmt_str(line, "MCU_HARDFAULT pc=");
+        p = mcu_fmt_hex32(p, frame[6]);
+        p = mcu_fmt_str(p, " lr=");
+        p = mcu_fmt_hex32(p, frame[5]);
+    }
     p = mcu_fmt_str(p, " cfsr=");
 #if __ARM_ARCH_ISA_THUMB >= 2
     p = mcu_fmt_hex32(p, *(volatile const uint32_t *)0xE000ED28u);

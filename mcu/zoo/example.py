@@ -47,6 +47,7 @@ def example_cnn(seed: int = 0):
         for p in model.parameters():
             if p.dim() > 1:
                 p.copy_(torch.randn(p.shape, generator=g) * (2.0 / p[0].numel()) ** 0.5)
+        model.fc.weight.mul_(0.5)  # logits of a few units, as a trained classifier's are
     return model, (torch.randn(1, 3, 32, 32, generator=g),)
 
 

@@ -9,6 +9,10 @@
  *  - Requantization is per output channel: see mcu_quant.h and mcu_per_channel_quant_t.
  *  - The output pointer comes last; the return value is MCU_OK or an error code (checked first).
  *  - Unless a kernel says otherwise, output must not overlap any input.
+ *  - Accumulators are int32: sum |x + input_offset| * |w| over a window must fit (it does for any
+ *    window under 2^16 taps, 255 * 127 * 2^16 < 2^31).
+ *  - Zero or negative dims, strides, dilations or counts, a shift outside [-31, 30] or a negative
+ *    multiplier give MCU_ERR_ARG, and the output is left untouched.
  *  - No kernel allocates or prints. Each has a numpy twin in mcu/twins with the same arithmetic.
  */
 #ifndef MCU_KERNELS_H
@@ -71,7 +75,8 @@ typedef struct {
     int32_t act_min, act_max;
 } mcu_pool2d_params_t;
 
-/* Max over the valid taps of each window (padding never wins). Input and output share qparams. */
+/* Max over the valid taps of each window (padding never wins). Input and output share qparams.
+ * A window lying entirely in the padding gives MCU_ERR_SHAPE (pools); convs output the bias there. */
 mcu_status_t mcu_maxpool2d_s8(const mcu_pool2d_params_t *params, const int8_t *input, int8_t *output);
 
 /* acc = sum over valid taps of (in - zero_point); out = clamp(zero_point + round_half_away(acc / d)),
@@ -82,7 +87,7 @@ mcu_status_t mcu_avgpool2d_s8(const mcu_pool2d_params_t *params, const int8_t *i
 
 typedef struct {
     int32_t size;                            /* elements (no broadcasting) */
-    int32_t left_shift;                      /* headroom shift applied to both inputs, 20 */
+    int32_t left_shift;                      /* headroom shift applied to both inputs, in [0, 23]; 20 */
     int32_t input1_offset, input1_multiplier, input1_shift;
     int32_t input2_offset, input2_multiplier, input2_shift;
     int32_t output_offset, output_multiplier, output_shift;
@@ -90,7 +95,8 @@ typedef struct {
 } mcu_add_params_t;
 
 /* TFLite int8 add: a_i = requantize((in1 + input1_offset) << left_shift, input1_mult, input1_shift),
- * same for in2; out = clamp(requantize(a1 + a2, output_mult, output_shift) + output_offset).
+ * same for in2; out = clamp(requantize(sat(a1 + a2), output_mult, output_shift) + output_offset), where
+ * sat saturates to int32 (QADD).
  * output may alias input1 or input2 exactly (in-place). */
 mcu_status_t mcu_add_s8(const mcu_add_params_t *params, const int8_t *input1, const int8_t *input2,
                         int8_t *output);
@@ -102,7 +108,8 @@ typedef struct {
     int32_t cols; /* softmax length, 1 .. 65535 */
 } mcu_softmax_params_t;
 
-/* Softmax over the last axis. exp_table[d] = round(2^16 * exp(-input_scale * d)) for d = 0..255.
+/* Softmax over the last axis. exp_table[d] = min(65535, round(2^16 * exp(-input_scale * d))), d = 0..255;
+ * exp_table[0] must be > 0.
  * Per row: m = max(in); e_i = exp_table[m - in_i]; s = sum e_i (uint32);
  * out_i = clamp(((e_i << 8) + s / 2) / s - 128, -128, 127). Output scale is 1/256, zero point -128. */
 mcu_status_t mcu_softmax_s8(const mcu_softmax_params_t *params, const uint16_t *exp_table,
@@ -115,7 +122,7 @@ typedef struct {
     int32_t perm[4];    /* output axis i is input axis perm[i] */
 } mcu_transpose_params_t;
 
-/* out = in.transpose(perm) for any int8 tensor of rank <= 4. */
+/* out = in.transpose(perm) for any int8 tensor of rank <= 4; perm must be a permutation of 0..3. */
 mcu_status_t mcu_transpose_s8(const mcu_transpose_params_t *params, const int8_t *input, int8_t *output);
 
 #endif /* MCU_KERNELS_H */

@@ -13,7 +13,7 @@ static inline int32_t mcu_clamp_i32(int32_t x, int32_t lo, int32_t hi)
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
-/* round(a * b / 2^31) with ties away from zero; saturates the one overflow case (INT32_MIN^2). */
+/* round(a * b / 2^31), ties rounded up (gemmlowp/TFLite); saturates the one overflow case (INT32_MIN^2). */
 static inline int32_t mcu_srdhm(int32_t a, int32_t b)
 {
     if (a == INT32_MIN && b == INT32_MIN) {

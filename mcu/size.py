@@ -1,0 +1,170 @@
+"""Flash and RAM use of a built firmware, split into weights / generated code / kernels / runtime / the rest.
+
+ - Flash used = the file-backed bytes of the ELF's PT_LOAD segments (code, read-only data, the load
+   image of .data), i.e. exactly what gets programmed.
+ - Each category is the set of symbols defined in its object files under the build dir
+   (model/weights.o; other model/*.o; kernels/**; runtime/**), looked up by name in the final ELF
+   (local symbols by source file and name) and summed. What no category claims (startup, harness,
+   libc, libgcc, literal pools, padding) is "startup/libc", so the split sums to the total.
+ - RAM = the arena (symbol mcu_arena in the harness) + other .data/.bss + the reserved stack.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from elftools.elf.constants import SH_FLAGS
+from elftools.elf.elffile import ELFFile
+
+from mcu.boards import Board
+from mcu.errors import McuError
+
+ARENA_SYMBOL = "mcu_arena"
+STACK_SECTION = ".stack"
+
+
+@dataclass(frozen=True)
+class SizeReport:
+    """Bytes per category; the flash_* fields sum to flash_total, the ram_* fields to ram_total."""
+
+    flash_weights: int
+    flash_generated: int
+    flash_kernels: int
+    flash_runtime: int
+    flash_other: int  # startup, test harness, libc/libgcc, literal pools, padding
+    ram_arena: int
+    ram_static: int  # .data + .bss other than the arena
+    ram_stack: int  # reserved (board.toml stack_bytes)
+    flash_capacity: int | None = None  # the board's, when known
+    ram_capacity: int | None = None
+
+    @property
+    def flash_total(self) -> int:
+        return (self.flash_weights + self.flash_generated + self.flash_kernels + self.flash_runtime
+                + self.flash_other)
+
+    @property
+    def ram_total(self) -> int:
+        return self.ram_arena + self.ram_static + self.ram_stack
+
+    def as_dict(self) -> dict[str, int | None]:
+        return {**asdict(self), "flash_total": self.flash_total, "ram_total": self.ram_total}
+
+    def format(self) -> str:
+        flash = [
+            ("weights", self.flash_weights),
+            ("generated code", self.flash_generated),
+            ("kernels", self.flash_kernels),
+            ("runtime core", self.flash_runtime),
+            ("startup/libc", self.flash_other),
+        ]
+        ram = [
+            ("arena", self.ram_arena),
+            ("other static data", self.ram_static),
+            ("stack (reserved)", self.ram_stack),
+        ]
+        lines = []
+        for title, rows, total, capacity in (
+            ("flash", flash, self.flash_total, self.flash_capacity),
+            ("ram", ram, self.ram_total, self.ram_capacity),
+        ):
+            lines.append(f"{title:<22}{'bytes':>10}")
+            lines += [f"  {label:<20}{value:>10,}" for label, value in rows]
+            share = f"   {100 * total / capacity:.1f}% of {capacity // 1024:,} KB" if capacity else ""
+            lines.append(f"  {'total':<20}{total:>10,}{share}")
+        return "\n".join(lines)
+
+
+def size_report(elf: str | Path, build_dir: str | Path, board: Board | None = None) -> SizeReport:
+    """The size report of elf, attributing symbols through the object files in build_dir (fw.elf's build)."""
+    elf, build_dir = Path(elf), Path(build_dir)
+    categories = {
+        "weights": _objects(build_dir / "model", "weights.o"),
+        "generated": [p for p in _objects(build_dir / "model", "*.o") if p.name != "weights.o"],
+        "kernels": _objects(build_dir / "kernels", "**/*.o"),
+        "runtime": _objects(build_dir / "runtime", "**/*.o"),
+    }
+    owner: dict[tuple[str | None, str], str] = {}
+    for category, objects in categories.items():
+        for obj in objects:
+            for key in _defined_symbols(obj):
+                owner.setdefault(key, category)
+
+    with open(elf, "rb") as f:
+        image = ELFFile(f)
+        flash_total = sum(seg["p_filesz"] for seg in image.iter_segments() if seg["p_type"] == "PT_LOAD")
+        flash = dict.fromkeys(categories, 0)
+        arena = 0
+        seen: set[int] = set()
+        for key, sym, section in _sized_symbols(image):
+            if sym.name == ARENA_SYMBOL and key[0] is None:
+                arena = sym["st_size"]
+            category = owner.get(key)
+            if category is None or section["sh_type"] == "SHT_NOBITS" or sym["st_value"] in seen:
+                continue
+            seen.add(sym["st_value"])
+            flash[category] += sym["st_size"]
+        ram_sections = [
+            s for s in image.iter_sections()
+            if s["sh_flags"] & SH_FLAGS.SHF_ALLOC and s["sh_flags"] & SH_FLAGS.SHF_WRITE
+        ]
+        stack = sum(s["sh_size"] for s in ram_sections if s.name == STACK_SECTION)
+        static = sum(s["sh_size"] for s in ram_sections if s.name != STACK_SECTION)
+
+    other = flash_total - sum(flash.values())
+    if other < 0:
+        raise McuError(f"size report of {elf}: the categories add up to more than the flash image; "
+                       f"is {build_dir} the build dir it came from?")
+    return SizeReport(
+        flash_weights=flash["weights"],
+        flash_generated=flash["generated"],
+        flash_kernels=flash["kernels"],
+        flash_runtime=flash["runtime"],
+        flash_other=other,
+        ram_arena=arena,
+        ram_static=static - arena,
+        ram_stack=stack,
+        flash_capacity=board.flash_size if board else None,
+        ram_capacity=board.ram_size if board else None,
+    )
+
+
+def _objects(folder: Path, pattern: str) -> list[Path]:
+    return sorted(folder.glob(pattern)) if folder.is_dir() else []
+
+
+def _symbol_key(sym, current_file: str | None) -> tuple[str | None, str]:
+    """Globals are unique by name; locals (statics) by (source file, name)."""
+    return (current_file if sym["st_info"]["bind"] == "STB_LOCAL" else None, sym.name)
+
+
+def _defined_symbols(obj: Path) -> set[tuple[str | None, str]]:
+    keys = set()
+    with open(obj, "rb") as f:
+        symtab = ELFFile(f).get_section_by_name(".symtab")
+        current_file = None
+        for sym in symtab.iter_symbols() if symtab else ():
+            kind = sym["st_info"]["type"]
+            if kind == "STT_FILE":
+                current_file = sym.name
+            elif kind in ("STT_FUNC", "STT_OBJECT") and sym["st_shndx"] != "SHN_UNDEF":
+                keys.add(_symbol_key(sym, current_file))
+    return keys
+
+
+def _sized_symbols(image: ELFFile):
+    """(key, symbol, section) for every function/object symbol of the linked image that occupies memory."""
+    symtab = image.get_section_by_name(".symtab")
+    if symtab is None:
+        raise McuError("the firmware ELF has no symbol table (was it stripped?); the size report needs it")
+    current_file = None
+    for sym in symtab.iter_symbols():
+        kind = sym["st_info"]["type"]
+        if kind == "STT_FILE":
+            current_file = sym.name
+            continue
+        if kind not in ("STT_FUNC", "STT_OBJECT") or sym["st_size"] == 0 or not isinstance(sym["st_shndx"], int):
+            continue
+        section = image.get_section(sym["st_shndx"])
+        if section["sh_flags"] & SH_FLAGS.SHF_ALLOC:
+            yield _symbol_key(sym, current_file), sym, section
