@@ -41,6 +41,6 @@ def run_reference(graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
             continue
         a = node.attrs
         quant = [get(q) for q in a["quant"]] if a["quant"] else []
-        result = twin(a["kernel"])(a["params"], *quant, *[get(i) for i in node.inputs])
+        result = twin(a.get("twin", a["kernel"]))(a["params"], *quant, *[get(i) for i in node.inputs])
         values[out.name] = np.asarray(result).reshape(out.shape)
     return [values[o] for o in graph.outputs]

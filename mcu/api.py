@@ -16,6 +16,7 @@ from mcu.codegen.emit import emit
 from mcu.codegen.frontend import import_quantized
 from mcu.codegen.ir import DTYPES, Graph
 from mcu.codegen.memory import MemoryPlan, plan_graph
+from mcu.codegen.passes.select_kernels import Target
 from mcu.codegen.pipeline import run_passes
 from mcu.codegen.reference import run_reference
 from mcu.errors import McuError
@@ -147,14 +148,14 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package."""
     from mcu.boards import load_board
 
-    load_board(board)  # unknown boards fail before any slow work
+    target = Target.of_board(load_board(board))  # unknown boards fail before any slow work
     if quantize != "int8":
         raise McuError(f"quantize={quantize!r} is not supported yet; use quantize='int8'")
     ep = export(model, example_inputs)
     if example_inputs is None:
         example_inputs = example_inputs_of(ep)
     converted = quantize_pt2e(ep, tuple(example_inputs), calibration)
-    graph = run_passes(import_quantized(converted))
+    graph = run_passes(import_quantized(converted), target)
     memory = plan_graph(graph)
     texts = emit(graph, memory, board=board)
     files = {name: text.encode() for name, text in texts.items()}
