@@ -84,6 +84,13 @@ def _attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict]:
         return "mean", {"dims": tuple(dims), "keepdim": keepdim}
     if t in RESHAPE_OPS:
         return "reshape", {}
+    if t in (aten.pad.default, aten.constant_pad_nd.default):
+        mode = a[2] if t == aten.pad.default and len(a) > 2 else "constant"
+        value = (a[3] if len(a) > 3 else n.kwargs.get("value")) if t == aten.pad.default else \
+            (a[2] if len(a) > 2 else 0.0)
+        if mode != "constant":
+            raise QuantizationError(f"pad mode '{mode}' at {source_line(n)}: only constant padding is supported")
+        return "pad", {"pads": tuple(int(p) for p in a[1]), "value": float(value or 0.0)}
     if t in (aten.softmax.int, aten._softmax.default):
         return "softmax", {"dim": int(a[1]) % len(shape_in)}
     if t in (aten.hardtanh.default, aten.hardtanh_.default, *ACTIVATIONS):
@@ -143,7 +150,7 @@ def import_quantized(gm: GraphModule) -> Graph:
                 tensors[name] = Tensor(name, _shape(src), "int8", QParams.tensor(scale, zp))
                 ins = [value.get(a) if isinstance(a, FxNode) else None for a in compute.args
                        if isinstance(a, FxNode) or a is None]
-                if op in ("reshape", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+                if op in ("reshape", "pad", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
                           "mean", "clamp"):
                     ins = ins[:1]
                 nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), attrs, source_line(compute)))

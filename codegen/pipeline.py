@@ -6,6 +6,7 @@ from functools import partial
 from mcu.codegen.ir import Graph, verify
 from mcu.codegen.lowering import lower
 from mcu.codegen.passes.canonicalize import canonicalize
+from mcu.codegen.passes.fold_pad import fold_pad
 from mcu.codegen.passes.fuse_clamp import fuse_clamp
 from mcu.codegen.passes.layout import to_nhwc
 from mcu.codegen.passes.select_kernels import Target, select_kernels
@@ -15,6 +16,7 @@ def passes(target: Target = Target()) -> list:
     return [
         canonicalize,                         # adaptive pools / means -> avg_pool2d; grouped convs -> depthwise
         fuse_clamp,                           # standalone ReLU/ReLU6 -> the producer's output clamp
+        fold_pad,                             # zero pads -> the consuming conv's padding
         to_nhwc,                              # NCHW -> NHWC activations, OHWI weights, transposes around reshapes
         lower,                                # ops -> portable kernel calls with baked parameters
         partial(select_kernels, target=target),  # portable -> the board's fastest variant

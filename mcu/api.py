@@ -197,5 +197,5 @@ def run(pkg: Package, inputs, *, timeout: float = 120.0) -> RunResult:
 def size(pkg: Package):
     """The flash/RAM size report of pkg's firmware (built if needed)."""
     from mcu.boards import load_board
-    from mcu.size import size_report
+    from mcu.elfsize import size_report
     return size_report(pkg.build(), pkg.build_dir, load_board(pkg.board))

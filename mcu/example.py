@@ -7,15 +7,9 @@ import sys
 import numpy as np
 
 import mcu
+from mcu.bench import sqnr_db
 from mcu.errors import McuError
 from mcu.zoo.example import calibration_set, example_cnn
-
-
-def sqnr_db(reference: np.ndarray, actual: np.ndarray) -> float:
-    """Signal-to-quantization-noise ratio of actual against reference, in dB."""
-    noise = float(np.sum((reference.astype(np.float64) - actual) ** 2))
-    signal = float(np.sum(reference.astype(np.float64) ** 2))
-    return float("inf") if noise == 0 else 10.0 * np.log10(signal / noise)
 
 
 def main(argv=None) -> int:

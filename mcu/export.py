@@ -22,6 +22,7 @@ SUPPORTED_OPS = {
     aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten._unsafe_view.default,
     aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.contiguous.default,
     aten.dropout.default, aten.clone.default, aten.softmax.int, aten._softmax.default,
+    aten.pad.default, aten.constant_pad_nd.default,
 }
 
 # The nearest supported way to express an unsupported op.

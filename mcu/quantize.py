@@ -4,7 +4,7 @@ Scheme (TFLite-compatible integer semantics):
 - weights int8 symmetric per output channel, range [-127, 127];
 - activations int8 asymmetric per tensor, range [-128, 127];
 - bias int32, scale derived as s_in * s_w[c];
-- BatchNorm folded into the conv by prepare_pt2e; ReLU / ReLU6 annotated after their producer so
+- BatchNorm folded into the conv/linear before it (prepare_pt2e, mcu.rewrites); ReLU / ReLU6 annotated after their producer so
   they fuse (the producer's output takes the activation's qparams);
 - ops that only move or select values (pools, flatten, reshape) share their input's qparams;
 - softmax output is fixed at scale 1/256, zero point -128.
@@ -28,6 +28,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from mcu.errors import McuError
+from mcu.rewrites import fold_batch_norms
 
 aten = torch.ops.aten
 
@@ -72,7 +73,7 @@ SHARED_QPARAM_OPS = {
     aten.mean.dim, aten.flatten.using_ints, aten.view.default, aten.reshape.default,
     aten._unsafe_view.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
     aten.permute.default, aten.transpose.int, aten.contiguous.default, aten.dropout.default,
-    aten.clone.default,
+    aten.clone.default, aten.pad.default, aten.constant_pad_nd.default,
 } | FUSABLE_ACTIVATIONS
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
 
@@ -151,6 +152,9 @@ class McuQuantizer(Quantizer):
         inputs = {a: ACT_QSPEC for a in node.args[:2] if isinstance(a, Node)}
         _annotate(node, inputs, None)
         self._annotate_output(node)
+
+    def transform_for_annotation(self, model: GraphModule) -> GraphModule:
+        return fold_batch_norms(model)
 
     def validate(self, model: GraphModule) -> None:
         pass

@@ -30,7 +30,7 @@ from mcu.errors import (
 )
 from mcu.paths import package_root
 from mcu.qemu.runner import run_firmware
-from mcu.size import size_report
+from mcu.elfsize import size_report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "echo_model"
 EMULATED = ["mps2-an385", "mps2-an386", "mps3-an547"]

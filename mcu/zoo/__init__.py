@@ -1,4 +1,5 @@
 """Bundled models, each a function returning (model, example_inputs) with seeded weights."""
 from mcu.zoo.example import example_cnn
+from mcu.zoo.mlperf_tiny import MODELS, ad, calibration_set, ic, kws, macs, vww
 
-__all__ = ["example_cnn"]
+__all__ = ["example_cnn", "kws", "vww", "ic", "ad", "MODELS", "calibration_set", "macs"]

@@ -125,4 +125,154 @@ typedef struct {
 /* out = in.transpose(perm) for any int8 tensor of rank <= 4; perm must be a permutation of 0..3. */
 mcu_status_t mcu_transpose_s8(const mcu_transpose_params_t *params, const int8_t *input, int8_t *output);
 
+/* ==== Op breadth ================================================================================
+ * Broadcasting elementwise ops, look-up-table activations, concat, upsample, reductions, grouped conv,
+ * matmul of two activations, and the float32 fallback. Same conventions as above; in addition:
+ *  - "Broadcast dims": input dims are 4-d in the output's axis order (NHWC, or torch order padded with
+ *    leading 1s); each equals the output's or is 1, and a dim of 1 repeats along that axis.
+ *  - mcu_requantize_round (mcu_quant.h) rounds once; kernels on single products or values use it.
+ * ================================================================================================ */
+
+/* ---- Broadcasting elementwise --------------------------------------------------------------------- */
+
+typedef struct {
+    mcu_dims_t input1, input2, output; /* broadcast dims */
+    int32_t subtract;                  /* 0: in1 + in2, 1: in1 - in2 */
+    int32_t left_shift;                /* as mcu_add_params_t */
+    int32_t input1_offset, input1_multiplier, input1_shift;
+    int32_t input2_offset, input2_multiplier, input2_shift;
+    int32_t output_offset, output_multiplier, output_shift;
+    int32_t act_min, act_max;
+} mcu_add_broadcast_params_t;
+
+/* mcu_add_s8's arithmetic with broadcasting, and subtraction: out = clamp(requantize(sat(a1 +- a2),
+ * output_mult, output_shift) + output_offset). Output must not overlap an input. */
+mcu_status_t mcu_add_broadcast_s8(const mcu_add_broadcast_params_t *params, const int8_t *input1,
+                                  const int8_t *input2, int8_t *output);
+
+typedef struct {
+    mcu_dims_t input1, input2, output; /* broadcast dims */
+    int32_t input1_offset, input2_offset, output_offset;
+    int32_t output_multiplier, output_shift; /* s1 * s2 / s_out */
+    int32_t act_min, act_max;
+} mcu_mul_params_t;
+
+/* TFLite-style int8 multiply with broadcasting:
+ * out = clamp(requantize_round((in1 + input1_offset) * (in2 + input2_offset), mult, shift) + output_offset).
+ * Output must not overlap an input. */
+mcu_status_t mcu_mul_s8(const mcu_mul_params_t *params, const int8_t *input1, const int8_t *input2,
+                        int8_t *output);
+
+/* ---- Look-up table ------------------------------------------------------------------------------- */
+
+typedef struct {
+    int32_t size; /* elements */
+} mcu_lut_params_t;
+
+/* Any int8 -> int8 elementwise function: out[i] = table[in[i] + 128]. The table (256 entries, computed
+ * at compile time from the input and output qparams) makes sigmoid, tanh, GELU, hardswish, clamp, ...
+ * exact. output may alias input exactly. */
+mcu_status_t mcu_lut_s8(const mcu_lut_params_t *params, const int8_t *table, const int8_t *input,
+                        int8_t *output);
+
+/* ---- Data movement ------------------------------------------------------------------------------- */
+
+#define MCU_CONCAT_MAX_INPUTS 8
+
+typedef struct {
+    int32_t num_inputs;         /* 1 .. MCU_CONCAT_MAX_INPUTS (the 8 below) */
+    int32_t outer;              /* product of the dims before the concat axis */
+    int32_t sizes[8];           /* input i: its axis length times the product of the dims after the axis */
+    int32_t input_offset[8];    /* -zp of input i */
+    int32_t multiplier[8];      /* s_i / s_out, with shift[i] */
+    int32_t shift[8];
+    int32_t output_offset;
+} mcu_concat_params_t;
+
+/* Concatenation with requantization: output row o is the rows o of every input, in order; element x of
+ * input i becomes clamp(requantize_round(x + input_offset[i], multiplier[i], shift[i]) + output_offset).
+ * An input whose qparams equal the output's (offset -output_offset, multiplier 2^30, shift 1) is copied. */
+mcu_status_t mcu_concat_s8(const mcu_concat_params_t *params, const int8_t *const inputs[], int8_t *output);
+
+typedef struct {
+    mcu_dims_t input;          /* [N, H, W, C] */
+    int32_t scale_h, scale_w;  /* integer factors >= 1: output is [N, H * scale_h, W * scale_w, C] */
+} mcu_upsample_params_t;
+
+/* Nearest-neighbour upsampling: out[n, y, x, c] = in[n, y / scale_h, x / scale_w, c]. Shares qparams. */
+mcu_status_t mcu_upsample_nearest_s8(const mcu_upsample_params_t *params, const int8_t *input, int8_t *output);
+
+/* ---- Reduction ----------------------------------------------------------------------------------- */
+
+typedef struct {
+    mcu_dims_t input;   /* any 4-d axis order */
+    mcu_dims_t output;  /* each dim equals the input's or is 1; a dim of 1 (input > 1) is summed over */
+    int32_t input_offset, output_offset;
+    int32_t multiplier, shift; /* s_in / s_out for a sum, s_in / (s_out * count) for a mean */
+} mcu_reduce_params_t;
+
+/* acc = sum over the reduced box of (in + input_offset) (int32);
+ * out = clamp(requantize_round(acc, multiplier, shift) + output_offset, -128, 127). */
+mcu_status_t mcu_reduce_sum_s8(const mcu_reduce_params_t *params, const int8_t *input, int8_t *output);
+
+/* ---- Grouped convolution ------------------------------------------------------------------------ */
+
+/* Grouped 2-d convolution with mcu_conv2d_params_t: groups = input.c / filter.c (filter is
+ * [C_out, KH, KW, C_in / groups]); output channel co reads input channels [g * filter.c, (g + 1) * filter.c)
+ * with g = co / (C_out / groups). Same arithmetic as mcu_conv2d_s8. */
+mcu_status_t mcu_conv2d_grouped_s8(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                   const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                   int8_t *output);
+
+/* ---- Matrix multiplication of two activations ---------------------------------------------------- */
+
+typedef struct {
+    int32_t batches;                   /* output batches */
+    int32_t lhs_batches, rhs_batches;  /* each == batches, or 1 (broadcast) */
+    int32_t m, k, n;                   /* lhs [.., M, K], rhs [.., K, N], output [batches, M, N] */
+    int32_t lhs_offset, rhs_offset, output_offset;
+    int32_t output_multiplier, output_shift; /* s_lhs * s_rhs / s_out */
+    int32_t act_min, act_max;
+} mcu_matmul_params_t;
+
+/* out[b, i, j] = clamp(requantize(sum_t (lhs[b, i, t] + lhs_offset) * (rhs[b, t, j] + rhs_offset),
+ * mult, shift) + output_offset); both operands row-major; k <= 32767 keeps the int32 sum exact. */
+mcu_status_t mcu_matmul_s8(const mcu_matmul_params_t *params, const int8_t *lhs, const int8_t *rhs,
+                           int8_t *output);
+
+/* ---- Float32 fallback ------------------------------------------------------------------------------
+ * Ops without an int8 kernel run as dequantize -> float kernel -> quantize, float temporaries in the
+ * arena. float only (soft-float on cores without an FPU); results match the numpy twins in IEEE single
+ * precision when the compiler does not contract a * b + c (ISO C modes default to -ffp-contract=off). */
+
+typedef struct {
+    int32_t size;
+    float scale;
+    int32_t zero_point;
+} mcu_dequantize_params_t;
+
+/* out[i] = (float)(in[i] - zero_point) * scale. */
+mcu_status_t mcu_dequantize_s8_f32(const mcu_dequantize_params_t *params, const int8_t *input, float *output);
+
+typedef struct {
+    int32_t size;
+    float inv_scale; /* (float)(1.0 / scale), as torch computes it */
+    int32_t zero_point;
+} mcu_quantize_params_t;
+
+/* out[i] = clamp(round_half_even(in[i] * inv_scale) + zero_point, -128, 127); NaN gives zero_point. */
+mcu_status_t mcu_quantize_f32_s8(const mcu_quantize_params_t *params, const float *input, int8_t *output);
+
+typedef struct {
+    int32_t rows;  /* independent rows */
+    int32_t cols;  /* normalized length (the last dims) */
+    float eps;     /* > 0 */
+} mcu_layer_norm_params_t;
+
+/* Per row, in float and in this order: mean = (sum_i x_i) / cols; var = (sum_i (x_i - mean)^2) / cols;
+ * r = 1 / sqrt(var + eps) (sqrt correctly rounded); out_i = (x_i - mean) * r * weight_i + bias_i.
+ * Sums run from i = 0 up. weight and bias ([cols]) may be NULL (1 and 0). output may alias input. */
+mcu_status_t mcu_layer_norm_f32(const mcu_layer_norm_params_t *params, const float *input, const float *weight,
+                                const float *bias, float *output);
+
 #endif /* MCU_KERNELS_H */

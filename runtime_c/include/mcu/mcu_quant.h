@@ -45,4 +45,17 @@ static inline int32_t mcu_requantize(int32_t acc, int32_t multiplier, int32_t sh
     return mcu_rdbpot(mcu_srdhm(acc, multiplier), -shift);
 }
 
+/* round(acc * multiplier * 2^(shift - 31)) with a single rounding, ties away from zero, saturated to int32.
+ * For small accumulators (one product, one int8 value), where mcu_requantize's two roundings would show;
+ * multiplier >= 0, shift in [-31, 30]. */
+static inline int32_t mcu_requantize_round(int32_t acc, int32_t multiplier, int32_t shift)
+{
+    const int64_t prod = (int64_t)acc * (int64_t)multiplier;
+    const int32_t right = 31 - shift; /* 1 .. 62 */
+    const uint64_t mag = prod < 0 ? (uint64_t)(-prod) : (uint64_t)prod;
+    const int64_t q = (int64_t)((mag + ((uint64_t)1 << (right - 1))) >> right);
+    const int64_t r = prod < 0 ? -q : q;
+    return r > INT32_MAX ? INT32_MAX : (r < INT32_MIN ? INT32_MIN : (int32_t)r);
+}
+
 #endif /* MCU_QUANT_H */

@@ -1,0 +1,80 @@
+"""`python -m mcu.bench` (or `mcu bench`): compile and run the model zoo on each board; print the table
+and write it to JSON. Numbers are QEMU instructions (not cycles), bytes from the ELF."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import mcu
+from mcu.zoo import MODELS, calibration_set, macs
+
+BOARDS = ["mps2-an386", "mps2-an385", "mps3-an547"]
+
+
+def sqnr_db(reference: np.ndarray, actual: np.ndarray) -> float:
+    """Signal-to-quantization-noise ratio of actual against reference, in dB."""
+    noise = float(np.sum((reference.astype(np.float64) - actual) ** 2))
+    signal = float(np.sum(reference.astype(np.float64) ** 2))
+    return float("inf") if noise == 0 else 10.0 * np.log10(signal / noise)
+
+
+def bench_one(name: str, board: str, out_root: Path) -> dict:
+    model, example = MODELS[name]()
+    pkg = mcu.compile(model, example, board=board, calibration=calibration_set(name), force=True,
+                      out_dir=out_root / f"{name}-{board}")
+    x = calibration_set(name, 1, seed=50)[0]
+    res = mcu.run(pkg, x)
+    size = mcu.size(pkg)
+    n_macs = macs(model, example)
+    return {
+        "model": name, "board": board, "arena_bytes": pkg.arena_bytes,
+        "arena_lower_bound": pkg.manifest["arena_lower_bound"],
+        "flash_weights": size.flash_weights, "flash_kernels": size.flash_kernels,
+        "flash_runtime": size.flash_runtime, "flash_glue": size.flash_generated, "flash_other": size.flash_other,
+        "flash_total": size.flash_total, "ram_static": size.ram_static, "ram_stack_reserved": size.ram_stack,
+        "instructions": res.instructions, "macs": n_macs, "macs_per_instruction": n_macs / res.instructions,
+        "exact": bool(np.array_equal(res.raw_outputs[0], pkg.reference(x)[0])),
+        "sqnr_db": sqnr_db(model(*x).detach().numpy(), res.outputs[0]),
+        "kernels": sorted({op["kernel"] for op in pkg.manifest["ops"]} - {"alias"}),
+    }
+
+
+def format_table(rows: list[dict]) -> str:
+    head = ("| model | board | arena B | weights B | kernels B | runtime B | glue B | static RAM B | "
+            "instructions | MACs | MACs/instr | exact | SQNR dB |")
+    lines = [head, "|" + "---|" * 13]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['board']} | {r['arena_bytes']:,} | {r['flash_weights']:,} | "
+                     f"{r['flash_kernels']:,} | {r['flash_runtime']:,} | {r['flash_glue']:,} | {r['ram_static']:,} | "
+                     f"{r['instructions']:,} | {r['macs']:,} | {r['macs_per_instruction']:.3f} | "
+                     f"{'yes' if r['exact'] else 'NO'} | {r['sqnr_db']:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--models", nargs="*", default=list(MODELS))
+    parser.add_argument("--boards", nargs="*", default=BOARDS)
+    parser.add_argument("--out", default="out/bench", help="folder for the packages and bench.json")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    rows = []
+    for name in args.models:
+        for board in args.boards:
+            t = time.time()
+            rows.append(bench_one(name, board, out))
+            print(f"{name} on {board}: {rows[-1]['instructions']:,} instructions ({time.time() - t:.0f} s)",
+                  file=sys.stderr)
+    (out / "bench.json").write_text(json.dumps(rows, indent=2) + "\n")
+    print(format_table(rows))
+    print(f"\nwritten to {out / 'bench.json'}")
+    return 0 if all(r["exact"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
