@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 import mcu
-from mcu.bench import sqnr_db
+from mcu.metrics import sqnr_db
 from mcu.errors import McuError
 from mcu.zoo.example import calibration_set, example_cnn
 

@@ -82,9 +82,10 @@ def build_source(code: str, name: str = "wrapper") -> ctypes.CDLL:
 # ---- The C contract, parsed from the public headers -------------------------------------------------------------
 
 _SCALARS = {"int8_t": ctypes.c_int8, "uint8_t": ctypes.c_uint8, "int16_t": ctypes.c_int16,
-            "uint16_t": ctypes.c_uint16, "int32_t": ctypes.c_int32, "uint32_t": ctypes.c_uint32}
+            "uint16_t": ctypes.c_uint16, "int32_t": ctypes.c_int32, "uint32_t": ctypes.c_uint32,
+            "float": ctypes.c_float}
 _DTYPES = {"int8_t": np.int8, "uint8_t": np.uint8, "int16_t": np.int16, "uint16_t": np.uint16,
-           "int32_t": np.int32, "uint32_t": np.uint32}
+           "int32_t": np.int32, "uint32_t": np.uint32, "float": np.float32}
 
 
 def _strip_comments(text: str) -> str:
@@ -109,8 +110,10 @@ def _parse_headers():
         structs[name] = type(name, (ctypes.Structure,), {"_fields_": fields})
     prototypes = {}
     for fname, args in re.findall(r"mcu_status_t\s+(mcu_\w+)\s*\(([^)]*)\)\s*;", text):
-        prototypes[fname] = [re.fullmatch(r"\s*(?:const\s+)?(\w+)\s*\*\s*(\w+)\s*", a).group(1, 2)
-                             for a in args.split(",")]
+        # `const T *const name[]` (an array of input pointers) is recorded as type "T[]"
+        prototypes[fname] = [(m.group(1) + ("[]" if m.group(3) else ""), m.group(2)) for m in (
+            re.fullmatch(r"\s*(?:const\s+)?(\w+)\s*\*\s*(?:const\s*)?(\w+)\s*(\[\])?\s*", a)
+            for a in args.split(","))]
     return status, structs, prototypes
 
 
@@ -140,7 +143,7 @@ def struct(name: str, values: dict) -> ctypes.Structure:
                 keep.append(arr)
                 v = arr.ctypes.data_as(ctype)
         else:
-            v = int(v)
+            v = float(v) if ctype is ctypes.c_float else int(v)
         setattr(obj, field, v)
     obj._keep = keep
     return obj
@@ -169,9 +172,17 @@ _END = object()
 
 def call(lib: ctypes.CDLL, kernel: str, *twin_args, out: np.ndarray | None) -> int:
     """Call C `kernel` with the arguments its twin takes (a per-channel quant struct is the twin's
-    (multiplier, shift) pair; (None, None) passes NULL); the result is written into `out`; returns the status."""
+    (multiplier, shift) pair; (None, None) passes NULL; an array of input pointers takes all remaining
+    twin arguments); the result is written into `out`; returns the status."""
     args, it, keep = [], iter(twin_args), []
     for ctype_name, _ in PROTOTYPES[kernel][:-1]:
+        if ctype_name.endswith("[]"):
+            arrays = [None if v is None else _array(v, _SCALARS[ctype_name[:-2]]) for v in it]
+            keep.append(arrays)
+            ptrs = (ctypes.c_void_p * len(arrays))(*[None if a is None else a.ctypes.data for a in arrays])
+            keep.append(ptrs)
+            args.append(ctypes.cast(ptrs, ctypes.c_void_p))
+            continue
         value = next(it)
         if ctype_name == "mcu_per_channel_quant_t":
             shift = next(it)

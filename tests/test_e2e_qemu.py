@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import mcu
-from mcu.bench import sqnr_db
+from mcu.metrics import sqnr_db
 from mcu.zoo.example import calibration_set, example_cnn
 from tests.opmodels import OP_MODELS, make
 

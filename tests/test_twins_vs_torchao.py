@@ -9,15 +9,13 @@ import pytest
 import torch
 
 import mcu
+from mcu import metrics
 from tests.opmodels import OP_MODELS, make
 
 
 def lsb_error(pkg, x):
-    raw = pkg.reference(x)[0]
-    ao = pkg.torchao_reference(x)[0]
     spec = pkg.manifest["outputs"][0]
-    ao_q = np.round(ao / spec["scale"]) + spec["zero_point"]
-    return np.abs(raw.astype(np.int64) - ao_q.astype(np.int64))
+    return metrics.lsb_error(pkg.reference(x)[0], pkg.torchao_reference(x)[0], spec["scale"], spec["zero_point"])
 
 
 @pytest.mark.parametrize("name", sorted(OP_MODELS))

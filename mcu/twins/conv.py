@@ -1,4 +1,5 @@
-"""Numpy twins of runtime_c/kernels/conv: mcu_conv2d_s8 and mcu_dwconv2d_s8, with the same integer arithmetic.
+"""Numpy twins of runtime_c/kernels/conv: mcu_conv2d_s8, mcu_dwconv2d_s8 and mcu_conv2d_grouped_s8, with the same
+integer arithmetic.
 
 - Windows are strided views of the input (+ input_offset) zero-padded on every side, so padded taps add 0,
   exactly as the C skips them; accumulation is int64 and must fit int32 (the C accumulates in int32).
@@ -84,4 +85,23 @@ def dwconv2d_s8(params: dict, multiplier: np.ndarray, shift: np.ndarray, input: 
     _, kh, kw, _ = p["filter"]
     w = np.asarray(filter, dtype=np.int64).reshape(kh, kw, c_in, c_out // c_in)  # co = ci * ch_mult + m
     acc = np.einsum("nyxabc,abcm->nyxcm", _windows(p, input), w).reshape(p["output"])
+    return output_stage(acc, bias, multiplier, shift, p["output_offset"], p["act_min"], p["act_max"])
+
+
+def conv2d_grouped_s8(params: dict, multiplier: np.ndarray, shift: np.ndarray, input: np.ndarray,
+                      filter: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """Twin of mcu_conv2d_grouped_s8: groups = C_in / filter C; group g's output channels read its input channels."""
+    p = params
+    _check_params(p)
+    c_in, c_group, c_out = p["input"][3], p["filter"][3], p["output"][3]
+    if p["output"][0] != p["input"][0] or p["output"][3] != p["filter"][0] or c_in % c_group \
+            or c_out % (c_in // c_group):
+        raise ValueError(f"grouped conv dims disagree: input {p['input']} filter {p['filter']} output {p['output']}")
+    check_quant(multiplier, shift, c_out)
+    groups = c_in // c_group
+    per = c_out // groups
+    win = _windows(p, input)
+    w = np.asarray(filter, dtype=np.int64).reshape(p["filter"])
+    acc = np.concatenate([np.tensordot(win[..., g * c_group:(g + 1) * c_group], w[g * per:(g + 1) * per],
+                                       axes=([3, 4, 5], [1, 2, 3])) for g in range(groups)], axis=-1)
     return output_stage(acc, bias, multiplier, shift, p["output_offset"], p["act_min"], p["act_max"])

@@ -1,7 +1,9 @@
-"""Numpy twin of runtime_c/kernels/shape: mcu_transpose_s8."""
+"""Numpy twins of runtime_c/kernels/shape: mcu_transpose_s8, mcu_concat_s8, mcu_upsample_nearest_s8."""
 from __future__ import annotations
 
 import numpy as np
+
+from .quant import requantize_round, saturate
 
 
 def transpose_s8(params: dict, input: np.ndarray) -> np.ndarray:
@@ -13,3 +15,38 @@ def transpose_s8(params: dict, input: np.ndarray) -> np.ndarray:
     if x.size != int(np.prod(dims)):
         raise ValueError(f"input must hold {int(np.prod(dims))} values, got {x.size}")
     return np.ascontiguousarray(x.reshape(dims).transpose(perm))
+
+
+CONCAT_MAX_INPUTS = 8
+
+
+def concat_s8(params: dict, *inputs: np.ndarray) -> np.ndarray:
+    """Twin of mcu_concat_s8: input i holds outer * sizes[i] values; returns int8 [outer, sum(sizes)]."""
+    p = params
+    k, outer = p["num_inputs"], p["outer"]
+    if not 1 <= k <= CONCAT_MAX_INPUTS or outer < 1 or not -128 <= p["output_offset"] <= 127:
+        raise ValueError(f"num_inputs must be in [1, {CONCAT_MAX_INPUTS}], outer >= 1, output_offset int8")
+    if len(inputs) != k:
+        raise ValueError(f"expected {k} inputs, got {len(inputs)}")
+    parts = []
+    for i, x in enumerate(inputs):
+        size, off, mult, shift = p["sizes"][i], p["input_offset"][i], p["multiplier"][i], p["shift"][i]
+        if size < 1 or not -127 <= off <= 128 or mult < 0 or not -31 <= shift <= 30:
+            raise ValueError(f"input {i}: bad size, offset or requantization")
+        x = np.asarray(x, dtype=np.int64)
+        if x.size != outer * size:
+            raise ValueError(f"input {i} must hold {outer * size} values, got {x.size}")
+        parts.append(saturate(requantize_round(x.reshape(outer, size) + off, mult, shift) + p["output_offset"],
+                              -128, 127))
+    return np.concatenate(parts, axis=1)
+
+
+def upsample_nearest_s8(params: dict, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_upsample_nearest_s8: returns int8 [N, H * scale_h, W * scale_w, C]."""
+    dims, sh, sw = tuple(params["input"]), params["scale_h"], params["scale_w"]
+    if min(dims) < 1 or sh < 1 or sw < 1:
+        raise ValueError(f"dims and scales must be positive: {dims}, {sh}, {sw}")
+    x = np.asarray(input, dtype=np.int8)
+    if x.size != int(np.prod(dims)):
+        raise ValueError(f"input must hold {int(np.prod(dims))} values, got {x.size}")
+    return np.repeat(np.repeat(x.reshape(dims), sh, axis=1), sw, axis=2)
