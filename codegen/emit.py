@@ -120,7 +120,8 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
     env = _env()
     manifest = {
         "name": name, "board": board, "kernels": kernel_paths(graph), "arena_bytes": mem.arena_bytes,
-        "arena_lower_bound": mem.lower_bound, "planner": mem.plan.algorithm, "weights_bytes": ctx["total_bytes"],
+        "arena_lower_bound": mem.lower_bound, "planner": mem.plan.algorithm,
+        "schedule_peak_before": mem.peak_before_schedule, "schedule_peak_after": mem.peak_after_schedule, "weights_bytes": ctx["total_bytes"],
         "inputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}
                    | {"scale": graph.tensors[x["tensor"]].qparams.s} for x in inputs],
         "outputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}

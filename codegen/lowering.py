@@ -26,6 +26,7 @@ class Kernel:
     name: str
     path: str
     params_type: str
+    inplace: str = ""  # "elementwise": the output may take the bytes of a same-sized input that dies here
 
 
 KERNELS = {k.name: k for k in [
@@ -34,7 +35,7 @@ KERNELS = {k.name: k for k in [
     Kernel("mcu_fully_connected_s8", "fc/mcu_fully_connected_s8", "mcu_fc_params_t"),
     Kernel("mcu_maxpool2d_s8", "pool/mcu_maxpool2d_s8", "mcu_pool2d_params_t"),
     Kernel("mcu_avgpool2d_s8", "pool/mcu_avgpool2d_s8", "mcu_pool2d_params_t"),
-    Kernel("mcu_add_s8", "elementwise/mcu_add_s8", "mcu_add_params_t"),
+    Kernel("mcu_add_s8", "elementwise/mcu_add_s8", "mcu_add_params_t", inplace="elementwise"),
     Kernel("mcu_softmax_s8", "activation/mcu_softmax_s8", "mcu_softmax_params_t"),
     Kernel("mcu_transpose_s8", "shape/mcu_transpose_s8", "mcu_transpose_params_t"),
 ]}
@@ -77,7 +78,8 @@ class _Ctx:
 def _call(node: Node, kernel: str, params: dict, inputs, quant=None) -> Node:
     k = KERNELS[kernel]
     return node.replace(op="call", inputs=tuple(inputs), attrs={
-        "kernel": k.name, "path": k.path, "params_type": k.params_type, "params": params, "quant": quant})
+        "kernel": k.name, "path": k.path, "params_type": k.params_type, "params": params, "quant": quant,
+        "inplace": k.inplace})
 
 
 def _conv(ctx: _Ctx, node: Node) -> Node:

@@ -156,7 +156,7 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
         example_inputs = example_inputs_of(ep)
     converted = quantize_pt2e(ep, tuple(example_inputs), calibration)
     graph = run_passes(import_quantized(converted), target)
-    memory = plan_graph(graph)
+    graph, memory = plan_graph(graph)
     texts = emit(graph, memory, board=board)
     files = {name: text.encode() for name, text in texts.items()}
     files[IR_FILE] = pickle.dumps((graph, memory))

@@ -5,8 +5,13 @@
 - naive: every buffer gets its own bytes, in order (the upper bound, and the fallback).
 - greedy_by_size (TFLM's GreedyMemoryPlanner): place buffers largest first, each at the lowest
   aligned offset where it fits between the already-placed buffers it conflicts with.
+- greedy_by_breadth: the same first-fit placement, in the order of the most crowded step first
+  (the buffers live at the peak step, largest first, then the next most crowded step, ...).
+- exact: depth-first branch and bound over placement orders, each buffer at the lowest fitting
+  offset; stops as soon as a plan reaches the lower bound (then it is optimal) or after a budget
+  of placements (then it returns its best plan, never worse than greedy).
 - `plan` runs every planner, verifies each result and keeps the smallest arena.
-- lower_bound: the largest sum of live bytes at any step; no plan of this schedule can beat it.
+- lower_bound: the largest sum of live (aligned) bytes at any step; no plan of this schedule can beat it.
 """
 from __future__ import annotations
 
@@ -49,27 +54,82 @@ def plan_naive(buffers: Sequence[Buffer]) -> Plan:
     return Plan(offsets, top, "naive")
 
 
-def plan_greedy_by_size(buffers: Sequence[Buffer]) -> Plan:
-    order = sorted(buffers, key=lambda b: (-b.size, b.first, b.name))
+def _first_fit(b: Buffer, placed: Sequence[tuple[Buffer, int]]) -> int:
+    """Lowest aligned offset where b fits beside the placed buffers whose lifetimes it meets."""
+    busy = sorted((off, off + p.size) for p, off in placed if p.conflicts(b) and p.size > 0)
+    candidate = 0
+    for start, end in busy:
+        candidate = _align_up(candidate, b.align)
+        if candidate + b.size <= start:
+            break
+        candidate = max(candidate, end)
+    return _align_up(candidate, b.align)
+
+
+def _place_in_order(order: Sequence[Buffer], algorithm: str) -> Plan:
     placed: list[tuple[Buffer, int]] = []
-    offsets = {}
     for b in order:
-        busy = sorted((off, off + p.size) for p, off in placed if p.conflicts(b) and p.size > 0)
-        candidate = 0
-        for start, end in busy:
-            candidate = _align_up(candidate, b.align)
-            if candidate + b.size <= start:
-                break
-            candidate = max(candidate, end)
-        offset = _align_up(candidate, b.align)
-        offsets[b.name] = offset
-        placed.append((b, offset))
-    top = max((offsets[b.name] + b.size for b in buffers), default=0)
-    return Plan(offsets, top, "greedy_by_size")
+        placed.append((b, _first_fit(b, placed)))
+    return Plan({b.name: off for b, off in placed}, max((off + b.size for b, off in placed), default=0), algorithm)
+
+
+def plan_greedy_by_size(buffers: Sequence[Buffer]) -> Plan:
+    return _place_in_order(sorted(buffers, key=lambda b: (-b.size, b.first, b.name)), "greedy_by_size")
+
+
+def plan_greedy_by_breadth(buffers: Sequence[Buffer]) -> Plan:
+    if not buffers:
+        return Plan({}, 0, "greedy_by_breadth")
+    steps = range(min(b.first for b in buffers), max(b.last for b in buffers) + 1)
+    load = {s: sum(b.size for b in buffers if b.first <= s <= b.last) for s in steps}
+    order, seen = [], set()
+    for s in sorted(steps, key=lambda s: (-load[s], s)):
+        for b in sorted((b for b in buffers if b.first <= s <= b.last and b.name not in seen),
+                        key=lambda b: (-b.size, b.name)):
+            order.append(b)
+            seen.add(b.name)
+    return _place_in_order(order, "greedy_by_breadth")
+
+
+def plan_exact(buffers: Sequence[Buffer], budget: int = 20000) -> Plan:
+    """Branch and bound over placement orders (see the module docstring)."""
+    best = min((plan_greedy_by_size(buffers), plan_greedy_by_breadth(buffers)), key=lambda p: p.arena_bytes)
+    bound = lower_bound(buffers)
+    if best.arena_bytes <= bound or not buffers:
+        return Plan(best.offsets, best.arena_bytes, "exact")
+    best_top, best_offsets = best.arena_bytes, best.offsets
+    todo = sorted(buffers, key=lambda b: (-b.size, b.first, b.name))
+    work = 0
+
+    def search(placed: list[tuple[Buffer, int]], rest: list[Buffer], top: int) -> bool:
+        nonlocal best_top, best_offsets, work
+        if not rest:
+            if top < best_top:
+                best_top, best_offsets = top, {b.name: off for b, off in placed}
+            return best_top <= bound
+        tried = set()
+        for i, b in enumerate(rest):
+            work += 1
+            if work > budget:
+                return True
+            off = _first_fit(b, placed)
+            key = (off, b.size, b.first, b.last)
+            new_top = max(top, off + b.size)
+            if key in tried or new_top >= best_top:
+                continue
+            tried.add(key)
+            if search(placed + [(b, off)], rest[:i] + rest[i + 1:], new_top):
+                return True
+        return False
+
+    search([], todo, 0)
+    return Plan(best_offsets, best_top, "exact")
 
 
 PLANNERS: dict[str, Callable[[Sequence[Buffer]], Plan]] = {
     "greedy_by_size": plan_greedy_by_size,
+    "greedy_by_breadth": plan_greedy_by_breadth,
+    "exact": plan_exact,
     "naive": plan_naive,
 }
 
@@ -100,6 +160,7 @@ def lower_bound(buffers: Sequence[Buffer]) -> int:
         return 0
     steps = range(min(b.first for b in buffers), max(b.last for b in buffers) + 1)
     return max(sum(b.size for b in buffers if b.first <= s <= b.last) for s in steps)
+    # sizes, not aligned sizes: alignment padding is a cost of the plan, not of the schedule
 
 
 def plan(buffers: Sequence[Buffer], planners: dict[str, Callable] | None = None) -> Plan:
