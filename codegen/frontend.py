@@ -4,6 +4,9 @@
 - A frozen int8/int32 parameter behind a dequantize_per_channel becomes a constant with per-channel qparams.
 - A float op (conv, add, ...) becomes one IR node whose output is the quantize node that follows it;
   a ReLU/ReLU6 between the two is recorded as the node's `act` (real-valued clamp range).
+- An elementwise function of one activation (sigmoid, GELU, x * 2, ...) becomes a `lut` node whose
+  attrs["fn"] = (aten overload, args with ... for the tensor, kwargs) names the float function.
+- Float parameters of fallback ops (layer norm's weight and bias) become float32 constants.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import operator
 import numpy as np
 import torch
 from torch.fx import GraphModule, Node as FxNode
+import mcu.torchao_quiet  # noqa: F401  (before any torchao import)
 from torchao.quantization.pt2e import quantize_pt2e  # noqa: F401  (registers quantized_decomposed ops)
 
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
@@ -28,6 +32,17 @@ RESHAPE_OPS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default,
                aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default}
 ACTIVATIONS = {aten.relu.default: (0.0, float("inf")), aten.relu_.default: (0.0, float("inf")),
                aten.relu6.default: (0.0, 6.0)}
+LUT_OPS = {aten.sigmoid.default, aten.sigmoid_.default, aten.tanh.default, aten.tanh_.default,
+           aten.hardswish.default, aten.hardswish_.default, aten.hardsigmoid.default, aten.hardsigmoid_.default,
+           aten.leaky_relu.default, aten.leaky_relu_.default, aten.gelu.default, aten.silu.default,
+           aten.silu_.default, aten.elu.default, aten.elu_.default, aten.softplus.default, aten.neg.default,
+           aten.abs.default, aten.exp.default, aten.rsub.Scalar}
+BINARY_OPS = {aten.add.Tensor: "add", aten.add_.Tensor: "add", aten.sub.Tensor: "sub", aten.sub_.Tensor: "sub",
+              aten.mul.Tensor: "mul", aten.mul_.Tensor: "mul", aten.div.Tensor: "div", aten.div_.Tensor: "div"}
+FLOAT_PARAM_OPS = {aten.layer_norm.default}  # run in the float32 fallback, parameters stay float
+# IR ops that read only their first tensor argument
+UNARY_IR_OPS = ("reshape", "pad", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mean", "clamp",
+                "lut", "permute", "upsample_nearest", "upsample_nearest1d", "sum", "max_pool1d", "avg_pool1d")
 
 
 class QuantizationError(McuError):
@@ -43,9 +58,99 @@ def _ints(v, k: int = 2) -> tuple[int, ...]:
     return tuple(int(x) for x in (v * k if len(v) == 1 else v))
 
 
+def _lut_fn(n: FxNode) -> tuple:
+    """(functional aten overload name, args with ... in place of the tensor, sorted kwargs)."""
+    packet = n.target.overloadpacket.__name__
+    if packet.endswith("_") and not packet.startswith("_"):
+        packet = packet[:-1]  # in-place form -> the functional op
+    args = tuple(... if isinstance(x, FxNode) else x for x in n.args)
+    return f"{packet}.{n.target._overloadname}", args, tuple(sorted(n.kwargs.items()))
+
+
+def _clamp_range(lo, hi) -> tuple[float, float]:
+    return (float("-inf") if lo is None else float(lo), float("inf") if hi is None else float(hi))
+
+
+def _first(n: FxNode) -> FxNode:
+    """The first tensor argument (the first element of a list argument, for cat)."""
+    return n.args[0][0] if isinstance(n.args[0], (list, tuple)) else n.args[0]
+
+
+def _upsample_factors(n: FxNode, shape_in, rank: int) -> tuple[int, ...]:
+    out = _shape(n)
+    scales = n.args[2] if len(n.args) > 2 else n.kwargs.get("scale_factors")
+    factors = tuple(o // i for o, i in zip(out[2:], shape_in[2:]))
+    exact = all(o == f * i for o, f, i in zip(out[2:], factors, shape_in[2:]))
+    if not exact or (scales and any(float(s) != f for s, f in zip(scales, factors))):
+        raise QuantizationError(f"nearest upsampling from {list(shape_in[2:])} to {list(out[2:])} at {source_line(n)}: "
+                                f"only integer scale factors are supported")
+    return factors
+
+
+def _breadth_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | None:
+    """(IR op, attrs) of the op-breadth ops (elementwise, LUT, data movement, reductions, 1-d, matmul, norms)."""
+    t, a, rank = n.target, list(n.args), len(shape_in)
+    if t in BINARY_OPS and sum(isinstance(x, FxNode) for x in a[:2]) == 1 or t in LUT_OPS:
+        return "lut", {"fn": _lut_fn(n)}
+    if t in BINARY_OPS:
+        op = BINARY_OPS[t]
+        if op == "div":
+            raise QuantizationError(f"division of two tensors at {source_line(n)} has no int8 lowering; multiply "
+                                    f"by a reciprocal computed elsewhere, or divide by a constant")
+        if n.kwargs.get("alpha", 1) != 1:
+            raise QuantizationError(f"{op} with alpha != 1 at {source_line(n)}")
+        return op, {}
+    if t == aten.clamp.default:
+        lo = a[1] if len(a) > 1 else n.kwargs.get("min")
+        hi = a[2] if len(a) > 2 else n.kwargs.get("max")
+        return "clamp", {"act": _clamp_range(lo, hi)}
+    if t == aten.cat.default:
+        return "concat", {"dim": int(a[1] if len(a) > 1 else n.kwargs.get("dim", 0)) % rank}
+    if t == aten.permute.default:
+        return "permute", {"perm": tuple(int(d) % rank for d in a[1])}
+    if t == aten.transpose.int:
+        perm = list(range(rank))
+        i, j = int(a[1]) % rank, int(a[2]) % rank
+        perm[i], perm[j] = perm[j], perm[i]
+        return "permute", {"perm": tuple(perm)}
+    if t == aten.upsample_nearest2d.vec:
+        return "upsample_nearest", {"scale": _upsample_factors(n, shape_in, 2)}
+    if t == aten.upsample_nearest1d.vec:
+        return "upsample_nearest1d", {"scale": _upsample_factors(n, shape_in, 1)}
+    if t == aten.sum.dim_IntList:
+        dims = a[1] if len(a) > 1 and a[1] else list(range(rank))
+        keepdim = bool(a[2]) if len(a) > 2 else bool(n.kwargs.get("keepdim", False))
+        return "sum", {"dims": tuple(sorted(int(d) % rank for d in dims)), "keepdim": keepdim}
+    if t == aten.conv1d.default:
+        stride, padding, dilation, groups = (a[3:] + [1, 0, 1, 1][len(a[3:]):])[:4]
+        if isinstance(padding, str):
+            raise QuantizationError(f"conv1d padding='{padding}' at {source_line(n)}; pass explicit padding ints")
+        return "conv1d", {"stride": _ints(stride, 1), "padding": _ints(padding, 1), "dilation": _ints(dilation, 1),
+                          "groups": int(groups)}
+    if t in (aten.max_pool1d.default, aten.avg_pool1d.default):
+        k = _ints(a[1], 1)
+        stride = _ints(a[2], 1) if len(a) > 2 and a[2] else k
+        pad = _ints(a[3], 1) if len(a) > 3 else (0,)
+        if t == aten.max_pool1d.default:
+            if len(a) > 4 and _ints(a[4], 1) != (1,):
+                raise QuantizationError(f"max_pool1d with dilation at {source_line(n)} is not supported")
+            return "max_pool1d", {"kernel": k, "stride": stride, "padding": pad,
+                                  "ceil_mode": bool(a[5]) if len(a) > 5 else False}
+        return "avg_pool1d", {"kernel": k, "stride": stride, "padding": pad, "ceil_mode": bool(a[4]) if len(a) > 4
+                              else False, "count_include_pad": bool(a[5]) if len(a) > 5 else True}
+    if t in (aten.matmul.default, aten.bmm.default):
+        return "matmul", {}
+    if t == aten.layer_norm.default:
+        return "layer_norm", {"normalized": len(a[1]), "eps": float(a[4]) if len(a) > 4 else 1e-5}
+    return None
+
+
 def _attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict]:
     """(IR op, attrs) for a float compute node."""
     t, a = n.target, list(n.args)
+    breadth = _breadth_attrs(n, shape_in)
+    if breadth is not None:
+        return breadth
     if t == aten.conv2d.default:
         stride, padding, dilation, groups = (a[3:] + [1, 0, 1, 1][len(a[3:]):])[:4]
         if isinstance(padding, str):
@@ -105,6 +210,9 @@ def _attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict]:
 def _act_range(n: FxNode) -> tuple[float, float] | None:
     if n.target in ACTIVATIONS:
         return ACTIVATIONS[n.target]
+    if n.target == aten.clamp.default:
+        return _clamp_range(n.args[1] if len(n.args) > 1 else n.kwargs.get("min"),
+                            n.args[2] if len(n.args) > 2 else n.kwargs.get("max"))
     if n.target in (aten.hardtanh.default, aten.hardtanh_.default):
         return (float(n.args[1]) if len(n.args) > 1 else -1.0, float(n.args[2]) if len(n.args) > 2 else 1.0)
     return None
@@ -121,6 +229,17 @@ def import_quantized(gm: GraphModule) -> Graph:
 
     def const(n: FxNode) -> np.ndarray:
         return getattr(gm, n.target).detach().cpu().numpy()
+
+    def float_const(n: FxNode | None) -> str | None:
+        if n is None:
+            return None
+        name = f"c{len(tensors)}"
+        obj = gm
+        for part in n.target.split("."):
+            obj = getattr(obj, part)
+        data = np.ascontiguousarray(obj.detach().cpu().numpy(), dtype=np.float32)
+        tensors[name] = Tensor(name, tuple(data.shape), "float32", data=data)
+        return name
 
     for n in gm.graph.nodes:
         if n.op == "placeholder":
@@ -143,17 +262,25 @@ def import_quantized(gm: GraphModule) -> Graph:
                 tensors[name] = Tensor(name, _shape(src), "int8", QParams.tensor(scale, zp))
             elif src in pending:
                 compute, act = pending.pop(src)
-                shape_in = tensors[value[compute.args[0]]].shape
+                shape_in = tensors[value[_first(compute)]].shape
                 op, attrs = _attrs(compute, shape_in)
                 if act is not None:
                     attrs = {**attrs, "act": act}
                 tensors[name] = Tensor(name, _shape(src), "int8", QParams.tensor(scale, zp))
                 ins = [value.get(a) if isinstance(a, FxNode) else None for a in compute.args
                        if isinstance(a, FxNode) or a is None]
-                if op in ("reshape", "pad", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
-                          "mean", "clamp"):
+                if op in UNARY_IR_OPS:
                     ins = ins[:1]
+                elif op == "concat":
+                    ins = [value[a] for a in compute.args[0]]
+                elif op == "layer_norm":
+                    ins = ins[:1] + [float_const(w) for w in (list(compute.args) + [None] * 4)[2:4]]
                 nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), attrs, source_line(compute)))
+            elif src.op == "call_function" and src.target in DQ_OPS and src.args[0] in value:
+                # requantization (torchao's Q(DQ(x)) between differing qparams): an identity look-up table
+                tensors[name] = Tensor(name, tensors[value[src.args[0]]].shape, "int8", QParams.tensor(scale, zp))
+                nodes.append(Node(f"n{len(nodes)}_lut", "lut", (value[src.args[0]],), (name,),
+                                  {"fn": ("clone.default", (...,), ())}, source_line(src)))
             else:
                 raise QuantizationError(f"quantize of {src.name} has no producer we can lower")
             value[n] = name
@@ -184,7 +311,7 @@ def import_quantized(gm: GraphModule) -> Graph:
             pending[n] = (compute, _act_range(n))
         elif n.op == "call_function":
             for a in n.args:
-                if isinstance(a, FxNode) and a.op == "get_attr" and n.target not in DQ_OPS:
+                if isinstance(a, FxNode) and a.op == "get_attr" and n.target not in DQ_OPS | FLOAT_PARAM_OPS:
                     if const(a).dtype.is_floating_point if hasattr(const(a).dtype, "is_floating_point") \
                             else np.issubdtype(const(a).dtype, np.floating):
                         raise QuantizationError(

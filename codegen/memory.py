@@ -6,6 +6,9 @@
   is in-place "elementwise" (add) gives its output the bytes of a same-sized input whose last reader
   it is. Tensors of one group share one arena buffer; the group lives from its first producer to its
   last reader.
+- Raster overlap: a kernel in RASTER_KERNELS writes its output pixels in order and reads, for output
+  pixel p, only input pixels at or after the window corner of p (and of every later pixel). Its
+  output may then start `gap` bytes below an input that dies there and overlap it (`raster_gap`).
 - Schedule: the ops are reordered (memory_planner.schedule) to minimize the peak of live groups.
 - `verify_tensor_plan` checks the result tensor by tensor: two tensors live at the same step may
   share bytes only under one of the rules above, and only exactly as that rule says.
@@ -14,10 +17,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from mcu.codegen.ir import Graph
 from mcu.errors import McuError
 from mcu.memory_planner import Buffer, Plan, PlanError, lower_bound, plan
 from mcu.memory_planner.schedule import Op, best_order, peak
+
+# Kernels whose loops run n, y, x (output pixels in order) with all channels of a pixel computed from
+# its window before the next pixel; optimized variants join only once their loop order is checked.
+RASTER_KERNELS = {"mcu_conv2d_s8", "mcu_dwconv2d_s8", "mcu_maxpool2d_s8", "mcu_avgpool2d_s8"}
 
 ARENA_ALIGN = 16   # the arena base
 BUFFER_ALIGN = 4   # every buffer inside it: word accesses are aligned on every core
@@ -36,7 +45,8 @@ class MemoryPlan:
     plan: Plan
     lower_bound: int
     peak_before_schedule: int  # peak of live bytes in the importer's order
-    peak_after_schedule: int   # ... in the chosen order (== lower_bound)
+    peak_after_schedule: int   # ... in the chosen order
+    overlaps: dict = None      # (output buffer, input buffer) -> gap, see raster_gap
 
     @property
     def arena_bytes(self) -> int:
@@ -74,6 +84,36 @@ def storage_groups(graph: Graph) -> dict[str, str]:
                 last_read[g] = max(step, last_read.get(out.name, step))
                 break
     return {t: find(t) for t in graph.tensors}
+
+
+def raster_gap(params: dict) -> int:
+    """Smallest safe (offset(input) - offset(output)) for a raster kernel with these params:
+    max over output pixels p of (bytes written up to p) - (first input byte any pixel >= p reads)."""
+    n, oh, ow, oc = params["output"]
+    _, ih, iw, ic = params["input"]
+    rows = np.maximum(np.arange(oh) * params["stride_h"] - params["pad_top"], 0)
+    cols = np.maximum(np.arange(ow) * params["stride_w"] - params["pad_left"], 0)
+    first_in = (np.arange(n)[:, None, None] * ih * iw + rows[None, :, None] * iw + cols[None, None, :]).ravel()
+    first_in = np.minimum.accumulate(first_in[::-1])[::-1]  # what any later pixel still reads
+    written = (np.arange(first_in.size) + 1) * oc
+    return int(max(0, (written - first_in * ic).max()))
+
+
+def _overlaps(graph: Graph, group: dict[str, str], external) -> dict[tuple[str, str], int]:
+    """(output group, input group) -> gap for raster kernels whose input group dies at the node."""
+    last_read: dict[str, int] = {}
+    for step, n in enumerate(graph.nodes):
+        for t in n.inputs:
+            if t is not None:
+                last_read[group[t]] = step
+    found = {}
+    for step, n in enumerate(graph.nodes):
+        if n.op != "call" or n.attrs["kernel"] not in RASTER_KERNELS:
+            continue
+        src, dst = group[n.inputs[0]], group[n.outputs[0]]
+        if src not in external and dst not in external and src != dst and last_read.get(src) == step:
+            found[dst, src] = raster_gap(n.attrs["params"])
+    return found
 
 
 def _external(graph: Graph, group: dict[str, str]) -> dict[str, Location]:
@@ -127,7 +167,8 @@ def plan_graph(graph: Graph) -> tuple[Graph, MemoryPlan]:
     _, sizes = _ops_and_sizes(graph, group, external)
     buffers = tuple(Buffer(g, sizes[g], first[g], last[g], BUFFER_ALIGN)
                     for g in sorted(first, key=lambda g: (first[g], g)) if g not in external)
-    result = plan(buffers)
+    overlaps = _overlaps(graph, group, external)
+    result = plan(buffers, overlaps=overlaps)
     locations = {}
     for t, tensor in graph.tensors.items():
         if tensor.is_const:
@@ -136,14 +177,45 @@ def plan_graph(graph: Graph) -> tuple[Graph, MemoryPlan]:
             locations[t] = external[group[t]]
         elif group[t] in result.offsets:
             locations[t] = Location("arena", result.offsets[group[t]])
-    mem = MemoryPlan(locations, buffers, result, lower_bound(buffers), before, after)
+    mem = MemoryPlan(locations, buffers, result, lower_bound(buffers, overlaps), before, after, overlaps)
     verify_tensor_plan(graph, mem)
     return graph, mem
 
 
+def buffer_labels(graph: Graph, mem: MemoryPlan) -> dict[str, str]:
+    """Buffer name -> 'tensor (producing kernel)' for reports and pictures."""
+    labels = {}
+    for n in graph.nodes:
+        for t in n.outputs:
+            if any(b.name == t for b in mem.buffers):
+                labels[t] = f"{t} ({n.attrs.get('kernel', n.op).removeprefix('mcu_')})"
+    return labels
+
+
+def describe(graph: Graph, mem: MemoryPlan) -> str:
+    """The plan as a table plus an ASCII picture (what `mcu plan` prints)."""
+    from mcu.memory_planner.planner import dump
+
+    labels = buffer_labels(graph, mem)
+    rows = [f"arena {mem.arena_bytes:,} B, liveness lower bound {mem.lower_bound:,} B ({mem.plan.algorithm}); "
+            f"schedule peak {mem.peak_before_schedule:,} B in import order, {mem.peak_after_schedule:,} B "
+            f"as scheduled",
+            f"{'buffer':34} {'bytes':>8} {'offset':>8} {'steps':>9}"]
+    for b in mem.buffers:
+        rows.append(f"{labels.get(b.name, b.name):34} {b.size:>8,} {mem.plan.offsets[b.name]:>8,} "
+                    f"{b.first:>4}-{b.last:<4}")
+    return "\n".join(rows) + "\n\n" + dump(list(mem.buffers), mem.plan)
+
+
+def picture(graph: Graph, mem: MemoryPlan, title: str = "") -> str:
+    from mcu.memory_planner.picture import svg
+    return svg(list(mem.buffers), mem.plan, title=title, labels=buffer_labels(graph, mem),
+               lower_bound=mem.lower_bound)
+
+
 def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:
     """Raise PlanError unless every pair of arena tensors live at one step either uses disjoint bytes
-    or shares bytes exactly as an alias or an in-place elementwise op allows."""
+    or shares bytes exactly as an alias, an in-place elementwise op or a raster overlap allows."""
     span: dict[str, tuple[int, int]] = {}
     for step, n in enumerate(graph.nodes):
         for t in n.outputs:
@@ -164,6 +236,10 @@ def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:
             elif (n.attrs.get("inplace") == "elementwise" and same and span[t][1] == step
                   and graph.tensors[t].nbytes == graph.tensors[out].nbytes):
                 allowed.add(frozenset((t, out)))
+    raster = {}  # (output tensor, input tensor) -> gap, re-derived from the kernels, not from the plan
+    for step, n in enumerate(graph.nodes):
+        if n.op == "call" and n.attrs["kernel"] in RASTER_KERNELS and span.get(n.inputs[0], (0, -1))[1] == step:
+            raster[n.outputs[0], n.inputs[0]] = raster_gap(n.attrs["params"])
     # sharing is transitive along chains of allowed pairs (a reshape of an in-place result, ...)
     comp = {t: t for t in arena}
 
@@ -183,6 +259,8 @@ def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:
         for b in arena[i + 1:]:
             ob, nb = mem.locations[b].index, graph.tensors[b].nbytes
             live_together = span[a][0] <= span[b][1] and span[b][0] <= span[a][1]
+            if (a, b) in raster and ob - oa >= raster[a, b] or (b, a) in raster and oa - ob >= raster[b, a]:
+                continue
             if live_together and oa < ob + nb and ob < oa + na and find(a) != find(b):
                 raise PlanError(f"{a} [{oa}, {oa + na}) and {b} [{ob}, {ob + nb}) overlap while both are live "
                                 f"and no aliasing or in-place rule allows it")

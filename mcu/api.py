@@ -15,16 +15,18 @@ import torch
 from mcu.codegen.emit import emit
 from mcu.codegen.frontend import import_quantized
 from mcu.codegen.ir import DTYPES, Graph
-from mcu.codegen.memory import MemoryPlan, plan_graph
+from mcu.codegen.memory import MemoryPlan, picture, plan_graph
 from mcu.codegen.passes.select_kernels import Target
 from mcu.codegen.pipeline import run_passes
 from mcu.codegen.reference import run_reference
 from mcu.errors import McuError
 from mcu.export import example_inputs_of, export
+from mcu.fit import check_fit
+from mcu.package import FILES as DROPIN_FILES, dropin_files
 from mcu.quantize import quantize as quantize_pt2e
 
 IR_FILE = "ir.pkl"
-OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, "build"}
+OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, "arena.svg", "build", *DROPIN_FILES}
 
 
 class InputError(McuError):
@@ -131,14 +133,17 @@ def _write_package(out_dir: Path, files: dict[str, bytes], force: bool) -> None:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        for name, data in files.items():
+        for name, data in files.items():  # a name with "/" lands in a folder (mcu_runtime/...)
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp / name).write_bytes(data)
         out_dir.mkdir(exist_ok=True)
         stale_build = out_dir / "build"
         if stale_build.is_dir():
             shutil.rmtree(stale_build)
-        for name in files:
-            os.replace(tmp / name, out_dir / name)  # atomic per file
+        for name in sorted({n.split("/")[0] for n in files}):
+            if (tmp / name).is_dir() and (out_dir / name).is_dir():
+                os.replace(out_dir / name, tmp / f"{name}.old")  # a folder is swapped whole: old one aside
+            os.replace(tmp / name, out_dir / name)  # atomic per file and per folder
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -148,7 +153,8 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package."""
     from mcu.boards import load_board
 
-    target = Target.of_board(load_board(board))  # unknown boards fail before any slow work
+    board_info = load_board(board)  # unknown boards fail before any slow work
+    target = Target.of_board(board_info)
     if quantize != "int8":
         raise McuError(f"quantize={quantize!r} is not supported yet; use quantize='int8'")
     ep = export(model, example_inputs)
@@ -158,11 +164,15 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     graph = run_passes(import_quantized(converted), target)
     graph, memory = plan_graph(graph)
     texts = emit(graph, memory, board=board)
+    manifest = json.loads(texts["manifest.json"])
+    footprint = check_fit(graph, manifest, board_info)  # BoardFitError before anything is written
     files = {name: text.encode() for name, text in texts.items()}
+    files.update(dropin_files(texts, manifest, board_info, footprint))
     files[IR_FILE] = pickle.dumps((graph, memory))
+    files["arena.svg"] = picture(graph, memory, title=board).encode()
     out_dir = Path(out_dir)
     _write_package(out_dir, files, force)
-    return Package(out_dir, board, json.loads(texts["manifest.json"]), graph, memory, converted)
+    return Package(out_dir, board, manifest, graph, memory, converted)
 
 
 def load(out_dir: str | os.PathLike) -> Package:

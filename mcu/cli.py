@@ -53,6 +53,9 @@ def cmd_compile(args) -> None:
     print(f"wrote {pkg.out_dir}: {len(m['ops'])} ops, kernels: {', '.join(k.split('/')[-1] for k in m['kernels'])}")
     print(f"arena {m['arena_bytes']} B (liveness lower bound {m['arena_lower_bound']} B, {m['planner']}), "
           f"weights {m['weights_bytes']} B")
+    for f in m.get("fallbacks", []):
+        where = f" at {f['source']}" if f["source"] else ""
+        print(f"float32 fallback (no int8 kernel): {f['op']} -> {f['kernel']}{where}")
 
 
 def cmd_run(args) -> None:
@@ -85,13 +88,38 @@ def cmd_size(args) -> None:
     print(mcu.size(mcu.load(args.dir)).format())
 
 
+def cmd_plan(args) -> None:
+    import mcu
+    from mcu.codegen.memory import describe, picture
+    pkg = mcu.load(args.dir)
+    print(describe(pkg.graph, pkg.memory))
+    path = pkg.out_dir / "arena.svg"
+    path.write_text(picture(pkg.graph, pkg.memory, title=pkg.board))
+    print(f"\npicture: {path}")
+
+
+def cmd_profile(args) -> None:
+    import mcu
+    from mcu.profile import format_profile, profile_run
+    pkg = mcu.load(args.dir)
+    rows, total = profile_run(pkg, seed=args.seed, timeout=args.timeout)
+    print(f"{pkg.out_dir} on {pkg.board} (QEMU instructions per op, seeded randn input {args.seed})")
+    print(format_profile(rows, total))
+
+
 def cmd_boards(args) -> None:
     from mcu.boards import list_boards
-    print(f"{'board':16} {'core':12} {'flash':>9} {'ram':>9}  emulated  features")
+    from mcu.fit import format_size
+    rows = [("board", "core", "features", "flash", "RAM", "runs on")]
     for b in list_boards():
-        feats = ",".join(f for f, on in (("fpu", bool(b.fpu)), ("dsp", b.dsp), ("mve", b.mve)) if on) or "-"
-        print(f"{b.name:16} {b.cpu:12} {b.flash_size // 1024:>7}KB {b.ram_size // 1024:>7}KB  "
-              f"{'yes' if b.emulated else 'no':8}  {feats}")
+        feats = ", ".join(f for f, on in (("FPU", bool(b.fpu)), ("DSP", b.dsp), ("MVE", b.mve)) if on) or "-"
+        rows.append((b.name, b.cpu.replace("cortex-m", "Cortex-M"), feats, format_size(b.flash_size),
+                     format_size(b.ram_size), f"QEMU {b.qemu_machine}" if b.emulated else "build only"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        cells = [c.rjust(w) if i in (3, 4) else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        print("  ".join(cells).rstrip())
+    print("\nbuild only: the firmware is built and checked against the board's flash and RAM, but not run")
 
 
 def main(argv=None) -> int:
@@ -114,6 +142,14 @@ def main(argv=None) -> int:
     p = sub.add_parser("size", help="flash and RAM of a package's firmware")
     p.add_argument("dir")
     p.set_defaults(fn=cmd_size)
+    p = sub.add_parser("plan", help="print a package's memory plan and draw it (arena.svg)")
+    p.add_argument("dir")
+    p.set_defaults(fn=cmd_plan)
+    p = sub.add_parser("profile", help="instructions, MACs and MACs/instruction per op on the board (QEMU)")
+    p.add_argument("dir")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=120.0)
+    p.set_defaults(fn=cmd_profile)
     p = sub.add_parser("boards", help="list the boards")
     p.set_defaults(fn=cmd_boards)
     args = parser.parse_args(argv)

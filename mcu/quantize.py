@@ -6,8 +6,11 @@ Scheme (TFLite-compatible integer semantics):
 - bias int32, scale derived as s_in * s_w[c];
 - BatchNorm folded into the conv/linear before it (prepare_pt2e, mcu.rewrites); ReLU / ReLU6 annotated after their producer so
   they fuse (the producer's output takes the activation's qparams);
-- ops that only move or select values (pools, flatten, reshape) share their input's qparams;
-- softmax output is fixed at scale 1/256, zero point -128.
+- ops that only move or select values (pools, flatten, reshape, permute, upsample) share their input's qparams;
+- softmax and sigmoid outputs are fixed at scale 1/256, zero point -128; tanh at 1/128, 0 (TFLite's);
+- elementwise functions of one activation (GELU, hardswish, x * 2, ...), binary ops, concat, sum, matmul
+  and layer norm observe their own output (concat requantizes inputs whose qparams differ);
+- layer norm's weight and bias stay float (it runs in the float32 fallback).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from typing import Iterable
 import torch
 from torch.fx import GraphModule, Node
 
+import mcu.torchao_quiet  # noqa: F401  (before any torchao import)
 from torchao.quantization.pt2e import MinMaxObserver, PerChannelMinMaxObserver
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import (
@@ -60,20 +64,43 @@ SOFTMAX_OUT_QSPEC = FixedQParamsQuantizationSpec(
     qscheme=torch.per_tensor_affine,
 )
 
+TANH_OUT_QSPEC = FixedQParamsQuantizationSpec(
+    dtype=torch.int8,
+    scale=1.0 / 128.0,
+    zero_point=0,
+    quant_min=-128,
+    quant_max=127,
+    qscheme=torch.per_tensor_affine,
+)
+
 # Ops with weights: (input index of activation, weight, bias).
-WEIGHTED_OPS = {aten.conv2d.default, aten.linear.default}
+WEIGHTED_OPS = {aten.conv2d.default, aten.conv1d.default, aten.linear.default}
 # Activations fused into their producer's requantization.
 FUSABLE_ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
-                       aten.hardtanh_.default}
+                       aten.hardtanh_.default, aten.clamp.default}
+# Elementwise ops of up to two activations (with a scalar instead of one: a look-up table).
+BINARY_OPS = {aten.add.Tensor, aten.add_.Tensor, aten.sub.Tensor, aten.sub_.Tensor, aten.mul.Tensor,
+              aten.mul_.Tensor, aten.div.Tensor, aten.div_.Tensor, aten.rsub.Scalar}
+MATMUL_OPS = {aten.matmul.default, aten.bmm.default}
 # Ops whose output may take a fused activation.
-ACT_PRODUCERS = WEIGHTED_OPS | {aten.add.Tensor, aten.add_.Tensor}
+ACT_PRODUCERS = WEIGHTED_OPS | BINARY_OPS | MATMUL_OPS
+# Elementwise functions of one activation, run through a look-up table; own output observer.
+LUT_OPS = {aten.hardswish.default, aten.hardswish_.default, aten.hardsigmoid.default, aten.hardsigmoid_.default,
+           aten.leaky_relu.default, aten.leaky_relu_.default, aten.gelu.default, aten.silu.default,
+           aten.silu_.default, aten.elu.default, aten.elu_.default, aten.softplus.default, aten.neg.default,
+           aten.abs.default, aten.exp.default}
+FIXED_QPARAM_OPS = {aten.sigmoid.default: SOFTMAX_OUT_QSPEC, aten.sigmoid_.default: SOFTMAX_OUT_QSPEC,
+                    aten.tanh.default: TANH_OUT_QSPEC, aten.tanh_.default: TANH_OUT_QSPEC}
+# One activation in, own output observer.
+OWN_OUTPUT_OPS = LUT_OPS | {aten.sum.dim_IntList, aten.layer_norm.default}
 # Ops that only move or select values: output shares the input's qparams.
 SHARED_QPARAM_OPS = {
     aten.max_pool2d.default, aten.avg_pool2d.default, aten.adaptive_avg_pool2d.default,
     aten.mean.dim, aten.flatten.using_ints, aten.view.default, aten.reshape.default,
     aten._unsafe_view.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
     aten.permute.default, aten.transpose.int, aten.contiguous.default, aten.dropout.default,
-    aten.clone.default, aten.pad.default, aten.constant_pad_nd.default,
+    aten.clone.default, aten.pad.default, aten.constant_pad_nd.default, aten.max_pool1d.default,
+    aten.avg_pool1d.default, aten.upsample_nearest2d.vec, aten.upsample_nearest1d.vec,
 } | FUSABLE_ACTIVATIONS
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
 
@@ -114,10 +141,16 @@ class McuQuantizer(Quantizer):
                 continue
             if node.target in WEIGHTED_OPS:
                 self._annotate_weighted(node)
-            elif node.target in (aten.add.Tensor, aten.add_.Tensor):
-                self._annotate_add(node)
+            elif node.target in BINARY_OPS or node.target in MATMUL_OPS:
+                self._annotate_binary(node)
             elif node.target in SOFTMAX_OPS:
                 _annotate(node, {node.args[0]: ACT_QSPEC}, SOFTMAX_OUT_QSPEC)
+            elif node.target in FIXED_QPARAM_OPS:
+                _annotate(node, {node.args[0]: ACT_QSPEC}, FIXED_QPARAM_OPS[node.target])
+            elif node.target in OWN_OUTPUT_OPS:
+                _annotate(node, {node.args[0]: ACT_QSPEC}, ACT_QSPEC)
+            elif node.target == aten.cat.default:
+                _annotate(node, {a: ACT_QSPEC for a in node.args[0] if isinstance(a, Node)}, ACT_QSPEC)
             elif node.target in SHARED_QPARAM_OPS:
                 src = node.args[0]
                 if isinstance(src, Node):
@@ -148,7 +181,7 @@ class McuQuantizer(Quantizer):
         _annotate(node, inputs, None)
         self._annotate_output(node)
 
-    def _annotate_add(self, node: Node) -> None:
+    def _annotate_binary(self, node: Node) -> None:
         inputs = {a: ACT_QSPEC for a in node.args[:2] if isinstance(a, Node)}
         _annotate(node, inputs, None)
         self._annotate_output(node)

@@ -7,11 +7,17 @@
   aligned offset where it fits between the already-placed buffers it conflicts with.
 - greedy_by_breadth: the same first-fit placement, in the order of the most crowded step first
   (the buffers live at the peak step, largest first, then the next most crowded step, ...).
+- overlap_chains: first fit in several orders, keeping room below each buffer for the gaps its
+  overlapping outputs need (one link, or its whole chain), so raster outputs can slide under inputs.
 - exact: depth-first branch and bound over placement orders, each buffer at the lowest fitting
   offset; stops as soon as a plan reaches the lower bound (then it is optimal) or after a budget
   of placements (then it returns its best plan, never worse than greedy).
 - `plan` runs every planner, verifies each result and keeps the smallest arena.
-- lower_bound: the largest sum of live (aligned) bytes at any step; no plan of this schedule can beat it.
+- lower_bound: the largest sum of live bytes at any step; no plan of this schedule can beat it.
+- overlaps {(out, in): gap}: `out` may share bytes with `in` (which dies when `out` is born) if it
+  starts at least `gap` bytes below it: offset(in) - offset(out) >= gap. Kernels that write their
+  output in the order they read their input (raster order) allow this; the gap is how far the writes
+  may run ahead of the reads. At such a step the pair costs max(size(out), gap + size(in)), not the sum.
 """
 from __future__ import annotations
 
@@ -46,7 +52,7 @@ def _align_up(x: int, a: int) -> int:
     return (x + a - 1) // a * a
 
 
-def plan_naive(buffers: Sequence[Buffer]) -> Plan:
+def plan_naive(buffers: Sequence[Buffer], overlaps: Overlaps = {}) -> Plan:
     offsets, top = {}, 0
     for b in buffers:
         offsets[b.name] = _align_up(top, b.align)
@@ -54,30 +60,84 @@ def plan_naive(buffers: Sequence[Buffer]) -> Plan:
     return Plan(offsets, top, "naive")
 
 
-def _first_fit(b: Buffer, placed: Sequence[tuple[Buffer, int]]) -> int:
+Overlaps = dict[tuple[str, str], int]
+
+
+def _forbidden(b: Buffer, p: Buffer, off: int, overlaps: Overlaps) -> tuple[int, int]:
+    """Open interval of offsets b may not take, given p placed at off."""
+    if (b.name, p.name) in overlaps:      # b is the output: may start `gap` or more below p
+        return off - overlaps[b.name, p.name], off + p.size
+    if (p.name, b.name) in overlaps:      # b is the input: may start `gap` or more above p
+        return off - b.size, off + overlaps[p.name, b.name]
+    return off - b.size, off + p.size
+
+
+def _first_fit(b: Buffer, placed: Sequence[tuple[Buffer, int]], overlaps: Overlaps = {}) -> int:
     """Lowest aligned offset where b fits beside the placed buffers whose lifetimes it meets."""
-    busy = sorted((off, off + p.size) for p, off in placed if p.conflicts(b) and p.size > 0)
+    bad = sorted(_forbidden(b, p, off, overlaps) for p, off in placed if p.conflicts(b) and p.size and b.size)
     candidate = 0
-    for start, end in busy:
-        candidate = _align_up(candidate, b.align)
-        if candidate + b.size <= start:
-            break
-        candidate = max(candidate, end)
-    return _align_up(candidate, b.align)
+    moved = True
+    while moved:  # intervals may overlap each other: sweep until no interval holds the candidate
+        moved = False
+        for lo, hi in bad:
+            if lo < candidate < hi:
+                candidate = _align_up(hi, b.align)
+                moved = True
+    return candidate
 
 
-def _place_in_order(order: Sequence[Buffer], algorithm: str) -> Plan:
+def _fits(b: Buffer, off: int, placed: Sequence[tuple[Buffer, int]], overlaps: Overlaps) -> bool:
+    return all(not (lo < off < hi) for lo, hi in
+               (_forbidden(b, p, o, overlaps) for p, o in placed if p.conflicts(b) and p.size and b.size))
+
+
+def _place_in_order(order: Sequence[Buffer], algorithm: str, overlaps: Overlaps = {},
+                    depth: int | None = 0, mode: str = "near") -> Plan:
+    """First-fit in `order`. With depth > 0 (None: unbounded), keep room right below each buffer for
+    the not-yet-placed outputs that will slide under it (the gaps of up to `depth` links of its
+    overlap chain, until the last of them dies): where that moves the buffer by no more than the
+    room ("near"), or only where it does not grow the arena ("free")."""
+    down = {i: (o, gap) for (o, i), gap in overlaps.items()}
+    by_name = {b.name: b for b in order}
     placed: list[tuple[Buffer, int]] = []
+    done: set[str] = set()
+    top = 0
     for b in order:
-        placed.append((b, _first_fit(b, placed)))
+        off = _first_fit(b, placed, overlaps)
+        pad, until, cur, k = 0, b.last, b.name, 0
+        while cur in down and down[cur][0] not in done and (depth is None or k < depth):
+            cur, gap = down[cur]
+            pad, until, k = pad + gap, max(until, by_name[cur].last), k + 1
+        if pad:
+            pad = _align_up(pad, b.align)
+            block = Buffer(b.name, b.size + pad, b.first, until, b.align)
+            high = _first_fit(block, placed, overlaps) + pad
+            ok = high - off <= pad if mode == "near" else high + b.size <= max(top, off + b.size)
+            if ok and _fits(b, high, placed, overlaps):
+                off = high
+        placed.append((b, off))
+        done.add(b.name)
+        top = max(top, off + b.size)
     return Plan({b.name: off for b, off in placed}, max((off + b.size for b, off in placed), default=0), algorithm)
 
 
-def plan_greedy_by_size(buffers: Sequence[Buffer]) -> Plan:
-    return _place_in_order(sorted(buffers, key=lambda b: (-b.size, b.first, b.name)), "greedy_by_size")
+def plan_overlap_chains(buffers: Sequence[Buffer], overlaps: Overlaps = {}) -> Plan:
+    """First fit keeping room below each buffer for the outputs that may overlap it (one link of room
+    or the whole chain's, near its first fit or where it is free), in size order, birth order or
+    reverse birth order; the best of the twelve."""
+    orders = [sorted(buffers, key=lambda b: (-b.size, b.first, b.name)),
+              sorted(buffers, key=lambda b: (b.first, -b.size, b.name)),
+              sorted(buffers, key=lambda b: (-b.first, -b.size, b.name))]
+    plans = [_place_in_order(order, "overlap_chains", overlaps, d, mode)
+             for order in orders for d in (1, None) for mode in ("near", "free")]
+    return min(plans, key=lambda p: p.arena_bytes)
 
 
-def plan_greedy_by_breadth(buffers: Sequence[Buffer]) -> Plan:
+def plan_greedy_by_size(buffers: Sequence[Buffer], overlaps: Overlaps = {}) -> Plan:
+    return _place_in_order(sorted(buffers, key=lambda b: (-b.size, b.first, b.name)), "greedy_by_size", overlaps)
+
+
+def plan_greedy_by_breadth(buffers: Sequence[Buffer], overlaps: Overlaps = {}) -> Plan:
     if not buffers:
         return Plan({}, 0, "greedy_by_breadth")
     steps = range(min(b.first for b in buffers), max(b.last for b in buffers) + 1)
@@ -88,13 +148,14 @@ def plan_greedy_by_breadth(buffers: Sequence[Buffer]) -> Plan:
                         key=lambda b: (-b.size, b.name)):
             order.append(b)
             seen.add(b.name)
-    return _place_in_order(order, "greedy_by_breadth")
+    return _place_in_order(order, "greedy_by_breadth", overlaps)
 
 
-def plan_exact(buffers: Sequence[Buffer], budget: int = 20000) -> Plan:
+def plan_exact(buffers: Sequence[Buffer], overlaps: Overlaps = {}, budget: int = 20000) -> Plan:
     """Branch and bound over placement orders (see the module docstring)."""
-    best = min((plan_greedy_by_size(buffers), plan_greedy_by_breadth(buffers)), key=lambda p: p.arena_bytes)
-    bound = lower_bound(buffers)
+    best = min((plan_greedy_by_size(buffers, overlaps), plan_greedy_by_breadth(buffers, overlaps),
+                plan_overlap_chains(buffers, overlaps)), key=lambda p: p.arena_bytes)
+    bound = lower_bound(buffers, overlaps)
     if best.arena_bytes <= bound or not buffers:
         return Plan(best.offsets, best.arena_bytes, "exact")
     best_top, best_offsets = best.arena_bytes, best.offsets
@@ -112,8 +173,8 @@ def plan_exact(buffers: Sequence[Buffer], budget: int = 20000) -> Plan:
             work += 1
             if work > budget:
                 return True
-            off = _first_fit(b, placed)
-            key = (off, b.size, b.first, b.last)
+            off = _first_fit(b, placed, overlaps)
+            key = (off, b.size, b.first, b.last, b.name if overlaps else "")
             new_top = max(top, off + b.size)
             if key in tried or new_top >= best_top:
                 continue
@@ -129,14 +190,15 @@ def plan_exact(buffers: Sequence[Buffer], budget: int = 20000) -> Plan:
 PLANNERS: dict[str, Callable[[Sequence[Buffer]], Plan]] = {
     "greedy_by_size": plan_greedy_by_size,
     "greedy_by_breadth": plan_greedy_by_breadth,
+    "overlap_chains": plan_overlap_chains,
     "exact": plan_exact,
     "naive": plan_naive,
 }
 
 
-def verify_plan(buffers: Sequence[Buffer], plan_: Plan) -> Plan:
+def verify_plan(buffers: Sequence[Buffer], plan_: Plan, overlaps: Overlaps = {}) -> Plan:
     """Raise PlanError unless every buffer is placed, aligned, inside the arena, and no two live
-    buffers share a byte. Returns the plan."""
+    buffers share a byte except as `overlaps` allows. Returns the plan."""
     for b in buffers:
         if b.name not in plan_.offsets:
             raise PlanError(f"{b.name} has no offset")
@@ -148,6 +210,10 @@ def verify_plan(buffers: Sequence[Buffer], plan_: Plan) -> Plan:
         for b in buffers[i + 1:]:
             if a.size and b.size and a.conflicts(b):
                 oa, ob = plan_.offsets[a.name], plan_.offsets[b.name]
+                if (a.name, b.name) in overlaps and ob - oa >= overlaps[a.name, b.name]:
+                    continue
+                if (b.name, a.name) in overlaps and oa - ob >= overlaps[b.name, a.name]:
+                    continue
                 if oa < ob + b.size and ob < oa + a.size:
                     raise PlanError(f"{a.name} [{oa}, {oa + a.size}) and {b.name} [{ob}, {ob + b.size}) "
                                     f"overlap while both live (steps {max(a.first, b.first)}.."
@@ -155,17 +221,25 @@ def verify_plan(buffers: Sequence[Buffer], plan_: Plan) -> Plan:
     return plan_
 
 
-def lower_bound(buffers: Sequence[Buffer]) -> int:
+def lower_bound(buffers: Sequence[Buffer], overlaps: Overlaps = {}) -> int:
     if not buffers:
         return 0
+    by_name = {b.name: b for b in buffers}
     steps = range(min(b.first for b in buffers), max(b.last for b in buffers) + 1)
-    return max(sum(b.size for b in buffers if b.first <= s <= b.last) for s in steps)
+
+    def footprint(s: int) -> int:
+        total = sum(b.size for b in buffers if b.first <= s <= b.last)
+        for (o, i), gap in overlaps.items():  # the pair meets at the output's first step
+            if by_name[o].first == s and by_name[i].last == s:
+                total -= by_name[o].size + by_name[i].size - max(by_name[o].size, gap + by_name[i].size)
+        return total
+    return max(footprint(s) for s in steps)
     # sizes, not aligned sizes: alignment padding is a cost of the plan, not of the schedule
 
 
-def plan(buffers: Sequence[Buffer], planners: dict[str, Callable] | None = None) -> Plan:
+def plan(buffers: Sequence[Buffer], planners: dict[str, Callable] | None = None, overlaps: Overlaps = {}) -> Plan:
     """Run every planner, verify each plan, keep the smallest arena (ties: the first planner)."""
-    results = [verify_plan(buffers, p(buffers)) for p in (planners or PLANNERS).values()]
+    results = [verify_plan(buffers, p(buffers, overlaps), overlaps) for p in (planners or PLANNERS).values()]
     return min(results, key=lambda p: p.arena_bytes)
 
 

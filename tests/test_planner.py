@@ -75,3 +75,33 @@ def test_plan_keeps_the_smallest_of_the_suite():
     worse = {"naive": plan_naive}
     assert plan(bufs, worse).arena_bytes == 26
     assert plan(bufs).arena_bytes == 10
+
+
+def test_exact_planner_reaches_the_bound_where_greedy_does_not():
+    # greedy by size puts a at 0, b at 64, then c (live with b only) at 0 and d (live with a, c)
+    # cannot go to 64: the exact search finds the layout with d on top of c.
+    from mcu.memory_planner import plan_exact
+    bufs = [Buffer("a", 64, 0, 1), Buffer("b", 64, 1, 2), Buffer("c", 48, 2, 4), Buffer("d", 16, 1, 4)]
+    assert lower_bound(bufs) == 144
+    exact = verify_plan(bufs, plan_exact(bufs))
+    assert exact.arena_bytes == 144
+    assert plan(bufs).arena_bytes == 144
+
+
+def test_breadth_planner_places_the_peak_step_first():
+    from mcu.memory_planner import plan_greedy_by_breadth
+    bufs = [Buffer("small", 16, 0, 0), Buffer("x", 32, 1, 2), Buffer("y", 32, 2, 3), Buffer("z", 32, 2, 2)]
+    p = verify_plan(bufs, plan_greedy_by_breadth(bufs))
+    assert p.arena_bytes == 96 == lower_bound(bufs)
+
+
+def test_schedule_runs_the_branch_that_frees_memory_first():
+    from mcu.memory_planner.schedule import Op, best_order, peak
+    # x feeds two branches: big (x -> y, 100 B, kept until the join) and small (x -> s -> z).
+    ops = [Op("a", ("in",), ("x",)), Op("big", ("x",), ("y",)), Op("s1", ("x",), ("s",)),
+           Op("s2", ("s",), ("z",)), Op("join", ("y", "z"), ("out",))]
+    sizes = {"in": 0, "out": 0, "x": 40, "y": 100, "s": 60, "z": 10}
+    assert peak(ops, sizes) == 200  # a, big, s1 (x+y+s), s2 (y+s+z) ...
+    order = best_order(ops, sizes)
+    assert [ops[i].name for i in order] == ["a", "s1", "s2", "big", "join"]
+    assert peak(ops, sizes, order) == 150  # x + z + y while `big` runs
