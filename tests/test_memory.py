@@ -55,3 +55,16 @@ def test_verifier_rejects_a_tensor_past_the_arena(residual):
     broken = dataclasses.replace(mem, locations={**mem.locations, t: Location("arena", mem.arena_bytes - 8)})
     with pytest.raises(PlanError, match="past the"):
         verify_tensor_plan(g, broken)
+
+
+@pytest.mark.parametrize("params, gap", [
+    # 1x1 conv, 8 -> 16 channels on 4x5: (p + 1) * 16 - p * 8, largest at the last pixel p = 19
+    (dict(input=(1, 4, 5, 8), output=(1, 4, 5, 16), stride_h=1, stride_w=1, pad_top=0, pad_left=0), 20 * 16 - 19 * 8),
+    # 3x3 same conv on a 25x5x64 map (KWS depthwise): (W + 2) * C
+    (dict(input=(1, 25, 5, 64), output=(1, 25, 5, 64), stride_h=1, stride_w=1, pad_top=1, pad_left=1), 7 * 64),
+    # 1x1 conv 16 -> 8 channels: the output never catches up with the reads
+    (dict(input=(1, 4, 4, 16), output=(1, 4, 4, 8), stride_h=1, stride_w=1, pad_top=0, pad_left=0), 8),
+])
+def test_raster_gap_by_hand(params, gap):
+    from mcu.codegen.memory import raster_gap
+    assert raster_gap(params) == gap

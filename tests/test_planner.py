@@ -105,3 +105,27 @@ def test_schedule_runs_the_branch_that_frees_memory_first():
     order = best_order(ops, sizes)
     assert [ops[i].name for i in order] == ["a", "s1", "s2", "big", "join"]
     assert peak(ops, sizes, order) == 150  # x + z + y while `big` runs
+
+
+def test_raster_overlap_lets_an_output_slide_under_its_dying_input():
+    # a -> (1x1 conv, 8 -> 16 channels over 100 pixels) -> b: b may start 808 bytes below a
+    bufs = [Buffer("a", 800, 0, 1, align=4), Buffer("b", 1600, 1, 2, align=4)]
+    overlaps = {("b", "a"): 808}
+    assert lower_bound(bufs, overlaps) == 1608
+    p = plan(bufs, overlaps=overlaps)
+    assert p.arena_bytes == 1608
+    assert p.offsets["a"] - p.offsets["b"] >= 808
+    with pytest.raises(PlanError, match="overlap"):
+        verify_plan(bufs, Plan({"a": 800, "b": 0}, 1600, "bad"), overlaps)  # gap 800 < 808
+    with pytest.raises(PlanError, match="overlap"):
+        verify_plan(bufs, Plan({"a": 808, "b": 0}, 1608, "bad"))  # no overlap rule given
+
+
+def test_overlap_chains_planner_leaves_room_below_for_the_next_output():
+    # a (big) -> b (smaller, may slide 16 bytes under a) while c, born with b, stays disjoint
+    from mcu.memory_planner.planner import plan_greedy_by_size, plan_overlap_chains
+    bufs = [Buffer("a", 1024, 0, 1), Buffer("b", 256, 1, 2), Buffer("c", 64, 1, 2)]
+    overlaps = {("b", "a"): 16}
+    assert plan_greedy_by_size(bufs, overlaps).arena_bytes == 1024 + 256 + 64
+    p = verify_plan(bufs, plan_overlap_chains(bufs, overlaps), overlaps)
+    assert p.arena_bytes <= 1024 + 16 + 64
