@@ -33,6 +33,8 @@ def c_value(v) -> str:
     if isinstance(v, (int, np.integer)):
         v = int(v)
         return str(v) if v != -(2**31) else "(-2147483647 - 1)"
+    if isinstance(v, (float, np.floating)):
+        return _float_literal(v)
     raise TypeError(f"cannot emit {v!r} as a C parameter")
 
 
@@ -89,7 +91,12 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
         if a["quant"]:
             quants.append({"cname": f"{name}_q{i}", "mult": cname(a["quant"][0]), "shift": cname(a["quant"][1])})
             args.append(f"&{name}_q{i}")
-        args += [expr(t) for t in node.inputs] + [expr(node.outputs[0])]
+        if a.get("input_array"):  # one `const T *const inputs[]` argument, as a C99 compound literal
+            ctype = C_TYPES[graph.tensors[node.inputs[0]].dtype]
+            args.append(f"(const {ctype} *const[]){{{', '.join(expr(t) for t in node.inputs)}}}")
+            args.append(expr(node.outputs[0]))
+        else:
+            args += [expr(t) for t in node.inputs] + [expr(node.outputs[0])]
         out = graph.tensors[node.outputs[0]]
         comment = f"{node.name}: {a['kernel']} -> [{', '.join(map(str, out.shape))}]"
         if node.source:
@@ -127,6 +134,8 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
         "outputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}
                     | {"scale": graph.tensors[x["tensor"]].qparams.s} for x in outputs],
         "ops": [{"name": n.name, "kernel": n.attrs.get("kernel", "alias"), "source": n.source} for n in graph.nodes],
+        "fallbacks": [{"op": n.attrs["fallback"], "name": n.name, "kernel": n.attrs["kernel"], "source": n.source}
+                      for n in graph.nodes if n.attrs.get("fallback")],
     }
     return {
         "model.h": env.get_template("model.h.j2").render(ctx),

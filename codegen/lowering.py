@@ -7,6 +7,10 @@ A lowered node has op "call" and attrs:
 - quant: (multiplier tensor, shift tensor) for per-channel kernels, else None.
 node.inputs are the kernel's array arguments in C order (None for a NULL pointer), then the output.
 Reshapes stay as op "alias": no code, the planner gives their output the input's storage.
+A lowering may return several calls: an op without an int8 kernel (layer norm) runs as dequantize ->
+float32 kernel -> quantize, with float temporaries planned like any tensor and attrs["fallback"] naming
+the op on the float call (emit lists them in manifest["fallbacks"]). attrs["input_array"] passes all
+inputs as one `const int8_t *const inputs[]` argument (concat).
 """
 from __future__ import annotations
 
@@ -16,9 +20,10 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.ir import Graph, Node, QParams, Tensor
-from mcu.twins.activation import softmax_exp_table
+from mcu.twins.activation import lut_table, softmax_exp_table, unary_function
 from mcu.codegen.passes.canonicalize import LoweringError
 from mcu.twins.quant import quantize_multiplier, quantize_multipliers
+from mcu.twins.shape import CONCAT_MAX_INPUTS
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,18 @@ KERNELS = {k.name: k for k in [
     Kernel("mcu_add_s8", "elementwise/mcu_add_s8", "mcu_add_params_t", inplace="elementwise"),
     Kernel("mcu_softmax_s8", "activation/mcu_softmax_s8", "mcu_softmax_params_t"),
     Kernel("mcu_transpose_s8", "shape/mcu_transpose_s8", "mcu_transpose_params_t"),
+    # op breadth
+    Kernel("mcu_add_broadcast_s8", "elementwise/mcu_add_broadcast_s8", "mcu_add_broadcast_params_t"),
+    Kernel("mcu_mul_s8", "elementwise/mcu_mul_s8", "mcu_mul_params_t"),
+    Kernel("mcu_lut_s8", "activation/mcu_lut_s8", "mcu_lut_params_t", inplace="elementwise"),
+    Kernel("mcu_concat_s8", "shape/mcu_concat_s8", "mcu_concat_params_t"),
+    Kernel("mcu_upsample_nearest_s8", "shape/mcu_upsample_nearest_s8", "mcu_upsample_params_t"),
+    Kernel("mcu_reduce_sum_s8", "reduce/mcu_reduce_sum_s8", "mcu_reduce_params_t"),
+    Kernel("mcu_conv2d_grouped_s8", "conv/mcu_conv2d_grouped_s8", "mcu_conv2d_params_t"),
+    Kernel("mcu_matmul_s8", "fc/mcu_matmul_s8", "mcu_matmul_params_t"),
+    Kernel("mcu_dequantize_s8_f32", "fallback/mcu_dequantize_s8_f32", "mcu_dequantize_params_t"),
+    Kernel("mcu_quantize_f32_s8", "fallback/mcu_quantize_f32_s8", "mcu_quantize_params_t"),
+    Kernel("mcu_layer_norm_f32", "fallback/mcu_layer_norm_f32", "mcu_layer_norm_params_t", inplace="elementwise"),
 ]}
 
 
@@ -70,6 +87,11 @@ class _Ctx:
         self.tensors[name] = Tensor(name, tuple(data.shape), dtype, data=data)
         return name
 
+    def temp(self, name: str, shape, dtype: str) -> str:
+        """A new intermediate tensor (planned in the arena)."""
+        self.tensors[name] = Tensor(name, tuple(shape), dtype)
+        return name
+
     def per_channel(self, node: Node, reals: np.ndarray) -> tuple[str, str]:
         mult, shift = quantize_multipliers(reals)
         return (self.const(f"{node.name}_mult", mult, "int32"), self.const(f"{node.name}_shift", shift, "int32"))
@@ -96,6 +118,8 @@ def _conv(ctx: _Ctx, node: Node) -> Node:
         "input_offset": -x.qparams.zp, "output_offset": out.qparams.zp, "act_min": lo, "act_max": hi,
     }
     kernel = "mcu_conv2d_s8" if node.op == "conv2d" else "mcu_dwconv2d_s8"
+    if node.op == "conv2d" and node.attrs.get("groups", 1) > 1:
+        kernel = "mcu_conv2d_grouped_s8"
     return _call(node, kernel, params, (x.name, w.name, bias), ctx.per_channel(node, reals))
 
 
@@ -131,9 +155,8 @@ def _pool(ctx: _Ctx, node: Node) -> Node:
 def _add(ctx: _Ctx, node: Node) -> Node:
     t = ctx.tensors
     a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
-    if a.shape != b.shape:
-        raise LoweringError(f"add of shapes {a.shape} and {b.shape} at {node.source}: broadcasting is not "
-                            f"supported yet; expand the smaller operand")
+    if a.shape != b.shape or node.op == "sub":
+        return _add_broadcast(ctx, node)
     left_shift = 20
     twice_max = 2 * max(a.qparams.s, b.qparams.s)
     m1, s1 = quantize_multiplier(a.qparams.s / twice_max)
@@ -170,18 +193,168 @@ def _alias(ctx: _Ctx, node: Node) -> Node:
     return node.replace(op="alias")
 
 
+# ---- op breadth ---------------------------------------------------------------------------------------------
+
+def _dims4(shape, source: str) -> tuple[int, int, int, int]:
+    """A shape of rank <= 4 as 4 dims, padded with leading 1s (numpy broadcasting alignment)."""
+    if len(shape) > 4:
+        raise LoweringError(f"a {len(shape)}-d tensor at {source}: the kernels take at most 4 dims")
+    return (1,) * (4 - len(shape)) + tuple(int(d) for d in shape)
+
+
+def _add_broadcast(ctx: _Ctx, node: Node) -> Node:
+    t = ctx.tensors
+    a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    left_shift = 20
+    twice_max = 2 * max(a.qparams.s, b.qparams.s)
+    m1, s1 = quantize_multiplier(a.qparams.s / twice_max)
+    m2, s2 = quantize_multiplier(b.qparams.s / twice_max)
+    mo, so = quantize_multiplier(twice_max / ((1 << left_shift) * out.qparams.s))
+    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    params = {"input1": _dims4(a.shape, node.source), "input2": _dims4(b.shape, node.source),
+              "output": _dims4(out.shape, node.source), "subtract": int(node.op == "sub"), "left_shift": left_shift,
+              "input1_offset": -a.qparams.zp, "input1_multiplier": m1, "input1_shift": s1,
+              "input2_offset": -b.qparams.zp, "input2_multiplier": m2, "input2_shift": s2,
+              "output_offset": out.qparams.zp, "output_multiplier": mo, "output_shift": so,
+              "act_min": lo, "act_max": hi}
+    return _call(node, "mcu_add_broadcast_s8", params, (a.name, b.name))
+
+
+def _mul(ctx: _Ctx, node: Node) -> Node:
+    t = ctx.tensors
+    a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    mult, shift = quantize_multiplier(a.qparams.s * b.qparams.s / out.qparams.s)
+    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    params = {"input1": _dims4(a.shape, node.source), "input2": _dims4(b.shape, node.source),
+              "output": _dims4(out.shape, node.source), "input1_offset": -a.qparams.zp,
+              "input2_offset": -b.qparams.zp, "output_offset": out.qparams.zp, "output_multiplier": mult,
+              "output_shift": shift, "act_min": lo, "act_max": hi}
+    return _call(node, "mcu_mul_s8", params, (a.name, b.name))
+
+
+def _lut(ctx: _Ctx, node: Node) -> Node:
+    """Any int8 -> int8 elementwise function: the table is torch's Q/DQ result for each of the 256 inputs."""
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    if node.op == "clamp":
+        lo_r, hi_r = node.attrs["act"]
+        bounds = [None if abs(v) == float("inf") else v for v in (lo_r, hi_r)]
+        fn = unary_function(("clamp.default", (..., *bounds), ()))
+    else:
+        fn = unary_function(node.attrs["fn"])
+    table = lut_table(fn, x.qparams.s, x.qparams.zp, out.qparams.s, out.qparams.zp)
+    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    table = ctx.const(f"{node.name}_table", np.clip(table, lo, hi).astype(np.int8), "int8")
+    return _call(node, "mcu_lut_s8", {"size": int(np.prod(x.shape))}, (table, x.name))
+
+
+def _requant(s_in: float, zp_in: int, s_out: float, zp_out: int) -> tuple[int, int, int]:
+    """(input_offset, multiplier, shift) of one concat input; equal qparams give the exact copy encoding."""
+    if s_in == s_out and zp_in == zp_out:
+        return -zp_in, 1 << 30, 1
+    mult, shift = quantize_multiplier(s_in / s_out)
+    return -zp_in, mult, shift
+
+
+def _concat(ctx: _Ctx, node: Node) -> Node:
+    t = ctx.tensors
+    ins, out, dim = [t[i] for i in node.inputs], t[node.outputs[0]], node.attrs["dim"]
+    if len(ins) > CONCAT_MAX_INPUTS:
+        raise LoweringError(f"concat of {len(ins)} inputs at {node.source} was not split (decompose pass)")
+    quant = [_requant(x.qparams.s, x.qparams.zp, out.qparams.s, out.qparams.zp) for x in ins]
+    params = {"num_inputs": len(ins), "outer": int(np.prod(out.shape[:dim], dtype=np.int64)),
+              "sizes": tuple(int(np.prod(x.shape[dim:], dtype=np.int64)) for x in ins),
+              "input_offset": tuple(q[0] for q in quant), "multiplier": tuple(q[1] for q in quant),
+              "shift": tuple(q[2] for q in quant), "output_offset": out.qparams.zp}
+    call = _call(node, "mcu_concat_s8", params, node.inputs)
+    return call.replace(attrs={**call.attrs, "input_array": True})
+
+
+def _upsample(ctx: _Ctx, node: Node) -> Node:
+    x = ctx.tensors[node.inputs[0]]
+    if len(x.shape) != 4:
+        raise LoweringError(f"nearest upsampling of a {len(x.shape)}-d tensor at {node.source}")
+    sh, sw = node.attrs["scale"]
+    return _call(node, "mcu_upsample_nearest_s8", {"input": _dims4(x.shape, node.source), "scale_h": int(sh),
+                                                   "scale_w": int(sw)}, (x.name,))
+
+
+def _reduce(ctx: _Ctx, node: Node) -> Node:
+    """mean / sum over any dims: one sum kernel whose multiplier carries the scales (and 1 / count)."""
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    dims_in = _dims4(x.shape, node.source)
+    pad = 4 - len(x.shape)
+    axes = {d + pad for d in node.attrs["dims"]}
+    dims_out = tuple(1 if i in axes else d for i, d in enumerate(dims_in))
+    count = int(np.prod([dims_in[i] for i in axes], dtype=np.int64))
+    real = x.qparams.s / out.qparams.s / (count if node.op == "mean" else 1)
+    mult, shift = quantize_multiplier(real)
+    params = {"input": dims_in, "output": dims_out, "input_offset": -x.qparams.zp,
+              "output_offset": out.qparams.zp, "multiplier": mult, "shift": shift}
+    return _call(node, "mcu_reduce_sum_s8", params, (x.name,))
+
+
+def _matmul(ctx: _Ctx, node: Node) -> Node:
+    t = ctx.tensors
+    a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    sa = (1, *a.shape) if len(a.shape) == 1 else a.shape
+    sb = (*b.shape, 1) if len(b.shape) == 1 else b.shape
+    batch_out = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+    batches = int(np.prod(batch_out, dtype=np.int64))
+    for name, s in (("first", sa), ("second", sb)):
+        full = (1,) * (len(batch_out) - len(s[:-2])) + tuple(s[:-2])
+        if int(np.prod(s[:-2], dtype=np.int64)) != 1 and full != batch_out:
+            raise LoweringError(f"matmul at {node.source}: the {name} operand's batch dims {tuple(s[:-2])} must "
+                                f"equal the result's {batch_out} or be all 1")
+    mult, shift = quantize_multiplier(a.qparams.s * b.qparams.s / out.qparams.s)
+    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    params = {"batches": batches, "lhs_batches": int(np.prod(sa[:-2], dtype=np.int64)),
+              "rhs_batches": int(np.prod(sb[:-2], dtype=np.int64)), "m": int(sa[-2]), "k": int(sa[-1]),
+              "n": int(sb[-1]), "lhs_offset": -a.qparams.zp, "rhs_offset": -b.qparams.zp,
+              "output_offset": out.qparams.zp, "output_multiplier": mult, "output_shift": shift,
+              "act_min": lo, "act_max": hi}
+    return _call(node, "mcu_matmul_s8", params, (a.name, b.name))
+
+
+def _f32(v: float) -> float:
+    """v rounded to float32 (the C parameter's value), as a Python float."""
+    return float(np.float32(v))
+
+
+def _layer_norm(ctx: _Ctx, node: Node) -> list[Node]:
+    """Float fallback: dequantize -> mcu_layer_norm_f32 -> quantize."""
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    size = int(np.prod(x.shape))
+    cols = int(np.prod(x.shape[len(x.shape) - node.attrs["normalized"]:]))
+    xf = ctx.temp(f"{node.name}_in_f32", x.shape, "float32")
+    yf = ctx.temp(f"{node.name}_out_f32", x.shape, "float32")
+    dq = _call(node.replace(name=f"{node.name}_dequantize", outputs=(xf,)), "mcu_dequantize_s8_f32",
+               {"size": size, "scale": _f32(x.qparams.s), "zero_point": x.qparams.zp}, (x.name,))
+    ln = _call(node.replace(outputs=(yf,)), "mcu_layer_norm_f32",
+               {"rows": size // cols, "cols": cols, "eps": _f32(node.attrs["eps"])}, (xf, *node.inputs[1:3]))
+    q = _call(node.replace(name=f"{node.name}_quantize"), "mcu_quantize_f32_s8",
+              {"size": size, "inv_scale": _f32(1.0 / out.qparams.s), "zero_point": out.qparams.zp}, (yf,))
+    return [dq, ln.replace(attrs={**ln.attrs, "fallback": "layer_norm"}), q]
+
+
 LOWERINGS: dict[str, Callable[[_Ctx, Node], Node]] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear,
     "max_pool2d": _pool, "avg_pool2d": _pool, "add": _add, "softmax": _softmax,
     "transpose": _transpose, "reshape": _alias,
+    "sub": _add_broadcast, "mul": _mul, "lut": _lut, "clamp": _lut, "concat": _concat, "upsample_nearest": _upsample,
+    "mean": _reduce, "sum": _reduce, "matmul": _matmul, "layer_norm": _layer_norm,
 }
 
 
 def lower(graph: Graph) -> Graph:
     """Replace every op by its kernel call (pass: Graph -> Graph)."""
     ctx = _Ctx(graph)
-    nodes = tuple(LOWERINGS[n.op](ctx, n) for n in graph.nodes)
-    return graph.replace(nodes=nodes, tensors=ctx.tensors)
+    nodes = []
+    for n in graph.nodes:
+        if n.op not in LOWERINGS:
+            raise LoweringError(f"op '{n.op}' at {n.source} has no lowering")
+        lowered = LOWERINGS[n.op](ctx, n)
+        nodes.extend(lowered if isinstance(lowered, list) else [lowered])
+    return graph.replace(nodes=tuple(nodes), tensors=ctx.tensors)
 
 
 def kernel_paths(graph: Graph) -> list[str]:

@@ -5,7 +5,9 @@ from functools import partial
 
 from mcu.codegen.ir import Graph, verify
 from mcu.codegen.lowering import lower
+from mcu.codegen.passes.cancel_transposes import cancel_transposes
 from mcu.codegen.passes.canonicalize import canonicalize
+from mcu.codegen.passes.decompose import decompose
 from mcu.codegen.passes.fold_pad import fold_pad
 from mcu.codegen.passes.fuse_clamp import fuse_clamp
 from mcu.codegen.passes.layout import to_nhwc
@@ -14,10 +16,12 @@ from mcu.codegen.passes.select_kernels import Target, select_kernels
 
 def passes(target: Target = Target()) -> list:
     return [
+        decompose,                            # 1-d ops -> 2-d ops on views; keepdim reductions; long concats
         canonicalize,                         # adaptive pools / means -> avg_pool2d; grouped convs -> depthwise
         fuse_clamp,                           # standalone ReLU/ReLU6 -> the producer's output clamp
         fold_pad,                             # zero pads -> the consuming conv's padding
         to_nhwc,                              # NCHW -> NHWC activations, OHWI weights, transposes around reshapes
+        cancel_transposes,                    # drop transposes that undo each other or move only size-1 dims
         lower,                                # ops -> portable kernel calls with baked parameters
         partial(select_kernels, target=target),  # portable -> the board's fastest variant
     ]

@@ -8,7 +8,7 @@ import numpy as np
 
 from mcu.codegen.ir import DTYPES, Graph
 
-TWIN_MODULES = ["conv", "fc", "pool", "elementwise", "activation", "shape"]
+TWIN_MODULES = ["conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback"]
 
 
 def twin(kernel: str):
@@ -40,7 +40,9 @@ def run_reference(graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
             values[out.name] = values[node.inputs[0]].reshape(out.shape)
             continue
         a = node.attrs
-        quant = [get(q) for q in a["quant"]] if a["quant"] else []
-        result = twin(a.get("twin", a["kernel"]))(a["params"], *quant, *[get(i) for i in node.inputs])
+        # a variant's prepared constants differ; its twin runs on the portable ones (select_kernels.py)
+        quant = [get(q) for q in a.get("twin_quant", a["quant"]) or ()]
+        args = [get(i) for i in a.get("twin_inputs", node.inputs)]
+        result = twin(a.get("twin", a["kernel"]))(a["params"], *quant, *args)
         values[out.name] = np.asarray(result).reshape(out.shape)
     return [values[o] for o in graph.outputs]

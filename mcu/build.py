@@ -19,8 +19,12 @@ def firmware_script() -> Path:
     return package_root("mcu") / "firmware.scons"
 
 
-def build_firmware(board: str | Board, model_dir: str | os.PathLike, build_dir: str | os.PathLike) -> Path:
+def build_firmware(board: str | Board, model_dir: str | os.PathLike, build_dir: str | os.PathLike,
+                   defines: tuple[str, ...] = ()) -> Path:
     """Compile and link model_dir's model with the test harness for board into build_dir; returns build_dir/fw.elf.
+
+    defines are extra preprocessor macros for every file (e.g. ("MCU_PROFILE",)); use a separate
+    build_dir per set of defines.
 
     Incremental: SCons rebuilds only what changed (its database is build_dir/.sconsign.dblite).
     """
@@ -37,7 +41,7 @@ def build_firmware(board: str | Board, model_dir: str | os.PathLike, build_dir: 
     cmd = [
         sys.executable, "-m", "SCons", "-Q", f"-j{os.cpu_count() or 1}",
         "-f", str(firmware_script()),
-        f"board={name}", f"model={model_dir}", f"build={build_dir}",
+        f"board={name}", f"model={model_dir}", f"build={build_dir}", f"defines={','.join(defines)}",
     ]
     proc = subprocess.run(cmd, cwd=build_dir, capture_output=True, text=True)
     if proc.returncode != 0:

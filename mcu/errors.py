@@ -47,3 +47,17 @@ class HardFaultError(FirmwareError):
         self.lr = lr
         self.cfsr = cfsr
         self.function = function
+
+
+class BoardFitError(McuError):
+    """The compiled model needs more flash or RAM than its board has; carries the estimate and the boards it fits."""
+
+    def __init__(self, message: str, *, board: str, flash_needed: int, flash_capacity: int, ram_needed: int,
+                 ram_capacity: int, fits: tuple[str, ...]):
+        super().__init__(message)
+        self.board = board
+        self.flash_needed = flash_needed
+        self.flash_capacity = flash_capacity
+        self.ram_needed = ram_needed
+        self.ram_capacity = ram_capacity
+        self.fits = fits

@@ -23,16 +23,24 @@ SUPPORTED_OPS = {
     aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.contiguous.default,
     aten.dropout.default, aten.clone.default, aten.softmax.int, aten._softmax.default,
     aten.pad.default, aten.constant_pad_nd.default,
+    # op breadth: elementwise, look-up-table activations, data movement, reductions, 1-d ops, matmul, norms
+    aten.sub.Tensor, aten.sub_.Tensor, aten.mul.Tensor, aten.mul_.Tensor, aten.div.Tensor, aten.div_.Tensor,
+    aten.rsub.Scalar, aten.clamp.default, aten.sigmoid.default, aten.sigmoid_.default, aten.tanh.default,
+    aten.tanh_.default, aten.hardswish.default, aten.hardswish_.default, aten.hardsigmoid.default,
+    aten.hardsigmoid_.default, aten.leaky_relu.default, aten.leaky_relu_.default, aten.gelu.default,
+    aten.silu.default, aten.silu_.default, aten.elu.default, aten.elu_.default, aten.softplus.default,
+    aten.neg.default, aten.abs.default, aten.exp.default,
+    aten.cat.default, aten.permute.default, aten.transpose.int, aten.upsample_nearest2d.vec,
+    aten.upsample_nearest1d.vec, aten.sum.dim_IntList, aten.conv1d.default, aten.max_pool1d.default,
+    aten.avg_pool1d.default, aten.matmul.default, aten.bmm.default, aten.layer_norm.default,
 }
 
 # The nearest supported way to express an unsupported op.
 ALTERNATIVES = {
-    "gelu": "relu", "silu": "relu", "sigmoid": "relu6 or hardtanh", "tanh": "hardtanh",
-    "hardswish": "relu6", "hardsigmoid": "relu6", "leaky_relu": "relu", "elu": "relu",
-    "max_pool1d": "max_pool2d on a [N, C, 1, L] view", "avg_pool1d": "avg_pool2d on a [N, C, 1, L] view",
-    "conv1d": "conv2d on a [N, C, 1, L] view", "sub": "add of a negated tensor", "mul": "a 1x1 conv",
-    "cat": "a single wider conv", "matmul": "linear with constant weights", "bmm": "linear",
-    "log_softmax": "softmax", "sum": "mean", "upsample_nearest2d": "a transposed layout of your data",
+    "log_softmax": "softmax", "upsample_bilinear2d": "nearest upsampling (F.interpolate mode='nearest')",
+    "max_pool3d": "max_pool2d", "conv3d": "conv2d", "mish": "silu or hardswish", "selu": "elu",
+    "group_norm": "layer_norm or BatchNorm2d", "instance_norm": "BatchNorm2d", "stack": "cat of unsqueezed tensors",
+    "amax": "max_pool2d over the reduced dims",
 }
 
 

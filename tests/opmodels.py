@@ -54,6 +54,60 @@ class PoolRelu(nn.Module):
         return F.relu(F.max_pool2d(x, 2))
 
 
+class Fn(nn.Module):
+    """forward(*inputs) = fn(*inputs): a parameter-free op model."""
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *inputs):
+        return self.fn(*inputs)
+
+
+def _activations(x):
+    """Every look-up-table activation side by side (an 8-input concat)."""
+    return torch.cat([F.hardswish(x), F.hardsigmoid(x), torch.sigmoid(x), torch.tanh(x), F.leaky_relu(x, 0.1),
+                      F.gelu(x), F.silu(x), F.elu(x)], 1)
+
+
+def _scalar_arith(x):
+    """Elementwise functions with a scalar, and clamps that cannot fuse (model input, shared input)."""
+    return torch.cat([x * 2.0, x + 1.0, 1.0 - x, x / 3.0, -x, x.abs(), x.clamp(-0.5, 0.5), F.relu6(x)], 1)
+
+
+class Conv1dNet(nn.Module):
+    """conv1d -> relu -> max_pool1d -> grouped conv1d -> avg_pool1d: 1-d ops on [N, C, 1, L] views."""
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(4, 6, 3, padding=1)
+        self.c2 = nn.Conv1d(6, 4, 3, stride=2, groups=2)
+
+    def forward(self, x):
+        return F.avg_pool1d(self.c2(F.max_pool1d(F.relu(self.c1(x)), 2)), 3)
+
+
+class PermuteLinear(nn.Module):
+    """A channels-last MLP on a 4-d tensor (ConvNeXt style): permute, linear, GELU, linear, permute back."""
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(6, 12), nn.Linear(12, 6)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x.permute(0, 2, 3, 1)))).permute(0, 3, 1, 2)
+
+
+class LayerNormNet(nn.Module):
+    def __init__(self, dims):
+        super().__init__()
+        self.ln = nn.LayerNorm(dims)
+        with torch.no_grad():
+            self.ln.weight.uniform_(0.5, 1.5)
+            self.ln.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return self.ln(x)
+
+
 def _conv(*a, **k):
     return Seq(nn.Conv2d(*a, **k))
 
@@ -85,6 +139,35 @@ OP_MODELS = {
     "mean_hw": (Mean, (1, 3, 7, 7)),
     "flatten_linear": (FlattenLinear, (1, 3, 5, 6)),
     "softmax": (lambda: Seq(nn.Linear(16, 10), fn=lambda x: torch.softmax(x, -1)), (2, 16)),
+    # op breadth
+    "concat_channels": (lambda: Fn(lambda x, y: torch.cat([x, y], 1)), [(1, 4, 5, 5), (1, 3, 5, 5)]),
+    "concat_w_3in": (lambda: Fn(lambda x, y: torch.cat([x, y, x], 3)), [(1, 2, 4, 3), (1, 2, 4, 5)]),
+    "mul_sigmoid_gate": (lambda: Fn(lambda x, y: x * torch.sigmoid(y)), [(1, 4, 5, 5), (1, 4, 1, 1)]),
+    "add_broadcast_relu": (lambda: Fn(lambda x, y: F.relu(x + y)), [(1, 4, 5, 5), (1, 1, 5, 5)]),
+    "sub_broadcast_rank1": (lambda: Fn(lambda x, y: x - y), [(1, 4, 3, 5), (5,)]),
+    "activations_lut": (lambda: Fn(_activations), (1, 2, 3, 4)),
+    "scalar_arith_clamp": (lambda: Fn(_scalar_arith), (1, 2, 3, 4)),
+    "conv_clamp_fused": (lambda: Seq(nn.Conv2d(3, 4, 3), fn=lambda x: x.clamp(-0.5, 1.0)), (1, 3, 6, 6)),
+    "upsample_nearest": (lambda: Seq(nn.Upsample(scale_factor=(2, 3))), (1, 3, 4, 5)),
+    "mean_channels": (lambda: Fn(lambda x: x.mean(1)), (1, 5, 4, 3)),
+    "sum_3d": (lambda: Fn(lambda x: x.sum(1)), (2, 3, 7)),
+    "conv1d_pool1d": (Conv1dNet, (1, 4, 24)),
+    "conv_groups2": (lambda: Seq(nn.Conv2d(4, 6, 3, padding=1, groups=2)), (1, 4, 6, 6)),
+    "linear_3d": (lambda: Seq(nn.Linear(8, 5)), (2, 3, 8)),
+    "bmm": (lambda: Fn(torch.bmm), [(2, 3, 4), (2, 4, 5)]),
+    "matmul_qk_4d": (lambda: Fn(lambda q, k: q @ k.transpose(-1, -2)), [(1, 2, 3, 8), (1, 2, 5, 8)]),
+    "permute_linear": (PermuteLinear, (1, 6, 3, 4)),
+    "transpose_hw": (lambda: Fn(lambda x: x.transpose(2, 3)), (1, 3, 4, 5)),
+    "layer_norm_3d": (lambda: LayerNormNet(8), (2, 5, 8)),
+    "layer_norm_4d": (lambda: LayerNormNet((4, 6)), (1, 3, 4, 6)),
+}
+
+
+# Share of 1-LSB differences against torchao allowed beyond the default 2%, with the reason.
+TIE_SHARE = {
+    # concat requantizes x / 3 by ~1/6 with one integer rounding; torchao rounds the float product, where
+    # exact real ties ((q - zp) a multiple of 3) land on either side of .5 by float error
+    "scalar_arith_clamp": 0.05,
 }
 
 

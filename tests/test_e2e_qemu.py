@@ -50,4 +50,10 @@ def test_single_op_models_are_exact_on_device(name, board, tmp_path):
     g = torch.Generator().manual_seed(5)
     x = tuple(torch.randn(e.shape, generator=g) * 1.5 for e in example)  # some inputs saturate
     res = mcu.run(pkg, x)
-    assert_equal_int(res.raw_outputs[0], pkg.reference(x)[0], f"{name} on {board}")
+    if not pkg.manifest["fallbacks"]:
+        assert_equal_int(res.raw_outputs[0], pkg.reference(x)[0], f"{name} on {board}")
+        return
+    # Float32 fallback ops: tolerance 1 LSB. The C and numpy do the same IEEE single operations in the same
+    # order, but a core's float library (soft float, or the FPU) is not held to be bit-identical to numpy.
+    diff = np.abs(res.raw_outputs[0].astype(np.int64) - pkg.reference(x)[0].astype(np.int64))
+    assert diff.max() <= 1, f"{name} on {board}: {int(diff.max())} LSB off at flat index {int(diff.argmax())}"

@@ -8,6 +8,8 @@
  *    pattern first and scanned afterwards; if the bottom word was overwritten the stack overflowed.
  *  - Errors print "MCU_ERROR <reason>" (or "MCU_STACK_OVERFLOW ...") and exit with failure; success
  *    prints "MCU_DONE status=<int> ticks=<uint> overhead=<uint> stack=<uint>" and exits with success.
+ *  - Built with -DMCU_PROFILE, the model calls mcu_pal_profile_begin/end(op) around each kernel; the
+ *    ticks of each op are summed here and printed first as "MCU_PROFILE op=<index> ticks=<uint>" lines.
  */
 #include <stdint.h>
 
@@ -31,6 +33,44 @@ uint8_t mcu_arena[MODEL_ARENA_BYTES] __attribute__((aligned(MODEL_ARENA_ALIGN)))
 #define ARENA ((void *)mcu_arena)
 #else
 #define ARENA ((void *)0)
+#endif
+
+#ifdef MCU_PROFILE
+#define PROFILE_MAX_OPS 1024u
+static uint64_t profile_start;
+static uint32_t profile_ticks[PROFILE_MAX_OPS];
+static uint32_t profile_ops; /* highest op index seen + 1 */
+
+void mcu_pal_profile_begin(uint32_t op);
+void mcu_pal_profile_end(uint32_t op);
+
+void mcu_pal_profile_begin(uint32_t op)
+{
+    (void)op;
+    profile_start = mcu_systick_now();
+}
+
+void mcu_pal_profile_end(uint32_t op)
+{
+    const uint64_t ticks = mcu_systick_now() - profile_start;
+    if (op < PROFILE_MAX_OPS) {
+        profile_ticks[op] += (uint32_t)ticks;
+        profile_ops = op + 1u > profile_ops ? op + 1u : profile_ops;
+    }
+}
+
+static void print_profile(void)
+{
+    for (uint32_t op = 0; op < profile_ops; ++op) {
+        char line[64];
+        char *p = mcu_fmt_str(line, "MCU_PROFILE op=");
+        p = mcu_fmt_u64(p, op);
+        p = mcu_fmt_str(p, " ticks=");
+        p = mcu_fmt_u64(p, profile_ticks[op]);
+        mcu_fmt_str(p, "\n");
+        mcu_sh_puts(line);
+    }
+}
 #endif
 
 static void __attribute__((noreturn)) fail(const char *tag, const char *reason, const char *detail)
@@ -129,6 +169,9 @@ int main(void)
         fail("MCU_STACK_OVERFLOW ", "the run overwrote the bottom of the stack", "");
     }
     write_outputs(outputs);
+#ifdef MCU_PROFILE
+    print_profile();
+#endif
 
     char line[128];
     char *p = mcu_fmt_str(line, "MCU_DONE status=");

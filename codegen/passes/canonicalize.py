@@ -1,5 +1,6 @@
 """Rewrite equivalent ops onto one form: global means/adaptive pools become avg_pool2d, grouped
-convs with one input channel per group become depthwise_conv2d."""
+convs with one input channel per group become depthwise_conv2d (other means stay for the reduce kernel,
+other grouped convs for the grouped conv kernel)."""
 from __future__ import annotations
 
 from mcu.codegen.ir import Graph, Node
@@ -26,16 +27,9 @@ def canonicalize(graph: Graph) -> Graph:
                 raise LoweringError(f"adaptive_avg_pool2d from {h}x{w} to {oh}x{ow} at {node.source}: the "
                                     f"input size must be a multiple of the output size")
             node = _avg_pool(node, (h // oh, w // ow), (h // oh, w // ow))
-        elif node.op == "mean":
-            if len(shape) != 4 or node.attrs["dims"] != (2, 3):
-                raise LoweringError(f"mean over dims {node.attrs['dims']} of a {len(shape)}-d tensor at "
-                                    f"{node.source}: only the spatial mean (dims 2, 3 of NCHW) is supported")
+        elif node.op == "mean" and len(shape) == 4 and node.attrs["dims"] == (2, 3):
             node = _avg_pool(node, shape[2:], (1, 1))
-        elif node.op == "conv2d" and node.attrs["groups"] != 1:
-            cin, groups = shape[1], node.attrs["groups"]
-            if groups != cin:
-                raise LoweringError(f"conv2d with groups={groups} (in_channels={cin}) at {node.source}: only "
-                                    f"groups=1 and depthwise (groups=in_channels) are supported")
+        elif node.op == "conv2d" and node.attrs["groups"] != 1 and node.attrs["groups"] == shape[1]:
             node = node.replace(op="depthwise_conv2d")
         nodes.append(node)
     return graph.replace(nodes=tuple(nodes))

@@ -1,11 +1,11 @@
 """Fuse a standalone ReLU/ReLU6 (a `clamp` sharing its input's qparams) into the op that produces its
-input, when that op has an output clamp and no other consumer."""
+input, when that op has an output clamp and no other consumer; any other clamp stays (a look-up table)."""
 from __future__ import annotations
 
 from mcu.codegen.ir import Graph
-from mcu.codegen.passes.canonicalize import LoweringError
 
-CLAMPABLE = {"conv2d", "depthwise_conv2d", "linear", "add", "max_pool2d", "avg_pool2d"}
+CLAMPABLE = {"conv2d", "depthwise_conv2d", "linear", "add", "max_pool2d", "avg_pool2d", "sub", "mul", "matmul",
+             "lut"}
 
 
 def fuse_clamp(graph: Graph) -> Graph:
@@ -16,9 +16,7 @@ def fuse_clamp(graph: Graph) -> Graph:
         producer = next((n for n in nodes if src in n.outputs), None)
         users = [n for n in nodes if src in n.inputs]
         if producer is None or producer.op not in CLAMPABLE or len(users) != 1 or src in graph.outputs:
-            raise LoweringError(f"activation at {clamp.source} cannot be fused into its producer "
-                                f"({producer.op if producer else 'a model input'}); apply it right after a "
-                                f"conv, linear, add or pool whose output is not used elsewhere")
+            continue
         lo, hi = clamp.attrs["act"]
         old_lo, old_hi = producer.attrs.get("act", (float("-inf"), float("inf")))
         out = clamp.outputs[0]

@@ -2,18 +2,36 @@
 
 - `lower` emits portable kernels (the reference); this pass swaps in a faster variant when the
   board has the features it needs and the node's parameters qualify.
-- VARIANTS lists, per portable kernel, candidates in order of preference. The first whose
-  `requires` features the board has and whose `applies(params)` holds wins.
-- A variant keeps the portable kernel's arithmetic exactly; its numpy twin is the portable twin
-  (attrs["twin"]). `prepare` may rewrite constants (repack weights, fold offsets into the bias) and
-  params, returning the new node and any new constant tensors.
+- VARIANTS lists, per portable kernel, candidates in order of preference: Helium (`_mve`, needs
+  "mve"), then DSP/SIMD32 (`_dsp`, needs "dsp"), then scalar (`_fast`, any core); a specialised
+  kernel (1x1 conv) before the general one. The first whose `requires` features the board has and
+  whose `applies(params)` holds wins; if none does, the portable kernel stays.
+- `prepare` rewrites the node's constants into the form its kernel wants (all exact integer
+  transforms, so the variant's output equals the portable kernel's bit for bit):
+    fold    bias' = bias + input_offset * sum(w) per output channel (a NULL bias becomes one), so the
+            inner loop multiplies raw int8 inputs; padded taps then read -input_offset (the zero point);
+    pack    weights reordered (and, for DSP, widened to int16 and stored as their little-endian bytes,
+            so the `const int8_t *filter` signature stays) in the order the kernel streams them;
+            channels padded to a multiple of 4 with zero rows, bias/records padded likewise;
+    records per-channel requantization constants {mult, sh, round_lo, round_hi} replacing
+            quant.multiplier (see runtime_c/include/mcu/mcu_opt.h); quant.shift stays as is.
+- The reference keeps the portable semantics: a prepared node keeps `attrs["twin"]` (the portable
+  kernel), `attrs["twin_inputs"]` and `attrs["twin_quant"]` (the portable constants, still in the
+  graph but not emitted), and codegen/reference.py runs the portable twin on those. So the device is
+  always compared with the unprepared computation, and a wrong `prepare` shows up as a mismatch.
+- Scratch: the im2col variants keep one output pixel's K = KH*KW*C_in window on the stack, so they
+  apply only while K <= MAX_K (mcu_opt.h's MCU_OPT_MAX_K; the DSP row is 2 bytes per tap).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
+
 from mcu.codegen.ir import Graph, Node, Tensor
+
+MAX_K = 1024  # MCU_OPT_MAX_K in runtime_c/include/mcu/mcu_opt.h
 
 
 @dataclass(frozen=True)
@@ -37,8 +55,243 @@ class Variant:
     prepare: Callable[[Node, dict[str, Tensor]], tuple[Node, dict[str, Tensor]]] | None = field(default=None)
 
 
+# ---- Constant preparation (pure numpy; each returns new arrays) ---------------------------------------------
+
+def round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def folded_bias(w_rows: np.ndarray, bias: np.ndarray | None, input_offset: int) -> np.ndarray:
+    """bias + input_offset * sum(w) per row of w_rows [C, K], as int32 (wrapping like the kernels' int32
+    accumulators: any result that fits int32 comes out the same)."""
+    b = np.zeros(w_rows.shape[0], np.int64) if bias is None else np.asarray(bias, np.int64)
+    folded = b + input_offset * w_rows.astype(np.int64).sum(axis=1)
+    return folded.astype(np.uint32).view(np.int32) if folded.size else folded.astype(np.int32)
+
+
+def pad_rows(a: np.ndarray, rows: int) -> np.ndarray:
+    out = np.zeros((rows,) + a.shape[1:], a.dtype)
+    out[:a.shape[0]] = a
+    return out
+
+
+def rq_records(mult: np.ndarray, shift: np.ndarray, output_offset: int, channels: int) -> np.ndarray:
+    """{mult, sh, round_lo, round_hi} per channel (padded to `channels` with zero records), int32 [4 * channels]."""
+    rec = np.zeros((channels, 4), np.int64)
+    for c, (m, s) in enumerate(zip(np.asarray(mult, np.int64), np.asarray(shift, np.int64))):
+        e = -int(s)
+        rnd = (1 << 30) + (1 << (30 + e)) + output_offset * (1 << (31 + e)) if e >= 1 else 0
+        if e >= 1 and -(1 << 63) <= rnd < (1 << 63) and -(1 << 31) <= rnd >> 32 < (1 << 31):
+            rec[c] = (m, e - 1, rnd & 0xFFFFFFFF, rnd >> 32)
+        else:
+            rec[c] = (m, -1, s, 0)
+    return rec.reshape(-1).astype(np.uint32).view(np.int32) if rec.size else rec.reshape(-1).astype(np.int32)
+
+
+def pack_quads_s8(w_rows: np.ndarray, k_pad: int, chunk: int) -> np.ndarray:
+    """int8 [C, K] -> per 4 channels, per `chunk` taps: the 4 channels' chunks in turn (K padded to k_pad)."""
+    c, k = w_rows.shape
+    w = np.zeros((round_up(c, 4), k_pad), np.int8)
+    w[:c, :k] = w_rows
+    return np.ascontiguousarray(w.reshape(-1, 4, k_pad // chunk, chunk).transpose(0, 2, 1, 3)).reshape(-1)
+
+
+def pack_quads_s16(w_rows: np.ndarray) -> np.ndarray:
+    """int8 [C, K] -> int16 in SXTB16 order (each group k0..k3 as k0, k2, k1, k3), 4 channels interleaved
+    per group, as little-endian bytes (int8): the layout mcu_dsp_dot_1x4 streams."""
+    c, k = w_rows.shape
+    k4 = round_up(k, 4)
+    w = np.zeros((round_up(c, 4), k4), np.int16)
+    w[:c, :k] = w_rows
+    w = w.reshape(-1, 4, k4 // 4, 4)[..., [0, 2, 1, 3]]        # [quad, channel, group, lane]
+    w = np.ascontiguousarray(w.transpose(0, 2, 1, 3)).astype("<i2")  # [quad, group, channel, lane]
+    return w.reshape(-1).view(np.int8)
+
+
+# ---- Prepare hooks ------------------------------------------------------------------------------------------
+
+def _const(tensors: dict[str, Tensor], name: str) -> np.ndarray | None:
+    return None if name is None else tensors[name].data
+
+
+def _new(name: str, data: np.ndarray, dtype: str) -> Tensor:
+    return Tensor(name, tuple(data.shape), dtype, data=data)
+
+
+def _w_rows(node: Node, tensors: dict[str, Tensor]) -> np.ndarray:
+    """The weights as [C_out, K] rows (OHWI conv, [N, K] fc)."""
+    w = _const(tensors, node.inputs[1])
+    return w.reshape(w.shape[0], -1)
+
+
+def _prepared(node: Node, tensors: dict[str, Tensor], suffix: str, *, weights: np.ndarray,
+              bias: np.ndarray, records: bool) -> tuple[Node, dict[str, Tensor]]:
+    """The node with new weight/bias (and record) constants named <node>_<suffix>_{w,b,rq}."""
+    new = {f"{node.name}_{suffix}_w": _new(f"{node.name}_{suffix}_w", weights, "int8"),
+           f"{node.name}_{suffix}_b": _new(f"{node.name}_{suffix}_b", bias, "int32")}
+    a = node.attrs
+    quant = a["quant"]
+    if records:
+        c_pad = bias.size
+        mult, shift = (tensors[q].data for q in quant)
+        rec = rq_records(mult, shift, a["params"]["output_offset"], c_pad)
+        new[f"{node.name}_{suffix}_rq"] = _new(f"{node.name}_{suffix}_rq", rec, "int32")
+        quant = (f"{node.name}_{suffix}_rq", quant[1])
+    inputs = (node.inputs[0], f"{node.name}_{suffix}_w", f"{node.name}_{suffix}_b")
+    return node.replace(inputs=inputs, attrs={**a, "quant": quant}), new
+
+
+def prepare_fast(node, tensors):
+    """Scalar GEMM: folded bias, int8 weights with 4 channels interleaved per tap, records."""
+    rows = _w_rows(node, tensors)
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    c4 = round_up(rows.shape[0], 4)
+    return _prepared(node, tensors, "fast", weights=pack_quads_s8(rows, rows.shape[1], 1),
+                     bias=pad_rows(bias, c4), records=True)
+
+
+def prepare_dsp(node, tensors):
+    """SIMD32 GEMM: the kernel adds input_offset while widening, so the bias is only padded; int16 weights."""
+    rows = _w_rows(node, tensors)
+    b = _const(tensors, node.inputs[2])
+    c4 = round_up(rows.shape[0], 4)
+    bias = pad_rows(np.zeros(rows.shape[0], np.int32) if b is None else b.astype(np.int32), c4)
+    return _prepared(node, tensors, "dsp", weights=pack_quads_s16(rows), bias=bias, records=True)
+
+
+def prepare_mve(node, tensors):
+    """Helium GEMM: folded bias; int8 weights with 4 channels interleaved per 16 taps, each window row
+    (KW * C_in taps of a conv, all K of an fc) padded to 16; multipliers and shifts padded (whole-vector
+    loads)."""
+    rows = _w_rows(node, tensors)
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    c4 = round_up(rows.shape[0], 4)
+    w = _const(tensors, node.inputs[1])
+    seg = w.shape[2] * w.shape[3] if w.ndim == 4 else w.shape[1]
+    segs = np.zeros((rows.shape[0], rows.shape[1] // seg, round_up(seg, 16)), np.int8)
+    segs[:, :, :seg] = rows.reshape(rows.shape[0], -1, seg)
+    segs = segs.reshape(rows.shape[0], -1)
+    node, new = _prepared(node, tensors, "mve", weights=pack_quads_s8(segs, segs.shape[1], 16),
+                          bias=pad_rows(bias, c4), records=False)
+    return _padded_quant(node, tensors, new, "mve", c4)
+
+
+def _padded_quant(node, tensors, new, suffix, channels):
+    """The node's multiplier and shift padded with zeros to `channels` (constants <node>_<suffix>_{m,s})."""
+    names = (f"{node.name}_{suffix}_m", f"{node.name}_{suffix}_s")
+    for name, q in zip(names, node.attrs["quant"]):
+        new[name] = _new(name, pad_rows(tensors[q].data.astype(np.int32), channels), "int32")
+    return node.replace(attrs={**node.attrs, "quant": names}), new
+
+
+def _dw_taps(node, tensors) -> np.ndarray:
+    """Depthwise weights [1, KH, KW, C] as [C, KH*KW] (ch_mult 1)."""
+    w = _const(tensors, node.inputs[1])
+    return np.ascontiguousarray(w.reshape(-1, w.shape[3]).T)
+
+
+def prepare_dw_fast(node, tensors):
+    """Scalar depthwise: folded bias, int8 weights [C][9], records."""
+    taps = _dw_taps(node, tensors)
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    return _prepared(node, tensors, "fast", weights=taps.reshape(-1), bias=bias, records=True)
+
+
+def prepare_dw_dsp(node, tensors):
+    """SIMD32 depthwise: bias padded to 4, int16 weights [C4/4][9][4 channels in order 0, 2, 1, 3], records."""
+    taps = _dw_taps(node, tensors)
+    c4 = round_up(taps.shape[0], 4)
+    w = pad_rows(taps.astype(np.int16), c4).reshape(-1, 4, taps.shape[1])[:, [0, 2, 1, 3], :]
+    w = np.ascontiguousarray(w.transpose(0, 2, 1)).astype("<i2").reshape(-1).view(np.int8)
+    b = _const(tensors, node.inputs[2])
+    bias = pad_rows(np.zeros(taps.shape[0], np.int32) if b is None else b.astype(np.int32), c4)
+    return _prepared(node, tensors, "dsp", weights=w, bias=bias, records=True)
+
+
+DW_MVE_LANES = [0, 2, 4, 6, 1, 3, 5, 7]  # VMULLB/VMULLT split 8 channels into even and odd lanes
+
+
+def prepare_dw_mve(node, tensors):
+    """Helium depthwise: int16 weights [9][C8]; folded bias, multiplier and shift in lane order per 8
+    channels (even channels, then odd), padded to C8."""
+    taps = _dw_taps(node, tensors)
+    c8 = round_up(taps.shape[0], 8)
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    w = np.ascontiguousarray(pad_rows(taps.astype(np.int16), c8).T).astype("<i2").reshape(-1).view(np.int8)
+
+    def lanes(a):
+        return pad_rows(np.asarray(a, np.int32), c8).reshape(-1, 8)[:, DW_MVE_LANES].reshape(-1)
+
+    node, new = _prepared(node, tensors, "mve", weights=w, bias=lanes(bias), records=False)
+    names = (f"{node.name}_mve_m", f"{node.name}_mve_s")
+    for name, q in zip(names, node.attrs["quant"]):
+        new[name] = _new(name, lanes(tensors[q].data), "int32")
+    return node.replace(attrs={**node.attrs, "quant": names}), new
+
+
+# ---- Applicability ------------------------------------------------------------------------------------------
+
+def conv_k(p: dict) -> int:
+    return p["filter"][1] * p["filter"][2] * p["filter"][3]
+
+
+def is_1x1(p: dict) -> bool:
+    return p["filter"][1] == 1 and p["filter"][2] == 1 and p["pad_top"] == 0 and p["pad_left"] == 0
+
+
+def fits_k(p: dict) -> bool:
+    return conv_k(p) <= MAX_K
+
+
+def mve_fits(p: dict) -> bool:
+    """The Helium conv gathers border windows as KH rows padded to 16 taps."""
+    return p["filter"][1] * round_up(p["filter"][2] * p["filter"][3], 16) <= MAX_K
+
+
+def is_1x1_fits(p: dict) -> bool:
+    return is_1x1(p) and fits_k(p)
+
+
+def is_dw3x3(p: dict) -> bool:
+    """3x3 depthwise with channel multiplier 1 (any stride, padding, dilation)."""
+    return p["filter"][1] == 3 and p["filter"][2] == 3 and p["output"][3] == p["input"][3]
+
+
+def fc_fits(p: dict) -> bool:
+    return p["in_features"] <= MAX_K
+
+
+def _v(kernel: str, family: str, requires: set[str], applies, prepare) -> Variant:
+    return Variant(kernel, f"{family}/{kernel}", frozenset(requires), applies, prepare)
+
+
+MVE, DSP = {"mve"}, {"dsp"}
+
 # portable kernel -> variants, most preferred first
-VARIANTS: dict[str, list[Variant]] = {}
+VARIANTS: dict[str, list[Variant]] = {
+    "mcu_conv2d_s8": [
+        _v("mcu_conv2d_1x1_s8_mve", "conv", MVE, is_1x1, prepare_mve),
+        _v("mcu_conv2d_s8_mve", "conv", MVE, mve_fits, prepare_mve),
+        _v("mcu_conv2d_1x1_s8_dsp", "conv", DSP, is_1x1_fits, prepare_dsp),
+        _v("mcu_conv2d_s8_dsp", "conv", DSP, fits_k, prepare_dsp),
+        _v("mcu_conv2d_1x1_s8_fast", "conv", set(), is_1x1, prepare_fast),
+        _v("mcu_conv2d_s8_fast", "conv", set(), fits_k, prepare_fast),
+    ],
+    "mcu_dwconv2d_s8": [
+        _v("mcu_dwconv2d_3x3_s8_mve", "conv", MVE, is_dw3x3, prepare_dw_mve),
+        _v("mcu_dwconv2d_3x3_s8_dsp", "conv", DSP, is_dw3x3, prepare_dw_dsp),
+        _v("mcu_dwconv2d_3x3_s8_fast", "conv", set(), is_dw3x3, prepare_dw_fast),
+    ],
+    "mcu_add_s8": [
+        _v("mcu_add_s8_mve", "elementwise", MVE, lambda p: True, None),
+        _v("mcu_add_s8_fast", "elementwise", set(), lambda p: True, None),
+    ],
+    "mcu_fully_connected_s8": [
+        _v("mcu_fully_connected_s8_mve", "fc", MVE, lambda p: True, prepare_mve),
+        _v("mcu_fully_connected_s8_dsp", "fc", DSP, fc_fits, prepare_dsp),
+        _v("mcu_fully_connected_s8_fast", "fc", set(), lambda p: True, prepare_fast),
+    ],
+}
 
 
 def select_kernels(graph: Graph, target: Target) -> Graph:
@@ -47,9 +300,11 @@ def select_kernels(graph: Graph, target: Target) -> Graph:
         if node.op == "call":
             for v in VARIANTS.get(node.attrs["kernel"], []):
                 if v.requires <= target.features and v.applies(node.attrs["params"]):
-                    base = node.attrs["kernel"]
-                    node = node.replace(attrs={**node.attrs, "kernel": v.kernel, "path": v.path,
-                                               "twin": node.attrs.get("twin", base)})
+                    a = node.attrs
+                    node = node.replace(attrs={**a, "kernel": v.kernel, "path": v.path,
+                                               "twin": a.get("twin", a["kernel"]),
+                                               "twin_inputs": a.get("twin_inputs", node.inputs),
+                                               "twin_quant": a.get("twin_quant", a["quant"])})
                     if v.prepare is not None:
                         node, new = v.prepare(node, tensors)
                         tensors.update(new)

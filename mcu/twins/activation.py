@@ -42,12 +42,12 @@ def softmax_s8(params: dict, exp_table: np.ndarray, input: np.ndarray) -> np.nda
 
 
 def unary_function(spec):
-    """The float function of an IR `lut` node: spec = (aten overload name, args with None for the tensor, kwargs)."""
+    """The float function of an IR `lut` node: spec = (aten overload name, args with ... for the tensor, kwargs)."""
     import torch
     name, args, kwargs = spec
     packet, overload = name.rsplit(".", 1)
     op = getattr(getattr(torch.ops.aten, packet), overload)
-    return lambda x: op(*[x if a is None else a for a in args], **dict(kwargs))
+    return lambda x: op(*[x if a is ... else a for a in args], **dict(kwargs))
 
 
 def lut_table(fn, input_scale: float, input_zero_point: int, output_scale: float,

@@ -76,9 +76,12 @@ def saturate(x, lo: int, hi: int, dtype=np.int8) -> np.ndarray:
 
 
 def requantize_round(acc, multiplier, shift) -> np.ndarray:
-    """round(acc * multiplier * 2^(shift - 31)) with one rounding, ties away from zero, saturated to int32
+    """round(acc * multiplier * 2^(shift - 31)) with one rounding, ties to even, saturated to int32
     (mcu_requantize_round; broadcasting)."""
     prod = np.asarray(acc, dtype=np.int64) * np.asarray(multiplier, dtype=np.int64)
     right = 31 - np.asarray(shift, dtype=np.int64)
-    q = (np.abs(prod) + (np.int64(1) << (right - 1))) >> right
+    half = np.int64(1) << (right - 1)
+    mag = np.abs(prod)
+    q = (mag + half) >> right
+    q = np.where((mag & (2 * half - 1)) == half, q & ~np.int64(1), q)
     return np.clip(np.where(prod < 0, -q, q), INT32_MIN, INT32_MAX)

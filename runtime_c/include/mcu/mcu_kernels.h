@@ -130,7 +130,8 @@ mcu_status_t mcu_transpose_s8(const mcu_transpose_params_t *params, const int8_t
  * matmul of two activations, and the float32 fallback. Same conventions as above; in addition:
  *  - "Broadcast dims": input dims are 4-d in the output's axis order (NHWC, or torch order padded with
  *    leading 1s); each equals the output's or is 1, and a dim of 1 repeats along that axis.
- *  - mcu_requantize_round (mcu_quant.h) rounds once; kernels on single products or values use it.
+ *  - mcu_requantize_round (mcu_quant.h) rounds once, ties to even; kernels on single products, single
+ *    values or sums to average use it (what a float reference rounding with torch.round gives).
  * ================================================================================================ */
 
 /* ---- Broadcasting elementwise --------------------------------------------------------------------- */
@@ -274,5 +275,78 @@ typedef struct {
  * Sums run from i = 0 up. weight and bias ([cols]) may be NULL (1 and 0). output may alias input. */
 mcu_status_t mcu_layer_norm_f32(const mcu_layer_norm_params_t *params, const float *input, const float *weight,
                                 const float *bias, float *output);
+
+/* ==== Optimized variants ===========================================================================
+ *
+ * Same signatures, same results bit for bit, faster. codegen/passes/select_kernels.py picks one per
+ * board (Helium `_mve` > DSP `_dsp` > scalar `_fast` > portable) and prepares its constants at compile
+ * time, so the constant arguments differ from the portable kernel's as stated per family:
+ *  - fold:    bias[c] = bias_portable[c] + input_offset * sum(w[c]) (never NULL); the kernel multiplies raw
+ *             inputs and reads padding as -input_offset.
+ *  - records: quant->multiplier points to 4 int32 per channel {mult, sh, round_lo, round_hi}
+ *             (mcu_opt.h); quant->shift is the portable shift array.
+ *  - c4:      filter, bias and records (for _mve: quant multiplier and shift) are padded to C_out rounded
+ *             up to 4 (zero rows).
+ *  - Packed filters, K = KH*KW*C_in in OHWI order (for fc, K = in_features, C_out = out_features):
+ *      fast: int8 [C4/4][K][4]: the 4 channels of a quad side by side per tap;
+ *      dsp:  int16 as little-endian bytes, [C4/4][K4/4][4 channels][4 taps in order 0, 2, 1, 3], K4 = K
+ *            rounded up to 4 with zero taps; input_offset is added by the kernel (bias not folded);
+ *      mve:  int8 [C4/4][K16/16][4 channels][16 taps], K16 = K rounded up to 16 with zero taps.
+ *  - Limits: the im2col and DSP variants keep one pixel's window on the stack and need
+ *    K <= MCU_OPT_MAX_K (1024: 2 KB for the DSP row, + 1 KB int8 window for the general conv).
+ *    The 1x1 variants need filter 1x1 and no padding (any stride). Others get MCU_ERR_SHAPE.
+ *  - filter, bias and quant arrays must be 4-byte aligned (the generated weights.c aligns them).
+ *  - A _dsp kernel built for a core without the DSP extension computes the same with C stand-ins; a
+ *    _mve kernel built without Helium returns MCU_ERR_ARG.
+ */
+
+/* Conv, 1x1 filter, no padding: fold (fast, mve), records (fast, dsp), c4, packed filter. */
+mcu_status_t mcu_conv2d_1x1_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                    const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                    int8_t *output);
+mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                   const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                   const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+
+/* Conv, any geometry, im2col of one output pixel: as the 1x1 variants, K <= MCU_OPT_MAX_K. */
+mcu_status_t mcu_conv2d_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                               const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+mcu_status_t mcu_conv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                               const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+
+/* Fully connected: as the 1x1 conv (rows = batches); _dsp needs in_features <= MCU_OPT_MAX_K. */
+mcu_status_t mcu_fully_connected_s8_fast(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
+                                         const int8_t *input, const int8_t *weights, const int32_t *bias,
+                                         int8_t *output);
+mcu_status_t mcu_fully_connected_s8_dsp(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
+                                        const int8_t *input, const int8_t *weights, const int32_t *bias,
+                                        int8_t *output);
+mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
+                                        const int8_t *input, const int8_t *weights, const int32_t *bias,
+                                        int8_t *output);
+/* Depthwise 3x3, channel multiplier 1, any stride/padding/dilation. Packed filters (C = channels):
+ *   fast: fold, records, int8 [C][9];
+ *   dsp:  records, c4, int16 bytes [C4/4][9][4 channels in order 0, 2, 1, 3] (bias not folded);
+ *   mve:  fold, int16 bytes [9][C8]; bias, multiplier and shift padded to C8 and stored per 8 channels in
+ *         lane order 0, 2, 4, 6, 1, 3, 5, 7. */
+mcu_status_t mcu_dwconv2d_3x3_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                      int8_t *output);
+mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                     const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                     int8_t *output);
+mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                     const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                     int8_t *output);
+
+/* Add (no constants to prepare): the input rescales come from two 256-entry int32 tables built per call
+ * (2 KB of stack; _fast computes directly below 128 elements). output may alias an input exactly. */
+mcu_status_t mcu_add_s8_fast(const mcu_add_params_t *params, const int8_t *input1, const int8_t *input2,
+                             int8_t *output);
+mcu_status_t mcu_add_s8_mve(const mcu_add_params_t *params, const int8_t *input1, const int8_t *input2,
+                            int8_t *output);
 
 #endif /* MCU_KERNELS_H */

@@ -13,6 +13,14 @@ static inline int32_t mcu_clamp_i32(int32_t x, int32_t lo, int32_t hi)
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
+/* x + offset for an int8 offset, on a value about to be clamped to int8. A requantized x can sit at the int32
+ * limits (large multipliers, shifts up to 30), where the plain sum overflows; clamping x to +-2^24 first changes
+ * nothing after the int8 clamp. */
+static inline int32_t mcu_add_offset(int32_t x, int32_t offset)
+{
+    return mcu_clamp_i32(x, -(1 << 24), 1 << 24) + offset;
+}
+
 /* round(a * b / 2^31), ties rounded up (gemmlowp/TFLite); saturates the one overflow case (INT32_MIN^2). */
 static inline int32_t mcu_srdhm(int32_t a, int32_t b)
 {
@@ -45,16 +53,20 @@ static inline int32_t mcu_requantize(int32_t acc, int32_t multiplier, int32_t sh
     return mcu_rdbpot(mcu_srdhm(acc, multiplier), -shift);
 }
 
-/* round(acc * multiplier * 2^(shift - 31)) with a single rounding, ties away from zero, saturated to int32.
- * For small accumulators (one product, one int8 value), where mcu_requantize's two roundings would show;
- * multiplier >= 0, shift in [-31, 30]. */
+/* round(acc * multiplier * 2^(shift - 31)) with a single rounding, ties to even (as torch.round), saturated
+ * to int32. For small accumulators (one product, one int8 value, a sum to average), where mcu_requantize's
+ * two roundings and its ties would show against a float reference; multiplier >= 0, shift in [-31, 30]. */
 static inline int32_t mcu_requantize_round(int32_t acc, int32_t multiplier, int32_t shift)
 {
     const int64_t prod = (int64_t)acc * (int64_t)multiplier;
     const int32_t right = 31 - shift; /* 1 .. 62 */
     const uint64_t mag = prod < 0 ? (uint64_t)(-prod) : (uint64_t)prod;
-    const int64_t q = (int64_t)((mag + ((uint64_t)1 << (right - 1))) >> right);
-    const int64_t r = prod < 0 ? -q : q;
+    const uint64_t half = (uint64_t)1 << (right - 1);
+    uint64_t q = (mag + half) >> right;
+    if ((mag & ((half << 1) - 1u)) == half) {
+        q &= ~(uint64_t)1; /* a tie: to even */
+    }
+    const int64_t r = prod < 0 ? -(int64_t)q : (int64_t)q;
     return r > INT32_MAX ? INT32_MAX : (r < INT32_MIN ? INT32_MIN : (int32_t)r);
 }
 

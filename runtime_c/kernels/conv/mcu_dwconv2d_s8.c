@@ -83,7 +83,8 @@ mcu_status_t mcu_dwconv2d_s8(const mcu_conv2d_params_t *params, const mcu_per_ch
                             in_row += in_row_step;
                             w_row += w_row_step;
                         }
-                        acc = mcu_requantize(acc, quant->multiplier[co], quant->shift[co]) + p->output_offset;
+                        acc = mcu_requantize(acc, quant->multiplier[co], quant->shift[co]);
+                        acc = mcu_add_offset(acc, p->output_offset);
                         *out++ = (int8_t)mcu_clamp_i32(acc, p->act_min, p->act_max);
                     }
                 }

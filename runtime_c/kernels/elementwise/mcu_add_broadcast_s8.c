@@ -59,7 +59,8 @@ mcu_status_t mcu_add_broadcast_s8(const mcu_add_broadcast_params_t *params, cons
                                                       p->input2_multiplier, p->input2_shift);
                     const int64_t wide = p->subtract ? (int64_t)a1 - a2 : (int64_t)a1 + a2;
                     const int32_t sum = wide > INT32_MAX ? INT32_MAX : (wide < INT32_MIN ? INT32_MIN : (int32_t)wide);
-                    const int32_t q = mcu_requantize(sum, p->output_multiplier, p->output_shift) + p->output_offset;
+                    const int32_t r = mcu_requantize(sum, p->output_multiplier, p->output_shift);
+                    const int32_t q = mcu_add_offset(r, p->output_offset);
                     *out++ = (int8_t)mcu_clamp_i32(q, p->act_min, p->act_max);
                 }
             }

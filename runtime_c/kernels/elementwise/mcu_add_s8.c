@@ -32,7 +32,8 @@ mcu_status_t mcu_add_s8(const mcu_add_params_t *params, const int8_t *input1, co
         /* The sum saturates (like Arm's QADD) instead of overflowing when both inputs are scaled up. */
         const int64_t wide = (int64_t)a1 + a2;
         const int32_t sum = wide > INT32_MAX ? INT32_MAX : (wide < INT32_MIN ? INT32_MIN : (int32_t)wide);
-        const int32_t out = mcu_requantize(sum, p->output_multiplier, p->output_shift) + p->output_offset;
+        const int32_t r = mcu_requantize(sum, p->output_multiplier, p->output_shift);
+        const int32_t out = mcu_add_offset(r, p->output_offset);
         output[i] = (int8_t)mcu_clamp_i32(out, p->act_min, p->act_max);
     }
     return MCU_OK;

@@ -51,8 +51,8 @@ mcu_status_t mcu_mul_s8(const mcu_mul_params_t *params, const int8_t *input1, co
                 for (int32_t c = 0; c < o->c; ++c) {
                     const int32_t prod =
                         ((int32_t)a[c * s1[3]] + p->input1_offset) * ((int32_t)b[c * s2[3]] + p->input2_offset);
-                    const int32_t q =
-                        mcu_requantize_round(prod, p->output_multiplier, p->output_shift) + p->output_offset;
+                    const int32_t r = mcu_requantize_round(prod, p->output_multiplier, p->output_shift);
+                    const int32_t q = mcu_add_offset(r, p->output_offset);
                     *out++ = (int8_t)mcu_clamp_i32(q, p->act_min, p->act_max);
                 }
             }

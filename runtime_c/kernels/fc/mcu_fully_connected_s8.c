@@ -37,7 +37,7 @@ mcu_status_t mcu_fully_connected_s8(const mcu_fc_params_t *params, const mcu_per
                 acc += ((int32_t)in[k] + in_off) * (int32_t)w[k];
             }
             w += k_len;
-            acc = mcu_requantize(acc, quant->multiplier[o], quant->shift[o]) + p->output_offset;
+            acc = mcu_add_offset(mcu_requantize(acc, quant->multiplier[o], quant->shift[o]), p->output_offset);
             *out++ = (int8_t)mcu_clamp_i32(acc, p->act_min, p->act_max);
         }
     }

@@ -35,7 +35,7 @@ mcu_status_t mcu_matmul_s8(const mcu_matmul_params_t *params, const int8_t *lhs,
                 for (int32_t t = 0; t < k; ++t) {
                     acc += ((int32_t)a[i * k + t] + p->lhs_offset) * ((int32_t)bm[t * n + j] + p->rhs_offset);
                 }
-                acc = mcu_requantize(acc, p->output_multiplier, p->output_shift) + p->output_offset;
+                acc = mcu_add_offset(mcu_requantize(acc, p->output_multiplier, p->output_shift), p->output_offset);
                 *out++ = (int8_t)mcu_clamp_i32(acc, p->act_min, p->act_max);
             }
         }

@@ -54,7 +54,8 @@ mcu_status_t mcu_reduce_sum_s8(const mcu_reduce_params_t *params, const int8_t *
                         }
                     }
                     acc += p->input_offset * count;
-                    const int32_t q = mcu_requantize_round(acc, p->multiplier, p->shift) + p->output_offset;
+                    const int32_t r = mcu_requantize_round(acc, p->multiplier, p->shift);
+                    const int32_t q = mcu_add_offset(r, p->output_offset);
                     *out++ = (int8_t)mcu_clamp_i32(q, MCU_Q7_MIN, MCU_Q7_MAX);
                 }
             }

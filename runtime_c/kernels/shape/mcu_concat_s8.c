@@ -38,8 +38,9 @@ mcu_status_t mcu_concat_s8(const mcu_concat_params_t *params, const int8_t *cons
                 continue;
             }
             for (int32_t j = 0; j < size; ++j) {
-                const int32_t q = mcu_requantize_round((int32_t)in[j] + p->input_offset[i], p->multiplier[i],
-                                                       p->shift[i]) + p->output_offset;
+                const int32_t r = mcu_requantize_round((int32_t)in[j] + p->input_offset[i], p->multiplier[i],
+                                                       p->shift[i]);
+                const int32_t q = mcu_add_offset(r, p->output_offset);
                 out[j] = (int8_t)mcu_clamp_i32(q, MCU_Q7_MIN, MCU_Q7_MAX);
             }
         }

@@ -1,0 +1,172 @@
+"""Does a compiled model fit its board? Flash and RAM estimated after planning, before any C is built.
+
+- flash = weights + generated code + kernels + runtime core + startup/libc:
+  - weights: the constant arrays, exact (the manifest's weights_bytes);
+  - generated code: CALL_BYTES per kernel call plus its baked parameter struct (4 bytes per integer),
+    plus GENERATED_FIXED_BYTES (model_run_v, the I/O size tables);
+  - kernels and runtime core: CODE_BYTES, .text + .rodata of each source as arm-none-eabi-gcc 12.2 -O2
+    builds it on the board where it is largest, plus 25%; a source not in the table counts as
+    DEFAULT_CODE_BYTES (tests/test_boards_more.py checks the table against the compiler);
+  - startup/libc: STARTUP_FLASH_BYTES for the vector table, startup, test harness and libgcc helpers
+    (measured: about 2.5 KB on ARMv7-M, 3 KB on the Cortex-M0).
+- RAM = arena + inputs + outputs + stack (board.toml stack_bytes) + STARTUP_RAM_BYTES (the fault
+  handler's stack, the harness's statics, the 16-byte alignment of each I/O slot).
+- A model that does not fit raises BoardFitError naming the numbers and the boards it would fit
+  (the same estimate with each board's stack).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcu.boards import Board, list_boards
+from mcu.codegen.ir import Graph
+from mcu.errors import BoardFitError
+from mcu.paths import package_root
+
+CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> bytes of code and constants
+    "activation/mcu_lut_s8": 128,
+    "activation/mcu_softmax_s8": 384,
+    "conv/mcu_conv2d_1x1_s8_dsp": 2880,
+    "conv/mcu_conv2d_grouped_s8": 1664,
+    "conv/mcu_conv2d_s8": 1664,
+    "conv/mcu_conv2d_s8_dsp": 4224,
+    "conv/mcu_dwconv2d_s8": 1664,
+    "elementwise/mcu_add_broadcast_s8": 2432,
+    "elementwise/mcu_add_s8": 1728,
+    "elementwise/mcu_mul_s8": 1216,
+    "fallback/mcu_dequantize_s8_f32": 192,
+    "fallback/mcu_layer_norm_f32": 768,
+    "fallback/mcu_quantize_f32_s8": 384,
+    "fc/mcu_fully_connected_s8": 896,
+    "fc/mcu_fully_connected_s8_dsp": 2560,
+    "fc/mcu_matmul_s8": 1152,
+    "pool/mcu_avgpool2d_s8": 1024,
+    "pool/mcu_maxpool2d_s8": 832,
+    "reduce/mcu_reduce_sum_s8": 1280,
+    "shape/mcu_concat_s8": 960,
+    "shape/mcu_transpose_s8": 448,
+    "shape/mcu_upsample_nearest_s8": 384,
+}
+DEFAULT_CODE_BYTES = 4096
+CALL_BYTES = 64
+GENERATED_FIXED_BYTES = 256
+STARTUP_FLASH_BYTES = 4096
+STARTUP_RAM_BYTES = 512
+IO_SLOT_ALIGN = 16
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Estimated bytes per category; the flash_* fields sum to flash, the ram_* fields to ram."""
+
+    flash_weights: int
+    flash_generated: int
+    flash_kernels: int
+    flash_runtime: int
+    flash_startup: int
+    ram_arena: int
+    ram_inputs: int
+    ram_outputs: int
+    ram_stack: int
+    ram_startup: int
+
+    @property
+    def flash(self) -> int:
+        return self.flash_weights + self.flash_generated + self.flash_kernels + self.flash_runtime + self.flash_startup
+
+    @property
+    def ram(self) -> int:
+        return self.ram_arena + self.ram_inputs + self.ram_outputs + self.ram_stack + self.ram_startup
+
+    def fits(self, board: Board) -> bool:
+        return self.flash <= board.flash_size and self.ram <= board.ram_size
+
+    def flash_parts(self) -> str:
+        return _parts(("weights", self.flash_weights), ("generated code", self.flash_generated),
+                      ("kernels", self.flash_kernels), ("runtime", self.flash_runtime),
+                      ("startup/libc", self.flash_startup))
+
+    def ram_parts(self) -> str:
+        return _parts(("arena", self.ram_arena), ("inputs", self.ram_inputs), ("outputs", self.ram_outputs),
+                      ("stack", self.ram_stack), ("startup", self.ram_startup))
+
+
+def format_size(n: int) -> str:
+    """Bytes the way datasheets write them: 4 MB, 256 KB, 1,234 B."""
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20} MB"
+    if n >= 1 << 10 and n % (1 << 10) == 0:
+        return f"{n >> 10} KB"
+    return f"{n:,} B"
+
+
+def _parts(*items: tuple[str, int]) -> str:
+    return " + ".join(f"{label} {value:,}" for label, value in items if value)
+
+
+def _param_bytes(value) -> int:
+    if isinstance(value, dict):
+        return sum(_param_bytes(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return sum(_param_bytes(v) for v in value)
+    return 4
+
+
+def code_bytes(source: str) -> int:
+    """Estimated flash of one runtime source (kernel path, or core/<name>)."""
+    return CODE_BYTES.get(source, DEFAULT_CODE_BYTES)
+
+
+def estimate(graph: Graph, manifest: dict, board: Board) -> Footprint:
+    """The flash and RAM that graph (planned and emitted as manifest) needs on board."""
+    calls = [n for n in graph.nodes if n.op == "call"]
+    generated = GENERATED_FIXED_BYTES + sum(
+        CALL_BYTES + _param_bytes(n.attrs["params"]) + (8 if n.attrs.get("quant") else 0) for n in calls)
+    core = sorted(p.stem for p in (package_root("mcu.runtime_c") / "core").glob("*.c"))
+    return Footprint(
+        flash_weights=manifest["weights_bytes"],
+        flash_generated=generated,
+        flash_kernels=sum(code_bytes(k) for k in manifest["kernels"]),
+        flash_runtime=sum(code_bytes(f"core/{c}") for c in core),
+        flash_startup=STARTUP_FLASH_BYTES,
+        ram_arena=manifest["arena_bytes"],
+        ram_inputs=sum(_align(x["bytes"]) for x in manifest["inputs"]),
+        ram_outputs=sum(_align(x["bytes"]) for x in manifest["outputs"]),
+        ram_stack=board.stack_bytes,
+        ram_startup=STARTUP_RAM_BYTES,
+    )
+
+
+def _align(n: int) -> int:
+    return (n + IO_SLOT_ALIGN - 1) // IO_SLOT_ALIGN * IO_SLOT_ALIGN
+
+
+def check_fit(graph: Graph, manifest: dict, board: Board) -> Footprint:
+    """The footprint of the model on board; BoardFitError if it needs more flash or RAM than board has."""
+    need = estimate(graph, manifest, board)
+    if need.fits(board):
+        return need
+    others = [b for b in list_boards() if b.name != board.name]
+    fits = sorted((b for b in others if estimate(graph, manifest, b).fits(b)),
+                  key=lambda b: (b.flash_size + b.ram_size, not b.emulated, b.name))
+    core = board.cpu.replace("cortex-m", "Cortex-M")
+    lines = [f"the model does not fit {board.name} ({core}, {format_size(board.flash_size)} flash, "
+             f"{format_size(board.ram_size)} RAM):"]
+    for title, needed, capacity, parts in (("flash", need.flash, board.flash_size, need.flash_parts()),
+                                           ("RAM", need.ram, board.ram_size, need.ram_parts())):
+        verdict = f"{needed - capacity:,} B too many" if needed > capacity else "fits"
+        lines.append(f"  {title + ':':6} needs {needed:,} B of {capacity:,} B ({verdict}): {parts}")
+    options = []
+    if fits:
+        names = ", ".join(f"{b.name} ({format_size(b.flash_size)} flash, {format_size(b.ram_size)} RAM"
+                          f"{'' if b.emulated else ', build only'})" for b in fits[:4])
+        options.append(f"compile for a board with room for it: {names}")
+    else:
+        options.append("no known board fits it")
+    if need.flash > board.flash_size:
+        options.append("shrink the weights (fewer or narrower layers; int4 weights, planned, would halve them)")
+    if need.ram > board.ram_size:
+        options.append("shrink the arena and I/O (a smaller input, narrower early layers)")
+    lines.append("  to make it fit: " + "; or ".join(options))
+    raise BoardFitError("\n".join(lines), board=board.name, flash_needed=need.flash, flash_capacity=board.flash_size,
+                        ram_needed=need.ram, ram_capacity=board.ram_size, fits=tuple(b.name for b in fits))

@@ -1,0 +1,730 @@
+/* Inline helpers shared by the optimized kernel variants (*_fast.c, *_dsp.c, *_mve.c); not a public API.
+ *
+ *  - Argument checks identical to the portable kernels', so every variant fails the same way.
+ *  - Prepared requantization records (built at compile time by codegen/passes/select_kernels.py,
+ *    `rq_records`): per output channel c, rec[4c..4c+3] = {mult, sh, round_lo, round_hi}.
+ *      sh >= 0 ("fast"): out + output_offset = hi32(round + acc * mult) >> sh, where
+ *        round = 2^30 + 2^(31+sh) + output_offset * 2^(32+sh) - (acc < 0 ? 2^31 : 0).
+ *        This equals mcu_requantize(acc, mult, shift) + output_offset exactly for shift = -(sh+1) <= -1:
+ *        srdhm is floor((acc*mult + 2^30) / 2^31) (mult >= 0 never saturates), and the two roundings
+ *        nest into one floor; the 2^31 term turns round-half-up into mcu_rdbpot's half-away-from-zero.
+ *        When act_min >= output_offset the 2^31 term can only move values that clamp anyway, so the
+ *        kernels drop it then (mode "fast").
+ *      sh < 0 ("slow", shift >= 0 or a round that does not fit): round_lo holds the original shift and
+ *        the kernel calls mcu_requantize.
+ *  - DSP (SIMD32) intrinsics through arm_acle.h, with plain C stand-ins when the core lacks them, so a
+ *    _dsp kernel computes the same (slowly) anywhere. Helium comes from arm_mve.h only when present.
+ */
+#ifndef MCU_OPT_H
+#define MCU_OPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mcu/mcu_kernels.h"
+#include "mcu/mcu_quant.h"
+
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#include <arm_acle.h>
+#define MCU_HAVE_DSP 1
+#else
+#define MCU_HAVE_DSP 0
+#endif
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#include <arm_mve.h>
+#define MCU_HAVE_MVE 1
+#else
+#define MCU_HAVE_MVE 0
+#endif
+
+#if defined(__GNUC__)
+#define MCU_INLINE static inline __attribute__((always_inline))
+#else
+#define MCU_INLINE static inline
+#endif
+
+/* Most K = KH*KW*C_in an im2col variant accepts: its row scratch lives on the stack (see mcu_kernels.h). */
+#define MCU_OPT_MAX_K 1024
+
+/* ---- Argument checks (the portable kernels' rules) ------------------------------------------------ */
+
+MCU_INLINE int mcu_dims_ok(const mcu_dims_t *d)
+{
+    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
+}
+
+MCU_INLINE int mcu_io_offsets_ok(int32_t in_off, int32_t out_off, int32_t act_min, int32_t act_max)
+{
+    return in_off >= -127 && in_off <= 128 && out_off >= MCU_Q7_MIN && out_off <= MCU_Q7_MAX &&
+           act_min >= MCU_Q7_MIN && act_min <= act_max && act_max <= MCU_Q7_MAX;
+}
+
+/* Pointers and scalar parameters of a conv (the shape agreement is checked by the caller). */
+MCU_INLINE mcu_status_t mcu_conv_check(const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *q,
+                                       const void *input, const void *filter, const void *output)
+{
+    if (p == NULL || q == NULL || q->multiplier == NULL || q->shift == NULL || input == NULL || filter == NULL ||
+        output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    if (!mcu_dims_ok(&p->input) || !mcu_dims_ok(&p->filter) || !mcu_dims_ok(&p->output) || p->stride_h < 1 ||
+        p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 || p->pad_top < 0 || p->pad_left < 0 ||
+        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
+        return MCU_ERR_ARG;
+    }
+    return MCU_OK;
+}
+
+/* Add pointers and parameters (as the portable mcu_add_s8 checks them). */
+MCU_INLINE mcu_status_t mcu_add_check(const mcu_add_params_t *p, const void *input1, const void *input2,
+                                      const void *output)
+{
+    if (p == NULL || input1 == NULL || input2 == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    if (p->size < 1 || p->left_shift < 0 || p->left_shift > 23 || p->input1_offset < -127 ||
+        p->input1_offset > 128 || p->input2_offset < -127 || p->input2_offset > 128 ||
+        !mcu_io_offsets_ok(0, p->output_offset, p->act_min, p->act_max) || p->input1_multiplier < 0 ||
+        p->input2_multiplier < 0 || p->output_multiplier < 0 || p->input1_shift < -31 || p->input1_shift > 30 ||
+        p->input2_shift < -31 || p->input2_shift > 30 || p->output_shift < -31 || p->output_shift > 30) {
+        return MCU_ERR_ARG;
+    }
+    return MCU_OK;
+}
+
+/* Conv dims agreement (as the portable mcu_conv2d_s8 checks it). */
+MCU_INLINE int mcu_conv_shapes_ok(const mcu_conv2d_params_t *p)
+{
+    return p->output.n == p->input.n && p->filter.c == p->input.c && p->output.c == p->filter.n;
+}
+
+/* A 3x3 depthwise conv with channel multiplier 1. */
+MCU_INLINE int mcu_dw3x3_shapes_ok(const mcu_conv2d_params_t *p)
+{
+    return p->output.n == p->input.n && p->filter.n == 1 && p->filter.c == p->output.c &&
+           p->output.c == p->input.c && p->filter.h == 3 && p->filter.w == 3;
+}
+
+/* FC pointers and scalar parameters. */
+MCU_INLINE mcu_status_t mcu_fc_check(const mcu_fc_params_t *p, const mcu_per_channel_quant_t *q, const void *input,
+                                     const void *weights, const void *output)
+{
+    if (p == NULL || q == NULL || q->multiplier == NULL || q->shift == NULL || input == NULL || weights == NULL ||
+        output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    if (p->batches < 1 || p->in_features < 1 || p->out_features < 1 ||
+        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
+        return MCU_ERR_ARG;
+    }
+    return MCU_OK;
+}
+
+/* Taps t in [*lo, *hi) of a `taps`-long window at `base` with step `dil` such that 0 <= base + t*dil < size. */
+MCU_INLINE void mcu_tap_range(int32_t base, int32_t dil, int32_t taps, int32_t size, int32_t *lo, int32_t *hi)
+{
+    const int32_t first = base < 0 ? (dil - 1 - base) / dil : 0;
+    int32_t end = size > base ? (size - base + dil - 1) / dil : 0;
+    end = end < taps ? end : taps;
+    *lo = first < end ? first : end;
+    *hi = end;
+}
+
+/* Per-channel quant in the portable form: multiplier >= 0, shift in [-31, 30]. */
+MCU_INLINE mcu_status_t mcu_quant_check(const mcu_per_channel_quant_t *q, int32_t channels)
+{
+    for (int32_t c = 0; c < channels; ++c) {
+        if (q->multiplier[c] < 0 || q->shift[c] < -31 || q->shift[c] > 30) {
+            return MCU_ERR_ARG;
+        }
+    }
+    return MCU_OK;
+}
+
+/* Prepared records (quant->multiplier): multiplier >= 0, sh <= 30, a slow channel's shift in [-31, 30]. */
+MCU_INLINE mcu_status_t mcu_records_check(const int32_t *rec, int32_t channels)
+{
+    for (int32_t c = 0; c < channels; ++c, rec += 4) {
+        if (rec[0] < 0 || rec[1] > 30 || (rec[1] < 0 && (rec[2] < -31 || rec[2] > 30))) {
+            return MCU_ERR_ARG;
+        }
+    }
+    return MCU_OK;
+}
+
+/* ---- Requantization from prepared records ------------------------------------------------------------ */
+
+/* The record of one multiplier/shift at run time (codegen's rq_records builds them at compile time). */
+MCU_INLINE void mcu_rq_record(int32_t mult, int32_t shift, int32_t out_off, int32_t rec[4])
+{
+    const int32_t e = -shift;
+    rec[0] = mult;
+    if (e >= 1 && e <= 24) {
+        const int64_t round = ((int64_t)1 << 30) + ((int64_t)1 << (30 + e)) + (int64_t)out_off * ((int64_t)1 << (31 + e));
+        rec[1] = e - 1;
+        rec[2] = (int32_t)(uint32_t)(uint64_t)round;
+        rec[3] = (int32_t)(round >> 32);
+    } else {
+        rec[1] = -1;
+        rec[2] = shift;
+        rec[3] = 0;
+    }
+}
+
+typedef struct {
+    int32_t act_min, act_max, output_offset;
+    int records_fast; /* every channel's record is fast (sh >= 0) */
+    int fast;         /* records_fast, act_min >= output_offset and the clamp is the int8 range */
+} mcu_rq_mode_t;
+
+MCU_INLINE mcu_rq_mode_t mcu_rq_mode(const int32_t *rec, int32_t channels, int32_t out_off, int32_t act_min,
+                                     int32_t act_max)
+{
+    mcu_rq_mode_t m = {act_min, act_max, out_off, 1, 0};
+    for (int32_t c = 0; c < channels && m.records_fast; ++c) {
+        m.records_fast = rec[4 * c + 1] >= 0;
+    }
+    m.fast = m.records_fast && act_min == MCU_Q7_MIN && act_max == MCU_Q7_MAX && act_min >= out_off;
+    return m;
+}
+
+MCU_INLINE int32_t mcu_sat8(int32_t x)
+{
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+    return __builtin_arm_ssat(x, 8);
+#else
+    return mcu_clamp_i32(x, MCU_Q7_MIN, MCU_Q7_MAX);
+#endif
+}
+
+/* hi32(round + acc * mult) >> sh for a fast channel; `fix` applies the negative-acc term. */
+MCU_INLINE int32_t mcu_rq_fast(int32_t acc, const int32_t *rec, int fix)
+{
+    uint64_t round = ((uint64_t)(uint32_t)rec[3] << 32) | (uint32_t)rec[2];
+    if (fix) {
+        round -= (uint32_t)acc & 0x80000000u;
+    }
+    const uint64_t v = round + (uint64_t)((int64_t)acc * rec[0]);
+    return (int32_t)(uint32_t)(v >> 32) >> rec[1];
+}
+
+/* The int8 output of accumulator acc for the channel of record rec. */
+MCU_INLINE int8_t mcu_rq_out(int32_t acc, const int32_t *rec, const mcu_rq_mode_t *m, const int fast)
+{
+    if (fast) {
+        return (int8_t)mcu_sat8(mcu_rq_fast(acc, rec, 0));
+    }
+    int32_t y;
+    if (rec[1] >= 0) {
+        y = mcu_rq_fast(acc, rec, m->act_min < m->output_offset);
+    } else {
+        y = mcu_requantize(acc, rec[0], rec[2]) + m->output_offset;
+    }
+    return (int8_t)mcu_clamp_i32(y, m->act_min, m->act_max);
+}
+
+/* ---- Word access ----------------------------------------------------------------------------------------- */
+
+MCU_INLINE uint32_t mcu_read_u32(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The first n (< 4) bytes at p as a word, the rest zero; never reads past p + n. */
+MCU_INLINE uint32_t mcu_read_tail(const int8_t *p, int32_t n)
+{
+    uint32_t v = 0;
+    memcpy(&v, p, (size_t)n);
+    return v;
+}
+
+/* An empty asm that claims to change v: keeps GCC from turning a short copy/fill loop into a libc call
+ * (newlib-nano's memcpy/memset copy a byte at a time). */
+#if defined(__GNUC__)
+#define MCU_OPAQUE(v) __asm__("" : "+r"(v))
+#else
+#define MCU_OPAQUE(v) ((void)0)
+#endif
+
+/* dst[0..n) = src[0..n) (no overlap). */
+MCU_INLINE void mcu_copy_s8(int8_t *dst, const int8_t *src, int32_t n)
+{
+#if MCU_HAVE_MVE
+    for (; n > 0; n -= 16, src += 16, dst += 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)n);
+        vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);
+    }
+#else
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint32_t v = mcu_read_u32(src + i);
+        MCU_OPAQUE(v);
+        memcpy(dst + i, &v, sizeof v);
+    }
+    for (; i < n; ++i) {
+        int32_t v = src[i];
+        MCU_OPAQUE(v);
+        dst[i] = (int8_t)v;
+    }
+#endif
+}
+
+/* dst[0..n) = value. */
+MCU_INLINE void mcu_fill_s8(int8_t *dst, int8_t value, int32_t n)
+{
+#if MCU_HAVE_MVE
+    const int8x16_t v = vdupq_n_s8(value);
+    for (; n > 0; n -= 16, dst += 16) {
+        vstrbq_p_s8(dst, v, vctp8q((uint32_t)n));
+    }
+#else
+    uint32_t v = (uint32_t)(uint8_t)value * 0x01010101u;
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        MCU_OPAQUE(v);
+        memcpy(dst + i, &v, sizeof v);
+    }
+    for (; i < n; ++i) {
+        MCU_OPAQUE(v);
+        dst[i] = (int8_t)v;
+    }
+#endif
+}
+
+/* dst[0..n) = 0 for an aligned word buffer. */
+MCU_INLINE void mcu_zero_u32(uint32_t *dst, int32_t n)
+{
+    uint32_t zero = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        MCU_OPAQUE(zero);
+        dst[i] = zero;
+    }
+}
+
+/* The int8 window of output pixel (y, x) of image in_n, taps in OHWI order, padding as zero_point; row ky
+ * (kw * c_in values) starts at win + ky * row_stride. */
+MCU_INLINE void mcu_im2col_rows_s8(const mcu_conv2d_params_t *p, const int8_t *in_n, int32_t y, int32_t x,
+                                   int8_t zero_point, int32_t row_stride, int8_t *win)
+{
+    const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c, kh = p->filter.h, kw = p->filter.w;
+    const int32_t base_y = y * p->stride_h - p->pad_top, base_x = x * p->stride_w - p->pad_left;
+    int32_t kx0, kx1;
+    mcu_tap_range(base_x, p->dilation_w, kw, in_w, &kx0, &kx1);
+    for (int32_t ky = 0; ky < kh; ++ky, win += row_stride) {
+        const int32_t iy = base_y + ky * p->dilation_h;
+        const int inside = iy >= 0 && iy < in_h;
+        const int32_t lo = inside ? kx0 : kw, hi = inside ? kx1 : kw;
+        const int32_t first = (iy * in_w + base_x + lo * p->dilation_w) * c_in; /* tap lo, if any */
+        mcu_fill_s8(win, zero_point, lo * c_in);
+        if (p->dilation_w == 1 && hi > lo) {
+            mcu_copy_s8(win + lo * c_in, in_n + first, (hi - lo) * c_in);
+        } else {
+            for (int32_t kx = lo; kx < hi; ++kx) {
+                mcu_copy_s8(win + kx * c_in, in_n + first + (kx - lo) * p->dilation_w * c_in, c_in);
+            }
+        }
+        mcu_fill_s8(win + hi * c_in, zero_point, (kw - hi) * c_in);
+    }
+}
+
+/* The window packed densely (rows of kw * c_in). */
+MCU_INLINE void mcu_im2col_s8(const mcu_conv2d_params_t *p, const int8_t *in_n, int32_t y, int32_t x,
+                              int8_t zero_point, int8_t *win)
+{
+    mcu_im2col_rows_s8(p, in_n, y, x, zero_point, p->filter.w * p->input.c, win);
+}
+
+/* ---- SIMD32 (DSP extension) with C stand-ins ------------------------------------------------------------ */
+
+MCU_INLINE uint32_t mcu_ror8(uint32_t x)
+{
+    return (x >> 8) | (x << 24);
+}
+
+#if MCU_HAVE_DSP
+#define mcu_sxtab16(a, x) ((uint32_t)__sxtab16((int16x2_t)(a), (int8x4_t)(x)))
+#define mcu_smlad(x, y, acc) __smlad((int16x2_t)(x), (int16x2_t)(y), (acc))
+#define mcu_smlabb(x, y, acc) __smlabb((int32_t)(x), (int32_t)(y), (acc))
+#define mcu_smlatt(x, y, acc) __smlatt((int32_t)(x), (int32_t)(y), (acc))
+#else
+MCU_INLINE int32_t mcu_lo16(uint32_t x)
+{
+    return (int32_t)(int16_t)(uint16_t)(x & 0xFFFFu);
+}
+
+MCU_INLINE int32_t mcu_hi16(uint32_t x)
+{
+    return (int32_t)(int16_t)(uint16_t)(x >> 16);
+}
+
+/* (lo16(a) + sext(byte0 x), hi16(a) + sext(byte2 x)), each halfword wrapping. */
+MCU_INLINE uint32_t mcu_sxtab16(uint32_t a, uint32_t x)
+{
+    const uint32_t lo = (uint32_t)(mcu_lo16(a) + (int8_t)(uint8_t)(x & 0xFFu)) & 0xFFFFu;
+    const uint32_t hi = (uint32_t)(mcu_hi16(a) + (int8_t)(uint8_t)((x >> 16) & 0xFFu)) & 0xFFFFu;
+    return lo | (hi << 16);
+}
+
+/* acc + lo*lo + hi*hi, wrapping like SMLAD. */
+MCU_INLINE int32_t mcu_smlad(uint32_t x, uint32_t y, int32_t acc)
+{
+    const uint32_t s = (uint32_t)(mcu_lo16(x) * mcu_lo16(y)) + (uint32_t)(mcu_hi16(x) * mcu_hi16(y));
+    return (int32_t)((uint32_t)acc + s);
+}
+
+MCU_INLINE int32_t mcu_smlabb(uint32_t x, uint32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_lo16(x) * mcu_lo16(y)));
+}
+
+MCU_INLINE int32_t mcu_smlatt(uint32_t x, uint32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_hi16(x) * mcu_hi16(y)));
+}
+#endif
+
+/* GCC's Cortex-M tuning never forms LDM/LDRD or SXTAB16 with rotation, which halve the hot loops' instruction
+ * counts; those loops are inline assembly on Thumb-2 cores with the DSP extension, C elsewhere. */
+#if MCU_HAVE_DSP && defined(__GNUC__) && defined(__thumb2__)
+#define MCU_DSP_ASM 1
+#else
+#define MCU_DSP_ASM 0
+#endif
+
+/* dst (words) = the n int8 at src plus off, as int16 pairs in SXTB16 order: each group of 4 values
+ * x0..x3 becomes the words (x0, x2), (x1, x3). A tail group reads only the bytes that exist; its
+ * padding lanes hold off (the packed weights are zero there). src may be unaligned, dst is not. */
+MCU_INLINE void mcu_dsp_expand(const int8_t *src, int32_t n, int32_t off, uint32_t *dst)
+{
+    const uint32_t off2 = ((uint32_t)off & 0xFFFFu) * 0x00010001u;
+    int32_t i = 0;
+#if MCU_DSP_ASM
+    int32_t pairs = n >> 3;
+    if (pairs > 0) {
+        __asm__ volatile(
+            "1:\n\t"
+            "ldr r4, [%[src]], #4\n\t"
+            "ldr r6, [%[src]], #4\n\t"
+            "sxtab16 r5, %[off2], r4, ror #8\n\t"
+            "sxtab16 r4, %[off2], r4\n\t"
+            "sxtab16 r7, %[off2], r6, ror #8\n\t"
+            "sxtab16 r6, %[off2], r6\n\t"
+            "stmia %[dst]!, {r4, r5, r6, r7}\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b\n\t"
+            : [src] "+r"(src), [dst] "+r"(dst), [n] "+r"(pairs)
+            : [off2] "r"(off2)
+            : "r4", "r5", "r6", "r7", "cc", "memory");
+        i = n & ~7;
+        src -= i;
+    }
+#endif
+    for (; i + 4 <= n; i += 4) {
+        const uint32_t v = mcu_read_u32(src + i);
+        *dst++ = mcu_sxtab16(off2, v);
+        *dst++ = mcu_sxtab16(off2, mcu_ror8(v));
+    }
+    if (i < n) {
+        const uint32_t v = mcu_read_tail(src + i, n - i);
+        dst[0] = mcu_sxtab16(off2, v);
+        dst[1] = mcu_sxtab16(off2, mcu_ror8(v));
+    }
+}
+
+/* What one 1x4 block reads besides x and w: the quad's bias and records, and where its 4 outputs go. */
+typedef struct {
+    const int32_t *bias;
+    const int32_t *rec;
+    int8_t *out;
+    int32_t *acc; /* where mcu_dsp_dot_1x4 leaves the accumulators */
+} mcu_dsp_quad_t;
+
+#if MCU_DSP_ASM
+/* Accumulators r8-r11 (channel 0..3), x words r12/lr, weight words r4-r7; %[n] = groups, %[q] the quad. */
+#define MCU_DSP_GROUP                                                                                      \
+    "ldrd r12, lr, [%[x]], #8\n\t"                                                                         \
+    "ldmia %[w]!, {r4, r5, r6, r7}\n\t"                                                                    \
+    "smlad r8, r12, r4, r8\n\t"                                                                            \
+    "smlad r8, lr, r5, r8\n\t"                                                                             \
+    "smlad r9, r12, r6, r9\n\t"                                                                            \
+    "smlad r9, lr, r7, r9\n\t"                                                                             \
+    "ldmia %[w]!, {r4, r5, r6, r7}\n\t"                                                                    \
+    "smlad r10, r12, r4, r10\n\t"                                                                          \
+    "smlad r10, lr, r5, r10\n\t"                                                                           \
+    "smlad r11, r12, r6, r11\n\t"                                                                          \
+    "smlad r11, lr, r7, r11\n\t"
+#define MCU_DSP_DOT                                                                                        \
+    "ldr r12, [%[q]]\n\t"                                                                                  \
+    "ldm r12, {r8, r9, r10, r11}\n\t"                                                                      \
+    "lsrs %[n], %[n], #1\n\t" /* n = pairs of groups; carry = an odd group, done first */                  \
+    "bcc 2f\n\t" MCU_DSP_GROUP "2:\n\t"                                                                    \
+    "cbz %[n], 3f\n"                                                                                       \
+    "1:\n\t" MCU_DSP_GROUP MCU_DSP_GROUP "subs %[n], %[n], #1\n\t"                                         \
+    "bne 1b\n"                                                                                             \
+    "3:\n\t"
+/* out = ssat8(hi32(round + acc * mult) >> sh) with record {mult r4, sh r5, round r6:r7}; FIX subtracts
+ * 2^31 from round when acc < 0 (using %[x] as scratch). */
+#define MCU_DSP_RQ(acc, FIX)                                                                               \
+    "ldmia r12!, {r4, r5, r6, r7}\n\t" FIX(acc) "smlal r6, r7, " acc ", r4\n\t"                            \
+    "asr r7, r7, r5\n\t"                                                                                   \
+    "ssat r7, #8, r7\n\t"                                                                                  \
+    "strb r7, [lr], #1\n\t"
+#define MCU_DSP_NOFIX(acc) ""
+#define MCU_DSP_FIX(acc)                                                                                   \
+    "and %[x], " acc ", #0x80000000\n\t"                                                                   \
+    "subs r6, r6, %[x]\n\t"                                                                                \
+    "sbc r7, r7, #0\n\t"
+#define MCU_DSP_QUAD_RQ(FIX)                                                                               \
+    MCU_DSP_DOT "ldr r12, [%[q], #4]\n\t"                                                                  \
+    "ldr lr, [%[q], #8]\n\t" MCU_DSP_RQ("r8", FIX) MCU_DSP_RQ("r9", FIX) MCU_DSP_RQ("r10", FIX)          \
+        MCU_DSP_RQ("r11", FIX)
+/* The fast-mode requantization of four accumulators, records at %[rec], outputs to %[out] (both advance). */
+#define MCU_DSP_RQ1(acc)                                                                                   \
+    "ldmia %[rec]!, {r4, r5, r6, r7}\n\t"                                                                  \
+    "smlal r6, r7, " acc ", r4\n\t"                                                                        \
+    "asr r7, r7, r5\n\t"                                                                                   \
+    "ssat r7, #8, r7\n\t"                                                                                  \
+    "strb r7, [%[out]], #1\n\t"
+#define MCU_DSP_RQ4(a, b, c, d) MCU_DSP_RQ1(a) MCU_DSP_RQ1(b) MCU_DSP_RQ1(c) MCU_DSP_RQ1(d)
+#define MCU_DSP_CLOBBERS "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory"
+#endif
+
+/* acc[j] = bias[j] + dot(x, w_j), j = 0..3, over `groups` groups of 4 int16 (two words each); w holds the
+ * four channels interleaved per group: x words (a, b) meet w words (c0a, c0b, c1a, c1b, c2a, ...).
+ * Returns w advanced past the quad. */
+MCU_INLINE const int8_t *mcu_dsp_dot_1x4(const uint32_t *x, const int8_t *w, int32_t groups, const int32_t *bias,
+                                         int32_t acc[4])
+{
+#if MCU_DSP_ASM
+    const mcu_dsp_quad_t q = {bias, NULL, NULL, acc};
+    int32_t n = groups;
+    __asm__ volatile(MCU_DSP_DOT "ldr r12, [%[q], #12]\n\t"
+                                 "stm r12, {r8, r9, r10, r11}\n\t"
+                     : [x] "+r"(x), [w] "+r"(w), [n] "+l"(n)
+                     : [q] "r"(&q)
+                     : MCU_DSP_CLOBBERS);
+#else
+    int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3];
+    for (int32_t g = 0; g < groups; ++g, x += 2, w += 32) {
+        a0 = mcu_smlad(x[0], mcu_read_u32(w), a0);
+        a0 = mcu_smlad(x[1], mcu_read_u32(w + 4), a0);
+        a1 = mcu_smlad(x[0], mcu_read_u32(w + 8), a1);
+        a1 = mcu_smlad(x[1], mcu_read_u32(w + 12), a1);
+        a2 = mcu_smlad(x[0], mcu_read_u32(w + 16), a2);
+        a2 = mcu_smlad(x[1], mcu_read_u32(w + 20), a2);
+        a3 = mcu_smlad(x[0], mcu_read_u32(w + 24), a3);
+        a3 = mcu_smlad(x[1], mcu_read_u32(w + 28), a3);
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+#endif
+    return w;
+}
+
+/* Depthwise 3x3, 4 channels: acc[j] = bias[j] + sum_t (x_t[j] + off) * w_t[j], where x_t is the word at
+ * p + toff[t] (4 int8 channels) and w holds per tap the int16 words (w0, w2), (w1, w3). */
+MCU_INLINE void mcu_dsp_dw_taps(const int8_t *p, const int32_t toff[9], const int8_t *w, uint32_t off2,
+                                const int32_t *bias, int32_t acc[4])
+{
+#if MCU_DSP_ASM
+    /* accumulators r8-r11 (channels 0..3), x word r4 -> (x0, x2) r4 and (x1, x3) r5, weights r6/r7 */
+#define MCU_DSP_DW_TAP(i)                                                                                  \
+    "ldr r4, [%[t], #" #i "]\n\t"                                                                          \
+    "ldr r4, [%[p], r4]\n\t"                                                                               \
+    "ldrd r6, r7, [%[w]], #8\n\t"                                                                          \
+    "sxtab16 r5, %[off2], r4, ror #8\n\t"                                                                  \
+    "sxtab16 r4, %[off2], r4\n\t"                                                                          \
+    "smlabb r8, r4, r6, r8\n\t"                                                                            \
+    "smlatt r10, r4, r6, r10\n\t"                                                                          \
+    "smlabb r9, r5, r7, r9\n\t"                                                                            \
+    "smlatt r11, r5, r7, r11\n\t"
+    __asm__ volatile("ldm %[b], {r8, r9, r10, r11}\n\t" MCU_DSP_DW_TAP(0) MCU_DSP_DW_TAP(4) MCU_DSP_DW_TAP(8)
+                         MCU_DSP_DW_TAP(12) MCU_DSP_DW_TAP(16) MCU_DSP_DW_TAP(20) MCU_DSP_DW_TAP(24)
+                             MCU_DSP_DW_TAP(28) MCU_DSP_DW_TAP(32) "stm %[acc], {r8, r9, r10, r11}\n\t"
+                     : [w] "+r"(w)
+                     : [p] "r"(p), [t] "r"(toff), [off2] "r"(off2), [b] "r"(bias), [acc] "r"(acc)
+                     : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "memory");
+#undef MCU_DSP_DW_TAP
+#else
+    int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3];
+    for (int32_t t = 0; t < 9; ++t, w += 8) {
+        const uint32_t v = mcu_read_u32(p + toff[t]);
+        const uint32_t e = mcu_sxtab16(off2, v), o = mcu_sxtab16(off2, mcu_ror8(v));
+        const uint32_t we = mcu_read_u32(w), wo = mcu_read_u32(w + 4);
+        a0 = mcu_smlabb(e, we, a0);
+        a2 = mcu_smlatt(e, we, a2);
+        a1 = mcu_smlabb(o, wo, a1);
+        a3 = mcu_smlatt(o, wo, a3);
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+#endif
+}
+
+/* out[j] = requantized acc[j] for j = 0..3 with records rec (4 channels). */
+MCU_INLINE void mcu_dsp_rq4(const int32_t acc[4], const int32_t *rec, const mcu_rq_mode_t *m, int8_t *out)
+{
+#if MCU_DSP_ASM
+    if (m->fast) {
+        __asm__ volatile("ldm %[acc], {r8, r9, r10, r11}\n\t" MCU_DSP_RQ4("r8", "r9", "r10", "r11")
+                         : [rec] "+r"(rec), [out] "+r"(out)
+                         : [acc] "r"(acc)
+                         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "memory");
+        return;
+    }
+#endif
+    for (int32_t j = 0; j < 4; ++j) {
+        out[j] = mcu_rq_out(acc[j], rec + 4 * j, m, 0);
+    }
+}
+
+/* One output row of a GEMM: out[c] = rq(bias[c] + dot(x, w_c)) for c < c_out, with x an expanded row of
+ * `groups` groups, w packed per 4 channels (c_out rounded up to 4, zero rows), bias and records padded
+ * likewise. Whole quads in the fast modes run entirely in assembly. */
+MCU_INLINE void mcu_dsp_gemm_row(const uint32_t *x, int32_t groups, const int8_t *w, const int32_t *bias,
+                                 const int32_t *rec, int32_t c_out, const mcu_rq_mode_t *m, int8_t *out)
+{
+    int32_t c = 0;
+#if MCU_DSP_ASM
+    const int all_fast = m->fast || (m->act_min == MCU_Q7_MIN && m->act_max == MCU_Q7_MAX && m->records_fast);
+    for (; all_fast && c + 4 <= c_out; c += 4, bias += 4, rec += 16) {
+        const mcu_dsp_quad_t q = {bias, rec, out + c, NULL};
+        const uint32_t *xp = x;
+        int32_t n = groups;
+        if (m->fast) {
+            __asm__ volatile(MCU_DSP_QUAD_RQ(MCU_DSP_NOFIX)
+                             : [x] "+r"(xp), [w] "+r"(w), [n] "+l"(n)
+                             : [q] "r"(&q)
+                             : MCU_DSP_CLOBBERS);
+        } else {
+            __asm__ volatile(MCU_DSP_QUAD_RQ(MCU_DSP_FIX)
+                             : [x] "+r"(xp), [w] "+r"(w), [n] "+l"(n)
+                             : [q] "r"(&q)
+                             : MCU_DSP_CLOBBERS);
+        }
+    }
+#endif
+    for (; c < c_out; c += 4, bias += 4, rec += 16) {
+        int32_t acc[4];
+        w = mcu_dsp_dot_1x4(x, w, groups, bias, acc);
+        const int32_t n = c_out - c < 4 ? c_out - c : 4;
+        for (int32_t j = 0; j < n; ++j) {
+            out[c + j] = mcu_rq_out(acc[j], rec + 4 * j, m, 0);
+        }
+    }
+}
+
+/* ---- Scalar GEMM row (the _fast variants) ------------------------------------------------------------ */
+
+/* out[c] = rq(bias[c] + sum_k x[k] * w[c][k]) for c < c_out: x an int8 row of k values (the offset is in
+ * the folded bias), w packed per 4 channels as [k][4], c_out padded to 4 (zero rows, padded bias/records). */
+MCU_INLINE void mcu_fast_gemm_row(const int8_t *x, int32_t k, const int8_t *w, const int32_t *bias,
+                                  const int32_t *rec, int32_t c_out, const mcu_rq_mode_t *m, int8_t *out)
+{
+    for (int32_t c = 0; c < c_out; c += 4, bias += 4, rec += 16) {
+        /* uint32 sums: the kernels' int32 accumulation wraps like the folded bias does */
+        uint32_t a0 = (uint32_t)bias[0], a1 = (uint32_t)bias[1], a2 = (uint32_t)bias[2], a3 = (uint32_t)bias[3];
+        const int8_t *xp = x;
+        int32_t i = k;
+        for (; i >= 2; i -= 2, xp += 2, w += 8) {
+            const int32_t x0 = xp[0], x1 = xp[1];
+            a0 += (uint32_t)(x0 * w[0]) + (uint32_t)(x1 * w[4]);
+            a1 += (uint32_t)(x0 * w[1]) + (uint32_t)(x1 * w[5]);
+            a2 += (uint32_t)(x0 * w[2]) + (uint32_t)(x1 * w[6]);
+            a3 += (uint32_t)(x0 * w[3]) + (uint32_t)(x1 * w[7]);
+        }
+        if (i) {
+            const int32_t x0 = xp[0];
+            a0 += (uint32_t)(x0 * w[0]);
+            a1 += (uint32_t)(x0 * w[1]);
+            a2 += (uint32_t)(x0 * w[2]);
+            a3 += (uint32_t)(x0 * w[3]);
+            w += 4;
+        }
+        const int32_t acc[4] = {(int32_t)a0, (int32_t)a1, (int32_t)a2, (int32_t)a3};
+        const int32_t n = c_out - c < 4 ? c_out - c : 4;
+        if (m->fast && n == 4) {
+            out[c] = mcu_rq_out(acc[0], rec, m, 1);
+            out[c + 1] = mcu_rq_out(acc[1], rec + 4, m, 1);
+            out[c + 2] = mcu_rq_out(acc[2], rec + 8, m, 1);
+            out[c + 3] = mcu_rq_out(acc[3], rec + 12, m, 1);
+        } else {
+            for (int32_t j = 0; j < n; ++j) {
+                out[c + j] = mcu_rq_out(acc[j], rec + 4 * j, m, 0);
+            }
+        }
+    }
+}
+
+/* ---- Helium GEMM row (the _mve variants) ------------------------------------------------------------- */
+
+#if MCU_HAVE_MVE
+/* mcu_requantize on 4 lanes, exactly: VQRDMULH is srdhm (mult >= 0 never saturates), and subtracting 1
+ * from negative values before the rounding shift turns round-half-up into half-away-from-zero. */
+MCU_INLINE int32x4_t mcu_mve_requantize(int32x4_t acc, int32x4_t mult, int32x4_t shift)
+{
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t right = vminq_s32(shift, zero); /* -(right shift) */
+    int32x4_t x = vqrdmulhq_s32(vqshlq_s32(acc, vmaxq_s32(shift, zero)), mult);
+    x = vqaddq_s32(x, vshrq_n_s32(vandq_s32(x, right), 31));
+    return vrshlq_s32(x, right);
+}
+
+/* out[c] = clamp(requantize(bias[c] + dot(x, w_c)) + zo) for c < c_out, where x is `rows` segments of `seg`
+ * int8 values (offset folded into bias), segment r at x + r * stride. w is packed per 4 channels as
+ * [rows][seg16 / 16][4][16] (seg16 = seg rounded up to 16, zero taps); bias, mult and shift are padded to 4
+ * channels. A segment's last partial chunk is a predicated load, so nothing past seg is read. */
+MCU_INLINE void mcu_mve_gemm_rows(const int8_t *x, int32_t stride, int32_t rows, int32_t seg, const int8_t *w,
+                                  const int32_t *bias, const int32_t *mult, const int32_t *shift, int32_t c_out,
+                                  int32_t zo, int32_t act_min, int32_t act_max, int8_t *out)
+{
+    const int32_t full = seg >> 4, tail = seg & 15;
+    const mve_pred16_t tail_p = vctp8q((uint32_t)tail);
+    const int32x4_t vmin = vdupq_n_s32(act_min), vmax = vdupq_n_s32(act_max);
+    for (int32_t c = 0; c < c_out; c += 4) {
+        int32_t a0 = bias[c], a1 = bias[c + 1], a2 = bias[c + 2], a3 = bias[c + 3];
+        const int8_t *xr = x;
+        for (int32_t r = 0; r < rows; ++r, xr += stride) {
+            const int8_t *xp = xr;
+            for (int32_t i = full; i > 0; --i) {
+                const int8x16_t xv = vldrbq_s8(xp);
+                xp += 16;
+                a0 = vmladavaq_s8(a0, xv, vldrbq_s8(w));
+                a1 = vmladavaq_s8(a1, xv, vldrbq_s8(w + 16));
+                a2 = vmladavaq_s8(a2, xv, vldrbq_s8(w + 32));
+                a3 = vmladavaq_s8(a3, xv, vldrbq_s8(w + 48));
+                w += 64;
+            }
+            if (tail) {
+                const int8x16_t xv = vldrbq_z_s8(xp, tail_p);
+                a0 = vmladavaq_s8(a0, xv, vldrbq_s8(w));
+                a1 = vmladavaq_s8(a1, xv, vldrbq_s8(w + 16));
+                a2 = vmladavaq_s8(a2, xv, vldrbq_s8(w + 32));
+                a3 = vmladavaq_s8(a3, xv, vldrbq_s8(w + 48));
+                w += 64;
+            }
+        }
+        int32x4_t acc = vdupq_n_s32(a0);
+        acc = vsetq_lane_s32(a1, acc, 1);
+        acc = vsetq_lane_s32(a2, acc, 2);
+        acc = vsetq_lane_s32(a3, acc, 3);
+        int32x4_t y = mcu_mve_requantize(acc, vldrwq_s32(mult + c), vldrwq_s32(shift + c));
+        y = vminq_s32(vmaxq_s32(vaddq_n_s32(y, zo), vmin), vmax);
+        if (c + 4 <= c_out) {
+            vstrbq_s32(out + c, y);
+        } else {
+            vstrbq_p_s32(out + c, y, vctp32q((uint32_t)(c_out - c)));
+        }
+    }
+}
+#endif
+
+#endif /* MCU_OPT_H */

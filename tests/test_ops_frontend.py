@@ -1,0 +1,265 @@
+"""Op breadth through the front end and the passes: each op's export, quantizer annotation, IR mapping,
+layout (NHWC) handling and lowering, checked op by op on small models (no QEMU)."""
+import numpy as np
+import pytest
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+import mcu
+from mcu.cli import main as cli_main
+from mcu.codegen.frontend import QuantizationError, import_quantized
+from mcu.codegen.ir import verify
+from mcu.codegen.passes.canonicalize import LoweringError
+from mcu.codegen.pipeline import PASSES
+from mcu.export import SUPPORTED_OPS, UnsupportedOpError, export
+from mcu.quantize import quantize
+from tests.opmodels import Fn, make
+
+aten = torch.ops.aten
+
+
+def _import(model, *shapes):
+    example = tuple(torch.randn(s) for s in shapes)
+    return import_quantized(quantize(export(model.eval(), example), example))
+
+
+def _lower(model, *shapes):
+    g = _import(model, *shapes)
+    for p in PASSES:
+        g = verify(p(g))
+    return g
+
+
+def _calls(g):
+    """The portable kernel of every call (select_kernels may have picked a faster variant), or the op."""
+    return [n.attrs.get("twin", n.attrs["kernel"]) if n.op == "call" else n.op for n in g.nodes]
+
+
+def _compile(name, tmp_path):
+    model, example, calib = make(name)
+    return mcu.compile(model, example, calibration=calib, out_dir=tmp_path / name)
+
+
+# ---- export ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["cat", "mul", "sub", "sigmoid", "tanh", "hardswish", "hardsigmoid", "leaky_relu",
+                                "gelu", "clamp", "upsample_nearest2d", "sum", "conv1d", "max_pool1d", "avg_pool1d",
+                                "matmul", "bmm", "permute", "transpose", "layer_norm"])
+def test_new_ops_are_supported_at_export(op):
+    names = {str(o).split(".")[1] for o in SUPPORTED_OPS}
+    assert op in names
+
+
+def test_unsupported_op_still_named_with_alternative():
+    with pytest.raises(UnsupportedOpError, match="unsupported op 'log_softmax'.*use softmax instead"):
+        export(Fn(lambda x: torch.log_softmax(x, -1)), (torch.randn(2, 4),))
+
+
+# ---- quantizer and frontend -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn, scale, zp", [(torch.sigmoid, 1 / 256, -128), (torch.tanh, 1 / 128, 0)],
+                         ids=["sigmoid", "tanh"])
+def test_sigmoid_tanh_outputs_have_fixed_qparams(fn, scale, zp):
+    g = _import(Fn(fn), (1, 8))
+    (node,) = g.nodes
+    assert node.op == "lut" and node.attrs["fn"][0] == f"{fn.__name__}.default"
+    assert g.tensors[node.outputs[0]].qparams.scale == (scale,) and g.tensors[node.outputs[0]].qparams.zp == zp
+
+
+@pytest.mark.parametrize("fn, spec", [
+    (lambda x: F.leaky_relu(x, 0.2), ("leaky_relu.default", (..., 0.2), ())),
+    (lambda x: F.gelu(x, approximate="tanh"), ("gelu.default", (...,), (("approximate", "tanh"),))),
+    (lambda x: 1.0 - x, ("rsub.Scalar", (..., 1.0), ())),
+    (lambda x: x * 3, ("mul.Tensor", (..., 3), ())),
+    (F.hardswish, ("hardswish.default", (...,), ())),
+], ids=["leaky_relu", "gelu_tanh", "rsub", "mul_scalar", "hardswish"])
+def test_unary_functions_become_lut_nodes_with_their_float_function(fn, spec):
+    (node,) = _import(Fn(fn), (1, 8)).nodes
+    assert (node.op, node.attrs["fn"]) == ("lut", spec)
+
+
+def test_lut_ops_observe_their_own_output():
+    g = _import(Fn(F.hardswish), (1, 8))
+    x, out = g.tensors[g.inputs[0]], g.tensors[g.outputs[0]]
+    assert x.qparams != out.qparams
+
+
+def test_fixed_qparams_feeding_an_add_get_an_identity_lut_requantization():
+    g = _import(Fn(lambda x, y: torch.sigmoid(x) + y), (1, 8), (1, 8))
+    assert [n.op for n in g.nodes] == ["lut", "lut", "add"]
+    assert g.nodes[1].attrs["fn"][0] == "clone.default"
+
+
+@pytest.mark.parametrize("fn, op, attrs", [
+    (lambda x, y: torch.cat([x, y], -1), "concat", {"dim": 3}),
+    (lambda x, y: x.permute(0, 2, 3, 1), "permute", {"perm": (0, 2, 3, 1)}),
+    (lambda x, y: x.transpose(1, -1), "permute", {"perm": (0, 3, 2, 1)}),
+    (lambda x, y: x.sum((1, -1), keepdim=True), "sum", {"dims": (1, 3), "keepdim": True}),
+    (lambda x, y: x.clamp(max=0.5), "clamp", {"act": (float("-inf"), 0.5)}),
+    (lambda x, y: F.interpolate(x, scale_factor=(2, 3)), "upsample_nearest", {"scale": (2, 3)}),
+    (lambda x, y: x - y, "sub", {}),
+    (lambda x, y: x * y, "mul", {}),
+    (lambda x, y: x @ y, "matmul", {}),
+], ids=["cat", "permute", "transpose", "sum", "clamp_max", "upsample", "sub", "mul", "matmul"])
+def test_frontend_maps_ops_with_attrs(fn, op, attrs):
+    nodes = _import(Fn(fn), (1, 2, 4, 4), (1, 2, 4, 4)).nodes
+    assert nodes[-1].op == op and {k: nodes[-1].attrs[k] for k in attrs} == attrs
+
+
+def test_layer_norm_keeps_float_parameters():
+    ln = nn.LayerNorm(6)
+    with torch.no_grad():
+        ln.weight.uniform_(0.5, 1.5)
+    g = _import(ln, (2, 3, 6))
+    (node,) = g.nodes
+    w = g.tensors[node.inputs[1]]
+    assert node.op == "layer_norm" and node.attrs == {"normalized": 1, "eps": 1e-5}
+    assert w.dtype == "float32" and np.array_equal(w.data, ln.weight.detach().numpy())
+
+
+@pytest.mark.parametrize("fn, shapes, message", [
+    (lambda x, y: x / y, [(1, 4), (1, 4)], "division of two tensors"),
+    (lambda x: F.interpolate(x, scale_factor=1.5), [(1, 2, 4, 4)], "only integer scale factors"),
+])
+def test_ops_without_an_int8_form_are_named(fn, shapes, message):
+    with pytest.raises(QuantizationError, match=message):
+        _import(Fn(fn), *shapes)
+
+
+# ---- passes: decomposition, layout, transposes --------------------------------------------------------------------
+
+def test_conv1d_runs_on_the_2d_kernel_without_transposes_between_1d_ops():
+    model, example, _ = make("conv1d_pool1d")
+    g = _lower(model, *[e.shape for e in example])
+    kernels = [k for k in _calls(g) if k != "alias"]
+    # a transpose only where the [N, C, L] input enters (the output has L = 1: a reshape)
+    assert kernels == ["mcu_transpose_s8", "mcu_conv2d_s8", "mcu_maxpool2d_s8", "mcu_conv2d_grouped_s8",
+                       "mcu_avgpool2d_s8"]
+    conv = next(n for n in g.nodes if n.op == "call" and n.attrs.get("twin", n.attrs["kernel"]) == "mcu_conv2d_s8")
+    assert conv.attrs["params"]["filter"] == (6, 1, 3, 4) and conv.attrs["params"]["pad_left"] == 1
+
+
+def test_grouped_conv_uses_the_grouped_kernel_and_depthwise_stays_depthwise():
+    assert _calls(_lower(nn.Conv2d(4, 6, 3, groups=2), (1, 4, 5, 5))) == ["mcu_conv2d_grouped_s8"]
+    assert _calls(_lower(nn.Conv2d(4, 4, 3, groups=4), (1, 4, 5, 5))) == ["mcu_dwconv2d_s8"]
+
+
+def test_concat_axis_is_remapped_to_nhwc_and_equal_qparams_are_copied():
+    g = _lower(Fn(lambda x: torch.cat([x, x], 1)), (1, 3, 4, 5))
+    (call,) = g.nodes
+    p = call.attrs["params"]
+    assert call.attrs["input_array"] and p["outer"] == 20 and p["sizes"] == (3, 3)  # channels last: axis 3
+    assert p["multiplier"] == (1 << 30, 1 << 30) and p["shift"] == (1, 1)
+
+
+def test_concat_of_ten_inputs_is_chained():
+    g = _lower(Fn(lambda x: torch.cat([x * (i + 1) for i in range(10)], 1)), (1, 2, 3))
+    concats = [n for n in g.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_concat_s8"]
+    assert [c.attrs["params"]["num_inputs"] for c in concats] == [8, 3]
+
+
+@pytest.mark.parametrize("perm", [(0, 2, 3, 1), (0, 3, 1, 2), (3, 2, 1, 0), (0, 1, 3, 2)])
+def test_permute_of_a_4d_tensor_is_one_transpose_in_stored_order(perm):
+    g = _lower(Fn(lambda x: x.permute(*perm) * 2.0), (1, 2, 3, 4))
+    x = np.arange(24, dtype=np.int8).reshape(1, 2, 3, 4)
+    tr = [n for n in g.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_transpose_s8"]
+    assert len(tr) == 1
+    stored_in = x.transpose(0, 2, 3, 1)
+    out = stored_in.transpose(tr[0].attrs["params"]["perm"])
+    want = x.transpose(perm)
+    want = want.transpose(0, 2, 3, 1)  # the 4-d result is stored NHWC too
+    assert np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("dims, keepdim, nhwc_dims", [((1,), True, (3,)), ((2, 3), False, None), ((0, 1), True, (0, 3))])
+def test_mean_and_sum_dims_follow_the_layout(dims, keepdim, nhwc_dims):
+    g = _lower(Fn(lambda x: x.sum(dims, keepdim=keepdim)), (2, 3, 4, 5))
+    (red,) = [n for n in g.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_reduce_sum_s8"]
+    p = red.attrs["params"]
+    reduced = tuple(i for i in range(4) if p["output"][i] != p["input"][i])
+    assert p["input"] == (2, 4, 5, 3) and reduced == (nhwc_dims or (1, 2))
+
+
+def test_spatial_mean_still_becomes_an_average_pool():
+    assert "mcu_avgpool2d_s8" in _calls(_lower(Fn(lambda x: x.mean((2, 3))), (1, 3, 5, 5)))
+
+
+def test_broadcast_operand_of_lower_rank_is_viewed_as_nhwc():
+    g = _lower(Fn(lambda x, y: x - y), (1, 4, 3, 5), (5,))
+    (call,) = [n for n in g.nodes if n.op == "call"]
+    p = call.attrs["params"]
+    assert call.attrs["kernel"] == "mcu_add_broadcast_s8" and p["subtract"] == 1
+    assert p["input1"] == (1, 3, 5, 4) and p["input2"] == (1, 1, 5, 1) and p["output"] == (1, 3, 5, 4)
+
+
+def test_equal_shape_add_keeps_the_plain_add_kernel():
+    assert _calls(_lower(Fn(lambda x, y: x + y), (1, 2, 3, 3), (1, 2, 3, 3))) == ["mcu_add_s8"]
+
+
+def test_linear_on_4d_runs_in_torch_order_and_round_trips_cancel():
+    model, example, _ = make("permute_linear")
+    kernels = [k for k in _calls(_lower(model, example[0].shape)) if k != "alias"]
+    # permute(0,2,3,1) of an NHWC tensor is torch order already, the GELU between the linears commutes with
+    # the transposes around them, and permuting back gives the NHWC result: no transpose at all
+    assert kernels == ["mcu_fully_connected_s8", "mcu_lut_s8", "mcu_fully_connected_s8"]
+
+
+def test_matmul_broadcast_of_part_of_the_batch_is_refused():
+    with pytest.raises(LoweringError, match="batch dims"):
+        _lower(Fn(lambda a, b: a @ b), (2, 3, 4, 5), (2, 1, 5, 2))
+
+
+def test_matmul_with_a_broadcast_operand():
+    g = _lower(Fn(lambda a, b: a @ b), (2, 3, 4), (4, 5))
+    (call,) = g.nodes
+    p = call.attrs["params"]
+    assert (p["batches"], p["lhs_batches"], p["rhs_batches"], p["m"], p["k"], p["n"]) == (2, 2, 1, 3, 4, 5)
+
+
+def test_linear_on_3d_input_folds_leading_dims_into_batches():
+    g = _lower(nn.Linear(8, 5), (2, 3, 8))
+    (call,) = g.nodes
+    assert _calls(g) == ["mcu_fully_connected_s8"] and call.attrs["params"]["batches"] == 6
+
+
+def test_standalone_relu_on_a_model_input_is_a_lut_and_fused_clamp_is_not():
+    assert _calls(_lower(Fn(F.relu), (1, 8))) == ["mcu_lut_s8"]
+    assert _calls(_lower(nn.Sequential(nn.Linear(8, 4), nn.Hardtanh(-0.5, 0.5)), (1, 8))) == ["mcu_fully_connected_s8"]
+
+
+# ---- lowering output: float fallback, manifest, C text ------------------------------------------------------------
+
+def test_layer_norm_falls_back_to_float_and_the_manifest_says_so(tmp_path, capsys):
+    pkg = _compile("layer_norm_3d", tmp_path)
+    assert [n.attrs["kernel"] for n in pkg.graph.nodes if n.op == "call"] == [
+        "mcu_dequantize_s8_f32", "mcu_layer_norm_f32", "mcu_quantize_f32_s8"]
+    assert [(f["op"], f["kernel"]) for f in pkg.manifest["fallbacks"]] == [("layer_norm", "mcu_layer_norm_f32")]
+    floats = [t for t in pkg.graph.tensors.values() if t.dtype == "float32" and not t.is_const]
+    assert len(floats) == 2 and all(pkg.memory.locations[t.name].kind == "arena" for t in floats)
+    model_c = (pkg.out_dir / "model.c").read_text()
+    assert ".eps = 9.99999975e-06f" in model_c and "(float *)(a + " in model_c
+
+
+def test_cli_compile_prints_fallbacks(tmp_path, capsys, monkeypatch):
+    import tests.opmodels as opmodels
+    monkeypatch.setattr(opmodels, "cli_layer_norm", lambda: make("layer_norm_3d")[:2], raising=False)
+    assert cli_main(["compile", "tests.opmodels:cli_layer_norm", "-o", str(tmp_path / "o")]) == 0
+    assert "float32 fallback (no int8 kernel): layer_norm -> mcu_layer_norm_f32" in capsys.readouterr().out
+
+
+def test_int8_models_have_no_fallbacks(tmp_path):
+    assert _compile("activations_lut", tmp_path).manifest["fallbacks"] == []
+
+
+def test_concat_passes_its_inputs_as_a_compound_literal(tmp_path):
+    text = (_compile("concat_channels", tmp_path).out_dir / "model.c").read_text()
+    assert "mcu_concat_s8(&model_p0, (const int8_t *const[]){input0, input1}, output0)" in text
+
+
+def test_lut_table_is_clamped_by_a_fused_activation():
+    g = _lower(Fn(lambda x: F.relu(F.hardswish(x))), (1, 8))
+    (call,) = g.nodes
+    table = g.tensors[call.inputs[0]].data
+    zp = g.tensors[g.outputs[0]].qparams.zp
+    assert table.min() == max(zp, -128)
