@@ -101,7 +101,8 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
         comment = f"{node.name}: {a['kernel']} -> [{', '.join(map(str, out.shape))}]"
         if node.source:
             comment += f"  ({node.source.replace('*/', '* /')})"
-        calls.append({"params_type": a["params_type"], "params_name": f"{name}_p{i}",
+        calls.append({"output": expr(node.outputs[0]), "output_bytes": out.nbytes,
+                      "params_type": a["params_type"], "params_name": f"{name}_p{i}",
                       "params_c": c_struct(a["params"]), "call": f"{a['kernel']}({', '.join(args)})",
                       "comment": comment})
 

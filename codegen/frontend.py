@@ -275,6 +275,7 @@ def import_quantized(gm: GraphModule) -> Graph:
                     ins = [value[a] for a in compute.args[0]]
                 elif op == "layer_norm":
                     ins = ins[:1] + [float_const(w) for w in (list(compute.args) + [None] * 4)[2:4]]
+                attrs = {**attrs, "float_node": src.name}  # the float value this output quantizes (mcu debug)
                 nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), attrs, source_line(compute)))
             elif src.op == "call_function" and src.target in DQ_OPS and src.args[0] in value:
                 # requantization (torchao's Q(DQ(x)) between differing qparams): an identity look-up table

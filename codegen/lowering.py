@@ -101,7 +101,7 @@ def _call(node: Node, kernel: str, params: dict, inputs, quant=None) -> Node:
     k = KERNELS[kernel]
     return node.replace(op="call", inputs=tuple(inputs), attrs={
         "kernel": k.name, "path": k.path, "params_type": k.params_type, "params": params, "quant": quant,
-        "inplace": k.inplace})
+        "inplace": k.inplace, "float_node": node.attrs.get("float_node")})
 
 
 def _conv(ctx: _Ctx, node: Node) -> Node:

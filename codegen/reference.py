@@ -21,8 +21,9 @@ def twin(kernel: str):
     raise KeyError(f"no numpy twin for {kernel}")
 
 
-def run_reference(graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Integer inputs (stored shapes/layouts) in, integer outputs out."""
+def run_reference(graph: Graph, inputs: list[np.ndarray], *, every_tensor: bool = False):
+    """Integer inputs (stored shapes/layouts) in, integer outputs out; with every_tensor, the dict of
+    every tensor's value instead (for the numerical debugger)."""
     values: dict[str, np.ndarray] = {}
     for name, arr in zip(graph.inputs, inputs, strict=True):
         t = graph.tensors[name]
@@ -45,4 +46,4 @@ def run_reference(graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
         args = [get(i) for i in a.get("twin_inputs", node.inputs)]
         result = twin(a.get("twin", a["kernel"]))(a["params"], *quant, *args)
         values[out.name] = np.asarray(result).reshape(out.shape)
-    return [values[o] for o in graph.outputs]
+    return values if every_tensor else [values[o] for o in graph.outputs]

@@ -1,6 +1,7 @@
 """The public API: compile a model into a package folder, run it on its board, report its size."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
@@ -26,7 +27,8 @@ from mcu.package import FILES as DROPIN_FILES, dropin_files
 from mcu.quantize import quantize as quantize_pt2e
 
 IR_FILE = "ir.pkl"
-OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, "arena.svg", "build", *DROPIN_FILES}
+OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, "arena.svg", "model.pt2", "build",
+             *DROPIN_FILES}
 
 
 class InputError(McuError):
@@ -119,6 +121,12 @@ def _to_torch(x: np.ndarray, spec) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if spec["layout"] == "NHWC" else x
 
 
+def _saved(ep: torch.export.ExportedProgram) -> bytes:
+    buf = io.BytesIO()
+    torch.export.save(ep, buf)
+    return buf.getvalue()
+
+
 def _write_package(out_dir: Path, files: dict[str, bytes], force: bool) -> None:
     """Write files into out_dir atomically: build beside it, then swap. Refuse to touch a folder
     holding files mcu did not write, unless force (which still only replaces our own files)."""
@@ -170,6 +178,7 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     files.update(dropin_files(texts, manifest, board_info, footprint))
     files[IR_FILE] = pickle.dumps((graph, memory))
     files["arena.svg"] = picture(graph, memory, title=board).encode()
+    files["model.pt2"] = _saved(ep)  # the float model, for `mcu debug`
     out_dir = Path(out_dir)
     _write_package(out_dir, files, force)
     return Package(out_dir, board, manifest, graph, memory, converted)

@@ -107,6 +107,18 @@ def cmd_profile(args) -> None:
     print(format_profile(rows, total))
 
 
+def cmd_debug(args) -> None:
+    import mcu
+    import torch
+    from mcu.debug import debug, first_divergence, format_rows
+    pkg = mcu.load(args.dir)
+    inputs = [torch.from_numpy(np.load(f).astype(np.float32)) for f in args.input]
+    rows = debug(pkg, inputs, timeout=args.timeout)
+    print(format_rows(rows))
+    if first_divergence(rows) is not None:
+        raise McuError("the device parts ways with the numpy reference (see the first divergence above)")
+
+
 def cmd_boards(args) -> None:
     from mcu.boards import list_boards
     from mcu.fit import format_size
@@ -150,6 +162,11 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=120.0)
     p.set_defaults(fn=cmd_profile)
+    p = sub.add_parser("debug", help="dump every op's output on the device and compare it op by op")
+    p.add_argument("dir")
+    p.add_argument("--input", nargs="+", required=True, help=".npy float inputs in torch order")
+    p.add_argument("--timeout", type=float, default=300.0)
+    p.set_defaults(fn=cmd_debug)
     p = sub.add_parser("boards", help="list the boards")
     p.set_defaults(fn=cmd_boards)
     args = parser.parse_args(argv)

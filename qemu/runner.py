@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
@@ -70,10 +70,13 @@ class RunResult:
     stdout: str  # QEMU's console output (semihosting)
     overhead_ticks: int = 0  # ticks of an empty measurement
     stack_bytes: int = 0  # peak stack use during the run, harness included
+    files: dict = field(default_factory=dict)  # the `collect`ed files the firmware wrote, by name
 
 
-def run_firmware(elf: str | Path, board: str | Board, input_bytes: bytes, *, timeout: float = 60) -> RunResult:
-    """Run elf once on board's QEMU machine with input_bytes as input.bin; raise an McuError on any failure."""
+def run_firmware(elf: str | Path, board: str | Board, input_bytes: bytes, *, timeout: float = 60,
+                 collect: tuple[str, ...] = ()) -> RunResult:
+    """Run elf once on board's QEMU machine with input_bytes as input.bin; raise an McuError on any failure.
+    `collect` names further files the firmware writes (e.g. debug.bin); they come back in RunResult.files."""
     board = load_board(board) if isinstance(board, str) else board
     if not board.emulated:
         raise NotEmulatedError(
@@ -109,6 +112,7 @@ def run_firmware(elf: str | Path, board: str | Board, input_bytes: bytes, *, tim
         stdout = _text(proc.stdout)
         output_path = Path(tmp) / "output.bin"
         output = output_path.read_bytes() if output_path.is_file() else None
+        files = {name: (Path(tmp) / name).read_bytes() for name in collect if (Path(tmp) / name).is_file()}
 
     overflow = _OVERFLOW.search(stdout)
     if overflow or "Lockup" in stdout:
@@ -133,7 +137,7 @@ def run_firmware(elf: str | Path, board: str | Board, input_bytes: bytes, *, tim
     status, ticks, overhead, stack = (int(g) for g in done.groups())
     net = max(ticks - overhead, 0)
     instructions = (net * INSTRUCTIONS_PER_SECOND + board.systick_hz // 2) // board.systick_hz
-    return RunResult(output, status, ticks, instructions, stdout, overhead, stack)
+    return RunResult(output, status, ticks, instructions, stdout, overhead, stack, files)
 
 
 def function_at(elf: str | Path, address: int) -> str | None:

@@ -73,6 +73,25 @@ static void print_profile(void)
 }
 #endif
 
+#ifdef MCU_DEBUG
+/* mcu debug: every kernel's output, appended to debug.bin as (u32 op, u32 bytes, bytes) records. */
+static int32_t debug_fd = -1;
+
+void mcu_pal_debug_tensor(uint32_t op, const void *data, uint32_t bytes);
+
+void mcu_pal_debug_tensor(uint32_t op, const void *data, uint32_t bytes)
+{
+    if (debug_fd < 0) {
+        debug_fd = mcu_sh_open("debug.bin", MCU_SH_MODE_WB);
+    }
+    if (debug_fd >= 0) {
+        const uint32_t header[2] = {op, bytes};
+        (void)mcu_sh_write(debug_fd, header, sizeof header);
+        (void)mcu_sh_write(debug_fd, data, bytes);
+    }
+}
+#endif
+
 static void __attribute__((noreturn)) fail(const char *tag, const char *reason, const char *detail)
 {
     char line[128];

@@ -20,7 +20,8 @@ def fuse_clamp(graph: Graph) -> Graph:
         lo, hi = clamp.attrs["act"]
         old_lo, old_hi = producer.attrs.get("act", (float("-inf"), float("inf")))
         out = clamp.outputs[0]
-        fused = producer.replace(outputs=(out,), attrs={**producer.attrs, "act": (max(lo, old_lo), min(hi, old_hi))})
+        fused = producer.replace(outputs=(out,), attrs={**producer.attrs, "act": (max(lo, old_lo), min(hi, old_hi)),
+                                                        "float_node": clamp.attrs.get("float_node")})
         nodes[nodes.index(producer)] = fused
         nodes.remove(clamp)
         del tensors[src]

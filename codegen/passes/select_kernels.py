@@ -253,8 +253,10 @@ def is_1x1_fits(p: dict) -> bool:
 
 
 def is_dw3x3(p: dict) -> bool:
-    """3x3 depthwise with channel multiplier 1 (any stride, padding, dilation)."""
-    return p["filter"][1] == 3 and p["filter"][2] == 3 and p["output"][3] == p["input"][3]
+    """3x3 depthwise with channel multiplier 1 (any stride, padding, dilation); the kernels keep one row of
+    C padding bytes on the stack."""
+    return (p["filter"][1] == 3 and p["filter"][2] == 3 and p["output"][3] == p["input"][3]
+            and p["input"][3] <= MAX_K)
 
 
 def fc_fits(p: dict) -> bool:

@@ -104,7 +104,22 @@ MCU_INLINE int mcu_conv_shapes_ok(const mcu_conv2d_params_t *p)
 MCU_INLINE int mcu_dw3x3_shapes_ok(const mcu_conv2d_params_t *p)
 {
     return p->output.n == p->input.n && p->filter.n == 1 && p->filter.c == p->output.c &&
-           p->output.c == p->input.c && p->filter.h == 3 && p->filter.w == 3;
+           p->output.c == p->input.c && p->filter.h == 3 && p->filter.w == 3 && p->input.c <= MCU_OPT_MAX_K;
+}
+
+/* The 9 taps of a 3x3 window at (base_y, base_x) of image in_n with c channels: each points at its pixel's
+ * channel 0, or at pad (c bytes of the value a padded tap must read) when it lies in the padding. */
+MCU_INLINE void mcu_dw3x3_taps(const mcu_conv2d_params_t *p, const int8_t *in_n, int32_t base_y, int32_t base_x,
+                               const int8_t *pad, const int8_t *tap[9])
+{
+    const int32_t in_h = p->input.h, in_w = p->input.w, c = p->input.c;
+    for (int32_t ky = 0; ky < 3; ++ky) {
+        const int32_t iy = base_y + ky * p->dilation_h;
+        for (int32_t kx = 0; kx < 3; ++kx) {
+            const int32_t ix = base_x + kx * p->dilation_w;
+            tap[ky * 3 + kx] = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w ? in_n + (iy * in_w + ix) * c : pad;
+        }
+    }
 }
 
 /* FC pointers and scalar parameters. */
@@ -528,15 +543,15 @@ MCU_INLINE const int8_t *mcu_dsp_dot_1x4(const uint32_t *x, const int8_t *w, int
 }
 
 /* Depthwise 3x3, 4 channels: acc[j] = bias[j] + sum_t (x_t[j] + off) * w_t[j], where x_t is the word at
- * p + toff[t] (4 int8 channels) and w holds per tap the int16 words (w0, w2), (w1, w3). */
-MCU_INLINE void mcu_dsp_dw_taps(const int8_t *p, const int32_t toff[9], const int8_t *w, uint32_t off2,
+ * tap[t] + ch (4 int8 channels) and w holds per tap the int16 words (w0, w2), (w1, w3). */
+MCU_INLINE void mcu_dsp_dw_taps(const int8_t *const tap[9], int32_t ch, const int8_t *w, uint32_t off2,
                                 const int32_t *bias, int32_t acc[4])
 {
 #if MCU_DSP_ASM
     /* accumulators r8-r11 (channels 0..3), x word r4 -> (x0, x2) r4 and (x1, x3) r5, weights r6/r7 */
 #define MCU_DSP_DW_TAP(i)                                                                                  \
     "ldr r4, [%[t], #" #i "]\n\t"                                                                          \
-    "ldr r4, [%[p], r4]\n\t"                                                                               \
+    "ldr r4, [r4, %[ch]]\n\t"                                                                              \
     "ldrd r6, r7, [%[w]], #8\n\t"                                                                          \
     "sxtab16 r5, %[off2], r4, ror #8\n\t"                                                                  \
     "sxtab16 r4, %[off2], r4\n\t"                                                                          \
@@ -548,13 +563,13 @@ MCU_INLINE void mcu_dsp_dw_taps(const int8_t *p, const int32_t toff[9], const in
                          MCU_DSP_DW_TAP(12) MCU_DSP_DW_TAP(16) MCU_DSP_DW_TAP(20) MCU_DSP_DW_TAP(24)
                              MCU_DSP_DW_TAP(28) MCU_DSP_DW_TAP(32) "stm %[acc], {r8, r9, r10, r11}\n\t"
                      : [w] "+r"(w)
-                     : [p] "r"(p), [t] "r"(toff), [off2] "r"(off2), [b] "r"(bias), [acc] "r"(acc)
+                     : [t] "r"(tap), [ch] "r"(ch), [off2] "r"(off2), [b] "r"(bias), [acc] "r"(acc)
                      : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "memory");
 #undef MCU_DSP_DW_TAP
 #else
     int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3];
     for (int32_t t = 0; t < 9; ++t, w += 8) {
-        const uint32_t v = mcu_read_u32(p + toff[t]);
+        const uint32_t v = mcu_read_u32(tap[t] + ch);
         const uint32_t e = mcu_sxtab16(off2, v), o = mcu_sxtab16(off2, mcu_ror8(v));
         const uint32_t we = mcu_read_u32(w), wo = mcu_read_u32(w + 4);
         a0 = mcu_smlabb(e, we, a0);

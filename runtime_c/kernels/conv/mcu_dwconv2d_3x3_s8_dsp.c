@@ -33,40 +33,29 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
     }
     const int32_t *rec = quant->multiplier;
     const mcu_rq_mode_t mode = mcu_rq_mode(rec, c, p->output_offset, p->act_min, p->act_max);
-    const int32_t dh = p->dilation_h, dw = p->dilation_w, in_off = p->input_offset;
+    const int32_t in_off = p->input_offset;
     const uint32_t off2 = ((uint32_t)in_off & 0xFFFFu) * 0x00010001u;
-    int32_t toff[9]; /* tap offsets from the window's first byte */
-    for (int32_t t = 0; t < 9; ++t) {
-        toff[t] = ((t / 3) * dh * in_w + (t % 3) * dw) * c;
-    }
+    int8_t pad[MCU_OPT_MAX_K]; /* a padded tap reads -input_offset: it widens to 0 */
+    mcu_fill_s8(pad, (int8_t)(-in_off), c);
     int8_t *out = output;
 
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
         for (int32_t y = 0; y < p->output.h; ++y) {
             const int32_t base_y = y * p->stride_h - p->pad_top;
-            int32_t ky0, ky1;
-            mcu_tap_range(base_y, dh, 3, in_h, &ky0, &ky1);
             for (int32_t x = 0; x < p->output.w; ++x, out += c) {
-                const int32_t base_x = x * p->stride_w - p->pad_left;
-                int32_t kx0, kx1;
-                mcu_tap_range(base_x, dw, 3, in_w, &kx0, &kx1);
-                int32_t first = 0; /* channels from here on take the per-channel path */
-                if (ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3) {
-                    const int8_t *win = in_n + (base_y * in_w + base_x) * c;
-                    for (; first + 4 <= c; first += 4) {
-                        int32_t acc[4];
-                        mcu_dsp_dw_taps(win + first, toff, filter + first * 18, off2, bias + first, acc);
-                        mcu_dsp_rq4(acc, rec + 4 * first, &mode, out + first);
-                    }
+                const int8_t *tap[9];
+                mcu_dw3x3_taps(p, in_n, base_y, x * p->stride_w - p->pad_left, pad, tap);
+                int32_t ch = 0;
+                for (; ch + 4 <= c; ch += 4) {
+                    int32_t acc[4];
+                    mcu_dsp_dw_taps(tap, ch, filter + ch * 18, off2, bias + ch, acc);
+                    mcu_dsp_rq4(acc, rec + 4 * ch, &mode, out + ch);
                 }
-                for (int32_t ch = first; ch < c; ++ch) {
+                for (; ch < c; ++ch) {
                     int32_t acc = bias[ch];
-                    for (int32_t ky = ky0; ky < ky1; ++ky) {
-                        const int8_t *row = in_n + ((base_y + ky * dh) * in_w) * c + ch;
-                        for (int32_t kx = kx0; kx < kx1; ++kx) {
-                            acc += (row[(base_x + kx * dw) * c] + in_off) * weight(filter, ch, ky * 3 + kx);
-                        }
+                    for (int32_t t = 0; t < 9; ++t) {
+                        acc += (tap[t][ch] + in_off) * weight(filter, ch, t);
                     }
                     out[ch] = mcu_rq_out(acc, rec + 4 * ch, &mode, 0);
                 }

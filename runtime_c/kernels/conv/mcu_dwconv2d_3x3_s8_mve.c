@@ -22,8 +22,8 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
     if (mcu_quant_check(quant, c) != MCU_OK) { /* lane order permutes channels, not values */
         return MCU_ERR_ARG;
     }
-    const int32_t dh = p->dilation_h, dw = p->dilation_w;
-    const int16x8_t zero_point = vdupq_n_s16((int16_t)(-p->input_offset)); /* a padded tap, bias folded */
+    int8_t pad[MCU_OPT_MAX_K]; /* a padded tap reads the zero point: the bias is folded */
+    mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
     const int32x4_t vmin = vdupq_n_s32(p->act_min), vmax = vdupq_n_s32(p->act_max);
     const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
     const int16_t *w16 = (const int16_t *)(const void *)filter; /* [9][c8] */
@@ -35,18 +35,15 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
             const int32_t base_y = y * p->stride_h - p->pad_top;
             for (int32_t x = 0; x < p->output.w; ++x, out += c) {
                 const int32_t base_x = x * p->stride_w - p->pad_left;
-                const int8_t *tap[9]; /* NULL for a tap in the padding */
-                for (int32_t t = 0; t < 9; ++t) {
-                    const int32_t iy = base_y + (t / 3) * dh, ix = base_x + (t % 3) * dw;
-                    tap[t] = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w ? in_n + (iy * in_w + ix) * c : NULL;
-                }
+                const int8_t *tap[9];
+                mcu_dw3x3_taps(p, in_n, base_y, base_x, pad, tap);
                 for (int32_t ch = 0; ch < c; ch += 8) {
                     /* lanes: acc_e holds channels ch, ch+2, ch+4, ch+6; acc_o ch+1, ch+3, ... (bias, mult and
                      * shift are stored in that order) */
                     const mve_pred16_t pred = vctp16q((uint32_t)(c - ch));
                     int32x4_t acc_e = vldrwq_s32(bias + ch), acc_o = vldrwq_s32(bias + ch + 4);
                     for (int32_t t = 0; t < 9; ++t) {
-                        const int16x8_t xv = tap[t] != NULL ? vldrbq_z_s16(tap[t] + ch, pred) : zero_point;
+                        const int16x8_t xv = vldrbq_z_s16(tap[t] + ch, pred);
                         const int16x8_t wv = vldrhq_s16(w16 + t * c8 + ch);
                         acc_e = vaddq_s32(acc_e, vmullbq_int_s16(xv, wv));
                         acc_o = vaddq_s32(acc_o, vmulltq_int_s16(xv, wv));

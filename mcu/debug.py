@@ -1,0 +1,130 @@
+"""`mcu debug DIR --input x.npy`: where do the device's numbers part ways?
+
+- A debug build (-DMCU_DEBUG) makes model.c hand every kernel's output to mcu_pal_debug_tensor(),
+  which the harness appends to debug.bin as records: u32 call index, u32 byte count, the bytes.
+- The same input runs through the numpy integer reference (every tensor kept) and through the float
+  model (model.pt2, saved at compile time, with BatchNorms folded as for quantization); an IR output
+  matches the float value its quantize node quantized (node attr "float_node").
+- One row per call: op, kernel, the user's source line, max |device - reference| in LSB, and the
+  SQNR of the dequantized device tensor against the float activation. The first row whose LSB error
+  is not zero is where device and reference part ways.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from mcu.codegen.ir import DTYPES
+from mcu.codegen.reference import run_reference
+from mcu.metrics import sqnr_db
+
+FLOAT_MODEL = "model.pt2"
+DEBUG_FILE = "debug.bin"
+
+
+@dataclass
+class DebugRow:
+    index: int           # call index in model.c
+    node: str
+    kernel: str
+    source: str
+    max_lsb: int         # vs the numpy integer reference
+    sqnr_db: float | None  # vs the float model's matching activation (None: no float counterpart)
+
+
+def parse_dump(data: bytes) -> dict[int, bytes]:
+    """debug.bin -> {call index: output bytes}."""
+    out, pos = {}, 0
+    while pos + 8 <= len(data):
+        index, size = struct.unpack_from("<II", data, pos)
+        out[index] = data[pos + 8:pos + 8 + size]
+        pos += 8 + size
+    return out
+
+
+def float_activations(pkg, inputs) -> dict[str, np.ndarray]:
+    """Every call_function node's float output, by node name, from the float model as prepared
+    for quantization (BatchNorm folded), on `inputs` (torch order)."""
+    from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
+
+    from mcu.quantize import McuQuantizer
+
+    ep = torch.export.load(str(pkg.out_dir / FLOAT_MODEL))
+    model = prepare_pt2e(ep.module(), McuQuantizer())
+    values: dict[str, np.ndarray] = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n):
+            result = super().run_node(n)
+            if n.op == "call_function" and isinstance(result, torch.Tensor):
+                values[n.name] = result.detach().numpy().copy()
+            return result
+
+    with torch.no_grad():
+        Recorder(model).run(*[torch.as_tensor(x) for x in inputs])
+    return values
+
+
+def _to_torch_order(x: np.ndarray, layout: str) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if layout == "NHWC" and x.ndim == 4 else x
+
+
+def compare(pkg, inputs, dump: dict[int, bytes]) -> list[DebugRow]:
+    """Rows of the debugger's table from a device dump."""
+    if isinstance(inputs, (torch.Tensor, np.ndarray)):
+        inputs = (inputs,)
+    ref = run_reference(pkg.graph, pkg.quantize_inputs(inputs), every_tensor=True)
+    floats = float_activations(pkg, inputs)
+    rows = []
+    calls = [n for n in pkg.graph.nodes if n.op == "call"]
+    for i, node in enumerate(calls):
+        t = pkg.graph.tensors[node.outputs[0]]
+        raw = dump.get(i)
+        if raw is None:
+            break  # the device stopped before this call
+        device = np.frombuffer(raw, dtype=DTYPES[t.dtype]).reshape(t.shape)
+        max_lsb = int(np.abs(device.astype(np.int64) - ref[t.name].astype(np.int64)).max())
+        sq = None
+        fv = floats.get(node.attrs.get("float_node") or "")
+        if fv is not None and t.qparams is not None and t.qparams.per_tensor:
+            real = (device.astype(np.float32) - t.qparams.zp) * np.float32(t.qparams.s)
+            real = _to_torch_order(real, t.layout)
+            if real.size == fv.size:
+                sq = sqnr_db(fv.reshape(-1), real.reshape(-1))
+        rows.append(DebugRow(i, node.name, node.attrs["kernel"], node.source, max_lsb, sq))
+    return rows
+
+
+def first_divergence(rows: list[DebugRow]) -> DebugRow | None:
+    return next((r for r in rows if r.max_lsb != 0), None)
+
+
+def format_rows(rows: list[DebugRow]) -> str:
+    lines = [f"{'#':>3} {'op':24} {'kernel':26} {'max LSB':>7} {'SQNR dB':>8}  source"]
+    for r in rows:
+        sq = "-" if r.sqnr_db is None else ("inf" if r.sqnr_db == float("inf") else f"{r.sqnr_db:.1f}")
+        lines.append(f"{r.index:>3} {r.node[:24]:24} {r.kernel[:26]:26} {r.max_lsb:>7} {sq:>8}  {r.source}")
+    bad = first_divergence(rows)
+    lines.append("device == reference at every op" if bad is None else
+                 f"first divergence: #{bad.index} {bad.node} ({bad.kernel}) at {bad.source or 'a compiler-made op'}: "
+                 f"{bad.max_lsb} LSB from the numpy reference")
+    return "\n".join(lines)
+
+
+def debug(pkg, inputs, *, timeout: float = 300.0) -> list[DebugRow]:
+    """Build the debug firmware, run it on `inputs` (float, torch order), return the table rows."""
+    from mcu.build import build_firmware
+    from mcu.qemu.runner import run_firmware
+
+    if isinstance(inputs, (torch.Tensor, np.ndarray)):
+        inputs = (inputs,)
+    raw_in = pkg.quantize_inputs(inputs)
+    elf = build_firmware(pkg.board, pkg.out_dir, Path(pkg.build_dir).with_name(f"{pkg.board}-debug"),
+                         defines=("MCU_DEBUG",))
+    res = run_firmware(elf, pkg.board, b"".join(x.tobytes() for x in raw_in), timeout=timeout,
+                       collect=(DEBUG_FILE,))
+    return compare(pkg, inputs, parse_dump(res.files.get(DEBUG_FILE, b"")))
