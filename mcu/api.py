@@ -27,7 +27,7 @@ from mcu.package import FILES as DROPIN_FILES, dropin_files
 from mcu.quantize import quantize as quantize_pt2e
 
 IR_FILE = "ir.pkl"
-OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, "arena.svg", "model.pt2", "build",
+OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, "arena.svg", "model.pt2", "report.html", "build",
              *DROPIN_FILES}
 
 

@@ -119,6 +119,12 @@ def cmd_debug(args) -> None:
         raise McuError("the device parts ways with the numpy reference (see the first divergence above)")
 
 
+def cmd_report(args) -> None:
+    import mcu
+    from mcu.report import report
+    print(f"wrote {report(mcu.load(args.dir), with_profile=not args.no_profile)}")
+
+
 def cmd_boards(args) -> None:
     from mcu.boards import list_boards
     from mcu.fit import format_size
@@ -167,6 +173,10 @@ def main(argv=None) -> int:
     p.add_argument("--input", nargs="+", required=True, help=".npy float inputs in torch order")
     p.add_argument("--timeout", type=float, default=300.0)
     p.set_defaults(fn=cmd_debug)
+    p = sub.add_parser("report", help="write report.html: flash, RAM, arena timeline, per-op profile")
+    p.add_argument("dir")
+    p.add_argument("--no-profile", action="store_true", help="skip the QEMU profiling run")
+    p.set_defaults(fn=cmd_report)
     p = sub.add_parser("boards", help="list the boards")
     p.set_defaults(fn=cmd_boards)
     args = parser.parse_args(argv)

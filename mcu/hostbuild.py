@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shlex
@@ -175,7 +176,7 @@ def compile_executable(sources, out: str | os.PathLike, *, include_dirs=(), sani
     """Compile and link C `sources` into the executable `out`, unless `out` was built from the same inputs.
 
     The inputs (compiler, flags, every source and every header under include_dirs) are hashed into
-    `out`.key; concurrent builders of the same output each write a whole file (atomic rename).
+    `out`.key; concurrent builders of the same output take turns (a lock file beside it).
     """
     out = Path(out)
     sources = [Path(s).resolve() for s in sources]
@@ -188,17 +189,19 @@ def compile_executable(sources, out: str | os.PathLike, *, include_dirs=(), sani
         key.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
     digest = key.hexdigest()
     key_file = out.with_name(out.name + ".key")
-    if out.is_file() and key_file.is_file() and key_file.read_text() == digest:
-        return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-    cmd = [cc, *flags, *map(str, sources), "-o", str(tmp)]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    if res.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise HostBuildError(f"host build failed (exit {res.returncode}):\n$ {shlex.join(cmd)}\n{res.stderr}")
-    os.replace(tmp, out)
-    key_file.write_text(digest)
+    with open(out.with_name(out.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others then find its result
+        if out.is_file() and key_file.is_file() and key_file.read_text() == digest:
+            return out
+        tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+        cmd = [cc, *flags, *map(str, sources), "-o", str(tmp)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise HostBuildError(f"host build failed (exit {res.returncode}):\n$ {shlex.join(cmd)}\n{res.stderr}")
+        os.replace(tmp, out)
+        key_file.write_text(digest)
     return out
 
 

@@ -701,7 +701,8 @@ def _same(actual: np.ndarray, expected: np.ndarray) -> str | None:
 def check(driver: Driver, kernel: str, twin, to_c, case: Case) -> None:
     out_type = hostc._DTYPES[hostc.PROTOTYPES[kernel][-1][0]]
     try:
-        expected = np.asarray(twin(*case.args))
+        with np.errstate(all="ignore"):  # the float kernels' extremes overflow to inf on purpose
+            expected = np.asarray(twin(*case.args))
         size = expected.size
     except ValueError:
         expected, size = None, case.out_size
