@@ -139,11 +139,32 @@ def _ops_and_sizes(graph: Graph, group: dict[str, str], external) -> tuple[list[
     return ops, sizes
 
 
+def _dependencies(graph: Graph, group: dict[str, str]) -> list[frozenset[int]]:
+    """Op i runs after the producers of its inputs and, where it writes over an input in place,
+    after every other reader of that input."""
+    producer = {t: i for i, n in enumerate(graph.nodes) for t in n.outputs}
+    readers: dict[str, set[int]] = {}
+    for i, n in enumerate(graph.nodes):
+        for t in n.inputs:
+            if t is not None:
+                readers.setdefault(t, set()).add(i)
+    deps = []
+    for i, n in enumerate(graph.nodes):
+        d = {producer[t] for t in n.inputs if t in producer}
+        for t in n.inputs:
+            if t is not None and n.op != "alias" and group.get(t) == group.get(n.outputs[0]):
+                # i overwrites t: every reader of t, or of a reshape of t made before i, reads first
+                older = [u for u in group if group[u] == group[t] and (u in graph.inputs or producer.get(u, i) < i)]
+                d |= set().union(*(readers.get(u, set()) for u in older)) - {i}
+        deps.append(frozenset(d))
+    return deps
+
+
 def schedule(graph: Graph) -> tuple[Graph, int, int]:
     """(graph with its nodes in the peak-minimizing order, peak before, peak after)."""
     group = storage_groups(graph)
     ops, sizes = _ops_and_sizes(graph, group, _external(graph, group))
-    order = best_order(ops, sizes)
+    order = best_order(ops, sizes, deps=_dependencies(graph, group))
     before, after = peak(ops, sizes), peak(ops, sizes, order)
     if after >= before:
         return graph, before, before

@@ -23,7 +23,7 @@ class Op:
 
 
 class _Graph:
-    def __init__(self, ops: Sequence[Op], sizes: dict[str, int]):
+    def __init__(self, ops: Sequence[Op], sizes: dict[str, int], deps: Sequence[frozenset[int]] | None = None):
         self.ops = list(ops)
         self.sizes = sizes
         self.producer = {t: i for i, op in enumerate(self.ops) for t in op.writes}
@@ -31,8 +31,9 @@ class _Graph:
         for i, op in enumerate(self.ops):
             for t in op.reads:
                 self.readers.setdefault(t, set()).add(i)
-        self.deps = [frozenset(self.producer[t] for t in op.reads if t in self.producer and self.producer[t] != i)
-                     for i, op in enumerate(self.ops)]
+        self.deps = list(deps) if deps is not None else [
+            frozenset(self.producer[t] for t in op.reads if t in self.producer and self.producer[t] != i)
+            for i, op in enumerate(self.ops)]
 
     def live_after(self, done: frozenset[int]) -> set[str]:
         """Tensors produced by `done` ops that an op outside `done` still reads."""
@@ -49,7 +50,7 @@ class _Graph:
 
 
 def peak(ops: Sequence[Op], sizes: dict[str, int], order: Sequence[int] | None = None) -> int:
-    g = _Graph(ops, sizes)
+    g = _Graph(ops, sizes, deps=[frozenset()] * len(ops))
     done: frozenset[int] = frozenset()
     worst = 0
     for i in order if order is not None else range(len(ops)):
@@ -58,9 +59,11 @@ def peak(ops: Sequence[Op], sizes: dict[str, int], order: Sequence[int] | None =
     return worst
 
 
-def best_order(ops: Sequence[Op], sizes: dict[str, int], max_states: int = 20000) -> list[int]:
-    """A topological order of `ops` (indices) with the smallest peak; the given order on ties."""
-    g = _Graph(ops, sizes)
+def best_order(ops: Sequence[Op], sizes: dict[str, int], max_states: int = 20000,
+               deps: Sequence[frozenset[int]] | None = None) -> list[int]:
+    """A topological order of `ops` (indices) with the smallest peak; the given order on ties.
+    deps[i] are the ops that must run before op i (default: the producers of what it reads)."""
+    g = _Graph(ops, sizes, deps)
     n = len(ops)
     states = 0
 
