@@ -76,7 +76,7 @@ def _first(n: FxNode) -> FxNode:
     return n.args[0][0] if isinstance(n.args[0], (list, tuple)) else n.args[0]
 
 
-def _upsample_factors(n: FxNode, shape_in, rank: int) -> tuple[int, ...]:
+def _upsample_factors(n: FxNode, shape_in) -> tuple[int, ...]:
     out = _shape(n)
     scales = n.args[2] if len(n.args) > 2 else n.kwargs.get("scale_factors")
     factors = tuple(o // i for o, i in zip(out[2:], shape_in[2:]))
@@ -114,9 +114,9 @@ def _breadth_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | N
         perm[i], perm[j] = perm[j], perm[i]
         return "permute", {"perm": tuple(perm)}
     if t == aten.upsample_nearest2d.vec:
-        return "upsample_nearest", {"scale": _upsample_factors(n, shape_in, 2)}
+        return "upsample_nearest", {"scale": _upsample_factors(n, shape_in)}
     if t == aten.upsample_nearest1d.vec:
-        return "upsample_nearest1d", {"scale": _upsample_factors(n, shape_in, 1)}
+        return "upsample_nearest1d", {"scale": _upsample_factors(n, shape_in)}
     if t == aten.sum.dim_IntList:
         dims = a[1] if len(a) > 1 and a[1] else list(range(rank))
         keepdim = bool(a[2]) if len(a) > 2 else bool(n.kwargs.get("keepdim", False))

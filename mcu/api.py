@@ -64,11 +64,17 @@ class Package:
             raise InputError(f"the model takes {len(specs)} input(s), got {len(inputs)}")
         out = []
         for spec, x in zip(specs, inputs):
-            x = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x)
             shape = _torch_shape(spec)
+            try:
+                x = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x)
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise InputError(f"{spec['name']} must be a float tensor of shape {list(shape)} (torch order), "
+                                 f"got a {type(x).__name__} that is not one ({exc})") from None
             if tuple(x.shape) != shape or not x.is_floating_point():
-                raise InputError(f"{spec['name']} must be a float tensor of shape {list(shape)}, got "
+                raise InputError(f"{spec['name']} must be a float tensor of shape {list(shape)} (torch order), got "
                                  f"{x.dtype} {list(x.shape)}")
+            if not torch.isfinite(x).all():
+                raise InputError(f"{spec['name']} contains NaN or Inf, which int8 cannot represent; clean the input")
             q = torch.ops.quantized_decomposed.quantize_per_tensor(
                 x.float(), spec["scale"], spec["zero_point"], -128, 127, torch.int8).numpy()
             out.append(_to_stored(q, spec))
@@ -105,6 +111,7 @@ class RunResult:
     raw_outputs: list[np.ndarray]   # integer outputs, torch order
     instructions: int               # one inference, from SysTick under -icount shift=0
     stdout: str = ""
+    stack_bytes: int = 0            # peak stack of the run, harness included (see mcu.stack for the bound)
 
 
 def _torch_shape(spec) -> tuple[int, ...]:
@@ -127,31 +134,89 @@ def _saved(ep: torch.export.ExportedProgram) -> bytes:
     return buf.getvalue()
 
 
+# Names mcu writes that a user's own folder may hold too: they count as mcu's only in a folder holding mcu's manifest.
+GENERIC_FILES = {"README.md", "CMakeLists.txt", "build"}
+
+
+def _is_package(out_dir: Path) -> bool:
+    """Does out_dir hold a manifest.json written by mcu (a previous compile)?"""
+    try:
+        manifest = json.loads((out_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and {"kernels", "arena_bytes"} <= manifest.keys()
+
+
+def _keep(path: Path, copy: Path) -> None:
+    """A second name for path's current content (a hard link; a copy where links are not supported)."""
+    try:
+        os.link(path, copy, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(path, copy, follow_symlinks=False)
+
+
 def _write_package(out_dir: Path, files: dict[str, bytes], force: bool) -> None:
-    """Write files into out_dir atomically: build beside it, then swap. Refuse to touch a folder
-    holding files mcu did not write, unless force (which still only replaces our own files)."""
+    """Write files into out_dir, all or nothing.
+
+    - A folder holding entries mcu did not write is refused unless force; force writes beside them but never
+      replaces one. Entries count as mcu's by name (OUR_FILES); README.md, CMakeLists.txt and build/ only in a
+      folder that holds mcu's manifest.json.
+    - Everything is written to a temporary folder beside out_dir first; then each top-level entry is swapped in
+      (files by rename over the old one, so a file is always whole; folders whole). The old entries are kept
+      aside until the end: any failure, an interrupt included, puts them back, so the previous output stays.
+    - Only mcu's own firmware builds (build/<board> folders holding SCons' database) are deleted, as stale.
+    """
     out_dir = Path(out_dir)
+    names = sorted({n.split("/")[0] for n in files})  # a name with "/" lands in a folder (mcu_runtime/...)
     if out_dir.exists():
         if not out_dir.is_dir():
             raise McuError(f"{out_dir} exists and is not a folder; choose another output path")
-        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in OUR_FILES)
+        ours = OUR_FILES if _is_package(out_dir) else OUR_FILES - GENERIC_FILES
+        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in ours)
         if foreign and not force:
             raise McuError(f"{out_dir} holds files mcu did not write ({', '.join(foreign[:5])}); choose an "
                            f"empty or new folder, or pass --force (force=True) to write beside them")
+        clash = [n for n in foreign if n in names]
+        if clash:
+            raise McuError(f"{out_dir} holds {', '.join(clash)}, which mcu did not write and would replace; "
+                           f"--force writes beside other files but never replaces them: move them or choose "
+                           f"another folder")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    old = tmp / ".old"
+    swapped: list[str] = []
     try:
-        for name, data in files.items():  # a name with "/" lands in a folder (mcu_runtime/...)
+        for name, data in files.items():
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp / name).write_bytes(data)
         out_dir.mkdir(exist_ok=True)
-        stale_build = out_dir / "build"
-        if stale_build.is_dir():
-            shutil.rmtree(stale_build)
-        for name in sorted({n.split("/")[0] for n in files}):
-            if (tmp / name).is_dir() and (out_dir / name).is_dir():
-                os.replace(out_dir / name, tmp / f"{name}.old")  # a folder is swapped whole: old one aside
-            os.replace(tmp / name, out_dir / name)  # atomic per file and per folder
+        old.mkdir()
+        try:
+            for name in names:
+                target = out_dir / name
+                if target.is_dir() and not target.is_symlink():
+                    os.replace(target, old / name)  # a folder is swapped whole: the old one aside
+                elif target.exists() or target.is_symlink():
+                    _keep(target, old / name)  # the rename below replaces the file atomically
+                swapped.append(name)
+                os.replace(tmp / name, target)
+        except BaseException:
+            for name in reversed(swapped):  # put the previous output back
+                target = out_dir / name
+                if (old / name).exists() or (old / name).is_symlink():
+                    if target.is_dir() and not target.is_symlink():
+                        shutil.rmtree(target)
+                    os.replace(old / name, target)
+                elif target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)
+                elif target.exists() or target.is_symlink():
+                    target.unlink()
+            raise
+        build = out_dir / "build"
+        if build.is_dir() and not build.is_symlink():
+            for stale in build.iterdir():
+                if stale.is_dir() and not stale.is_symlink() and (stale / ".sconsign.dblite").is_file():
+                    shutil.rmtree(stale)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -190,9 +255,14 @@ def load(out_dir: str | os.PathLike) -> Package:
     manifest_path = out_dir / "manifest.json"
     if not manifest_path.is_file():
         raise McuError(f"{out_dir} is not an mcu package (no manifest.json); run `mcu compile` first")
-    manifest = json.loads(manifest_path.read_text())
-    graph, memory = pickle.loads((out_dir / IR_FILE).read_bytes())
-    return Package(out_dir, manifest["board"], manifest, graph, memory)
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        graph, memory = pickle.loads((out_dir / IR_FILE).read_bytes())
+        board = manifest["board"]
+    except Exception as exc:  # json, pickle and a missing ir.pkl raise many types
+        raise McuError(f"{out_dir} is a damaged mcu package or one from another mcu version ({type(exc).__name__}: "
+                       f"{exc}); compile it again with `mcu compile`") from exc
+    return Package(out_dir, board, manifest, graph, memory)
 
 
 def run(pkg: Package, inputs, *, timeout: float = 120.0) -> RunResult:
@@ -210,7 +280,7 @@ def run(pkg: Package, inputs, *, timeout: float = 120.0) -> RunResult:
     if res.status != 0:
         raise McuError(f"the model returned status {res.status} on the device (1 = bad argument, "
                        f"2 = bad shape): a code generator bug; please report it")
-    return RunResult(pkg.dequantize_outputs(raw), raw, res.instructions, res.stdout)
+    return RunResult(pkg.dequantize_outputs(raw), raw, res.instructions, res.stdout, res.stack_bytes)
 
 
 def size(pkg: Package):

@@ -20,9 +20,15 @@ def _load_model(spec: str):
                        f"(e.g. mcu.zoo:example_cnn)")
     mod, fn = spec.split(":", 1)
     try:
-        model, example_inputs = getattr(importlib.import_module(mod), fn)()
+        factory = getattr(importlib.import_module(mod), fn)
     except (ImportError, AttributeError) as exc:
-        raise McuError(f"cannot load {spec}: {exc}") from exc
+        raise McuError(f"cannot load {spec}: {exc}; MODEL is module:function with the module importable from "
+                       f"here (on PYTHONPATH), or a .pt2 file") from exc
+    result = factory()
+    try:
+        model, example_inputs = result
+    except (TypeError, ValueError):
+        raise McuError(f"{spec} returned a {type(result).__name__}; it must return (model, example_inputs)") from None
     return model, example_inputs
 
 
@@ -34,14 +40,37 @@ def _load_calibration(path: str | None):
     p = Path(path)
     if not p.is_file():
         raise McuError(f"calibration file {p} does not exist")
-    if p.suffix == ".pt":
-        data = torch.load(p)
-        return [tuple(b) if isinstance(b, (tuple, list)) else (b,) for b in data]
-    if p.suffix == ".npz":
-        arrays = [v for _, v in sorted(np.load(p).items())]
-        return [tuple(torch.from_numpy(a[i:i + 1]) for a in arrays) for i in range(len(arrays[0]))]
-    arr = np.load(p)
-    return [(torch.from_numpy(arr[i:i + 1]),) for i in range(len(arr))]
+    try:
+        if p.suffix == ".pt":
+            data = torch.load(p)
+            return [tuple(b) if isinstance(b, (tuple, list)) else (b,) for b in data]
+        if p.suffix == ".npz":
+            arrays = [_float32(v) for _, v in sorted(np.load(p).items())]
+            return [tuple(torch.from_numpy(a[i:i + 1]) for a in arrays) for i in range(len(arrays[0]))] if arrays else []
+        arr = _float32(np.load(p))
+        return [(torch.from_numpy(arr[i:i + 1]),) for i in range(len(arr))]
+    except Exception as exc:  # numpy, pickle and torch raise many types for unreadable files
+        raise McuError(f"cannot read calibration file {p} ({type(exc).__name__}: {exc}); save one array [B, ...] "
+                       f"with np.save (.npy), several with np.savez (.npz), or a list of input tuples with "
+                       f"torch.save (.pt)") from exc
+
+
+def _float32(a: np.ndarray) -> np.ndarray:
+    """float64 (numpy's default) as float32, the dtype models take; other dtypes as they are."""
+    return a.astype(np.float32) if a.dtype == np.float64 else a
+
+
+def _load_inputs(paths) -> list:
+    """Model inputs (torch order) from .npy files, one per input, as float32 tensors."""
+    import torch
+    inputs = []
+    for f in paths:
+        try:
+            inputs.append(torch.from_numpy(np.load(f).astype(np.float32)))
+        except Exception as exc:  # missing file, not an .npy, non-numeric array
+            raise McuError(f"cannot read input file {f} ({type(exc).__name__}: {exc}); pass .npy files saved "
+                           f"with np.save, one per model input, in torch order") from exc
+    return inputs
 
 
 def cmd_compile(args) -> None:
@@ -63,7 +92,7 @@ def cmd_run(args) -> None:
     import torch
     pkg = mcu.load(args.dir)
     if args.input:
-        inputs = [torch.from_numpy(np.load(f).astype(np.float32)) for f in args.input]
+        inputs = _load_inputs(args.input)
     else:
         g = torch.Generator().manual_seed(args.seed)
         inputs = [torch.randn(tuple(_shape(s)), generator=g) for s in pkg.manifest["inputs"]]
@@ -85,7 +114,13 @@ def _shape(spec):
 
 def cmd_size(args) -> None:
     import mcu
-    print(mcu.size(mcu.load(args.dir)).format())
+    from mcu.stack import StackError, stack_depth
+    pkg = mcu.load(args.dir)
+    print(mcu.size(pkg).format())
+    try:
+        print(stack_depth(pkg).format())
+    except StackError as exc:
+        print(f"stack: not computed ({exc})")
 
 
 def cmd_plan(args) -> None:
@@ -109,10 +144,9 @@ def cmd_profile(args) -> None:
 
 def cmd_debug(args) -> None:
     import mcu
-    import torch
     from mcu.debug import debug, first_divergence, format_rows
     pkg = mcu.load(args.dir)
-    inputs = [torch.from_numpy(np.load(f).astype(np.float32)) for f in args.input]
+    inputs = _load_inputs(args.input)
     rows = debug(pkg, inputs, timeout=args.timeout)
     print(format_rows(rows))
     if first_divergence(rows) is not None:

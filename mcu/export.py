@@ -1,6 +1,7 @@
 """Export stage: nn.Module / ExportedProgram / .pt2 file -> a checked torch.export ExportedProgram."""
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
@@ -86,17 +87,98 @@ def check_supported(ep: torch.export.ExportedProgram) -> None:
                                  f"Supported: {', '.join(sorted({str(o).split('.')[1] for o in SUPPORTED_OPS}))}")
 
 
+def _user_frame(exc: BaseException) -> str:
+    """'file:line: code' of the innermost frame of exc's traceback outside torch, torchao and mcu, or ''."""
+    import linecache
+    import traceback
+
+    skip = (os.path.dirname(torch.__file__), os.path.dirname(__file__), "/torchao/", "<")
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not any(k in f.filename for k in skip)]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f"{f.filename}:{f.lineno}: {(f.line or linecache.getline(f.filename, f.lineno)).strip()}"
+
+
+def _export_failure(exc: Exception) -> ExportError:
+    """The ExportError for a torch.export failure: where in the user's code, what to make static."""
+    where = _user_frame(exc) or "(no source line recorded)"
+    first = (str(exc).strip().splitlines() or [""])[0]
+    if "data-dependent" in str(exc) or type(exc).__name__ == "GuardOnDataDependentSymNode":
+        return ExportError(f"torch.export cannot capture the model: at {where} the control flow depends on a "
+                           f"tensor's values ({type(exc).__name__}: {first}). mcu compiles one static graph: "
+                           f"compute both branches and pick with torch.where, or make the decision outside forward()")
+    return ExportError(f"torch.export failed at {where}: {type(exc).__name__}: {first}. "
+                       f"Make shapes static and remove data-dependent control flow")
+
+
+def _archive_versions(path: Path) -> tuple[str, tuple[int, int]] | None:
+    """(torch version, export schema version) a .pt2 archive was saved with, if it says."""
+    import json
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            name = next(n for n in z.namelist() if re.search(r"(^|/)models/[^/]+\.json$", n))
+            meta = json.loads(z.read(name))
+        schema = meta.get("schema_version") or {}
+        return str(meta.get("torch_version", "?")), (int(schema.get("major", -1)), int(schema.get("minor", -1)))
+    except (OSError, ValueError, StopIteration, zipfile.BadZipFile, AttributeError):
+        return None
+
+
+def _load_failure(path: Path, exc: Exception) -> ExportError:
+    """The ExportError for a .pt2 torch.export.load rejects: saved by another torch, or damaged."""
+    from torch._export.serde.schema import SCHEMA_VERSION
+
+    versions = _archive_versions(path)
+    if versions is not None and (versions[0] != torch.__version__ or versions[1][0] != SCHEMA_VERSION[0]):
+        saved, schema = versions
+        return ExportError(f"{path} was saved by torch {saved} (export schema {schema[0]}.{schema[1]}); this is "
+                           f"torch {torch.__version__} (schema {SCHEMA_VERSION[0]}.{SCHEMA_VERSION[1]}), which "
+                           f"cannot load it: export the model again and save it with torch.export.save under "
+                           f"torch {torch.__version__}")
+    return ExportError(f"{path} is not a loadable .pt2 file ({type(exc).__name__}: {exc}); "
+                       f"re-save it with torch.export.save under torch {torch.__version__}")
+
+
+def check_static(ep: torch.export.ExportedProgram) -> None:
+    """Raise ExportError naming the first dynamic input dim or data-dependent size: mcu plans static shapes."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    user_inputs = set(ep.graph_signature.user_inputs)
+    for node in ep.graph.nodes:
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        for i, d in enumerate(val.shape):
+            if isinstance(d, int):
+                continue
+            if node.op == "placeholder" and node.name in user_inputs:
+                raise ExportError(f"input '{node.name}' has a dynamic dim {i} ({d}); mcu compiles one static "
+                                  f"shape: export without dynamic_shapes for dim {i} (the size you will run with)")
+            if free_unbacked_symbols(d):
+                where = source_line(node) or "(no source line recorded)"
+                raise ExportError(f"'{op_name(node)}' at {where} has an output whose size depends on tensor values "
+                                  f"(dim {i} = {d}); mcu needs static shapes: avoid boolean-mask indexing, "
+                                  f"nonzero, unique and the like")
+
+
 def export(model, example_inputs: tuple | None = None) -> torch.export.ExportedProgram:
     """Capture `model` (an nn.Module, an ExportedProgram or a path to a .pt2 file) with torch.export."""
     if isinstance(model, (str, Path)):
         path = Path(model)
         if not path.is_file():
             raise ExportError(f"{path}: no such file; pass a .pt2 saved with torch.export.save")
+        export_log = logging.getLogger("torch.export")
+        level = export_log.level
+        export_log.setLevel(logging.CRITICAL)  # torch logs the failure with a traceback; our error says it all
         try:
             ep = torch.export.load(str(path))
         except Exception as exc:  # torch raises many types for corrupt or foreign archives
-            raise ExportError(f"{path} is not a loadable .pt2 file ({type(exc).__name__}: {exc}); "
-                              f"re-save it with torch.export.save under torch {torch.__version__}") from exc
+            raise _load_failure(path, exc) from exc
+        finally:
+            export_log.setLevel(level)
     elif isinstance(model, torch.export.ExportedProgram):
         ep = model
     elif isinstance(model, torch.nn.Module):
@@ -105,11 +187,11 @@ def export(model, example_inputs: tuple | None = None) -> torch.export.ExportedP
         try:
             ep = torch.export.export(model.eval(), tuple(example_inputs))
         except Exception as exc:
-            raise ExportError(f"torch.export failed: {type(exc).__name__}: {str(exc).splitlines()[0]}. "
-                              f"Make shapes static and remove data-dependent control flow") from exc
+            raise _export_failure(exc) from exc
     else:
         raise ExportError(f"cannot export a {type(model).__name__}; pass an nn.Module, an "
                           f"ExportedProgram or a .pt2 path")
+    check_static(ep)
     check_supported(ep)
     return ep
 

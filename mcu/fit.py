@@ -11,8 +11,9 @@
     (measured: about 2.5 KB on ARMv7-M, 3 KB on the Cortex-M0).
 - RAM = arena + inputs + outputs + stack (board.toml stack_bytes) + STARTUP_RAM_BYTES (the fault
   handler's stack, the harness's statics, the 16-byte alignment of each I/O slot).
-- A model that does not fit raises BoardFitError naming the numbers and the boards it would fit
-  (the same estimate with each board's stack).
+- A model that does not fit raises BoardFitError naming the numbers and the boards it would fit: the
+  same estimate with each board's own stack (approximate there: another core may pick other kernel
+  variants, with other weight layouts).
 """
 from __future__ import annotations
 
@@ -27,19 +28,30 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "activation/mcu_lut_s8": 128,
     "activation/mcu_softmax_s8": 384,
     "conv/mcu_conv2d_1x1_s8_dsp": 2880,
-    "conv/mcu_conv2d_grouped_s8": 1664,
+    "conv/mcu_conv2d_1x1_s8_fast": 2176,
+    "conv/mcu_conv2d_1x1_s8_mve": 1536,
+    "conv/mcu_conv2d_grouped_s8": 1728,
     "conv/mcu_conv2d_s8": 1664,
-    "conv/mcu_conv2d_s8_dsp": 4224,
-    "conv/mcu_dwconv2d_s8": 1664,
-    "elementwise/mcu_add_broadcast_s8": 2432,
+    "conv/mcu_conv2d_s8_dsp": 4672,
+    "conv/mcu_conv2d_s8_fast": 3072,
+    "conv/mcu_conv2d_s8_mve": 2816,
+    "conv/mcu_dwconv2d_3x3_s8_dsp": 2816,
+    "conv/mcu_dwconv2d_3x3_s8_fast": 1728,
+    "conv/mcu_dwconv2d_3x3_s8_mve": 1408,
+    "conv/mcu_dwconv2d_s8": 1728,
+    "elementwise/mcu_add_broadcast_s8": 2368,
     "elementwise/mcu_add_s8": 1728,
-    "elementwise/mcu_mul_s8": 1216,
+    "elementwise/mcu_add_s8_fast": 2944,
+    "elementwise/mcu_add_s8_mve": 640,
+    "elementwise/mcu_mul_s8": 1280,
     "fallback/mcu_dequantize_s8_f32": 192,
     "fallback/mcu_layer_norm_f32": 768,
     "fallback/mcu_quantize_f32_s8": 384,
-    "fc/mcu_fully_connected_s8": 896,
+    "fc/mcu_fully_connected_s8": 960,
     "fc/mcu_fully_connected_s8_dsp": 2560,
-    "fc/mcu_matmul_s8": 1152,
+    "fc/mcu_fully_connected_s8_fast": 1984,
+    "fc/mcu_fully_connected_s8_mve": 1152,
+    "fc/mcu_matmul_s8": 1216,
     "pool/mcu_avgpool2d_s8": 1024,
     "pool/mcu_maxpool2d_s8": 832,
     "reduce/mcu_reduce_sum_s8": 1280,
@@ -162,7 +174,7 @@ def check_fit(graph: Graph, manifest: dict, board: Board) -> Footprint:
                           f"{'' if b.emulated else ', build only'})" for b in fits[:4])
         options.append(f"compile for a board with room for it: {names}")
     else:
-        options.append("no known board fits it")
+        options.append("no board mcu knows has room for it")
     if need.flash > board.flash_size:
         options.append("shrink the weights (fewer or narrower layers; int4 weights, planned, would halve them)")
     if need.ram > board.ram_size:

@@ -93,14 +93,18 @@ int main(int argc, char **argv)
         outputs[i] = alloc_exact(model_output_bytes[i], 16);
         first[i] = alloc_exact(model_output_bytes[i], 16);
     }
-    void *arena = MODEL_ARENA_BYTES > 0 ? alloc_exact(MODEL_ARENA_BYTES, MODEL_ARENA_ALIGN) : NULL;
+#if MODEL_ARENA_BYTES > 0
+    void *arena = alloc_exact(MODEL_ARENA_BYTES, MODEL_ARENA_ALIGN);
+#define FILL_ARENA(v) memset(arena, (v), MODEL_ARENA_BYTES)
+#else
+    void *arena = NULL;
+#define FILL_ARENA(v) ((void)(v))
+#endif
 
     static const int fill[2] = {0xA5, 0x5A};
     mcu_status_t status = MCU_OK;
     for (int run = 0; run < 2; ++run) {
-        if (arena != NULL) {
-            memset(arena, fill[run], MODEL_ARENA_BYTES);
-        }
+        FILL_ARENA(fill[run]);
         for (uint32_t i = 0; i < MODEL_NUM_OUTPUTS; ++i) {
             memset(outputs[i], fill[1 - run], model_output_bytes[i]);
         }

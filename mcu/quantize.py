@@ -193,20 +193,25 @@ class McuQuantizer(Quantizer):
         pass
 
 
-def _check_batch(batch, example_inputs) -> tuple:
+def _check_batch(batch, example_inputs, k: int = 0) -> tuple:
+    """Batch k of the calibration set as a tuple of tensors, or an McuError naming what is wrong with it."""
     if isinstance(batch, torch.Tensor):
         batch = (batch,)
-    batch = tuple(batch)
+    try:
+        batch = tuple(batch)
+    except TypeError:
+        raise McuError(f"calibration batch {k} is a {type(batch).__name__}; pass an iterable of input "
+                       f"tuples") from None
     if len(batch) != len(example_inputs):
-        raise McuError(f"calibration batch has {len(batch)} inputs but the model takes "
+        raise McuError(f"calibration batch {k} has {len(batch)} inputs but the model takes "
                        f"{len(example_inputs)}; pass an iterable of input tuples")
     for i, (b, e) in enumerate(zip(batch, example_inputs)):
         if not isinstance(b, torch.Tensor) or b.shape != e.shape or b.dtype != e.dtype:
             got = f"{tuple(b.shape)} {b.dtype}" if isinstance(b, torch.Tensor) else type(b).__name__
-            raise McuError(f"calibration input {i} is {got}, expected {tuple(e.shape)} {e.dtype} "
+            raise McuError(f"calibration batch {k}: input {i} is {got}, expected {tuple(e.shape)} {e.dtype} "
                            f"like the example input")
         if b.is_floating_point() and not torch.isfinite(b).all():
-            raise McuError(f"calibration input {i} contains NaN or Inf; clean the calibration data")
+            raise McuError(f"calibration batch {k}: input {i} contains NaN or Inf; clean the calibration data")
     return batch
 
 
@@ -218,10 +223,13 @@ def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
     """
     prepared = prepare_pt2e(exported.module(), McuQuantizer())
     batches = [example_inputs] if calibration is None else calibration
+    if not hasattr(batches, "__iter__"):
+        raise McuError(f"calibration must be an iterable of input tuples (e.g. [(x,) for x in batches]), "
+                       f"got a {type(batches).__name__}")
     seen = 0
     with torch.no_grad():
         for batch in batches:
-            prepared(*_check_batch(batch, example_inputs))
+            prepared(*_check_batch(batch, example_inputs, seen))
             seen += 1
     if seen == 0:
         raise McuError("the calibration set is empty; pass at least one input tuple "

@@ -228,7 +228,8 @@ def test_vww_does_not_fit_microbit(tmp_path):
     msg = str(err)
     assert "does not fit microbit" in msg
     assert f"needs {err.ram_needed:,} B of 16,384 B ({err.ram_needed - 16_384:,} B too many)" in msg
-    assert re.search(r"weights 2\d\d,\d{3} \+ .* arena [\d,]+ \+ inputs 27,648 \+ .*stack 4,096", msg, re.DOTALL), msg
+    parts = re.search(r"weights ([\d,]+) \+ .* arena [\d,]+ \+ inputs 27,648 \+ .*stack 4,096", msg, re.DOTALL)
+    assert parts and int(parts.group(1).replace(",", "")) >= 240_000, msg
     assert "netduinoplus2" in err.fits and not {"microbit", "lm3s6965evb"} & set(err.fits)
     assert f"compile for a board with room for it: {err.fits[0]} (" in msg
 
@@ -273,21 +274,26 @@ def test_tiny_model_is_exact_on_board(board, tmp_path):
 
 @needs_gcc
 def test_code_size_table_is_conservative(tmp_path):
-    """Each kernel's code + constants is at most its CODE_BYTES entry (else DEFAULT_CODE_BYTES), on a
-    Thumb-1 core and on a DSP + Helium core; _dsp/_mve variants only where the core has the feature."""
+    """Each kernel's code + constants is at most its CODE_BYTES entry (else DEFAULT_CODE_BYTES), built for the
+    core where that kind of kernel is largest: scalar on the Cortex-M0 (Thumb-1), DSP on the M7, Helium on the M55."""
     runtime = package_root("mcu.runtime_c")
-    too_big, builds = [], {}
-    for board in ("microbit", "mps3-an547"):  # Thumb-1; DSP + MVE. Concurrently, without -g (same code)
+    largest_on = {"microbit": lambda stem: not stem.endswith(("_dsp", "_mve")),
+                  "mps2-an500": lambda stem: stem.endswith("_dsp"),
+                  "mps3-an547": lambda stem: stem.endswith("_mve")}
+    builds = {}
+    for board, picks in largest_on.items():  # concurrently, without -g (the same code)
         b = load_board(board)
-        sources = [p for p in sorted((runtime / "kernels").glob("*/*.c"))
-                   if not (p.stem.endswith("_dsp") and not b.dsp or p.stem.endswith("_mve") and not b.mve)]
+        sources = [p for p in sorted((runtime / "kernels").glob("*/*.c")) if picks(p.stem)]
         (tmp_path / board).mkdir()
         cmd = ["arm-none-eabi-gcc", *(f for f in b.cflags() if f != "-g"), f"-I{runtime / 'include'}", "-c",
                *map(str, sources)]
         builds[board] = (sources, subprocess.Popen(cmd, cwd=tmp_path / board, stderr=subprocess.PIPE, text=True))
+    too_big = []
     for board, (sources, proc) in builds.items():
         _, errors = proc.communicate()
         assert proc.returncode == 0, errors
+        if not sources:
+            continue
         keys = {p.stem: p.relative_to(runtime / "kernels").with_suffix("").as_posix() for p in sources}
         out = subprocess.run(["arm-none-eabi-size", "-A", *sorted(f"{s}.o" for s in keys)], cwd=tmp_path / board,
                              capture_output=True, text=True, check=True).stdout

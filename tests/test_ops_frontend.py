@@ -114,7 +114,7 @@ def test_layer_norm_keeps_float_parameters():
     g = _import(ln, (2, 3, 6))
     (node,) = g.nodes
     w = g.tensors[node.inputs[1]]
-    assert node.op == "layer_norm" and node.attrs == {"normalized": 1, "eps": 1e-5}
+    assert node.op == "layer_norm" and (node.attrs["normalized"], node.attrs["eps"]) == (1, 1e-5)
     assert w.dtype == "float32" and np.array_equal(w.data, ln.weight.detach().numpy())
 
 
@@ -263,3 +263,23 @@ def test_lut_table_is_clamped_by_a_fused_activation():
     table = g.tensors[call.inputs[0]].data
     zp = g.tensors[g.outputs[0]].qparams.zp
     assert table.min() == max(zp, -128)
+
+
+def test_nearest_upsample_1d_runs_on_the_2d_kernel():
+    g = _lower(Fn(lambda x: F.interpolate(x, scale_factor=3)), (1, 4, 5))
+    (up,) = [n for n in g.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_upsample_nearest_s8"]
+    assert up.attrs["params"]["scale_h"] == 1 and up.attrs["params"]["scale_w"] == 3
+
+
+@pytest.mark.parametrize("fn", [F.gelu, torch.sigmoid, F.hardswish, lambda x: x.clamp(-0.3, 0.7)],
+                         ids=["gelu", "sigmoid", "hardswish", "clamp"])
+def test_lut_ops_equal_torchao_exactly(fn, tmp_path):
+    """Tolerance 0 LSB: the table holds torch's own dequantize -> f -> quantize result for every input."""
+    g = torch.Generator().manual_seed(3)
+    calib = [(torch.randn(1, 256, generator=g) * 3,) for _ in range(4)]
+    pkg = mcu.compile(Fn(fn), calib[0], calibration=calib, out_dir=tmp_path / "o")
+    spec = pkg.manifest["outputs"][0]
+    for _ in range(3):
+        x = (torch.randn(1, 256, generator=g) * 3,)
+        ao = np.round(pkg.torchao_reference(x)[0] / spec["scale"]) + spec["zero_point"]
+        assert np.array_equal(pkg.reference(x)[0].astype(np.int64), ao.astype(np.int64))

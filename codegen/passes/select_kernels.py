@@ -4,23 +4,27 @@
   board has the features it needs and the node's parameters qualify.
 - VARIANTS lists, per portable kernel, candidates in order of preference: Helium (`_mve`, needs
   "mve"), then DSP/SIMD32 (`_dsp`, needs "dsp"), then scalar (`_fast`, any core); a specialised
-  kernel (1x1 conv) before the general one. The first whose `requires` features the board has and
-  whose `applies(params)` holds wins; if none does, the portable kernel stays.
+  kernel (1x1 conv) before the general one. The first whose `requires` features the board has, whose
+  `applies(params)` holds and whose `prepare` does not decline wins; else the portable kernel stays.
 - `prepare` rewrites the node's constants into the form its kernel wants (all exact integer
-  transforms, so the variant's output equals the portable kernel's bit for bit):
+  transforms, so the variant's output equals the portable kernel's bit for bit), or returns None:
     fold    bias' = bias + input_offset * sum(w) per output channel (a NULL bias becomes one), so the
             inner loop multiplies raw int8 inputs; padded taps then read -input_offset (the zero point);
-    pack    weights reordered (and, for DSP, widened to int16 and stored as their little-endian bytes,
-            so the `const int8_t *filter` signature stays) in the order the kernel streams them;
-            channels padded to a multiple of 4 with zero rows, bias/records padded likewise;
+    pack    weights reordered (DSP: widened to int16; fast: two channels per int32 word), stored as
+            bytes so the `const int8_t *filter` signature stays, in the order the kernel streams them;
+            channels padded with zero rows, bias and quant arrays padded likewise;
     records per-channel requantization constants {mult, sh, round_lo, round_hi} replacing
             quant.multiplier (see runtime_c/include/mcu/mcu_opt.h); quant.shift stays as is.
-- The reference keeps the portable semantics: a prepared node keeps `attrs["twin"]` (the portable
-  kernel), `attrs["twin_inputs"]` and `attrs["twin_quant"]` (the portable constants, still in the
-  graph but not emitted), and codegen/reference.py runs the portable twin on those. So the device is
-  always compared with the unprepared computation, and a wrong `prepare` shows up as a mismatch.
-- Scratch: the im2col variants keep one output pixel's K = KH*KW*C_in window on the stack, so they
-  apply only while K <= MAX_K (mcu_opt.h's MCU_OPT_MAX_K; the DSP row is 2 bytes per tap).
+  The layouts are documented with the kernels in runtime_c/include/mcu/mcu_kernels.h. Add and average
+  pool variants need no constants (prepare None).
+- Twins: the reference keeps the portable semantics. A variant node keeps `attrs["twin"]` (the portable
+  kernel), `attrs["twin_inputs"]` and `attrs["twin_quant"]` (the portable constants, still in the graph
+  but not emitted), and codegen/reference.py runs the portable twin on those. So the device is always
+  compared with the unprepared computation, and a wrong `prepare` shows up as a mismatch; no variant
+  needs a twin of its own.
+- Scratch: kernels get no scratch argument, so the im2col/widening variants keep one pixel's window (the
+  Helium conv three) on the stack, a fixed bound: they apply only while the window, padded as their
+  layout pads it, has at most MAX_K taps (mcu_opt.h's MCU_OPT_MAX_K).
 """
 from __future__ import annotations
 
@@ -52,7 +56,8 @@ class Variant:
     path: str                         # source under runtime_c/kernels, without .c
     requires: frozenset[str] = frozenset()
     applies: Callable[[dict], bool] = lambda params: True
-    prepare: Callable[[Node, dict[str, Tensor]], tuple[Node, dict[str, Tensor]]] | None = field(default=None)
+    # (node, tensors) -> (node, new constants), or None to decline (the next variant is tried)
+    prepare: Callable[[Node, dict[str, Tensor]], tuple[Node, dict[str, Tensor]] | None] | None = field(default=None)
 
 
 # ---- Constant preparation (pure numpy; each returns new arrays) ---------------------------------------------
@@ -81,19 +86,23 @@ def rq_records(mult: np.ndarray, shift: np.ndarray, output_offset: int, channels
     for c, (m, s) in enumerate(zip(np.asarray(mult, np.int64), np.asarray(shift, np.int64))):
         e = -int(s)
         rnd = (1 << 30) + (1 << (30 + e)) + output_offset * (1 << (31 + e)) if e >= 1 else 0
-        if e >= 1 and -(1 << 63) <= rnd < (1 << 63) and -(1 << 31) <= rnd >> 32 < (1 << 31):
+        # e <= 24 (as mcu_rq_record): hi32(round + acc * mult) is about 2^30 + output_offset * 2^(e-1), which
+        # leaves int32 from e = 25 on, though round alone may still fit
+        if 1 <= e <= 24 and -(1 << 63) <= rnd < (1 << 63) and -(1 << 31) <= rnd >> 32 < (1 << 31):
             rec[c] = (m, e - 1, rnd & 0xFFFFFFFF, rnd >> 32)
         else:
             rec[c] = (m, -1, s, 0)
     return rec.reshape(-1).astype(np.uint32).view(np.int32) if rec.size else rec.reshape(-1).astype(np.int32)
 
 
-def pack_quads_s8(w_rows: np.ndarray, k_pad: int, chunk: int) -> np.ndarray:
-    """int8 [C, K] -> per 4 channels, per `chunk` taps: the 4 channels' chunks in turn (K padded to k_pad)."""
+def pack_groups_s8(w_rows: np.ndarray, group: int, chunk: int) -> np.ndarray:
+    """int8 [C, K] -> per `group` channels, per `chunk` taps: the group's chunks in turn (C padded to a
+    multiple of group, K to a multiple of chunk, with zeros)."""
     c, k = w_rows.shape
-    w = np.zeros((round_up(c, 4), k_pad), np.int8)
+    k_pad = round_up(k, chunk)
+    w = np.zeros((round_up(c, group), k_pad), np.int8)
     w[:c, :k] = w_rows
-    return np.ascontiguousarray(w.reshape(-1, 4, k_pad // chunk, chunk).transpose(0, 2, 1, 3)).reshape(-1)
+    return np.ascontiguousarray(w.reshape(-1, group, k_pad // chunk, chunk).transpose(0, 2, 1, 3)).reshape(-1)
 
 
 def pack_quads_s16(w_rows: np.ndarray) -> np.ndarray:
@@ -141,18 +150,48 @@ def _prepared(node: Node, tensors: dict[str, Tensor], suffix: str, *, weights: n
     return node.replace(inputs=inputs, attrs={**a, "quant": quant}), new
 
 
+SPLIT = 1 << 24  # mcu_fast_split: two channels per 32-bit weight word, the low one's sum within +-2^23
+
+
+def pack_pairs_s32(w_rows: np.ndarray) -> np.ndarray | None:
+    """int8 [C, K] -> per 4 channels, per tap, the words w0 + w1 * 2^24 and w2 + w3 * 2^24 (int32 bytes);
+    None when a low channel's sum could leave +-2^23 (128 * sum |w| >= 2^23)."""
+    c, k = w_rows.shape
+    w = pad_rows(w_rows.astype(np.int64), round_up(c, 4)).reshape(-1, 2, 2, k)  # [quad, pair, lo/hi, k]
+    if (128 * np.abs(w[:, :, 0, :]).sum(axis=-1) >= SPLIT // 2).any():
+        return None
+    words = (w[:, :, 0, :] + w[:, :, 1, :] * SPLIT).astype(np.int32)              # [quad, pair, k]
+    return np.ascontiguousarray(words.transpose(0, 2, 1)).astype("<i4").reshape(-1).view(np.int8)
+
+
 def prepare_fast(node, tensors):
-    """Scalar GEMM: folded bias, int8 weights with 4 channels interleaved per tap, records."""
+    """Scalar GEMM: folded bias, two channels per weight word (mcu_fast_split), records. Declines (None)
+    when the weights are too large for the split."""
     rows = _w_rows(node, tensors)
+    packed = pack_pairs_s32(rows)
+    if packed is None:
+        return None
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
     c4 = round_up(rows.shape[0], 4)
-    return _prepared(node, tensors, "fast", weights=pack_quads_s8(rows, rows.shape[1], 1),
-                     bias=pad_rows(bias, c4), records=True)
+    return _prepared(node, tensors, "fast", weights=packed, bias=pad_rows(bias, c4), records=True)
+
+
+def window_rows(node, tensors, rows: np.ndarray, multiple: int) -> np.ndarray:
+    """A general conv's [C, KH*KW*C_in] weights with each window row (KW*C_in taps) padded with zero taps to
+    a multiple of `multiple`, so the kernels can read every input row on its own; other nodes unchanged."""
+    w = _const(tensors, node.inputs[1])
+    if w.ndim != 4 or is_1x1(node.attrs["params"]):
+        return rows
+    c, seg = rows.shape[0], w.shape[2] * w.shape[3]
+    padded = np.zeros((c, rows.shape[1] // seg, round_up(seg, multiple)), np.int8)
+    padded[:, :, :seg] = rows.reshape(c, -1, seg)
+    return padded.reshape(c, -1)
 
 
 def prepare_dsp(node, tensors):
-    """SIMD32 GEMM: the kernel adds input_offset while widening, so the bias is only padded; int16 weights."""
-    rows = _w_rows(node, tensors)
+    """SIMD32 GEMM: the kernel adds input_offset while widening, so the bias is only padded; int16 weights,
+    window rows padded to 4 taps."""
+    rows = window_rows(node, tensors, _w_rows(node, tensors), 4)
     b = _const(tensors, node.inputs[2])
     c4 = round_up(rows.shape[0], 4)
     bias = pad_rows(np.zeros(rows.shape[0], np.int32) if b is None else b.astype(np.int32), c4)
@@ -160,27 +199,19 @@ def prepare_dsp(node, tensors):
 
 
 def prepare_mve(node, tensors):
-    """Helium GEMM: folded bias; int8 weights with 4 channels interleaved per 16 taps, each window row
-    (KW * C_in taps of a conv, all K of an fc) padded to 16; multipliers and shifts padded (whole-vector
-    loads)."""
+    """Helium GEMM (3 pixels x 2 channels): folded bias; int8 weights with 2 channels interleaved per 16
+    taps, each window row (KW * C_in taps of a conv) padded to 16; multipliers and shifts repeated per pair
+    of channels as the lanes of two pixels {c, c+1, c, c+1}."""
     rows = _w_rows(node, tensors)
+    c, c2 = rows.shape[0], round_up(rows.shape[0], 2)
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
-    c4 = round_up(rows.shape[0], 4)
-    w = _const(tensors, node.inputs[1])
-    seg = w.shape[2] * w.shape[3] if w.ndim == 4 else w.shape[1]
-    segs = np.zeros((rows.shape[0], rows.shape[1] // seg, round_up(seg, 16)), np.int8)
-    segs[:, :, :seg] = rows.reshape(rows.shape[0], -1, seg)
-    segs = segs.reshape(rows.shape[0], -1)
-    node, new = _prepared(node, tensors, "mve", weights=pack_quads_s8(segs, segs.shape[1], 16),
-                          bias=pad_rows(bias, c4), records=False)
-    return _padded_quant(node, tensors, new, "mve", c4)
-
-
-def _padded_quant(node, tensors, new, suffix, channels):
-    """The node's multiplier and shift padded with zeros to `channels` (constants <node>_<suffix>_{m,s})."""
-    names = (f"{node.name}_{suffix}_m", f"{node.name}_{suffix}_s")
+    rows = window_rows(node, tensors, rows, 16)
+    node, new = _prepared(node, tensors, "mve", weights=pack_groups_s8(rows, 2, 16), bias=pad_rows(bias, c2),
+                          records=False)
+    names = (f"{node.name}_mve_m", f"{node.name}_mve_s")
     for name, q in zip(names, node.attrs["quant"]):
-        new[name] = _new(name, pad_rows(tensors[q].data.astype(np.int32), channels), "int32")
+        pairs = pad_rows(tensors[q].data.astype(np.int32), c2).reshape(-1, 2)
+        new[name] = _new(name, np.concatenate([pairs, pairs], axis=1).reshape(-1), "int32")
     return node.replace(attrs={**node.attrs, "quant": names}), new
 
 
@@ -243,9 +274,9 @@ def fits_k(p: dict) -> bool:
     return conv_k(p) <= MAX_K
 
 
-def mve_fits(p: dict) -> bool:
-    """The Helium conv gathers border windows as KH rows padded to 16 taps."""
-    return p["filter"][1] * round_up(p["filter"][2] * p["filter"][3], 16) <= MAX_K
+def rows_fit(multiple: int):
+    """The conv's window, KH rows of KW*C_in taps each padded to `multiple`, fits the kernels' scratch."""
+    return lambda p: p["filter"][1] * round_up(p["filter"][2] * p["filter"][3], multiple) <= MAX_K
 
 
 def is_1x1_fits(p: dict) -> bool:
@@ -273,9 +304,9 @@ MVE, DSP = {"mve"}, {"dsp"}
 VARIANTS: dict[str, list[Variant]] = {
     "mcu_conv2d_s8": [
         _v("mcu_conv2d_1x1_s8_mve", "conv", MVE, is_1x1, prepare_mve),
-        _v("mcu_conv2d_s8_mve", "conv", MVE, mve_fits, prepare_mve),
+        _v("mcu_conv2d_s8_mve", "conv", MVE, rows_fit(16), prepare_mve),
         _v("mcu_conv2d_1x1_s8_dsp", "conv", DSP, is_1x1_fits, prepare_dsp),
-        _v("mcu_conv2d_s8_dsp", "conv", DSP, fits_k, prepare_dsp),
+        _v("mcu_conv2d_s8_dsp", "conv", DSP, rows_fit(4), prepare_dsp),
         _v("mcu_conv2d_1x1_s8_fast", "conv", set(), is_1x1, prepare_fast),
         _v("mcu_conv2d_s8_fast", "conv", set(), fits_k, prepare_fast),
     ],
@@ -287,6 +318,9 @@ VARIANTS: dict[str, list[Variant]] = {
     "mcu_add_s8": [
         _v("mcu_add_s8_mve", "elementwise", MVE, lambda p: True, None),
         _v("mcu_add_s8_fast", "elementwise", set(), lambda p: True, None),
+    ],
+    "mcu_avgpool2d_s8": [
+        _v("mcu_avgpool2d_s8_fast", "pool", set(), lambda p: True, None),
     ],
     "mcu_fully_connected_s8": [
         _v("mcu_fully_connected_s8_mve", "fc", MVE, lambda p: True, prepare_mve),
@@ -303,13 +337,17 @@ def select_kernels(graph: Graph, target: Target) -> Graph:
             for v in VARIANTS.get(node.attrs["kernel"], []):
                 if v.requires <= target.features and v.applies(node.attrs["params"]):
                     a = node.attrs
-                    node = node.replace(attrs={**a, "kernel": v.kernel, "path": v.path,
-                                               "twin": a.get("twin", a["kernel"]),
-                                               "twin_inputs": a.get("twin_inputs", node.inputs),
-                                               "twin_quant": a.get("twin_quant", a["quant"])})
+                    candidate = node.replace(attrs={**a, "kernel": v.kernel, "path": v.path,
+                                                    "twin": a.get("twin", a["kernel"]),
+                                                    "twin_inputs": a.get("twin_inputs", node.inputs),
+                                                    "twin_quant": a.get("twin_quant", a["quant"])})
                     if v.prepare is not None:
-                        node, new = v.prepare(node, tensors)
+                        prepared = v.prepare(candidate, tensors)
+                        if prepared is None:  # the constants do not suit this variant
+                            continue
+                        candidate, new = prepared
                         tensors.update(new)
+                    node = candidate
                     break
         nodes.append(node)
     return graph.replace(nodes=tuple(nodes), tensors=tensors)

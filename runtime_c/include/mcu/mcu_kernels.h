@@ -285,22 +285,26 @@ mcu_status_t mcu_layer_norm_f32(const mcu_layer_norm_params_t *params, const flo
  *             inputs and reads padding as -input_offset.
  *  - records: quant->multiplier points to 4 int32 per channel {mult, sh, round_lo, round_hi}
  *             (mcu_opt.h); quant->shift is the portable shift array.
- *  - c4:      filter, bias and records (for _mve: quant multiplier and shift) are padded to C_out rounded
- *             up to 4 (zero rows).
- *  - Packed filters, K = KH*KW*C_in in OHWI order (for fc, K = in_features, C_out = out_features):
- *      fast: int8 [C4/4][K][4]: the 4 channels of a quad side by side per tap;
+ *  - c4:      filter, bias and records are padded to C_out rounded up to 4 (zero rows).
+ *  - Packed filters, K = KH*KW*C_in in OHWI order (for fc, K = in_features, C_out = out_features); for a
+ *    general conv (not 1x1) each window row of KW*C_in taps is padded with zero taps (dsp: to a multiple
+ *    of 4, mve: of 16), so the kernels can read input rows in place:
+ *      fast: int32 [C4/4][K][2]: per tap the words w0 + w1 * 2^24 and w2 + w3 * 2^24 (one SMLAL does two
+ *            MACs; chosen only when 128 * sum|w| < 2^23 for channels 0 and 2 of each quad);
  *      dsp:  int16 as little-endian bytes, [C4/4][K4/4][4 channels][4 taps in order 0, 2, 1, 3], K4 = K
  *            rounded up to 4 with zero taps; input_offset is added by the kernel (bias not folded);
- *      mve:  int8 [C4/4][K16/16][4 channels][16 taps], K16 = K rounded up to 16 with zero taps.
- *  - Limits: the im2col and DSP variants keep one pixel's window on the stack and need
- *    K <= MCU_OPT_MAX_K (1024: 2 KB for the DSP row, + 1 KB int8 window for the general conv).
+ *      mve:  int8 [C2/2][K16/16][2 channels][16 taps], C2 = C_out rounded up to 2, K16 = K rounded up to
+ *            16 with zero taps; bias padded to C2; quant multiplier and shift repeated per pair of
+ *            channels {m_c, m_c+1, m_c, m_c+1}.
+ *  - Limits: the im2col and DSP variants keep pixel windows on the stack and need K (padded as above) <=
+ *    MCU_OPT_MAX_K = 1024 (stack: _dsp 2 KB row + 1 KB window, _fast 1 KB, _mve conv 3 windows, 3 KB).
  *    The 1x1 variants need filter 1x1 and no padding (any stride). Others get MCU_ERR_SHAPE.
  *  - filter, bias and quant arrays must be 4-byte aligned (the generated weights.c aligns them).
  *  - A _dsp kernel built for a core without the DSP extension computes the same with C stand-ins; a
  *    _mve kernel built without Helium returns MCU_ERR_ARG.
  */
 
-/* Conv, 1x1 filter, no padding: fold (fast, mve), records (fast, dsp), c4, packed filter. */
+/* Conv, 1x1 filter, no padding: fold (fast, mve), records and c4 (fast, dsp), packed filter. */
 mcu_status_t mcu_conv2d_1x1_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                     const int8_t *input, const int8_t *filter, const int32_t *bias,
                                     int8_t *output);
@@ -327,7 +331,9 @@ mcu_status_t mcu_fully_connected_s8_dsp(const mcu_fc_params_t *params, const mcu
 mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
                                         const int8_t *input, const int8_t *weights, const int32_t *bias,
                                         int8_t *output);
-/* Depthwise 3x3, channel multiplier 1, any stride/padding/dilation. Packed filters (C = channels):
+
+/* Depthwise 3x3, channel multiplier 1, any stride/padding/dilation, C <= MCU_OPT_MAX_K (a row of C padding
+ * values lives on the stack). Packed filters (C = channels):
  *   fast: fold, records, int8 [C][9];
  *   dsp:  records, c4, int16 bytes [C4/4][9][4 channels in order 0, 2, 1, 3] (bias not folded);
  *   mve:  fold, int16 bytes [9][C8]; bias, multiplier and shift padded to C8 and stored per 8 channels in
@@ -348,5 +354,9 @@ mcu_status_t mcu_add_s8_fast(const mcu_add_params_t *params, const int8_t *input
                              int8_t *output);
 mcu_status_t mcu_add_s8_mve(const mcu_add_params_t *params, const int8_t *input1, const int8_t *input2,
                             int8_t *output);
+
+/* Average pooling (no constants to prepare): 4 channels per word summed in 16-bit lanes, 64 channels a pass
+ * (stack: 512 B), then the portable rounding. */
+mcu_status_t mcu_avgpool2d_s8_fast(const mcu_pool2d_params_t *params, const int8_t *input, int8_t *output);
 
 #endif /* MCU_KERNELS_H */

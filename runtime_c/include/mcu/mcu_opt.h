@@ -113,11 +113,17 @@ MCU_INLINE void mcu_dw3x3_taps(const mcu_conv2d_params_t *p, const int8_t *in_n,
                                const int8_t *pad, const int8_t *tap[9])
 {
     const int32_t in_h = p->input.h, in_w = p->input.w, c = p->input.c;
+    int32_t col[3];
+    for (int32_t kx = 0; kx < 3; ++kx) {
+        const int32_t ix = base_x + kx * p->dilation_w;
+        col[kx] = ix >= 0 && ix < in_w ? ix * c : -1;
+    }
     for (int32_t ky = 0; ky < 3; ++ky) {
         const int32_t iy = base_y + ky * p->dilation_h;
+        const int row_ok = iy >= 0 && iy < in_h;
+        const int8_t *row = in_n + (row_ok ? iy * in_w * c : 0);
         for (int32_t kx = 0; kx < 3; ++kx) {
-            const int32_t ix = base_x + kx * p->dilation_w;
-            tap[ky * 3 + kx] = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w ? in_n + (iy * in_w + ix) * c : pad;
+            tap[ky * 3 + kx] = row_ok && col[kx] >= 0 ? row + col[kx] : pad;
         }
     }
 }
@@ -235,7 +241,7 @@ MCU_INLINE int8_t mcu_rq_out(int32_t acc, const int32_t *rec, const mcu_rq_mode_
     if (rec[1] >= 0) {
         y = mcu_rq_fast(acc, rec, m->act_min < m->output_offset);
     } else {
-        y = mcu_requantize(acc, rec[0], rec[2]) + m->output_offset;
+        y = mcu_add_offset(mcu_requantize(acc, rec[0], rec[2]), m->output_offset);
     }
     return (int8_t)mcu_clamp_i32(y, m->act_min, m->act_max);
 }
@@ -249,11 +255,17 @@ MCU_INLINE uint32_t mcu_read_u32(const void *p)
     return v;
 }
 
-/* The first n (< 4) bytes at p as a word, the rest zero; never reads past p + n. */
+/* The first n (1..3) bytes at p as a little-endian word, the rest zero; never reads past p + n. */
 MCU_INLINE uint32_t mcu_read_tail(const int8_t *p, int32_t n)
 {
-    uint32_t v = 0;
-    memcpy(&v, p, (size_t)n);
+    const uint8_t *b = (const uint8_t *)p;
+    uint32_t v = b[0];
+    if (n > 1) {
+        v |= (uint32_t)b[1] << 8;
+    }
+    if (n > 2) {
+        v |= (uint32_t)b[2] << 16;
+    }
     return v;
 }
 
@@ -403,7 +415,8 @@ MCU_INLINE int32_t mcu_smlatt(uint32_t x, uint32_t y, int32_t acc)
 #endif
 
 /* GCC's Cortex-M tuning never forms LDM/LDRD or SXTAB16 with rotation, which halve the hot loops' instruction
- * counts; those loops are inline assembly on Thumb-2 cores with the DSP extension, C elsewhere. */
+ * counts (the measure here is instructions); those loops are inline assembly on Thumb-2 cores with the DSP
+ * extension, C elsewhere. Local labels 1-5 are used inside each block. */
 #if MCU_HAVE_DSP && defined(__GNUC__) && defined(__thumb2__)
 #define MCU_DSP_ASM 1
 #else
@@ -452,10 +465,13 @@ MCU_INLINE void mcu_dsp_expand(const int8_t *src, int32_t n, int32_t off, uint32
 
 /* What one 1x4 block reads besides x and w: the quad's bias and records, and where its 4 outputs go. */
 typedef struct {
-    const int32_t *bias;
-    const int32_t *rec;
-    int8_t *out;
-    int32_t *acc; /* where mcu_dsp_dot_1x4 leaves the accumulators */
+    const int32_t *bias;  /* 0: the quad's 4 biases (advances in mcu_dsp_gemm_row) */
+    const int32_t *rec;   /* 4: its 4 records (advances) */
+    int8_t *out;          /* 8: its 4 outputs (advances) */
+    int32_t *acc;         /* 12: where mcu_dsp_dot_1x4 leaves the accumulators */
+    const uint32_t *x;    /* 16: the widened row */
+    int32_t groups;       /* 20: groups of 4 taps in the row */
+    int32_t quads;        /* 24: quads left (counts down) */
 } mcu_dsp_quad_t;
 
 #if MCU_DSP_ASM
@@ -472,15 +488,20 @@ typedef struct {
     "smlad r10, lr, r5, r10\n\t"                                                                           \
     "smlad r11, r12, r6, r11\n\t"                                                                          \
     "smlad r11, lr, r7, r11\n\t"
-#define MCU_DSP_DOT                                                                                        \
-    "ldr r12, [%[q]]\n\t"                                                                                  \
-    "ldm r12, {r8, r9, r10, r11}\n\t"                                                                      \
-    "lsrs %[n], %[n], #1\n\t" /* n = pairs of groups; carry = an odd group, done first */                  \
+/* %[n] groups: n & 1 and n & 2 first (shifted out into the carry), then 4 at a time. */
+#define MCU_DSP_GROUPS                                                                                     \
+    "lsrs %[n], %[n], #1\n\t"                                                                              \
     "bcc 2f\n\t" MCU_DSP_GROUP "2:\n\t"                                                                    \
-    "cbz %[n], 3f\n"                                                                                       \
-    "1:\n\t" MCU_DSP_GROUP MCU_DSP_GROUP "subs %[n], %[n], #1\n\t"                                         \
+    "lsrs %[n], %[n], #1\n\t"                                                                              \
+    "bcc 5f\n\t" MCU_DSP_GROUP MCU_DSP_GROUP "5:\n\t"                                                      \
+    "cmp %[n], #0\n\t"                                                                                     \
+    "beq 3f\n"                                                                                             \
+    "1:\n\t" MCU_DSP_GROUP MCU_DSP_GROUP MCU_DSP_GROUP MCU_DSP_GROUP "subs %[n], %[n], #1\n\t"               \
     "bne 1b\n"                                                                                             \
     "3:\n\t"
+#define MCU_DSP_DOT                                                                                        \
+    "ldr r12, [%[q]]\n\t"                                                                                  \
+    "ldm r12, {r8, r9, r10, r11}\n\t" MCU_DSP_GROUPS
 /* out = ssat8(hi32(round + acc * mult) >> sh) with record {mult r4, sh r5, round r6:r7}; FIX subtracts
  * 2^31 from round when acc < 0 (using %[x] as scratch). */
 #define MCU_DSP_RQ(acc, FIX)                                                                               \
@@ -493,10 +514,22 @@ typedef struct {
     "and %[x], " acc ", #0x80000000\n\t"                                                                   \
     "subs r6, r6, %[x]\n\t"                                                                                \
     "sbc r7, r7, #0\n\t"
-#define MCU_DSP_QUAD_RQ(FIX)                                                                               \
-    MCU_DSP_DOT "ldr r12, [%[q], #4]\n\t"                                                                  \
+/* Every quad of a row: widen-free dot (x reloaded, bias/rec/out advanced through %[q]), then requantize. */
+#define MCU_DSP_ROW_RQ(FIX)                                                                                \
+    "4:\n\t"                                                                                               \
+    "ldr %[x], [%[q], #16]\n\t"                                                                            \
+    "ldr %[n], [%[q], #20]\n\t"                                                                            \
+    "ldr r12, [%[q]]\n\t"                                                                                  \
+    "ldm r12!, {r8, r9, r10, r11}\n\t"                                                                     \
+    "str r12, [%[q]]\n\t" MCU_DSP_GROUPS                                                                  \
+    "ldr r12, [%[q], #4]\n\t"                                                                              \
     "ldr lr, [%[q], #8]\n\t" MCU_DSP_RQ("r8", FIX) MCU_DSP_RQ("r9", FIX) MCU_DSP_RQ("r10", FIX)          \
-        MCU_DSP_RQ("r11", FIX)
+        MCU_DSP_RQ("r11", FIX) "str r12, [%[q], #4]\n\t"                                                   \
+    "str lr, [%[q], #8]\n\t"                                                                               \
+    "ldr r12, [%[q], #24]\n\t"                                                                             \
+    "subs r12, r12, #1\n\t"                                                                                \
+    "str r12, [%[q], #24]\n\t"                                                                             \
+    "bne 4b\n\t"
 /* The fast-mode requantization of four accumulators, records at %[rec], outputs to %[out] (both advance). */
 #define MCU_DSP_RQ1(acc)                                                                                   \
     "ldmia %[rec]!, {r4, r5, r6, r7}\n\t"                                                                  \
@@ -515,7 +548,7 @@ MCU_INLINE const int8_t *mcu_dsp_dot_1x4(const uint32_t *x, const int8_t *w, int
                                          int32_t acc[4])
 {
 #if MCU_DSP_ASM
-    const mcu_dsp_quad_t q = {bias, NULL, NULL, acc};
+    const mcu_dsp_quad_t q = {bias, NULL, NULL, acc, x, groups, 1};
     int32_t n = groups;
     __asm__ volatile(MCU_DSP_DOT "ldr r12, [%[q], #12]\n\t"
                                  "stm r12, {r8, r9, r10, r11}\n\t"
@@ -543,33 +576,14 @@ MCU_INLINE const int8_t *mcu_dsp_dot_1x4(const uint32_t *x, const int8_t *w, int
 }
 
 /* Depthwise 3x3, 4 channels: acc[j] = bias[j] + sum_t (x_t[j] + off) * w_t[j], where x_t is the word at
- * tap[t] + ch (4 int8 channels) and w holds per tap the int16 words (w0, w2), (w1, w3). */
-MCU_INLINE void mcu_dsp_dw_taps(const int8_t *const tap[9], int32_t ch, const int8_t *w, uint32_t off2,
+ * address base + tab[t] (4 int8 channels) and w holds per tap the int16 words (w0, w2), (w1, w3). tab holds
+ * offsets from a window base, or absolute addresses with base = the channel offset. */
+MCU_INLINE void mcu_dsp_dw_taps(intptr_t base, const intptr_t tab[9], const int8_t *w, uint32_t off2,
                                 const int32_t *bias, int32_t acc[4])
 {
-#if MCU_DSP_ASM
-    /* accumulators r8-r11 (channels 0..3), x word r4 -> (x0, x2) r4 and (x1, x3) r5, weights r6/r7 */
-#define MCU_DSP_DW_TAP(i)                                                                                  \
-    "ldr r4, [%[t], #" #i "]\n\t"                                                                          \
-    "ldr r4, [r4, %[ch]]\n\t"                                                                              \
-    "ldrd r6, r7, [%[w]], #8\n\t"                                                                          \
-    "sxtab16 r5, %[off2], r4, ror #8\n\t"                                                                  \
-    "sxtab16 r4, %[off2], r4\n\t"                                                                          \
-    "smlabb r8, r4, r6, r8\n\t"                                                                            \
-    "smlatt r10, r4, r6, r10\n\t"                                                                          \
-    "smlabb r9, r5, r7, r9\n\t"                                                                            \
-    "smlatt r11, r5, r7, r11\n\t"
-    __asm__ volatile("ldm %[b], {r8, r9, r10, r11}\n\t" MCU_DSP_DW_TAP(0) MCU_DSP_DW_TAP(4) MCU_DSP_DW_TAP(8)
-                         MCU_DSP_DW_TAP(12) MCU_DSP_DW_TAP(16) MCU_DSP_DW_TAP(20) MCU_DSP_DW_TAP(24)
-                             MCU_DSP_DW_TAP(28) MCU_DSP_DW_TAP(32) "stm %[acc], {r8, r9, r10, r11}\n\t"
-                     : [w] "+r"(w)
-                     : [t] "r"(tap), [ch] "r"(ch), [off2] "r"(off2), [b] "r"(bias), [acc] "r"(acc)
-                     : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "memory");
-#undef MCU_DSP_DW_TAP
-#else
     int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3];
     for (int32_t t = 0; t < 9; ++t, w += 8) {
-        const uint32_t v = mcu_read_u32(tap[t] + ch);
+        const uint32_t v = mcu_read_u32((const void *)(base + tab[t]));
         const uint32_t e = mcu_sxtab16(off2, v), o = mcu_sxtab16(off2, mcu_ror8(v));
         const uint32_t we = mcu_read_u32(w), wo = mcu_read_u32(w + 4);
         a0 = mcu_smlabb(e, we, a0);
@@ -581,6 +595,60 @@ MCU_INLINE void mcu_dsp_dw_taps(const int8_t *const tap[9], int32_t ch, const in
     acc[1] = a1;
     acc[2] = a2;
     acc[3] = a3;
+}
+
+/* What mcu_dsp_dw_pixel reads besides the taps: per group of 4 channels the biases, records and outputs
+ * (advanced group by group), the group count, and input_offset twice as int16. */
+typedef struct {
+    const int32_t *bias;
+    const int32_t *rec;
+    int8_t *out;
+    int32_t groups;
+    uint32_t off2;
+} mcu_dsp_dw_t;
+
+/* All whole groups of one output pixel in fast mode: the taps of mcu_dsp_dw_taps (base advancing 4 channels
+ * per group), then the records' requantization, group after group. */
+MCU_INLINE void mcu_dsp_dw_pixel(intptr_t base, const intptr_t tab[9], const int8_t *w, mcu_dsp_dw_t *q)
+{
+#if MCU_DSP_ASM
+#define MCU_DSP_DW_TAP(i)                                                                                  \
+    "ldr r4, [%[t], #" #i "]\n\t"                                                                          \
+    "ldr r4, [%[p], r4]\n\t"                                                                               \
+    "ldrd r6, r7, [%[w]], #8\n\t"                                                                          \
+    "sxtab16 r5, r12, r4, ror #8\n\t"                                                                      \
+    "sxtab16 r4, r12, r4\n\t"                                                                              \
+    "smlabb r8, r4, r6, r8\n\t"                                                                            \
+    "smlatt r10, r4, r6, r10\n\t"                                                                          \
+    "smlabb r9, r5, r7, r9\n\t"                                                                            \
+    "smlatt r11, r5, r7, r11\n\t"
+    __asm__ volatile("4:\n\t"
+                     "ldr r12, [%[q]]\n\t"
+                     "ldm r12!, {r8, r9, r10, r11}\n\t"
+                     "str r12, [%[q]]\n\t"
+                     "ldr r12, [%[q], #16]\n\t" MCU_DSP_DW_TAP(0) MCU_DSP_DW_TAP(4) MCU_DSP_DW_TAP(8)
+                         MCU_DSP_DW_TAP(12) MCU_DSP_DW_TAP(16) MCU_DSP_DW_TAP(20) MCU_DSP_DW_TAP(24)
+                             MCU_DSP_DW_TAP(28) MCU_DSP_DW_TAP(32) "ldr r12, [%[q], #4]\n\t"
+                     "ldr lr, [%[q], #8]\n\t" MCU_DSP_RQ("r8", MCU_DSP_NOFIX) MCU_DSP_RQ("r9", MCU_DSP_NOFIX)
+                         MCU_DSP_RQ("r10", MCU_DSP_NOFIX) MCU_DSP_RQ("r11", MCU_DSP_NOFIX) "str r12, [%[q], #4]\n\t"
+                     "str lr, [%[q], #8]\n\t"
+                     "adds %[p], %[p], #4\n\t"
+                     "ldr r12, [%[q], #12]\n\t"
+                     "subs r12, r12, #1\n\t"
+                     "str r12, [%[q], #12]\n\t"
+                     "bne 4b\n\t"
+                     : [p] "+r"(base), [w] "+r"(w)
+                     : [t] "r"(tab), [q] "r"(q)
+                     : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
+#undef MCU_DSP_DW_TAP
+#else
+    for (int32_t g = 0; g < q->groups; ++g, w += 72, base += 4, q->bias += 4, q->rec += 16, q->out += 4) {
+        int32_t acc[4];
+        mcu_dsp_dw_taps(base, tab, w, q->off2, q->bias, acc);
+        for (int32_t j = 0; j < 4; ++j) {
+            q->out[j] = (int8_t)mcu_sat8(mcu_rq_fast(acc[j], q->rec + 4 * j, 0));
+        }
+    }
 #endif
 }
 
@@ -610,21 +678,24 @@ MCU_INLINE void mcu_dsp_gemm_row(const uint32_t *x, int32_t groups, const int8_t
     int32_t c = 0;
 #if MCU_DSP_ASM
     const int all_fast = m->fast || (m->act_min == MCU_Q7_MIN && m->act_max == MCU_Q7_MAX && m->records_fast);
-    for (; all_fast && c + 4 <= c_out; c += 4, bias += 4, rec += 16) {
-        const mcu_dsp_quad_t q = {bias, rec, out + c, NULL};
+    if (all_fast && c_out >= 4) {
+        mcu_dsp_quad_t q = {bias, rec, out, NULL, x, groups, c_out / 4};
         const uint32_t *xp = x;
         int32_t n = groups;
         if (m->fast) {
-            __asm__ volatile(MCU_DSP_QUAD_RQ(MCU_DSP_NOFIX)
+            __asm__ volatile(MCU_DSP_ROW_RQ(MCU_DSP_NOFIX)
                              : [x] "+r"(xp), [w] "+r"(w), [n] "+l"(n)
                              : [q] "r"(&q)
                              : MCU_DSP_CLOBBERS);
         } else {
-            __asm__ volatile(MCU_DSP_QUAD_RQ(MCU_DSP_FIX)
+            __asm__ volatile(MCU_DSP_ROW_RQ(MCU_DSP_FIX)
                              : [x] "+r"(xp), [w] "+r"(w), [n] "+l"(n)
                              : [q] "r"(&q)
                              : MCU_DSP_CLOBBERS);
         }
+        c = c_out & ~3;
+        bias += c;
+        rec += 4 * c;
     }
 #endif
     for (; c < c_out; c += 4, bias += 4, rec += 16) {
@@ -639,32 +710,43 @@ MCU_INLINE void mcu_dsp_gemm_row(const uint32_t *x, int32_t groups, const int8_t
 
 /* ---- Scalar GEMM row (the _fast variants) ------------------------------------------------------------ */
 
+/* One SMLAL does two MACs: with W = w_a + w_b * 2^24 (fits int32 for |w| <= 127) the 64-bit sum of x * W is
+ * S_a + S_b * 2^24, and S_a comes back as the low 24 bits sign-extended as long as |S_a| < 2^23, which
+ * select_kernels checks per channel (128 * sum |w_a| < 2^23) before choosing a _fast GEMM. */
+MCU_INLINE void mcu_fast_split(int64_t s, int32_t *a, int32_t *b)
+{
+    const int32_t lo = (int32_t)((uint32_t)s << 8) >> 8;
+    *a = lo;
+    *b = (int32_t)((s - lo) >> 24);
+}
+
 /* out[c] = rq(bias[c] + sum_k x[k] * w[c][k]) for c < c_out: x an int8 row of k values (the offset is in
- * the folded bias), w packed per 4 channels as [k][4], c_out padded to 4 (zero rows, padded bias/records). */
+ * the folded bias), w packed per 4 channels as [k][2] words (w0 + w1 * 2^24, w2 + w3 * 2^24), c_out padded
+ * to 4 (zero rows, padded bias/records). */
 MCU_INLINE void mcu_fast_gemm_row(const int8_t *x, int32_t k, const int8_t *w, const int32_t *bias,
                                   const int32_t *rec, int32_t c_out, const mcu_rq_mode_t *m, int8_t *out)
 {
     for (int32_t c = 0; c < c_out; c += 4, bias += 4, rec += 16) {
-        /* uint32 sums: the kernels' int32 accumulation wraps like the folded bias does */
-        uint32_t a0 = (uint32_t)bias[0], a1 = (uint32_t)bias[1], a2 = (uint32_t)bias[2], a3 = (uint32_t)bias[3];
-        const int8_t *xp = x;
-        int32_t i = k;
-        for (; i >= 2; i -= 2, xp += 2, w += 8) {
+        int64_t s01 = 0, s23 = 0;
+        const int8_t *xp = x, *end = x + k;
+        for (; xp + 2 <= end; xp += 2, w += 16) {
             const int32_t x0 = xp[0], x1 = xp[1];
-            a0 += (uint32_t)(x0 * w[0]) + (uint32_t)(x1 * w[4]);
-            a1 += (uint32_t)(x0 * w[1]) + (uint32_t)(x1 * w[5]);
-            a2 += (uint32_t)(x0 * w[2]) + (uint32_t)(x1 * w[6]);
-            a3 += (uint32_t)(x0 * w[3]) + (uint32_t)(x1 * w[7]);
+            s01 += (int64_t)x0 * (int32_t)mcu_read_u32(w);
+            s23 += (int64_t)x0 * (int32_t)mcu_read_u32(w + 4);
+            s01 += (int64_t)x1 * (int32_t)mcu_read_u32(w + 8);
+            s23 += (int64_t)x1 * (int32_t)mcu_read_u32(w + 12);
         }
-        if (i) {
-            const int32_t x0 = xp[0];
-            a0 += (uint32_t)(x0 * w[0]);
-            a1 += (uint32_t)(x0 * w[1]);
-            a2 += (uint32_t)(x0 * w[2]);
-            a3 += (uint32_t)(x0 * w[3]);
-            w += 4;
+        if (xp < end) {
+            s01 += (int64_t)xp[0] * (int32_t)mcu_read_u32(w);
+            s23 += (int64_t)xp[0] * (int32_t)mcu_read_u32(w + 4);
+            w += 8;
         }
-        const int32_t acc[4] = {(int32_t)a0, (int32_t)a1, (int32_t)a2, (int32_t)a3};
+        int32_t acc[4];
+        mcu_fast_split(s01, &acc[0], &acc[1]);
+        mcu_fast_split(s23, &acc[2], &acc[3]);
+        for (int32_t j = 0; j < 4; ++j) { /* int32 wrap-around like the folded bias */
+            acc[j] = (int32_t)((uint32_t)acc[j] + (uint32_t)bias[j]);
+        }
         const int32_t n = c_out - c < 4 ? c_out - c : 4;
         if (m->fast && n == 4) {
             out[c] = mcu_rq_out(acc[0], rec, m, 1);
@@ -693,52 +775,137 @@ MCU_INLINE int32x4_t mcu_mve_requantize(int32x4_t acc, int32x4_t mult, int32x4_t
     return vrshlq_s32(x, right);
 }
 
-/* out[c] = clamp(requantize(bias[c] + dot(x, w_c)) + zo) for c < c_out, where x is `rows` segments of `seg`
- * int8 values (offset folded into bias), segment r at x + r * stride. w is packed per 4 channels as
- * [rows][seg16 / 16][4][16] (seg16 = seg rounded up to 16, zero taps); bias, mult and shift are padded to 4
- * channels. A segment's last partial chunk is a predicated load, so nothing past seg is read. */
-MCU_INLINE void mcu_mve_gemm_rows(const int8_t *x, int32_t stride, int32_t rows, int32_t seg, const int8_t *w,
-                                  const int32_t *bias, const int32_t *mult, const int32_t *shift, int32_t c_out,
-                                  int32_t zo, int32_t act_min, int32_t act_max, int8_t *out)
+/* What a Helium GEMM call needs besides the input rows. */
+typedef struct {
+    const int8_t *w;       /* per pair of channels, per 16 taps: the two channels' 16 weights (zero padded) */
+    const int32_t *bias;   /* padded to an even channel count */
+    const int32_t *mult;   /* per pair of channels {m0, m1, m0, m1} (the lanes of two pixels) */
+    const int32_t *shift;  /* likewise */
+    int32_t c_out;         /* output channels */
+    int32_t rows, chunks;  /* an input window is `rows` rows of `chunks` whole 16-tap chunks, */
+    int32_t tail;          /* then (one row only) `tail` taps read predicated, 0..15 */
+    int32_t zo, act_min, act_max;
+    uint32_t offsets[4];   /* output byte offsets of the lanes: {0, 1, c_out, c_out + 1} */
+} mcu_mve_gemm_t;
+
+/* The 3x2 block's accumulation (see mcu_mve_gemm_3x2): q points at its state struct, held in r9. */
+MCU_INLINE void mcu_mve_rows_3x2(void *state)
 {
-    const int32_t full = seg >> 4, tail = seg & 15;
-    const mve_pred16_t tail_p = vctp8q((uint32_t)tail);
-    const int32x4_t vmin = vdupq_n_s32(act_min), vmax = vdupq_n_s32(act_max);
-    for (int32_t c = 0; c < c_out; c += 4) {
-        int32_t a0 = bias[c], a1 = bias[c + 1], a2 = bias[c + 2], a3 = bias[c + 3];
-        const int8_t *xr = x;
-        for (int32_t r = 0; r < rows; ++r, xr += stride) {
-            const int8_t *xp = xr;
-            for (int32_t i = full; i > 0; --i) {
-                const int8x16_t xv = vldrbq_s8(xp);
-                xp += 16;
-                a0 = vmladavaq_s8(a0, xv, vldrbq_s8(w));
-                a1 = vmladavaq_s8(a1, xv, vldrbq_s8(w + 16));
-                a2 = vmladavaq_s8(a2, xv, vldrbq_s8(w + 32));
-                a3 = vmladavaq_s8(a3, xv, vldrbq_s8(w + 48));
-                w += 64;
+    register void *q __asm__("r9") = state;
+    /* accumulators (p0 c, p0 c+1, p1 c, p1 c+1, p2 c, p2 c+1) in r0, r2, r4, r6, r8, r10 (VMLADAVA needs
+     * even registers); row pointers r1, r3, r5; weights r7; row table r12; rows left r11; chunks lr. */
+    __asm__ volatile(
+        "ldr r12, [r9, #0]\n\t"
+        "ldr r11, [r9, #4]\n\t"
+        "ldr r7, [r9, #8]\n\t"
+        "ldr lr, [r9, #12]\n\t"
+        "ldrd r0, r2, [lr]\n\t"
+        "ldrd r4, r6, [lr]\n\t"
+        "ldrd r8, r10, [lr]\n"
+        "3:\n\t"
+        "ldm r12!, {r1, r3, r5}\n\t"
+        "ldr lr, [r9, #16]\n\t"
+        "wls lr, lr, 2f\n"
+        "1:\n\t"
+        "vldrb.8 q0, [r1], #16\n\t"
+        "vldrb.8 q1, [r3], #16\n\t"
+        "vldrb.8 q2, [r5], #16\n\t"
+        "vldrb.8 q3, [r7], #16\n\t"
+        "vmladava.s8 r0, q0, q3\n\t"
+        "vmladava.s8 r4, q1, q3\n\t"
+        "vmladava.s8 r8, q2, q3\n\t"
+        "vldrb.8 q3, [r7], #16\n\t"
+        "vmladava.s8 r2, q0, q3\n\t"
+        "vmladava.s8 r6, q1, q3\n\t"
+        "vmladava.s8 r10, q2, q3\n\t"
+        "le lr, 1b\n"
+        "2:\n\t"
+        "subs r11, r11, #1\n\t"
+        "bne 3b\n\t"
+        "str r7, [r9, #8]\n\t"
+        "ldr r12, [r9, #20]\n\t"
+        "stm r12, {r0, r2, r4, r6, r8, r10}\n\t"
+        :
+        : "r"(q)
+        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r10", "r11", "r12", "lr", "q0", "q1", "q2",
+          "q3", "cc", "memory");
+}
+
+/* Three output pixels times all channels, two channels at a time: 6 VMLADAVA accumulators per 16 taps
+ * against 5 loads. row[r][j] is row r of pixel j's window; pixel j (< npix) goes to out + j * c_out.
+ * Not inlined (static, so each kernel file has its own copy): its loops keep their values in registers. */
+static __attribute__((noinline, unused)) void mcu_mve_gemm_3x2(const int8_t *const (*row)[3],
+                                                              const mcu_mve_gemm_t *g, int32_t npix, int8_t *out)
+{
+    const int32_t c_out = g->c_out, zo = g->zo, done = g->chunks * 16;
+    const uint32x4_t offsets = vldrwq_u32(g->offsets);
+    const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max), zero = vdupq_n_s32(0);
+    const mve_pred16_t tail_p = vctp8q((uint32_t)g->tail);
+    const uint32_t pix_a = npix > 1 ? 0xFFFFu : 0x00FFu; /* lanes (p0 c, p0 c+1, p1 c, p1 c+1) */
+    const uint32_t pix_b = npix > 2 ? 0x00FFu : 0x0000u; /* lanes (p2 c, p2 c+1) */
+    struct {
+        const int8_t *const (*row)[3];
+        int32_t rows;
+        const int8_t *w;
+        const int32_t *bias;
+        int32_t chunks;
+        int32_t *acc;
+    } s;
+    int32_t acc[8] = {0};
+    s.row = row;
+    s.rows = g->rows;
+    s.w = g->w;
+    s.bias = g->bias;
+    s.chunks = g->chunks;
+    s.acc = acc;
+    const int32_t *mult = g->mult, *shift = g->shift;
+    for (int32_t c = 0; c < c_out; c += 2, s.bias += 2, mult += 4, shift += 4) {
+        if (npix == 1) { /* a single row (fc with one batch): 2 accumulators, not 6 of which 4 are wasted */
+            int32_t a0 = s.bias[0], a1 = s.bias[1];
+            for (int32_t r = 0; r < s.rows; ++r) {
+                const int8_t *xp = row[r][0];
+                for (int32_t i = s.chunks; i > 0; --i, xp += 16, s.w += 32) {
+                    const int8x16_t v = vldrbq_s8(xp);
+                    a0 = vmladavaq_s8(a0, v, vldrbq_s8(s.w));
+                    a1 = vmladavaq_s8(a1, v, vldrbq_s8(s.w + 16));
+                }
             }
-            if (tail) {
-                const int8x16_t xv = vldrbq_z_s8(xp, tail_p);
-                a0 = vmladavaq_s8(a0, xv, vldrbq_s8(w));
-                a1 = vmladavaq_s8(a1, xv, vldrbq_s8(w + 16));
-                a2 = vmladavaq_s8(a2, xv, vldrbq_s8(w + 32));
-                a3 = vmladavaq_s8(a3, xv, vldrbq_s8(w + 48));
-                w += 64;
-            }
-        }
-        int32x4_t acc = vdupq_n_s32(a0);
-        acc = vsetq_lane_s32(a1, acc, 1);
-        acc = vsetq_lane_s32(a2, acc, 2);
-        acc = vsetq_lane_s32(a3, acc, 3);
-        int32x4_t y = mcu_mve_requantize(acc, vldrwq_s32(mult + c), vldrwq_s32(shift + c));
-        y = vminq_s32(vmaxq_s32(vaddq_n_s32(y, zo), vmin), vmax);
-        if (c + 4 <= c_out) {
-            vstrbq_s32(out + c, y);
+            acc[0] = a0;
+            acc[1] = a1;
         } else {
-            vstrbq_p_s32(out + c, y, vctp32q((uint32_t)(c_out - c)));
+            mcu_mve_rows_3x2(&s);
         }
+        if (g->tail) {
+            const int8x16_t wa = vldrbq_s8(s.w), wb = vldrbq_s8(s.w + 16);
+            for (int32_t j = 0; j < 3; ++j) {
+                const int8x16_t v = vldrbq_z_s8(row[0][j] + done, tail_p);
+                acc[2 * j] = vmladavaq_s8(acc[2 * j], v, wa);
+                acc[2 * j + 1] = vmladavaq_s8(acc[2 * j + 1], v, wb);
+            }
+            s.w += 32;
+        }
+        const int32x4_t m = vldrwq_s32(mult), sh = vldrwq_s32(shift);
+        const int32x4_t left = vmaxq_s32(sh, zero), right = vminq_s32(sh, zero);
+        int32x4_t ya = vqrdmulhq_s32(vqshlq_s32(vldrwq_s32(acc), left), m);
+        int32x4_t yb = vqrdmulhq_s32(vqshlq_s32(vldrwq_s32(acc + 4), left), m);
+        ya = vrshlq_s32(vqaddq_s32(ya, vshrq_n_s32(vandq_s32(ya, right), 31)), right);
+        yb = vrshlq_s32(vqaddq_s32(yb, vshrq_n_s32(vandq_s32(yb, right), 31)), right);
+        ya = vminq_s32(vmaxq_s32(vaddq_n_s32(ya, zo), vmin), vmax);
+        yb = vminq_s32(vmaxq_s32(vaddq_n_s32(yb, zo), vmin), vmax);
+        const uint32_t ch = c + 1 < c_out ? 0xFFFFu : 0x0F0Fu; /* drop channel c+1 past the end */
+        vstrbq_scatter_offset_p_s32(out + c, offsets, ya, (mve_pred16_t)(pix_a & ch));
+        vstrbq_p_s32(out + 2 * c_out + c, yb, (mve_pred16_t)(pix_b & ch));
     }
+}
+
+/* The GEMM description of a prepared Helium kernel (see mcu_kernels.h): windows of `rows` rows of k taps. */
+MCU_INLINE mcu_mve_gemm_t mcu_mve_gemm(const int8_t *w, const int32_t *bias, const mcu_per_channel_quant_t *q,
+                                       int32_t c_out, int32_t rows, int32_t k, int32_t zo, int32_t act_min,
+                                       int32_t act_max)
+{
+    const mcu_mve_gemm_t g = {w, bias, q->multiplier, q->shift, c_out, rows, k >> 4, k & 15, zo, act_min, act_max,
+                              {0u, 1u, (uint32_t)c_out, (uint32_t)c_out + 1u}};
+    return g;
 }
 #endif
 

@@ -1,4 +1,4 @@
-/* Helium (MVE) int8 1x1 convolution without padding: VMLADAVA of each input row with 4 channels at a time. */
+/* Helium (MVE) int8 1x1 convolution without padding: input rows in place, 3 pixels x 2 channels per VMLADAVA block. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,20 +18,20 @@ mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_
         (p->output.h - 1) * p->stride_h >= p->input.h || (p->output.w - 1) * p->stride_w >= p->input.w) {
         return MCU_ERR_SHAPE;
     }
-    const int32_t c_in = p->input.c, c_out = p->output.c;
+    const int32_t c_in = p->input.c, c_out = p->output.c, oh = p->output.h, ow = p->output.w;
     if (mcu_quant_check(quant, c_out) != MCU_OK) {
         return MCU_ERR_ARG;
     }
-    int8_t *out = output;
-
-    for (int32_t n = 0; n < p->output.n; ++n) {
-        for (int32_t y = 0; y < p->output.h; ++y) {
-            const int8_t *in = input + ((n * p->input.h + y * p->stride_h) * p->input.w) * c_in;
-            for (int32_t x = 0; x < p->output.w; ++x, in += p->stride_w * c_in, out += c_out) {
-                mcu_mve_gemm_rows(in, 0, 1, c_in, filter, bias, quant->multiplier, quant->shift, c_out,
-                                  p->output_offset, p->act_min, p->act_max, out);
-            }
+    const mcu_mve_gemm_t g = mcu_mve_gemm(filter, bias, quant, c_out, 1, c_in, p->output_offset, p->act_min,
+                                          p->act_max);
+    const int32_t pixels = p->output.n * oh * ow;
+    for (int32_t i = 0; i < pixels; i += 3) {
+        const int8_t *row[1][3];
+        for (int32_t j = 0; j < 3; ++j) { /* output pixel i + j (pixel i again past the end) */
+            const int32_t q = i + j < pixels ? i + j : i, n = q / (oh * ow), y = q / ow % oh, x = q % ow;
+            row[0][j] = input + ((n * p->input.h + y * p->stride_h) * p->input.w + x * p->stride_w) * c_in;
         }
+        mcu_mve_gemm_3x2(row, &g, pixels - i, output + i * c_out);
     }
     return MCU_OK;
 #else

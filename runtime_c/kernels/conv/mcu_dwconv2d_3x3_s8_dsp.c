@@ -35,27 +35,53 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
     const mcu_rq_mode_t mode = mcu_rq_mode(rec, c, p->output_offset, p->act_min, p->act_max);
     const int32_t in_off = p->input_offset;
     const uint32_t off2 = ((uint32_t)in_off & 0xFFFFu) * 0x00010001u;
+    const int32_t dh = p->dilation_h, dw = p->dilation_w;
     int8_t pad[MCU_OPT_MAX_K]; /* a padded tap reads -input_offset: it widens to 0 */
     mcu_fill_s8(pad, (int8_t)(-in_off), c);
+    /* Interior pixels address their taps as window + rel[t]; border pixels as absolute addresses (padded taps
+     * at pad) with base 0. Either way the kernel reads base + ch + tab[t]. */
+    intptr_t rel[9], abs_tap[9];
+    for (int32_t t = 0; t < 9; ++t) {
+        rel[t] = ((t / 3) * dh * in_w + (t % 3) * dw) * c;
+    }
     int8_t *out = output;
 
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
         for (int32_t y = 0; y < p->output.h; ++y) {
             const int32_t base_y = y * p->stride_h - p->pad_top;
+            const int rows_inside = base_y >= 0 && base_y + 2 * dh < in_h;
             for (int32_t x = 0; x < p->output.w; ++x, out += c) {
-                const int8_t *tap[9];
-                mcu_dw3x3_taps(p, in_n, base_y, x * p->stride_w - p->pad_left, pad, tap);
+                const int32_t base_x = x * p->stride_w - p->pad_left;
+                intptr_t base;
+                const intptr_t *tab;
+                if (rows_inside && base_x >= 0 && base_x + 2 * dw < in_w) {
+                    base = (intptr_t)(in_n + (base_y * in_w + base_x) * c);
+                    tab = rel;
+                } else {
+                    const int8_t *tap[9];
+                    mcu_dw3x3_taps(p, in_n, base_y, base_x, pad, tap);
+                    for (int32_t t = 0; t < 9; ++t) {
+                        abs_tap[t] = (intptr_t)tap[t];
+                    }
+                    base = 0;
+                    tab = abs_tap;
+                }
                 int32_t ch = 0;
+                if (mode.fast && c >= 4) {
+                    mcu_dsp_dw_t q = {bias, rec, out, c / 4, off2};
+                    mcu_dsp_dw_pixel(base, tab, filter, &q);
+                    ch = c & ~3;
+                }
                 for (; ch + 4 <= c; ch += 4) {
                     int32_t acc[4];
-                    mcu_dsp_dw_taps(tap, ch, filter + ch * 18, off2, bias + ch, acc);
+                    mcu_dsp_dw_taps(base + ch, tab, filter + ch * 18, off2, bias + ch, acc);
                     mcu_dsp_rq4(acc, rec + 4 * ch, &mode, out + ch);
                 }
                 for (; ch < c; ++ch) {
                     int32_t acc = bias[ch];
                     for (int32_t t = 0; t < 9; ++t) {
-                        acc += (tap[t][ch] + in_off) * weight(filter, ch, t);
+                        acc += (((const int8_t *)(base + tab[t]))[ch] + in_off) * weight(filter, ch, t);
                     }
                     out[ch] = mcu_rq_out(acc, rec + 4 * ch, &mode, 0);
                 }

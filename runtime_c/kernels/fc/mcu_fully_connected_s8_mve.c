@@ -1,4 +1,4 @@
-/* Helium (MVE) int8 fully connected layer: VMLADAVA of each input row with 4 output features at a time. */
+/* Helium (MVE) int8 fully connected layer: 3 input rows x 2 output features per VMLADAVA block, offset folded. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,9 +19,14 @@ mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu
     if (mcu_quant_check(quant, n_out) != MCU_OK) {
         return MCU_ERR_ARG;
     }
-    for (int32_t b = 0; b < p->batches; ++b) {
-        mcu_mve_gemm_rows(input + b * k, 0, 1, k, weights, bias, quant->multiplier, quant->shift, n_out,
-                          p->output_offset, p->act_min, p->act_max, output + b * n_out);
+    const mcu_mve_gemm_t g = mcu_mve_gemm(weights, bias, quant, n_out, 1, k, p->output_offset, p->act_min,
+                                          p->act_max);
+    for (int32_t b = 0; b < p->batches; b += 3) {
+        const int8_t *row[1][3];
+        for (int32_t j = 0; j < 3; ++j) {
+            row[0][j] = input + (b + j < p->batches ? b + j : b) * k;
+        }
+        mcu_mve_gemm_3x2(row, &g, p->batches - b, output + b * n_out);
     }
     return MCU_OK;
 #else

@@ -1,0 +1,83 @@
+/* Scalar int8 average pooling: four channels per word summed at once in 16-bit lanes (SWAR), then the portable rounding. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/mcu_kernels.h"
+#include "mcu/mcu_opt.h"
+
+/* Channels per pass, and taps per flush of the 16-bit lanes: (x + 128) <= 255, 257 * 255 < 2^16. */
+#define CHUNK 64
+#define FLUSH 257
+
+mcu_status_t mcu_avgpool2d_s8_fast(const mcu_pool2d_params_t *params, const int8_t *input, int8_t *output)
+{
+    const mcu_pool2d_params_t *p = params;
+    if (p == NULL || input == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    if (!mcu_dims_ok(&p->input) || !mcu_dims_ok(&p->output) || p->kernel_h < 1 || p->kernel_w < 1 ||
+        p->stride_h < 1 || p->stride_w < 1 || p->pad_top < 0 || p->pad_left < 0 || p->divisor < 0 ||
+        !mcu_io_offsets_ok(0, p->zero_point, p->act_min, p->act_max)) {
+        return MCU_ERR_ARG;
+    }
+    if (p->output.n != p->input.n || p->output.c != p->input.c || p->pad_top >= p->kernel_h ||
+        p->pad_left >= p->kernel_w || (p->output.h - 1) * p->stride_h - p->pad_top >= p->input.h ||
+        (p->output.w - 1) * p->stride_w - p->pad_left >= p->input.w) {
+        return MCU_ERR_SHAPE;
+    }
+    const int32_t in_h = p->input.h, in_w = p->input.w, c = p->input.c, zp = p->zero_point;
+    int8_t *out = output;
+    for (int32_t n = 0; n < p->output.n; ++n) {
+        const int8_t *in_n = input + n * in_h * in_w * c;
+        for (int32_t y = 0; y < p->output.h; ++y) {
+            int32_t ky0, ky1;
+            mcu_tap_range(y * p->stride_h - p->pad_top, 1, p->kernel_h, in_h, &ky0, &ky1);
+            ky0 += y * p->stride_h - p->pad_top;
+            ky1 += y * p->stride_h - p->pad_top;
+            for (int32_t x = 0; x < p->output.w; ++x, out += c) {
+                int32_t kx0, kx1;
+                mcu_tap_range(x * p->stride_w - p->pad_left, 1, p->kernel_w, in_w, &kx0, &kx1);
+                kx0 += x * p->stride_w - p->pad_left;
+                kx1 += x * p->stride_w - p->pad_left;
+                const int32_t count = (ky1 - ky0) * (kx1 - kx0), d = p->divisor > 0 ? p->divisor : count;
+                for (int32_t c0 = 0; c0 < c; c0 += CHUNK) {
+                    const int32_t nc = c - c0 < CHUNK ? c - c0 : CHUNK, words = (nc + 3) / 4;
+                    uint32_t even[CHUNK / 4] = {0}, odd[CHUNK / 4] = {0}; /* lanes: sums of x + 128 */
+                    int32_t total[CHUNK] = {0};
+                    int32_t taps = 0;
+                    for (int32_t iy = ky0; iy < ky1; ++iy) {
+                        for (int32_t ix = kx0; ix < kx1; ++ix) {
+                            const int8_t *px = in_n + (iy * in_w + ix) * c + c0;
+                            for (int32_t g = 0; g < words; ++g) {
+                                const int32_t left = nc - 4 * g;
+                                const uint32_t word = left >= 4 ? mcu_read_u32(px + 4 * g) : mcu_read_tail(px + 4 * g, left);
+                                const uint32_t v = word ^ 0x80808080u;
+                                even[g] += v & 0x00FF00FFu;
+                                odd[g] += (v >> 8) & 0x00FF00FFu;
+                            }
+                            if (++taps == FLUSH) {
+                                for (int32_t j = 0; j < nc; ++j) {
+                                    const uint32_t lanes = (j & 1 ? odd : even)[j / 4];
+                                    total[j] += (int32_t)((lanes >> (j & 2 ? 16 : 0)) & 0xFFFFu);
+                                }
+                                for (int32_t g = 0; g < words; ++g) {
+                                    even[g] = odd[g] = 0;
+                                }
+                                taps = 0;
+                            }
+                        }
+                    }
+                    for (int32_t j = 0; j < nc; ++j) {
+                        /* lane of channel j: byte j % 4 of each word, bytes 0/2 in `even`, 1/3 in `odd` */
+                        const uint32_t lanes = (j & 1 ? odd : even)[j / 4];
+                        int32_t acc = total[j] + (int32_t)((lanes >> (j & 2 ? 16 : 0)) & 0xFFFFu);
+                        acc -= (128 + zp) * count; /* sum of (x - zp) */
+                        acc = acc >= 0 ? (acc + d / 2) / d : -((d / 2 - acc) / d);
+                        out[c0 + j] = (int8_t)mcu_clamp_i32(zp + acc, p->act_min, p->act_max);
+                    }
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}

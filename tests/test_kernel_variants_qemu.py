@@ -1,0 +1,258 @@
+"""Every optimized kernel variant equals its portable twin bit for bit, on the board that picks it, under QEMU.
+
+- A case group is one hand-made lowered graph of independent portable kernel calls with seeded random
+  shapes and quantization (odd channel counts, K tails, batch 2, strides, padding, dilation, extreme
+  offsets, shifts that take the slow path, narrow clamps), so one firmware build checks many variants.
+- select_kernels swaps in the board's variants (Helium on mps3-an547, DSP on mps2-an386, scalar _fast on
+  mps2-an385) and prepares their constants; codegen/reference.py runs the portable twins on the
+  unprepared constants, so a wrong `prepare` fails here as surely as a wrong kernel.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcu.boards import load_board
+from mcu.build import build_firmware
+from mcu.codegen.emit import emit
+from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
+from mcu.codegen.lowering import KERNELS
+from mcu.codegen.memory import plan_graph
+from mcu.codegen.passes.select_kernels import Target, select_kernels
+from mcu.codegen.reference import run_reference
+from mcu.qemu.runner import run_firmware
+from mcu.twins.quant import INT32_MAX, INT32_MIN, quantize_multipliers
+
+BOARDS = ["mps2-an386", "mps3-an547", "mps2-an385"]
+SUFFIX = {"mps2-an386": "_dsp", "mps3-an547": "_mve", "mps2-an385": "_fast"}
+
+
+class GraphBuilder:
+    """Independent portable calls, each reading its own graph input and writing its own graph output."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.tensors: dict[str, Tensor] = {}
+        self.nodes: list[Node] = []
+        self.inputs: list[str] = []
+        self.outputs: list[str] = []
+        self.expect: dict[str, str] = {}  # node name -> kernel suffix family ("1x1", "gemm", ...)
+
+    def _io(self, name: str, shape) -> str:
+        self.tensors[name] = Tensor(name, tuple(shape), "int8", QParams.tensor(0.05, 0), layout="NHWC")
+        return name
+
+    def _const(self, name: str, data: np.ndarray, dtype: str) -> str:
+        self.tensors[name] = Tensor(name, tuple(data.shape), dtype, data=data)
+        return name
+
+    def _quant(self, name: str, channels: int, taps: int, wmax: int, mode: str) -> tuple[str, str]:
+        """Per-channel (multiplier, shift) that keep most outputs inside int8, so rounding is what is tested:
+        "normal" scales a random Q31 multiplier to the accumulator spread; "ties" uses 2^30 (x0.5) and shifts
+        -1..-3 so many values land on rounding ties; "slow" uses shifts 0..2, the kernels' mcu_requantize path."""
+        spread = np.sqrt(taps) * 74.0 * max(wmax / np.sqrt(3.0), 0.6)
+        if mode == "ties":
+            mult, shift = np.full(channels, 1 << 30), self.rng.integers(-3, 0, channels)
+        elif mode == "slow":
+            mult, shift = self.rng.integers(1 << 30, 1 << 31, channels), self.rng.integers(0, 3, channels)
+        else:
+            reals = 40.0 / spread * 2.0 ** self.rng.uniform(-1, 1, channels)
+            mult, shift = quantize_multipliers(reals)
+        return (self._const(f"{name}_m", np.asarray(mult, np.int32), "int32"),
+                self._const(f"{name}_s", np.asarray(shift, np.int32), "int32"))
+
+    def _offsets(self, extreme: bool):
+        if extreme:  # the ends of the ranges, and a clamp narrower than int8
+            zo = int(self.rng.choice([-128, 127]))
+            return int(self.rng.choice([-127, 128])), zo, max(-128, zo - 40), min(127, zo + 30)
+        zo = int(self.rng.integers(-128, 128))
+        act_min = zo if self.rng.random() < 0.5 else -128  # a fused ReLU, or none
+        return int(self.rng.integers(-127, 129)), zo, act_min, 127
+
+    def _call(self, kernel: str, params: dict, inputs, output: str, quant=None, family: str = "") -> None:
+        k = KERNELS[kernel]
+        name = f"n{len(self.nodes)}"
+        self.nodes.append(Node(name, "call", tuple(inputs), (output,), {
+            "kernel": k.name, "path": k.path, "params_type": k.params_type, "params": params, "quant": quant,
+            "inplace": k.inplace}))
+        self.expect[name] = family
+
+    def conv(self, n, h, w, c_in, c_out, kernel=(3, 3), stride=(1, 1), pad=(0, 0), dil=(1, 1), bias=True,
+             depthwise=False, extreme=False, mode="normal", family=""):
+        i = len(self.nodes)
+        kh, kw = kernel
+        oh = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+        ow = (w + 2 * pad[1] - dil[1] * (kw - 1) - 1) // stride[1] + 1
+        x = self._io(f"x{i}", (n, h, w, c_in))
+        y = self._io(f"y{i}", (n, oh, ow, c_out))
+        fshape = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_in)
+        wmax = 127 if mode == "normal" else 2
+        wt = self._const(f"w{i}", self.rng.integers(-wmax, wmax + 1, fshape).astype(np.int8), "int8")
+        bmax = 3000 if mode == "normal" else 30
+        b = self._const(f"b{i}", self.rng.integers(-bmax, bmax, c_out).astype(np.int32), "int32") if bias else None
+        in_off, zo, lo, hi = self._offsets(extreme)
+        taps = kh * kw * (1 if depthwise else c_in)
+        params = {"input": (n, h, w, c_in), "filter": fshape, "output": (n, oh, ow, c_out),
+                  "stride_h": stride[0], "stride_w": stride[1], "pad_top": pad[0], "pad_left": pad[1],
+                  "dilation_h": dil[0], "dilation_w": dil[1], "input_offset": in_off, "output_offset": zo,
+                  "act_min": lo, "act_max": hi}
+        kernel_name = "mcu_dwconv2d_s8" if depthwise else "mcu_conv2d_s8"
+        self.inputs.append(x)
+        self.outputs.append(y)
+        self._call(kernel_name, params, (x, wt, b), y, self._quant(f"q{i}", c_out, taps, wmax, mode), family)
+
+    def fc(self, batches, k, n_out, bias=True, extreme=False, mode="normal", family="fc"):
+        i = len(self.nodes)
+        x, y = self._io(f"x{i}", (batches, k)), self._io(f"y{i}", (batches, n_out))
+        wmax, bmax = (127, 3000) if mode == "normal" else (2, 30)
+        wt = self._const(f"w{i}", self.rng.integers(-wmax, wmax + 1, (n_out, k)).astype(np.int8), "int8")
+        b = self._const(f"b{i}", self.rng.integers(-bmax, bmax, n_out).astype(np.int32), "int32") if bias else None
+        in_off, zo, lo, hi = self._offsets(extreme)
+        params = {"batches": batches, "in_features": k, "out_features": n_out, "input_offset": in_off,
+                  "output_offset": zo, "act_min": lo, "act_max": hi}
+        self.inputs.append(x)
+        self.outputs.append(y)
+        self._call("mcu_fully_connected_s8", params, (x, wt, b), y, self._quant(f"q{i}", n_out, k, wmax, mode),
+                   family)
+
+    def add(self, size, extreme=False):
+        i = len(self.nodes)
+        a, b, y = self._io(f"x{i}", (1, size)), self._io(f"z{i}", (1, size)), self._io(f"y{i}", (1, size))
+        r = self.rng
+        m = [int(v) for v in r.integers(1 << 30, 1 << 31, 3)]
+        in_off, zo, lo, hi = self._offsets(extreme)
+        params = {"size": size, "left_shift": 20,
+                  "input1_offset": in_off, "input1_multiplier": m[0], "input1_shift": int(r.integers(-3, 0)),
+                  "input2_offset": int(r.integers(-127, 129)), "input2_multiplier": m[1],
+                  "input2_shift": int(r.integers(-3, 0)), "output_offset": zo, "output_multiplier": m[2],
+                  "output_shift": int(r.integers(-22, -17)), "act_min": lo, "act_max": hi}
+        self.inputs += [a, b]
+        self.outputs.append(y)
+        self._call("mcu_add_s8", params, (a, b), y, None, "add")
+
+    def avgpool(self, n, h, w, c, kernel, stride, pad=(0, 0), divisor=0, extreme=False):
+        i = len(self.nodes)
+        oh, ow = (h + 2 * pad[0] - kernel[0]) // stride[0] + 1, (w + 2 * pad[1] - kernel[1]) // stride[1] + 1
+        x, y = self._io(f"x{i}", (n, h, w, c)), self._io(f"y{i}", (n, oh, ow, c))
+        _, zp, lo, hi = self._offsets(extreme)
+        params = {"input": (n, h, w, c), "output": (n, oh, ow, c), "kernel_h": kernel[0], "kernel_w": kernel[1],
+                  "stride_h": stride[0], "stride_w": stride[1], "pad_top": pad[0], "pad_left": pad[1],
+                  "zero_point": zp, "divisor": divisor, "act_min": lo, "act_max": hi}
+        self.inputs.append(x)
+        self.outputs.append(y)
+        self._call("mcu_avgpool2d_s8", params, (x,), y, None, "avgpool")
+
+    def graph(self) -> Graph:
+        return verify(Graph(dict(self.tensors), tuple(self.nodes), tuple(self.inputs), tuple(self.outputs)))
+
+
+def gemm_cases(seed: int) -> GraphBuilder:
+    g = GraphBuilder(seed)
+    g.conv(2, 5, 6, 13, 7, kernel=(1, 1), family="1x1")                        # odd channels, batch 2
+    g.conv(1, 9, 8, 16, 10, kernel=(1, 1), stride=(2, 2), extreme=True, family="1x1")
+    g.conv(1, 7, 7, 8, 6, pad=(1, 1), bias=False, family="gemm")               # DSP direct widening
+    g.conv(1, 11, 10, 3, 5, stride=(2, 2), pad=(1, 1), family="gemm")          # c_in 3: gathered windows
+    g.conv(1, 11, 8, 4, 9, kernel=(5, 3), stride=(2, 1), pad=(2, 1), dil=(1, 2), extreme=True, family="gemm")
+    g.conv(1, 7, 6, 16, 4, family="gemm")                                      # MVE: rows read in place
+    g.conv(1, 6, 6, 5, 3, kernel=(1, 1), mode="slow", family="1x1")           # shifts >= 0: mcu_requantize
+    g.conv(1, 5, 5, 2, 5, kernel=(2, 2), mode="slow", extreme=True, family="gemm")
+    g.fc(1, 37, 11)                                                            # K tails
+    g.fc(3, 64, 4, bias=False, extreme=True)
+    g.fc(2, 5, 9, mode="slow")
+    g.conv(1, 5, 5, 8, 6, kernel=(1, 1), mode="ties", family="1x1")           # rounding ties
+    g.conv(1, 5, 5, 7, 5, pad=(1, 1), mode="ties", extreme=True, family="gemm")
+    g.conv(1, 6, 5, 16, 6, mode="ties", family="gemm")
+    g.fc(2, 24, 7, mode="ties", extreme=True)
+    return g
+
+
+def dw_add_cases(seed: int) -> GraphBuilder:
+    g = GraphBuilder(seed)
+    g.conv(1, 6, 7, 13, 13, pad=(1, 1), depthwise=True, family="dw")          # channel tails
+    g.conv(2, 9, 9, 24, 24, stride=(2, 2), pad=(1, 1), depthwise=True, extreme=True, family="dw")
+    g.conv(1, 8, 8, 8, 8, pad=(2, 2), dil=(2, 2), depthwise=True, bias=False, family="dw")
+    g.conv(1, 5, 5, 64, 64, depthwise=True, family="dw")
+    g.conv(1, 5, 4, 6, 6, pad=(1, 1), depthwise=True, mode="slow", family="dw")
+    g.conv(1, 5, 6, 4, 8, pad=(1, 1), depthwise=True, family="")               # ch_mult 2: stays portable
+    g.conv(1, 6, 6, 12, 12, pad=(1, 1), depthwise=True, mode="ties", extreme=True, family="dw")
+    g.conv(1, 6, 6, 20, 20, pad=(1, 1), depthwise=True, mode="ties", family="dw")
+    g.add(1000)
+    g.add(50, extreme=True)
+    g.add(333)
+    g.avgpool(1, 25, 5, 67, (25, 5), (1, 1))                                   # global pool, channel tail
+    g.avgpool(2, 7, 7, 5, (3, 3), (2, 2), pad=(1, 1), extreme=True)            # padding skipped
+    g.avgpool(1, 20, 20, 4, (20, 20), (1, 1), divisor=300)                     # > 257 taps: lanes flushed
+    return g
+
+
+def expected_kernel(node: Node, family: str, board: str) -> str:
+    base = node.attrs["kernel"]
+    if not family:
+        return base
+    stem = {"1x1": "mcu_conv2d_1x1_s8", "gemm": "mcu_conv2d_s8", "fc": "mcu_fully_connected_s8",
+            "dw": "mcu_dwconv2d_3x3_s8", "add": "mcu_add_s8", "avgpool": "mcu_avgpool2d_s8"}[family]
+    if family == "avgpool" or (family == "add" and board == "mps2-an386"):
+        return stem + "_fast"  # one scalar kernel serves these cores
+    return stem + SUFFIX[board]
+
+
+def run_on_board(graph: Graph, board: str, inputs: list[np.ndarray], out_dir) -> list[np.ndarray]:
+    """Plan, emit, build and run `graph` on `board`; the raw outputs in graph order."""
+    graph, mem = plan_graph(graph)
+    for name, text in emit(graph, mem, board=board).items():
+        (out_dir / name).write_text(text)
+    elf = build_firmware(board, out_dir, out_dir / "build")
+    res = run_firmware(elf, load_board(board), b"".join(x.tobytes() for x in inputs), timeout=60)
+    assert res.status == 0, f"model returned status {res.status}"
+    outs, pos = [], 0
+    for name in graph.outputs:
+        t = graph.tensors[name]
+        outs.append(np.frombuffer(res.output_bytes[pos:pos + t.nbytes], np.int8).reshape(t.shape))
+        pos += t.nbytes
+    return outs
+
+
+def assert_equal_int(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
+    bad = np.argwhere(actual != expected)
+    if len(bad):
+        i = tuple(int(v) for v in bad[0])
+        raise AssertionError(f"{what}: {len(bad)} of {actual.size} differ; first at {i}: device {actual[i]}, "
+                             f"reference {expected[i]}")
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", BOARDS)
+@pytest.mark.parametrize("cases", [gemm_cases, dw_add_cases], ids=["gemm", "dw_add"])
+def test_variants_equal_portable_twins_on_device(board, cases, tmp_path):
+    builder = cases(seed=7)
+    portable = builder.graph()
+    graph = verify(select_kernels(portable, Target.of_board(load_board(board))))
+    for node, before in zip(graph.nodes, portable.nodes):
+        assert node.attrs["kernel"] == expected_kernel(before, builder.expect[node.name], board), node.name
+    rng = np.random.default_rng(11)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    expected = run_reference(graph, inputs)
+    actual = run_on_board(graph, board, inputs, tmp_path)
+    for name, a, e in zip(graph.outputs, actual, expected):
+        node = next(n for n in graph.nodes if n.outputs[0] == name)
+        assert_equal_int(a, e, f"{node.attrs['kernel']} ({node.name}) on {board}")
+
+
+# ---- Host-only: the selection rules and the prepared constants -------------------------------------------
+
+def test_fast_gemm_declines_weights_too_large_for_the_split():
+    g = GraphBuilder(3)
+    g.conv(1, 3, 3, 600, 2, kernel=(1, 1), family="1x1")
+    graph = g.graph()
+    w = graph.tensors["w0"].data
+    graph.tensors["w0"] = graph.tensors["w0"].replace(data=np.full_like(w, 127))  # 128 * 600 * 127 >= 2^23
+    picked = select_kernels(graph, Target.of_board(load_board("mps2-an385")))
+    assert picked.nodes[0].attrs["kernel"] == "mcu_conv2d_s8"
+
+
+def test_folded_bias_wraps_like_int32():
+    from mcu.codegen.passes.select_kernels import folded_bias
+    rows = np.full((1, 4), 127, np.int8)
+    folded = folded_bias(rows, np.array([INT32_MAX - 10], np.int32), 128)
+    assert folded.dtype == np.int32 and int(folded[0]) == INT32_MAX - 10 + 128 * 4 * 127 - 2**32
+    assert INT32_MIN <= int(folded[0]) <= INT32_MAX
