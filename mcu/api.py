@@ -1,6 +1,7 @@
 """The public API: compile a model into a package folder, run it on its board, report its size."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -222,12 +223,19 @@ def _write_package(out_dir: Path, files: dict[str, bytes], force: bool) -> None:
 
 
 def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibration=None,
-            quantize: str = "int8", out_dir: str | os.PathLike = "mcu_out", force: bool = False) -> Package:
-    """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package."""
+            quantize: str = "int8", out_dir: str | os.PathLike = "mcu_out", force: bool = False,
+            optimize: str = "speed") -> Package:
+    """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package.
+    optimize="speed" picks the board's fastest kernel variants; "memory" keeps the portable kernels,
+    whose outputs may overlap their dying inputs, for the smallest arena."""
     from mcu.boards import load_board
 
     board_info = load_board(board)  # unknown boards fail before any slow work
     target = Target.of_board(board_info)
+    if optimize not in ("speed", "memory"):
+        raise McuError(f"optimize={optimize!r}: use 'speed' (the board's fastest kernels) or 'memory' "
+                       f"(portable kernels whose outputs may overlap their inputs: the smallest arena)")
+    target = dataclasses.replace(target, variants=optimize == "speed")
     if quantize != "int8":
         raise McuError(f"quantize={quantize!r} is not supported yet; use quantize='int8'")
     ep = export(model, example_inputs)

@@ -77,7 +77,7 @@ def cmd_compile(args) -> None:
     import mcu
     model, example_inputs = _load_model(args.model)
     pkg = mcu.compile(model, example_inputs, board=args.board, calibration=_load_calibration(args.calib),
-                      out_dir=args.output, force=args.force)
+                      out_dir=args.output, force=args.force, optimize=args.optimize)
     m = pkg.manifest
     print(f"wrote {pkg.out_dir}: {len(m['ops'])} ops, kernels: {', '.join(k.split('/')[-1] for k in m['kernels'])}")
     print(f"arena {m['arena_bytes']} B (liveness lower bound {m['arena_lower_bound']} B, {m['planner']}), "
@@ -184,6 +184,8 @@ def main(argv=None) -> int:
     p.add_argument("--calib", help=".npy [B, ...] / .npz / .pt list of input tuples")
     p.add_argument("-o", "--output", default="mcu_out")
     p.add_argument("--force", action="store_true", help="write into a folder holding other files")
+    p.add_argument("--optimize", choices=("speed", "memory"), default="speed",
+                   help="speed: the board's fastest kernels; memory: portable kernels, the smallest arena")
     p.set_defaults(fn=cmd_compile)
     p = sub.add_parser("run", help="build and run a package on its board under QEMU")
     p.add_argument("dir")

@@ -43,6 +43,7 @@ class Target:
     """What the code generator may assume about the core."""
     name: str = "portable"
     features: frozenset[str] = frozenset()  # "dsp", "mve", "fpu"
+    variants: bool = True  # False: keep the portable kernels (their outputs may overlap dying inputs)
 
     @staticmethod
     def of_board(board) -> "Target":
@@ -333,7 +334,7 @@ VARIANTS: dict[str, list[Variant]] = {
 def select_kernels(graph: Graph, target: Target) -> Graph:
     nodes, tensors = [], dict(graph.tensors)
     for node in graph.nodes:
-        if node.op == "call":
+        if node.op == "call" and target.variants:
             for v in VARIANTS.get(node.attrs["kernel"], []):
                 if v.requires <= target.features and v.applies(node.attrs["params"]):
                     a = node.attrs

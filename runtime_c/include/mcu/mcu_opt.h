@@ -832,7 +832,8 @@ MCU_INLINE void mcu_mve_rows_3x2(void *state)
 }
 
 /* Three output pixels times all channels, two channels at a time: 6 VMLADAVA accumulators per 16 taps
- * against 5 loads. row[r][j] is row r of pixel j's window; pixel j (< npix) goes to out + j * c_out.
+ * against 5 loads. row[r][j] is row r of pixel j's window; pixel j (< npix, 2 or 3; see mcu_mve_gemv for
+ * one) goes to out + j * c_out.
  * Not inlined (static, so each kernel file has its own copy): its loops keep their values in registers. */
 static __attribute__((noinline, unused)) void mcu_mve_gemm_3x2(const int8_t *const (*row)[3],
                                                               const mcu_mve_gemm_t *g, int32_t npix, int8_t *out)
@@ -860,21 +861,7 @@ static __attribute__((noinline, unused)) void mcu_mve_gemm_3x2(const int8_t *con
     s.acc = acc;
     const int32_t *mult = g->mult, *shift = g->shift;
     for (int32_t c = 0; c < c_out; c += 2, s.bias += 2, mult += 4, shift += 4) {
-        if (npix == 1) { /* a single row (fc with one batch): 2 accumulators, not 6 of which 4 are wasted */
-            int32_t a0 = s.bias[0], a1 = s.bias[1];
-            for (int32_t r = 0; r < s.rows; ++r) {
-                const int8_t *xp = row[r][0];
-                for (int32_t i = s.chunks; i > 0; --i, xp += 16, s.w += 32) {
-                    const int8x16_t v = vldrbq_s8(xp);
-                    a0 = vmladavaq_s8(a0, v, vldrbq_s8(s.w));
-                    a1 = vmladavaq_s8(a1, v, vldrbq_s8(s.w + 16));
-                }
-            }
-            acc[0] = a0;
-            acc[1] = a1;
-        } else {
-            mcu_mve_rows_3x2(&s);
-        }
+        mcu_mve_rows_3x2(&s);
         if (g->tail) {
             const int8x16_t wa = vldrbq_s8(s.w), wb = vldrbq_s8(s.w + 16);
             for (int32_t j = 0; j < 3; ++j) {
@@ -895,6 +882,55 @@ static __attribute__((noinline, unused)) void mcu_mve_gemm_3x2(const int8_t *con
         const uint32_t ch = c + 1 < c_out ? 0xFFFFu : 0x0F0Fu; /* drop channel c+1 past the end */
         vstrbq_scatter_offset_p_s32(out + c, offsets, ya, (mve_pred16_t)(pix_a & ch));
         vstrbq_p_s32(out + 2 * c_out + c, yb, (mve_pred16_t)(pix_b & ch));
+    }
+}
+
+/* One output pixel (row[r] for r < rows) times all channels, four at a time (two pairs of the layout). */
+static __attribute__((noinline, unused)) void mcu_mve_gemv(const int8_t *const *row, const mcu_mve_gemm_t *g,
+                                                          int8_t *out)
+{
+    const int32_t c_out = g->c_out, zo = g->zo, done = g->chunks * 16;
+    const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max), zero = vdupq_n_s32(0);
+    const mve_pred16_t tail_p = vctp8q((uint32_t)g->tail);
+    static const uint32_t quad[4] = {0, 1, 4, 5}; /* where c..c+3 sit in the quant repeated per pair */
+    const uint32x4_t lanes = vldrwq_u32(quad);
+    const int8_t *w = g->w;
+    const int32_t pair_bytes = 32 * (g->rows * g->chunks + (g->tail != 0));
+    for (int32_t c = 0; c < c_out; c += 4) {
+        const int two = c + 2 < c_out; /* a second pair exists */
+        const int8_t *w2 = two ? w + pair_bytes : w;
+        int32_t a0 = g->bias[c], a1 = g->bias[c + 1], a2 = two ? g->bias[c + 2] : 0, a3 = two ? g->bias[c + 3] : 0;
+        for (int32_t r = 0; r < g->rows; ++r) {
+            const int8_t *xp = row[r];
+            for (int32_t i = g->chunks; i > 0; --i, xp += 16, w += 32, w2 += 32) {
+                const int8x16_t v = vldrbq_s8(xp);
+                a0 = vmladavaq_s8(a0, v, vldrbq_s8(w));
+                a1 = vmladavaq_s8(a1, v, vldrbq_s8(w + 16));
+                a2 = vmladavaq_s8(a2, v, vldrbq_s8(w2));
+                a3 = vmladavaq_s8(a3, v, vldrbq_s8(w2 + 16));
+            }
+        }
+        if (g->tail) {
+            const int8x16_t v = vldrbq_z_s8(row[0] + done, tail_p);
+            a0 = vmladavaq_s8(a0, v, vldrbq_s8(w));
+            a1 = vmladavaq_s8(a1, v, vldrbq_s8(w + 16));
+            a2 = vmladavaq_s8(a2, v, vldrbq_s8(w2));
+            a3 = vmladavaq_s8(a3, v, vldrbq_s8(w2 + 16));
+            w += 32;
+        }
+        w += pair_bytes; /* past the second pair */
+        int32x4_t acc = vdupq_n_s32(a0);
+        acc = vsetq_lane_s32(a1, acc, 1);
+        acc = vsetq_lane_s32(a2, acc, 2);
+        acc = vsetq_lane_s32(a3, acc, 3);
+        const mve_pred16_t p = vctp32q((uint32_t)(c_out - c)); /* also keeps the gathers inside the arrays */
+        const int32x4_t m = vldrwq_gather_shifted_offset_z_s32(g->mult + 2 * c, lanes, p);
+        const int32x4_t sh = vldrwq_gather_shifted_offset_z_s32(g->shift + 2 * c, lanes, p);
+        int32x4_t y = vqrdmulhq_s32(vqshlq_s32(acc, vmaxq_s32(sh, zero)), m);
+        const int32x4_t right = vminq_s32(sh, zero);
+        y = vrshlq_s32(vqaddq_s32(y, vshrq_n_s32(vandq_s32(y, right), 31)), right);
+        y = vminq_s32(vmaxq_s32(vaddq_n_s32(y, zo), vmin), vmax);
+        vstrbq_p_s32(out + c, y, p);
     }
 }
 

@@ -14,11 +14,15 @@ static inline int32_t mcu_clamp_i32(int32_t x, int32_t lo, int32_t hi)
 }
 
 /* x + offset for an int8 offset, on a value about to be clamped to int8. A requantized x can sit at the int32
- * limits (large multipliers, shifts up to 30), where the plain sum overflows; clamping x to +-2^24 first changes
- * nothing after the int8 clamp. */
+ * limits (large multipliers, shifts up to 30), where the plain sum overflows; saturating x to 25 bits first
+ * changes nothing after the int8 clamp. */
 static inline int32_t mcu_add_offset(int32_t x, int32_t offset)
 {
-    return mcu_clamp_i32(x, -(1 << 24), 1 << 24) + offset;
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+    return __builtin_arm_ssat(x, 25) + offset; /* one SSAT */
+#else
+    return mcu_clamp_i32(x, -(1 << 24), (1 << 24) - 1) + offset;
+#endif
 }
 
 /* round(a * b / 2^31), ties rounded up (gemmlowp/TFLite); saturates the one overflow case (INT32_MIN^2). */

@@ -31,7 +31,11 @@ mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_
             const int32_t q = i + j < pixels ? i + j : i, n = q / (oh * ow), y = q / ow % oh, x = q % ow;
             row[0][j] = input + ((n * p->input.h + y * p->stride_h) * p->input.w + x * p->stride_w) * c_in;
         }
-        mcu_mve_gemm_3x2(row, &g, pixels - i, output + i * c_out);
+        if (pixels - i == 1) {
+            mcu_mve_gemv(row[0], &g, output + i * c_out);
+        } else {
+            mcu_mve_gemm_3x2(row, &g, pixels - i, output + i * c_out);
+        }
     }
     return MCU_OK;
 #else

@@ -76,7 +76,15 @@ mcu_status_t mcu_conv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_
         for (int32_t j = 0; j < 3; ++j) { /* past the end: pixel i again */
             window_rows(p, input, i + j < pixels ? i + j : i, seg16, windows[j], rows, j);
         }
-        mcu_mve_gemm_3x2((const int8_t *const(*)[3])rows, &g, pixels - i, output + i * c_out);
+        if (pixels - i == 1) {
+            const int8_t *one[MCU_OPT_MAX_K / 16];
+            for (int32_t r = 0; r < kh; ++r) {
+                one[r] = rows[r][0];
+            }
+            mcu_mve_gemv(one, &g, output + i * c_out);
+        } else {
+            mcu_mve_gemm_3x2((const int8_t *const(*)[3])rows, &g, pixels - i, output + i * c_out);
+        }
     }
     return MCU_OK;
 #else

@@ -26,7 +26,11 @@ mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu
         for (int32_t j = 0; j < 3; ++j) {
             row[0][j] = input + (b + j < p->batches ? b + j : b) * k;
         }
-        mcu_mve_gemm_3x2(row, &g, p->batches - b, output + b * n_out);
+        if (p->batches - b == 1) {
+            mcu_mve_gemv(row[0], &g, output + b * n_out);
+        } else {
+            mcu_mve_gemm_3x2(row, &g, p->batches - b, output + b * n_out);
+        }
     }
     return MCU_OK;
 #else
