@@ -14,6 +14,10 @@
  *        the kernel calls mcu_requantize.
  *  - DSP (SIMD32) intrinsics through arm_acle.h, with plain C stand-ins when the core lacks them, so a
  *    _dsp kernel computes the same (slowly) anywhere. Helium comes from arm_mve.h only when present.
+ *  - The cores of the variants, in order below: window gathering (im2col), the DSP widening GEMM and
+ *    depthwise taps (hot loops in inline assembly: LDM/LDRD and fused rotations that GCC does not emit),
+ *    the scalar GEMM (two MACs per SMLAL), and the Helium GEMM (3 pixels x 2 channels of VMLADAVA) with
+ *    its exact vector requantization.
  */
 #ifndef MCU_OPT_H
 #define MCU_OPT_H
