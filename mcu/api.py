@@ -25,7 +25,7 @@ from mcu.errors import McuError
 from mcu.export import example_inputs_of, export
 from mcu.fit import check_fit
 from mcu.package import FILES as DROPIN_FILES, dropin_files
-from mcu.quantize import quantize as quantize_pt2e
+from mcu.quantize import Progress, quantize as quantize_pt2e
 
 IR_FILE = "ir.pkl"
 OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, "arena.svg", "model.pt2", "report.html", "build",
@@ -224,10 +224,11 @@ def _write_package(out_dir: Path, files: dict[str, bytes], force: bool) -> None:
 
 def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibration=None,
             quantize: str = "int8", out_dir: str | os.PathLike = "mcu_out", force: bool = False,
-            optimize: str = "speed") -> Package:
+            optimize: str = "speed", progress: Progress | None = None) -> Package:
     """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package.
     optimize="speed" picks the board's fastest kernel variants; "memory" keeps the portable kernels,
-    whose outputs may overlap their dying inputs, for the smallest arena."""
+    whose outputs may overlap their dying inputs, for the smallest arena. progress(done, total, seconds),
+    if given, is called after each calibration batch (total is None for a calibration set without len())."""
     from mcu.boards import load_board
 
     board_info = load_board(board)  # unknown boards fail before any slow work
@@ -241,7 +242,7 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     ep = export(model, example_inputs)
     if example_inputs is None:
         example_inputs = example_inputs_of(ep)
-    converted = quantize_pt2e(ep, tuple(example_inputs), calibration)
+    converted = quantize_pt2e(ep, tuple(example_inputs), calibration, progress)
     graph = run_passes(import_quantized(converted), target)
     graph, memory = plan_graph(graph)
     texts = emit(graph, memory, board=board)

@@ -2,7 +2,6 @@
 and write it to JSON. Numbers are QEMU instructions (not cycles), bytes from the ELF."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -11,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import mcu
+from mcu.errors import McuError
 from mcu.metrics import sqnr_db
 from mcu.zoo import MODELS, calibration_set, macs
 
@@ -52,16 +52,19 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--models", nargs="*", default=list(MODELS))
-    parser.add_argument("--boards", nargs="*", default=BOARDS)
-    parser.add_argument("--out", default="out/bench", help="folder for the packages and bench.json")
-    args = parser.parse_args(argv)
-    out = Path(args.out)
+def bench(models: list[str] | None = None, boards: list[str] | None = None,
+          out: str | Path = "out/bench") -> list[dict]:
+    """Run models (default: the whole zoo) on boards (default: BOARDS); print the table, write bench.json."""
+    from mcu.boards import load_board
+    models, boards, out = models or list(MODELS), boards or BOARDS, Path(out)
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise McuError(f"no model {', '.join(unknown)} in mcu.zoo; choose from {', '.join(MODELS)}")
+    for board in boards:
+        load_board(board)  # an unknown board fails before the first slow run
     rows = []
-    for name in args.models:
-        for board in args.boards:
+    for name in models:
+        for board in boards:
             t = time.time()
             rows.append(bench_one(name, board, out))
             print(f"{name} on {board}: {rows[-1]['instructions']:,} instructions ({time.time() - t:.0f} s)",
@@ -69,7 +72,13 @@ def main(argv=None) -> int:
     (out / "bench.json").write_text(json.dumps(rows, indent=2) + "\n")
     print(format_table(rows))
     print(f"\nwritten to {out / 'bench.json'}")
-    return 0 if all(r["exact"] for r in rows) else 1
+    return rows
+
+
+def main(argv=None) -> int:
+    """`python -m mcu.bench ARGS` is `mcu bench ARGS`: same options, messages and exit codes."""
+    from mcu.cli import main as cli_main
+    return cli_main(["bench", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""The `mcu` command: compile, run, size, boards. Errors print one clear line (traceback with --verbose)."""
+"""The `mcu` command: compile a PyTorch model to int8 C for a Cortex-M board; run, size, plan, profile, debug,
+report and benchmark it. Errors print one clear line (the traceback too with --verbose)."""
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +26,10 @@ def _load_model(spec: str):
     except (ImportError, AttributeError) as exc:
         raise McuError(f"cannot load {spec}: {exc}; MODEL is module:function with the module importable from "
                        f"here (on PYTHONPATH), or a .pt2 file") from exc
-    result = factory()
+    try:
+        result = factory()
+    except Exception as exc:  # the user's code: its failure is theirs to fix, not an mcu bug
+        raise McuError(f"{spec} raised {type(exc).__name__}: {exc}") from exc
     try:
         model, example_inputs = result
     except (TypeError, ValueError):
@@ -73,11 +78,60 @@ def _load_inputs(paths) -> list:
     return inputs
 
 
+def format_progress(done: int, total: int | None, elapsed: float) -> str:
+    """One progress line: 'calibrating: 37/200 batches, 2.1 s elapsed, about 9.3 s left'."""
+    if total is None:
+        return f"calibrating: {done} batches, {elapsed:.1f} s elapsed"
+    left = "done" if done >= total else f"about {elapsed / done * (total - done):.1f} s left"
+    return f"calibrating: {done}/{total} batches, {elapsed:.1f} s elapsed, {left}"
+
+
+class CalibrationProgress:
+    """A progress callback for mcu.compile that writes to stream (default stderr).
+
+    - on a terminal: one line, rewritten in place after every batch, ended with a newline at the last one;
+    - otherwise (a log, a pipe): one line at each tenth of the way, the last batch included, so at most 10;
+      without a known total, at batches 1, 10, 100, ...
+    """
+
+    def __init__(self, stream=None):
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = self.stream.isatty()
+        self.tenths = 0  # tenths of the way already printed (not on a terminal)
+        self.width = 0  # length of the line being rewritten (on a terminal); 0: no line open
+
+    def __call__(self, done: int, total: int | None, elapsed: float) -> None:
+        line = format_progress(done, total, elapsed)
+        if self.tty:
+            self.stream.write("\r" + line.ljust(self.width))
+            self.width = max(self.width, len(line))
+            if total is not None and done >= total:
+                self.close()
+        elif total is None:
+            if str(done).rstrip("0") == "1":
+                self.stream.write(line + "\n")
+        elif done * 10 // total > self.tenths:
+            self.tenths = done * 10 // total
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End a line left open on a terminal (calibration failed or had no known total)."""
+        if self.width:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.width = 0
+
+
 def cmd_compile(args) -> None:
     import mcu
     model, example_inputs = _load_model(args.model)
-    pkg = mcu.compile(model, example_inputs, board=args.board, calibration=_load_calibration(args.calib),
-                      out_dir=args.output, force=args.force, optimize=args.optimize)
+    progress = CalibrationProgress()
+    try:
+        pkg = mcu.compile(model, example_inputs, board=args.board, calibration=_load_calibration(args.calib),
+                          out_dir=args.output, force=args.force, optimize=args.optimize, progress=progress)
+    finally:
+        progress.close()
     m = pkg.manifest
     print(f"wrote {pkg.out_dir}: {len(m['ops'])} ops, kernels: {', '.join(k.split('/')[-1] for k in m['kernels'])}")
     print(f"arena {m['arena_bytes']} B (liveness lower bound {m['arena_lower_bound']} B, {m['planner']}), "
@@ -174,55 +228,115 @@ def cmd_boards(args) -> None:
     print("\nbuild only: the firmware is built and checked against the board's flash and RAM, but not run")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="mcu", description=__doc__)
-    parser.add_argument("--verbose", action="store_true", help="show tracebacks")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("compile", help="compile MODEL into a package folder")
+def cmd_bench(args) -> None:
+    from mcu.bench import bench
+    rows = bench(args.models, args.boards, args.out)
+    if not all(r["exact"] for r in rows):
+        raise McuError("a device output differs from the numpy reference (exact = NO in the table above)")
+
+
+EXIT_CODES = """exit status:
+  0    success
+  1    user error: arguments, model, calibration data, board or package (one "mcu: error:" line)
+  2    internal error: a bug in mcu (rerun with --verbose for the traceback and report it)
+  130  interrupted (Ctrl-C)"""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with mcu's exit codes: a usage error exits 1 (argparse's own 2 is mcu's internal error)."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def _command(sub, name: str, fn, help: str, *examples: str) -> ArgumentParser:
+    """A subcommand whose --help ends with example command lines; --verbose is accepted after it too."""
+    verbose = ArgumentParser(add_help=False)
+    verbose.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                         help="on an error, print the traceback too")
+    p = sub.add_parser(name, help=help, description=help, parents=[verbose],
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=("examples:\n" if len(examples) > 1 else "example:\n") +
+                       "\n".join(f"  {e}" for e in examples))
+    p.set_defaults(fn=fn)
+    return p
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="mcu", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                            epilog="examples:\n  mcu compile mcu.zoo:example_cnn --board mps2-an386 -o out/cnn\n"
+                                   "  mcu run out/cnn\n  mcu compile --help\n\n" + EXIT_CODES)
+    parser.add_argument("--verbose", action="store_true", help="on an error, print the traceback too")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    package = "package folder written by `mcu compile`"
+    p = _command(sub, "compile", cmd_compile, "compile MODEL into a package folder",
+                 "mcu compile mcu.zoo:example_cnn --board mps2-an386 -o out/cnn",
+                 "mcu compile model.pt2 --calib calib.npy --board mps3-an547 --optimize memory -o out/model")
     p.add_argument("model", help=".pt2 file or module:function returning (model, example_inputs)")
-    p.add_argument("--board", default="mps2-an386")
-    p.add_argument("--calib", help=".npy [B, ...] / .npz / .pt list of input tuples")
-    p.add_argument("-o", "--output", default="mcu_out")
+    p.add_argument("--board", default="mps2-an386", help="target board, see `mcu boards` (default: mps2-an386)")
+    p.add_argument("--calib", help=".npy [B, ...] / .npz / .pt list of input tuples (default: the example inputs)")
+    p.add_argument("-o", "--output", default="mcu_out", help="package folder to write (default: mcu_out)")
     p.add_argument("--force", action="store_true", help="write into a folder holding other files")
     p.add_argument("--optimize", choices=("speed", "memory"), default="speed",
                    help="speed: the board's fastest kernels; memory: portable kernels, the smallest arena")
-    p.set_defaults(fn=cmd_compile)
-    p = sub.add_parser("run", help="build and run a package on its board under QEMU")
-    p.add_argument("dir")
+    p = _command(sub, "run", cmd_run, "build and run a package on its board under QEMU",
+                 "mcu run out/cnn", "mcu run out/cnn --input x.npy")
+    p.add_argument("dir", help=package)
     p.add_argument("--input", nargs="*", help=".npy float inputs in torch order (default: seeded randn)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--timeout", type=float, default=120.0)
-    p.set_defaults(fn=cmd_run)
-    p = sub.add_parser("size", help="flash and RAM of a package's firmware")
-    p.add_argument("dir")
-    p.set_defaults(fn=cmd_size)
-    p = sub.add_parser("plan", help="print a package's memory plan and draw it (arena.svg)")
-    p.add_argument("dir")
-    p.set_defaults(fn=cmd_plan)
-    p = sub.add_parser("profile", help="instructions, MACs and MACs/instruction per op on the board (QEMU)")
-    p.add_argument("dir")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--timeout", type=float, default=120.0)
-    p.set_defaults(fn=cmd_profile)
-    p = sub.add_parser("debug", help="dump every op's output on the device and compare it op by op")
-    p.add_argument("dir")
+    p.add_argument("--seed", type=int, default=0, help="seed of the randn inputs (default: 0)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds before QEMU is stopped (default: 120)")
+    p = _command(sub, "size", cmd_size, "flash and RAM of a package's firmware", "mcu size out/cnn")
+    p.add_argument("dir", help=package)
+    p = _command(sub, "plan", cmd_plan, "print a package's memory plan and draw it (arena.svg)", "mcu plan out/cnn")
+    p.add_argument("dir", help=package)
+    p = _command(sub, "profile", cmd_profile, "instructions, MACs and MACs/instruction per op on the board (QEMU)",
+                 "mcu profile out/cnn", "mcu profile out/cnn --seed 1")
+    p.add_argument("dir", help=package)
+    p.add_argument("--seed", type=int, default=0, help="seed of the randn input (default: 0)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds before QEMU is stopped (default: 120)")
+    p = _command(sub, "debug", cmd_debug, "dump every op's output on the device and compare it op by op",
+                 "mcu debug out/cnn --input x.npy")
+    p.add_argument("dir", help=package)
     p.add_argument("--input", nargs="+", required=True, help=".npy float inputs in torch order")
-    p.add_argument("--timeout", type=float, default=300.0)
-    p.set_defaults(fn=cmd_debug)
-    p = sub.add_parser("report", help="write report.html: flash, RAM, arena timeline, per-op profile")
-    p.add_argument("dir")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds before QEMU is stopped (default: 300)")
+    p = _command(sub, "report", cmd_report, "write report.html: flash, RAM, arena timeline, per-op profile",
+                 "mcu report out/cnn", "mcu report out/cnn --no-profile")
+    p.add_argument("dir", help=package)
     p.add_argument("--no-profile", action="store_true", help="skip the QEMU profiling run")
-    p.set_defaults(fn=cmd_report)
-    p = sub.add_parser("boards", help="list the boards")
-    p.set_defaults(fn=cmd_boards)
-    args = parser.parse_args(argv)
+    _command(sub, "boards", cmd_boards, "list the boards", "mcu boards")
+    p = _command(sub, "bench", cmd_bench, "compile and run the model zoo on boards; print the table, write bench.json",
+                 "mcu bench", "mcu bench --models kws ad --boards mps2-an386 --out out/bench")
+    p.add_argument("--models", nargs="*", metavar="MODEL", help="mcu.zoo models to run (default: all)")
+    p.add_argument("--boards", nargs="*", metavar="BOARD",
+                   help="boards to run on (default: mcu.bench.BOARDS, the three QEMU boards of the README table)")
+    p.add_argument("--out", default="out/bench", help="folder for the packages and bench.json (default: out/bench)")
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run `mcu argv...`; returns the exit status (see EXIT_CODES)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (1)
+        return exc.code
     try:
         args.fn(args)
     except McuError as exc:
         if args.verbose:
-            raise
+            traceback.print_exc()
         print(f"mcu: error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("mcu: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.verbose:
+            traceback.print_exc()
+        msg = (str(exc).strip().splitlines() or [""])[0]
+        print(f"mcu: internal error: {type(exc).__name__}: {msg} (this is a bug in mcu; rerun with --verbose for "
+              f"the traceback and report it)", file=sys.stderr)
+        return 2
     return 0
 
 

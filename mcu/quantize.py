@@ -14,7 +14,8 @@ Scheme (TFLite-compatible integer semantics):
 """
 from __future__ import annotations
 
-from typing import Iterable
+import time
+from typing import Callable, Iterable
 
 import torch
 from torch.fx import GraphModule, Node
@@ -215,22 +216,33 @@ def _check_batch(batch, example_inputs, k: int = 0) -> tuple:
     return batch
 
 
+# progress(done, total, seconds elapsed) after each calibration batch; total is None for a set without len().
+Progress = Callable[[int, int | None, float], None]
+
+
 def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
-             calibration: Iterable | None = None) -> GraphModule:
+             calibration: Iterable | None = None, progress: Progress | None = None) -> GraphModule:
     """Calibrate and convert: returns torchao's converted GraphModule (Q/DQ around float ops).
 
     calibration is an iterable of input tuples; None calibrates on the example inputs alone.
+    progress, if given, is called after each batch (silent by default).
     """
     prepared = prepare_pt2e(exported.module(), McuQuantizer())
     batches = [example_inputs] if calibration is None else calibration
     if not hasattr(batches, "__iter__"):
         raise McuError(f"calibration must be an iterable of input tuples (e.g. [(x,) for x in batches]), "
                        f"got a {type(batches).__name__}")
-    seen = 0
+    try:
+        total = len(batches)
+    except TypeError:  # a generator, or a DataLoader over an IterableDataset
+        total = None
+    seen, start = 0, time.monotonic()
     with torch.no_grad():
         for batch in batches:
             prepared(*_check_batch(batch, example_inputs, seen))
             seen += 1
+            if progress is not None:
+                progress(seen, total, time.monotonic() - start)
     if seen == 0:
         raise McuError("the calibration set is empty; pass at least one input tuple "
                        "(or calibration=None to calibrate on the example inputs)")

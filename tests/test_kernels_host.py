@@ -7,6 +7,7 @@ import math
 import re
 import shutil
 import subprocess
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -111,9 +112,9 @@ def _hand_cases():
     yield ("conv 2x2 dilation 2 stride 2 + bias, halved", "mcu_conv2d_s8",
            (conv_params((1, 5, 5, 1), (1, 2, 2, 1), (1, 2, 2, 1), stride=(2, 2), dilation=(2, 2)), *half,
             ramp, i8(np.ones((1, 2, 2, 1))), np.array([1], np.int32)), [[13, 17], [33, 37]])
-    yield ("conv per-channel shifts; the rounding shift sends -2.5 away from zero", "mcu_conv2d_s8",
+    yield ("conv per-channel shifts; one rounding, ties up: -2.5 -> -2", "mcu_conv2d_s8",
            (conv_params((1, 1, 1, 2), (2, 1, 1, 2), (1, 1, 1, 2)), *q([Q30, Q30], [1, -1]),
-            i8([10, 20], (1, 1, 1, 2)), i8([1, 1, 1, -1], (2, 1, 1, 2)), None), [30, -3])
+            i8([10, 20], (1, 1, 1, 2)), i8([1, 1, 1, -1], (2, 1, 1, 2)), None), [30, -2])
     yield ("conv relu clamp at output_offset", "mcu_conv2d_s8",
            (conv_params((1, 1, 3, 1), (1, 1, 1, 1), (1, 1, 3, 1), offsets=(0, 5), act=(5, 12)), *one,
             i8([-7, 3, 100], (1, 1, 3, 1)), i8([1], (1, 1, 1, 1)), None), [5, 8, 12])
@@ -144,8 +145,8 @@ def _hand_cases():
            [1, -2])
     yield ("add is exact with unit multipliers, saturates", "mcu_add_s8",
            (add_params(3, in1=(1, Q30, 1), in2=(-1, Q30, 1)), i8([1, 2, 127]), i8([3, -4, 127])), [4, -2, 127])
-    yield ("add halves the sum, ties away from zero", "mcu_add_s8",
-           (add_params(4, out=(0, Q30, -20)), i8([1, -1, 100, -128]), i8([2, -2, 100, -128])), [2, -2, 100, -128])
+    yield ("add halves the sum, ties up: 1.5 -> 2, -1.5 -> -1", "mcu_add_s8",
+           (add_params(4, out=(0, Q30, -20)), i8([1, -1, 100, -128]), i8([2, -2, 100, -128])), [2, -1, 100, -128])
     for off, values, expected in ((128, [127, -128], [1, 0]), (-127, [-128, 127], [-1, 0])):
         yield (f"add saturates the int32 sum of the rescaled inputs (offset {off})", "mcu_add_s8",
                (add_params(2, in1=(off, I32_MAX, 1), in2=(off, I32_MAX, 1), out=(0, Q30, -30), left_shift=23),
@@ -539,10 +540,6 @@ def test_twin_rejects_bad_arguments(case):
 QUANT_WRAPPER = """
 #include <stdint.h>
 #include "mcu/mcu_quant.h"
-void t_srdhm(const int32_t *a, const int32_t *b, int32_t *out, int32_t n)
-{ for (int32_t i = 0; i < n; ++i) out[i] = mcu_srdhm(a[i], b[i]); }
-void t_rdbpot(const int32_t *x, const int32_t *e, int32_t *out, int32_t n)
-{ for (int32_t i = 0; i < n; ++i) out[i] = mcu_rdbpot(x[i], e[i]); }
 void t_requantize(const int32_t *acc, const int32_t *m, const int32_t *s, int32_t *out, int32_t n)
 { for (int32_t i = 0; i < n; ++i) out[i] = mcu_requantize(acc[i], m[i], s[i]); }
 """
@@ -558,42 +555,34 @@ def quant_c():
         getattr(lib, name)(*(c.ctypes.data for c in cols), out.ctypes.data, len(out))
         return out
 
-    for name, inputs in (("t_srdhm", 2), ("t_rdbpot", 2), ("t_requantize", 3)):
-        getattr(lib, name).argtypes = [ctypes.c_void_p] * (inputs + 1) + [ctypes.c_int32]
-        getattr(lib, name).restype = None
+    lib.t_requantize.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int32]
+    lib.t_requantize.restype = None
     return run
 
 
-SRDHM_EDGES = [  # (a, b, round(a * b / 2^31) saturated; ties round up, as gemmlowp/TFLite do: -1.5 -> -1)
-    (I32_MIN, I32_MIN, I32_MAX), (I32_MAX, I32_MAX, I32_MAX - 1), (I32_MIN, I32_MAX, I32_MIN + 1),
-    (1, Q30, 1), (-1, Q30, 0), (3, Q30, 2), (-3, Q30, -1), (-5, Q30 + 1, -3), (0, I32_MIN, 0), (5, 0, 0),
-]
-RDBPOT_EDGES = [  # (x, exponent, round(x / 2^exponent) with ties away from zero)
-    (3, 1, 2), (-3, 1, -2), (-5, 2, -1), (-6, 2, -2), (6, 2, 2), (5, 2, 1), (7, 0, 7), (-7, 0, -7),
-    (I32_MIN, 31, -1), (I32_MAX, 31, 1), (Q30, 31, 1), (-Q30, 31, -1), (Q30 - 1, 31, 0), (-Q30 + 1, 31, 0),
-]
-REQUANT_EDGES = [  # (acc, multiplier, shift, expected)
+def exact_requantize(acc: int, m: int, shift: int) -> int:
+    """The definition, in rationals: acc * 2^shift saturated to int32 for shift > 0, times m / 2^31, times
+    2^shift for shift < 0, rounded once with ties up."""
+    x = min(max(acc * 2 ** max(shift, 0), I32_MIN), I32_MAX)
+    return math.floor(Fraction(x * m, 2 ** (31 - min(shift, 0))) + Fraction(1, 2))
+
+
+REQUANT_EDGES = [  # (acc, multiplier, shift, expected): one rounding, ties up (-2.5 -> -2, 2.5 -> 3)
     (I32_MAX, I32_MAX, 30, I32_MAX - 1), (I32_MIN, Q30, 30, -Q30), (I32_MIN, I32_MAX, 1, I32_MIN + 1),
-    (5, Q30, 0, 3), (-5, Q30, 0, -2), (-6, Q30, -1, -2), (-10, Q30, -1, -3), (100, Q30, 1, 100), (1, Q30, 2, 2),
-    (I32_MAX, I32_MAX, -31, 1), (I32_MIN, I32_MAX, -31, -1), (12345, 0, 5, 0),
+    (5, Q30, 0, 3), (-5, Q30, 0, -2), (-6, Q30, -1, -1), (-10, Q30, -1, -2), (100, Q30, 1, 100), (1, Q30, 2, 2),
+    (-3, Q30, -1, -1), (3, Q30, -1, 1), (-1, Q30, 0, 0), (1, Q30, 0, 1), (-1, Q30, -1, 0),
+    (I32_MAX, I32_MAX, -31, 1), (I32_MIN, I32_MAX, -31, -1), (Q30, Q30, -31, 0), (12345, 0, 5, 0),
 ]
 
 
 def test_quant_twin_edges():
-    for a, b, want in SRDHM_EDGES:
-        assert int(quant.srdhm(a, b)) == want, (a, b)
-    for x, e, want in RDBPOT_EDGES:
-        assert int(quant.rdbpot(x, e)) == want, (x, e)
     for acc, m, s, want in REQUANT_EDGES:
+        assert exact_requantize(acc, m, s) == want, (acc, m, s)
         assert int(quant.requantize(acc, m, s)) == want, (acc, m, s)
 
 
 @pytest.mark.host_c
 def test_quant_c_edges(quant_c):
-    a, b, want = map(np.array, zip(*SRDHM_EDGES))
-    assert_equal_int(quant_c("t_srdhm", a, b), want)
-    x, e, want = map(np.array, zip(*RDBPOT_EDGES))
-    assert_equal_int(quant_c("t_rdbpot", x, e), want)
     acc, m, s, want = map(np.array, zip(*REQUANT_EDGES))
     assert_equal_int(quant_c("t_requantize", acc, m, s), want)
 
@@ -605,16 +594,13 @@ def test_quant_c_matches_twin_for_every_shift(quant_c):
     small = rng.integers(-3000, 3000, size=300)
     ties = (2 * rng.integers(-1000, 1000, size=100) + 1) << rng.integers(0, 20, size=100)  # odd * 2^k
     accs = np.concatenate([full, small, ties, [I32_MIN, I32_MIN + 1, -1, 0, 1, I32_MAX]])
-    mults = np.concatenate([rng.integers(Q30, 1 << 31, size=accs.size - 4), [0, Q30, I32_MAX, I32_MIN]])
+    mults = np.concatenate([rng.integers(Q30, 1 << 31, size=accs.size - 3), [0, Q30, I32_MAX]])
     rng.shuffle(mults)
     for shift in range(-31, 31):
         got = quant_c("t_requantize", accs, mults, shift)
         assert_equal_int(got, quant.requantize(accs, mults, shift))
-    a = np.concatenate([full, small, [I32_MIN, I32_MAX]])
-    b = np.concatenate([rng.integers(I32_MIN, I32_MAX, size=a.size - 2, endpoint=True), [I32_MIN, I32_MIN]])
-    assert_equal_int(quant_c("t_srdhm", a, b), quant.srdhm(a, b))
-    for e in range(32):
-        assert_equal_int(quant_c("t_rdbpot", accs, e), quant.rdbpot(accs, e))
+        some = range(0, accs.size, 37)
+        assert [int(got[i]) for i in some] == [exact_requantize(int(accs[i]), int(mults[i]), shift) for i in some]
 
 
 # ---- Build hygiene ------------------------------------------------------------------------------------------------

@@ -86,8 +86,8 @@ def rq_records(mult: np.ndarray, shift: np.ndarray, output_offset: int, channels
     rec = np.zeros((channels, 4), np.int64)
     for c, (m, s) in enumerate(zip(np.asarray(mult, np.int64), np.asarray(shift, np.int64))):
         e = -int(s)
-        rnd = (1 << 30) + (1 << (30 + e)) + output_offset * (1 << (31 + e)) if e >= 1 else 0
-        # e <= 24 (as mcu_rq_record): hi32(round + acc * mult) is about 2^30 + output_offset * 2^(e-1), which
+        rnd = (1 << (30 + e)) + output_offset * (1 << (31 + e)) if e >= 1 else 0
+        # e <= 24 (as mcu_rq_record): hi32(round + acc * mult) is about output_offset * 2^(e-1), which
         # leaves int32 from e = 25 on, though round alone may still fit
         if 1 <= e <= 24 and -(1 << 63) <= rnd < (1 << 63) and -(1 << 31) <= rnd >> 32 < (1 << 31):
             rec[c] = (m, e - 1, rnd & 0xFFFFFFFF, rnd >> 32)
@@ -156,12 +156,16 @@ SPLIT = 1 << 24  # mcu_fast_split: two channels per 32-bit weight word, the low 
 
 def pack_pairs_s32(w_rows: np.ndarray) -> np.ndarray | None:
     """int8 [C, K] -> per 4 channels, per tap, the words w0 + w1 * 2^24 and w2 + w3 * 2^24 (int32 bytes);
-    None when a low channel's sum could leave +-2^23 (128 * sum |w| >= 2^23)."""
+    None when a low channel's sum could leave +-2^23 (128 * sum |w| >= 2^23), or a word could leave
+    int32 (a high weight of -128 beside a negative low one; the quantizer's weights stay in [-127, 127])."""
     c, k = w_rows.shape
     w = pad_rows(w_rows.astype(np.int64), round_up(c, 4)).reshape(-1, 2, 2, k)  # [quad, pair, lo/hi, k]
     if (128 * np.abs(w[:, :, 0, :]).sum(axis=-1) >= SPLIT // 2).any():
         return None
-    words = (w[:, :, 0, :] + w[:, :, 1, :] * SPLIT).astype(np.int32)              # [quad, pair, k]
+    words = w[:, :, 0, :] + w[:, :, 1, :] * SPLIT                                  # [quad, pair, k]
+    if words.size and words.min() < np.iinfo(np.int32).min:
+        return None
+    words = words.astype(np.int32)
     return np.ascontiguousarray(words.transpose(0, 2, 1)).astype("<i4").reshape(-1).view(np.int8)
 
 

@@ -34,41 +34,15 @@ def quantize_multipliers(reals) -> tuple[np.ndarray, np.ndarray]:
     return mult, shift
 
 
-def _trunc_div_pow2(x: np.ndarray, bits: int) -> np.ndarray:
-    """C's truncating division of int64 x by 2^bits."""
-    return np.where(x >= 0, x >> bits, -((-x) >> bits))
-
-
-def srdhm(a, b) -> np.ndarray:
-    """Saturating rounding doubling high multiply of int32 values (broadcasting)."""
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    ab = a * b
-    nudge = np.where(ab >= 0, np.int64(1 << 30), np.int64(1 - (1 << 30)))
-    res = _trunc_div_pow2(ab + nudge, 31)
-    overflow = (a == INT32_MIN) & (b == INT32_MIN)
-    return np.where(overflow, INT32_MAX, res).astype(np.int64)
-
-
-def rdbpot(x, exponent) -> np.ndarray:
-    """Rounding (half away from zero) division by 2^exponent, exponent in [0, 31]."""
-    x = np.asarray(x, dtype=np.int64)
-    exponent = np.asarray(exponent, dtype=np.int64)
-    mask = (np.int64(1) << exponent) - 1
-    remainder = x & mask
-    threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + (remainder > threshold)
-
-
 def requantize(acc, multiplier, shift) -> np.ndarray:
-    """acc * multiplier * 2^(shift - 31), rounded as mcu_requantize does (broadcasting)."""
+    """acc * multiplier * 2^(shift - 31) rounded once, ties up, as mcu_requantize (broadcasting): for
+    shift > 0, acc * 2^shift saturates to int32 first; multiplier >= 0, shift in [-31, 30]."""
     acc = np.asarray(acc, dtype=np.int64)
     multiplier = np.asarray(multiplier, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
-    left = np.maximum(shift, 0)
-    right = np.maximum(-shift, 0)
-    shifted = np.clip(acc * (np.int64(1) << left), INT32_MIN, INT32_MAX)
-    return rdbpot(srdhm(shifted, multiplier), right)
+    x = np.clip(acc << np.maximum(shift, 0), INT32_MIN, INT32_MAX)
+    right = 31 - np.minimum(shift, 0)  # 31 .. 62
+    return (x * multiplier + (np.int64(1) << (right - 1))) >> right
 
 
 def saturate(x, lo: int, hi: int, dtype=np.int8) -> np.ndarray:

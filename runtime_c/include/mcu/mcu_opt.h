@@ -4,12 +4,9 @@
  *  - Prepared requantization records (built at compile time by codegen/passes/select_kernels.py,
  *    `rq_records`): per output channel c, rec[4c..4c+3] = {mult, sh, round_lo, round_hi}.
  *      sh >= 0 ("fast"): out + output_offset = hi32(round + acc * mult) >> sh, where
- *        round = 2^30 + 2^(31+sh) + output_offset * 2^(32+sh) - (acc < 0 ? 2^31 : 0).
- *        This equals mcu_requantize(acc, mult, shift) + output_offset exactly for shift = -(sh+1) <= -1:
- *        srdhm is floor((acc*mult + 2^30) / 2^31) (mult >= 0 never saturates), and the two roundings
- *        nest into one floor; the 2^31 term turns round-half-up into mcu_rdbpot's half-away-from-zero.
- *        When act_min >= output_offset the 2^31 term can only move values that clamp anyway, so the
- *        kernels drop it then (mode "fast").
+ *        round = 2^(31+sh) + output_offset * 2^(32+sh). This equals mcu_requantize(acc, mult, shift) +
+ *        output_offset exactly for shift = -(sh+1) <= -1: both are one floor of acc * mult + 2^(31+sh) over
+ *        2^(32+sh), and the offset is a whole multiple of the divisor.
  *      sh < 0 ("slow", shift >= 0 or a round that does not fit): round_lo holds the original shift and
  *        the kernel calls mcu_requantize.
  *  - DSP (SIMD32) intrinsics through arm_acle.h, with plain C stand-ins when the core lacks them, so a
@@ -187,7 +184,7 @@ MCU_INLINE void mcu_rq_record(int32_t mult, int32_t shift, int32_t out_off, int3
     const int32_t e = -shift;
     rec[0] = mult;
     if (e >= 1 && e <= 24) {
-        const int64_t round = ((int64_t)1 << 30) + ((int64_t)1 << (30 + e)) + (int64_t)out_off * ((int64_t)1 << (31 + e));
+        const int64_t round = ((int64_t)1 << (30 + e)) + (int64_t)out_off * ((int64_t)1 << (31 + e));
         rec[1] = e - 1;
         rec[2] = (int32_t)(uint32_t)(uint64_t)round;
         rec[3] = (int32_t)(round >> 32);
@@ -201,7 +198,7 @@ MCU_INLINE void mcu_rq_record(int32_t mult, int32_t shift, int32_t out_off, int3
 typedef struct {
     int32_t act_min, act_max, output_offset;
     int records_fast; /* every channel's record is fast (sh >= 0) */
-    int fast;         /* records_fast, act_min >= output_offset and the clamp is the int8 range */
+    int fast;         /* records_fast and the clamp is the int8 range: requantize, then SSAT */
 } mcu_rq_mode_t;
 
 MCU_INLINE mcu_rq_mode_t mcu_rq_mode(const int32_t *rec, int32_t channels, int32_t out_off, int32_t act_min,
@@ -211,7 +208,7 @@ MCU_INLINE mcu_rq_mode_t mcu_rq_mode(const int32_t *rec, int32_t channels, int32
     for (int32_t c = 0; c < channels && m.records_fast; ++c) {
         m.records_fast = rec[4 * c + 1] >= 0;
     }
-    m.fast = m.records_fast && act_min == MCU_Q7_MIN && act_max == MCU_Q7_MAX && act_min >= out_off;
+    m.fast = m.records_fast && act_min == MCU_Q7_MIN && act_max == MCU_Q7_MAX;
     return m;
 }
 
@@ -224,13 +221,10 @@ MCU_INLINE int32_t mcu_sat8(int32_t x)
 #endif
 }
 
-/* hi32(round + acc * mult) >> sh for a fast channel; `fix` applies the negative-acc term. */
-MCU_INLINE int32_t mcu_rq_fast(int32_t acc, const int32_t *rec, int fix)
+/* hi32(round + acc * mult) >> sh for a fast channel. */
+MCU_INLINE int32_t mcu_rq_fast(int32_t acc, const int32_t *rec)
 {
-    uint64_t round = ((uint64_t)(uint32_t)rec[3] << 32) | (uint32_t)rec[2];
-    if (fix) {
-        round -= (uint32_t)acc & 0x80000000u;
-    }
+    const uint64_t round = ((uint64_t)(uint32_t)rec[3] << 32) | (uint32_t)rec[2];
     const uint64_t v = round + (uint64_t)((int64_t)acc * rec[0]);
     return (int32_t)(uint32_t)(v >> 32) >> rec[1];
 }
@@ -239,11 +233,11 @@ MCU_INLINE int32_t mcu_rq_fast(int32_t acc, const int32_t *rec, int fix)
 MCU_INLINE int8_t mcu_rq_out(int32_t acc, const int32_t *rec, const mcu_rq_mode_t *m, const int fast)
 {
     if (fast) {
-        return (int8_t)mcu_sat8(mcu_rq_fast(acc, rec, 0));
+        return (int8_t)mcu_sat8(mcu_rq_fast(acc, rec));
     }
     int32_t y;
     if (rec[1] >= 0) {
-        y = mcu_rq_fast(acc, rec, m->act_min < m->output_offset);
+        y = mcu_rq_fast(acc, rec);
     } else {
         y = mcu_add_offset(mcu_requantize(acc, rec[0], rec[2]), m->output_offset);
     }
@@ -506,20 +500,15 @@ typedef struct {
 #define MCU_DSP_DOT                                                                                        \
     "ldr r12, [%[q]]\n\t"                                                                                  \
     "ldm r12, {r8, r9, r10, r11}\n\t" MCU_DSP_GROUPS
-/* out = ssat8(hi32(round + acc * mult) >> sh) with record {mult r4, sh r5, round r6:r7}; FIX subtracts
- * 2^31 from round when acc < 0 (using %[x] as scratch). */
-#define MCU_DSP_RQ(acc, FIX)                                                                               \
-    "ldmia r12!, {r4, r5, r6, r7}\n\t" FIX(acc) "smlal r6, r7, " acc ", r4\n\t"                            \
+/* out = ssat8(hi32(round + acc * mult) >> sh) with record {mult r4, sh r5, round r6:r7}. */
+#define MCU_DSP_RQ(acc)                                                                                    \
+    "ldmia r12!, {r4, r5, r6, r7}\n\t"                                                                     \
+    "smlal r6, r7, " acc ", r4\n\t"                                                                        \
     "asr r7, r7, r5\n\t"                                                                                   \
     "ssat r7, #8, r7\n\t"                                                                                  \
     "strb r7, [lr], #1\n\t"
-#define MCU_DSP_NOFIX(acc) ""
-#define MCU_DSP_FIX(acc)                                                                                   \
-    "and %[x], " acc ", #0x80000000\n\t"                                                                   \
-    "subs r6, r6, %[x]\n\t"                                                                                \
-    "sbc r7, r7, #0\n\t"
 /* Every quad of a row: widen-free dot (x reloaded, bias/rec/out advanced through %[q]), then requantize. */
-#define MCU_DSP_ROW_RQ(FIX)                                                                                \
+#define MCU_DSP_ROW_RQ                                                                                     \
     "4:\n\t"                                                                                               \
     "ldr %[x], [%[q], #16]\n\t"                                                                            \
     "ldr %[n], [%[q], #20]\n\t"                                                                            \
@@ -527,8 +516,8 @@ typedef struct {
     "ldm r12!, {r8, r9, r10, r11}\n\t"                                                                     \
     "str r12, [%[q]]\n\t" MCU_DSP_GROUPS                                                                  \
     "ldr r12, [%[q], #4]\n\t"                                                                              \
-    "ldr lr, [%[q], #8]\n\t" MCU_DSP_RQ("r8", FIX) MCU_DSP_RQ("r9", FIX) MCU_DSP_RQ("r10", FIX)          \
-        MCU_DSP_RQ("r11", FIX) "str r12, [%[q], #4]\n\t"                                                   \
+    "ldr lr, [%[q], #8]\n\t" MCU_DSP_RQ("r8") MCU_DSP_RQ("r9") MCU_DSP_RQ("r10")                           \
+        MCU_DSP_RQ("r11") "str r12, [%[q], #4]\n\t"                                                        \
     "str lr, [%[q], #8]\n\t"                                                                               \
     "ldr r12, [%[q], #24]\n\t"                                                                             \
     "subs r12, r12, #1\n\t"                                                                                \
@@ -633,8 +622,8 @@ MCU_INLINE void mcu_dsp_dw_pixel(intptr_t base, const intptr_t tab[9], const int
                      "ldr r12, [%[q], #16]\n\t" MCU_DSP_DW_TAP(0) MCU_DSP_DW_TAP(4) MCU_DSP_DW_TAP(8)
                          MCU_DSP_DW_TAP(12) MCU_DSP_DW_TAP(16) MCU_DSP_DW_TAP(20) MCU_DSP_DW_TAP(24)
                              MCU_DSP_DW_TAP(28) MCU_DSP_DW_TAP(32) "ldr r12, [%[q], #4]\n\t"
-                     "ldr lr, [%[q], #8]\n\t" MCU_DSP_RQ("r8", MCU_DSP_NOFIX) MCU_DSP_RQ("r9", MCU_DSP_NOFIX)
-                         MCU_DSP_RQ("r10", MCU_DSP_NOFIX) MCU_DSP_RQ("r11", MCU_DSP_NOFIX) "str r12, [%[q], #4]\n\t"
+                     "ldr lr, [%[q], #8]\n\t" MCU_DSP_RQ("r8") MCU_DSP_RQ("r9")
+                         MCU_DSP_RQ("r10") MCU_DSP_RQ("r11") "str r12, [%[q], #4]\n\t"
                      "str lr, [%[q], #8]\n\t"
                      "adds %[p], %[p], #4\n\t"
                      "ldr r12, [%[q], #12]\n\t"
@@ -650,7 +639,7 @@ MCU_INLINE void mcu_dsp_dw_pixel(intptr_t base, const intptr_t tab[9], const int
         int32_t acc[4];
         mcu_dsp_dw_taps(base, tab, w, q->off2, q->bias, acc);
         for (int32_t j = 0; j < 4; ++j) {
-            q->out[j] = (int8_t)mcu_sat8(mcu_rq_fast(acc[j], q->rec + 4 * j, 0));
+            q->out[j] = (int8_t)mcu_sat8(mcu_rq_fast(acc[j], q->rec + 4 * j));
         }
     }
 #endif
@@ -681,22 +670,14 @@ MCU_INLINE void mcu_dsp_gemm_row(const uint32_t *x, int32_t groups, const int8_t
 {
     int32_t c = 0;
 #if MCU_DSP_ASM
-    const int all_fast = m->fast || (m->act_min == MCU_Q7_MIN && m->act_max == MCU_Q7_MAX && m->records_fast);
-    if (all_fast && c_out >= 4) {
+    if (m->fast && c_out >= 4) {
         mcu_dsp_quad_t q = {bias, rec, out, NULL, x, groups, c_out / 4};
         const uint32_t *xp = x;
         int32_t n = groups;
-        if (m->fast) {
-            __asm__ volatile(MCU_DSP_ROW_RQ(MCU_DSP_NOFIX)
-                             : [x] "+r"(xp), [w] "+r"(w), [n] "+l"(n)
-                             : [q] "r"(&q)
-                             : MCU_DSP_CLOBBERS);
-        } else {
-            __asm__ volatile(MCU_DSP_ROW_RQ(MCU_DSP_FIX)
-                             : [x] "+r"(xp), [w] "+r"(w), [n] "+l"(n)
-                             : [q] "r"(&q)
-                             : MCU_DSP_CLOBBERS);
-        }
+        __asm__ volatile(MCU_DSP_ROW_RQ
+                         : [x] "+r"(xp), [w] "+r"(w), [n] "+l"(n)
+                         : [q] "r"(&q)
+                         : MCU_DSP_CLOBBERS);
         c = c_out & ~3;
         bias += c;
         rec += 4 * c;
@@ -768,15 +749,15 @@ MCU_INLINE void mcu_fast_gemm_row(const int8_t *x, int32_t k, const int8_t *w, c
 /* ---- Helium GEMM row (the _mve variants) ------------------------------------------------------------- */
 
 #if MCU_HAVE_MVE
-/* mcu_requantize on 4 lanes, exactly: VQRDMULH is srdhm (mult >= 0 never saturates), and subtracting 1
- * from negative values before the rounding shift turns round-half-up into half-away-from-zero. */
+/* mcu_requantize on 4 lanes, exactly. shift >= 0: VQRDMULH of the saturated acc * 2^shift is
+ * floor((x * mult + 2^30) / 2^31); shift < 0: VQDMULH is floor(acc * mult / 2^31) (mult >= 0 never saturates)
+ * and VRSHL's rounding right shift by e completes floor((acc * mult + 2^(30+e)) / 2^(31+e)). */
 MCU_INLINE int32x4_t mcu_mve_requantize(int32x4_t acc, int32x4_t mult, int32x4_t shift)
 {
     const int32x4_t zero = vdupq_n_s32(0);
-    const int32x4_t right = vminq_s32(shift, zero); /* -(right shift) */
-    int32x4_t x = vqrdmulhq_s32(vqshlq_s32(acc, vmaxq_s32(shift, zero)), mult);
-    x = vqaddq_s32(x, vshrq_n_s32(vandq_s32(x, right), 31));
-    return vrshlq_s32(x, right);
+    const int32x4_t up = vqrdmulhq_s32(vqshlq_s32(acc, vmaxq_s32(shift, zero)), mult);
+    const int32x4_t down = vrshlq_s32(vqdmulhq_s32(acc, mult), vminq_s32(shift, zero));
+    return vpselq_s32(up, down, vcmpgeq_n_s32(shift, 0));
 }
 
 /* What a Helium GEMM call needs besides the input rows. */
@@ -844,7 +825,7 @@ static __attribute__((noinline, unused)) void mcu_mve_gemm_3x2(const int8_t *con
 {
     const int32_t c_out = g->c_out, zo = g->zo, done = g->chunks * 16;
     const uint32x4_t offsets = vldrwq_u32(g->offsets);
-    const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max), zero = vdupq_n_s32(0);
+    const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max);
     const mve_pred16_t tail_p = vctp8q((uint32_t)g->tail);
     const uint32_t pix_a = npix > 1 ? 0xFFFFu : 0x00FFu; /* lanes (p0 c, p0 c+1, p1 c, p1 c+1) */
     const uint32_t pix_b = npix > 2 ? 0x00FFu : 0x0000u; /* lanes (p2 c, p2 c+1) */
@@ -876,11 +857,8 @@ static __attribute__((noinline, unused)) void mcu_mve_gemm_3x2(const int8_t *con
             s.w += 32;
         }
         const int32x4_t m = vldrwq_s32(mult), sh = vldrwq_s32(shift);
-        const int32x4_t left = vmaxq_s32(sh, zero), right = vminq_s32(sh, zero);
-        int32x4_t ya = vqrdmulhq_s32(vqshlq_s32(vldrwq_s32(acc), left), m);
-        int32x4_t yb = vqrdmulhq_s32(vqshlq_s32(vldrwq_s32(acc + 4), left), m);
-        ya = vrshlq_s32(vqaddq_s32(ya, vshrq_n_s32(vandq_s32(ya, right), 31)), right);
-        yb = vrshlq_s32(vqaddq_s32(yb, vshrq_n_s32(vandq_s32(yb, right), 31)), right);
+        int32x4_t ya = mcu_mve_requantize(vldrwq_s32(acc), m, sh);
+        int32x4_t yb = mcu_mve_requantize(vldrwq_s32(acc + 4), m, sh);
         ya = vminq_s32(vmaxq_s32(vaddq_n_s32(ya, zo), vmin), vmax);
         yb = vminq_s32(vmaxq_s32(vaddq_n_s32(yb, zo), vmin), vmax);
         const uint32_t ch = c + 1 < c_out ? 0xFFFFu : 0x0F0Fu; /* drop channel c+1 past the end */
@@ -894,7 +872,7 @@ static __attribute__((noinline, unused)) void mcu_mve_gemv(const int8_t *const *
                                                           int8_t *out)
 {
     const int32_t c_out = g->c_out, zo = g->zo, done = g->chunks * 16;
-    const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max), zero = vdupq_n_s32(0);
+    const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max);
     const mve_pred16_t tail_p = vctp8q((uint32_t)g->tail);
     static const uint32_t quad[4] = {0, 1, 4, 5}; /* where c..c+3 sit in the quant repeated per pair */
     const uint32x4_t lanes = vldrwq_u32(quad);
@@ -930,9 +908,7 @@ static __attribute__((noinline, unused)) void mcu_mve_gemv(const int8_t *const *
         const mve_pred16_t p = vctp32q((uint32_t)(c_out - c)); /* also keeps the gathers inside the arrays */
         const int32x4_t m = vldrwq_gather_shifted_offset_z_s32(g->mult + 2 * c, lanes, p);
         const int32x4_t sh = vldrwq_gather_shifted_offset_z_s32(g->shift + 2 * c, lanes, p);
-        int32x4_t y = vqrdmulhq_s32(vqshlq_s32(acc, vmaxq_s32(sh, zero)), m);
-        const int32x4_t right = vminq_s32(sh, zero);
-        y = vrshlq_s32(vqaddq_s32(y, vshrq_n_s32(vandq_s32(y, right), 31)), right);
+        int32x4_t y = mcu_mve_requantize(acc, m, sh);
         y = vminq_s32(vmaxq_s32(vaddq_n_s32(y, zo), vmin), vmax);
         vstrbq_p_s32(out + c, y, p);
     }

@@ -1,5 +1,8 @@
-/* Integer requantization, the TFLite way: Q31 multiplier, saturating rounding doubling high multiply,
- * rounding right shift. Every kernel uses these; the numpy twin is mcu/twins/quant.py. */
+/* Integer requantization with one rounding: a Q31 multiplier and a power-of-two shift, the product rounded
+ * once, ties up (TFLite's and CMSIS-NN's "single rounding"). One rounding of the exact product is what a float
+ * reference computes, so outputs match torchao's converted model instead of drifting 1 LSB at a time through
+ * deep networks, as the gemmlowp double rounding (SRDHM, then a rounding shift) does. Every kernel uses these;
+ * the numpy twin is mcu/twins/quant.py. */
 #ifndef MCU_QUANT_H
 #define MCU_QUANT_H
 
@@ -25,36 +28,25 @@ static inline int32_t mcu_add_offset(int32_t x, int32_t offset)
 #endif
 }
 
-/* round(a * b / 2^31), ties rounded up (gemmlowp/TFLite); saturates the one overflow case (INT32_MIN^2). */
-static inline int32_t mcu_srdhm(int32_t a, int32_t b)
-{
-    if (a == INT32_MIN && b == INT32_MIN) {
-        return INT32_MAX;
-    }
-    const int64_t ab = (int64_t)a * (int64_t)b;
-    const int64_t nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
-    return (int32_t)((ab + nudge) / ((int64_t)1 << 31)); /* C division truncates toward zero */
-}
-
-/* round(x / 2^exponent), ties away from zero; exponent in [0, 31]. Relies on arithmetic >> of
- * negative values, which gcc and clang guarantee. */
-static inline int32_t mcu_rdbpot(int32_t x, int32_t exponent)
-{
-    const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
-    const int32_t remainder = x & mask;
-    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-    return (x >> exponent) + (remainder > threshold ? 1 : 0);
-}
-
-/* acc * multiplier * 2^(shift - 31), rounded. A left shift saturates to int32 instead of overflowing. */
+/* floor((x * multiplier + 2^(30 + e)) / 2^(31 + e)) with x = acc * 2^shift saturated to int32 when shift > 0,
+ * and e = -shift when shift < 0, else 0: acc * multiplier * 2^(shift - 31) rounded once, ties up.
+ * multiplier >= 0, shift in [-31, 30]; the result always fits int32. For shift <= -2 (nearly every layer) this
+ * is the high word of the 64-bit product (SMULL) and a 32-bit rounding shift: floor((floor(p / 2^32) + k) / 2^s)
+ * equals floor((p + k 2^32) / 2^(32 + s)) for integer k. Relies on arithmetic >> of negative values, which
+ * gcc and clang guarantee. */
 static inline int32_t mcu_requantize(int32_t acc, int32_t multiplier, int32_t shift)
 {
     if (shift > 0) {
-        int64_t x = (int64_t)acc * ((int64_t)1 << shift);
+        const int64_t x = (int64_t)acc * ((int64_t)1 << shift);
         acc = x > INT32_MAX ? INT32_MAX : (x < INT32_MIN ? INT32_MIN : (int32_t)x);
-        return mcu_srdhm(acc, multiplier);
+        shift = 0;
     }
-    return mcu_rdbpot(mcu_srdhm(acc, multiplier), -shift);
+    const int64_t prod = (int64_t)acc * (int64_t)multiplier;
+    if (shift <= -2) {
+        const int32_t s = -shift - 1; /* 1 .. 30 */
+        return ((int32_t)(prod >> 32) + ((int32_t)1 << (s - 1))) >> s;
+    }
+    return (int32_t)((prod + ((int64_t)1 << (30 - shift))) >> (31 - shift));
 }
 
 /* round(acc * multiplier * 2^(shift - 31)) with a single rounding, ties to even (as torch.round), saturated

@@ -1,0 +1,195 @@
+"""The `mcu` command itself: --help with examples on every command, exit codes (0 ok, 1 user error, 2 internal
+error, 130 interrupted) and calibration progress (the callback of mcu.compile and the CLI's printer)."""
+from __future__ import annotations
+
+import argparse
+import io
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import mcu
+import mcu.cli
+from mcu.cli import CalibrationProgress, build_parser, format_progress
+from test_errors import cli, models, npy, one_error  # noqa: F401  (models is a fixture)
+
+COMMANDS = ["compile", "run", "size", "plan", "profile", "debug", "report", "boards", "bench"]
+INTERNAL = "(this is a bug in mcu; rerun with --verbose for the traceback and report it)"
+
+
+def run_main(capsys, *argv) -> tuple[int, str, str]:
+    """`mcu argv...` in this process: (exit status, stdout, stderr)."""
+    rc = mcu.cli.main(list(map(str, argv)))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# ---- --help ---------------------------------------------------------------------------------------------------
+
+def test_the_commands_are_the_ones_tested_here():
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == COMMANDS
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(command, capsys):
+    rc, out, err = run_main(capsys, command, "--help")
+    assert rc == 0 and err == ""
+    assert out.startswith(f"usage: mcu {command} ")
+    assert re.search(rf"\nexamples?:\n  mcu {command}\b", out), out
+    assert "--verbose" in out
+
+
+def test_top_level_help_has_examples_and_exit_codes(capsys):
+    rc, out, err = run_main(capsys, "--help")
+    assert rc == 0 and err == ""
+    assert "\nexamples:\n  mcu compile mcu.zoo:example_cnn --board mps2-an386 -o out/cnn\n" in out
+    assert ("exit status:\n  0    success\n  1    user error: arguments, model, calibration data, board or package "
+            "(one \"mcu: error:\" line)\n  2    internal error: a bug in mcu (rerun with --verbose for the traceback "
+            "and report it)\n  130  interrupted (Ctrl-C)\n") in out
+
+
+# ---- exit codes -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "mcu: error: the following arguments are required: COMMAND"),
+    (["frob"], "mcu: error: argument COMMAND: invalid choice: 'frob' (choose from 'compile', 'run', 'size', "
+               "'plan', 'profile', 'debug', 'report', 'boards', 'bench')"),
+    (["run"], "mcu run: error: the following arguments are required: dir"),
+    (["compile", "m.pt2", "--optimize", "fast"],
+     "mcu compile: error: argument --optimize: invalid choice: 'fast' (choose from 'speed', 'memory')"),
+    (["boards", "--nope"], "mcu: error: unrecognized arguments: --nope"),
+])
+def test_usage_errors_exit_1_with_usage_and_message(argv, message, capsys):
+    rc, out, err = run_main(capsys, *argv)
+    assert rc == 1 and out == ""
+    assert err.startswith("usage: mcu") and err.splitlines()[-1] == message, err
+
+
+def test_user_error_exits_1_with_one_line(capsys, tmp_path):
+    rc, err = cli(capsys, "run", tmp_path / "nope")
+    assert rc == 1 and err.count("\n") == 1
+    assert one_error(err) == f"{tmp_path / 'nope'} is not an mcu package (no manifest.json); run `mcu compile` first"
+
+
+def test_a_failing_model_factory_is_a_user_error(models, capsys):  # noqa: F811
+    models[0].boom = lambda: 1 / 0
+    rc, err = cli(capsys, "compile", "errmodels:boom")
+    assert rc == 1 and one_error(err) == "errmodels:boom raised ZeroDivisionError: division by zero"
+
+
+def test_verbose_after_the_command_prints_the_traceback(capsys, tmp_path):
+    rc, _, err = run_main(capsys, "size", tmp_path / "nope", "--verbose")
+    assert rc == 1 and err.startswith("Traceback")
+    assert err.splitlines()[-1].startswith("mcu: error: ")
+
+
+def _raise(exc):
+    def fn(args):
+        raise exc
+    return fn
+
+
+def test_internal_error_exits_2_with_one_line(capsys, monkeypatch):
+    monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(RuntimeError("kaboom\nsecond line")))
+    rc, out, err = run_main(capsys, "boards")
+    assert rc == 2 and out == ""
+    assert err == f"mcu: internal error: RuntimeError: kaboom {INTERNAL}\n"
+    rc, _, err = run_main(capsys, "--verbose", "boards")
+    assert rc == 2 and err.startswith("Traceback") and "RuntimeError: kaboom" in err
+    assert err.splitlines()[-1] == f"mcu: internal error: RuntimeError: kaboom {INTERNAL}"
+
+
+def test_interrupt_exits_130(capsys, monkeypatch):
+    monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(KeyboardInterrupt()))
+    assert run_main(capsys, "boards") == (130, "", "mcu: interrupted\n")
+
+
+# ---- calibration progress -------------------------------------------------------------------------------------
+
+def _linear():
+    torch.manual_seed(0)
+    return torch.nn.Linear(4, 2), (torch.randn(1, 4),)
+
+
+def test_compile_reports_each_calibration_batch_and_prints_nothing(capsys, tmp_path):
+    calls = []
+    model, example = _linear()
+    mcu.compile(model, example, calibration=[(torch.randn(1, 4),) for _ in range(5)], out_dir=tmp_path / "o",
+                progress=lambda *a: calls.append(a))
+    assert [(done, total) for done, total, _ in calls] == [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]
+    seconds = [s for _, _, s in calls]
+    assert seconds == sorted(seconds) and seconds[0] >= 0
+    assert capsys.readouterr() == ("", "")
+
+
+def test_calibration_without_len_reports_no_total(tmp_path):
+    calls = []
+    model, example = _linear()
+    mcu.compile(model, example, calibration=((torch.randn(1, 4),) for _ in range(3)), out_dir=tmp_path / "o",
+                progress=lambda *a: calls.append(a))
+    assert [(done, total) for done, total, _ in calls] == [(1, None), (2, None), (3, None)]
+
+
+def test_cli_compile_prints_progress_to_stderr(models, capsys, tmp_path):  # noqa: F811
+    calib = npy(tmp_path, "calib.npy", np.random.default_rng(0).standard_normal((3, 20)).astype(np.float32))
+    rc, err = cli(capsys, "compile", "errmodels:linear", "--calib", calib, "-o", tmp_path / "o")
+    assert rc == 0
+    pattern = r"calibrating: {}/3 batches, \d+\.\d s elapsed, {}"
+    lines = err.splitlines()
+    assert len(lines) == 3, err
+    for done, (line, left) in enumerate(zip(lines, [r"about \d+\.\d s left"] * 2 + ["done"]), 1):
+        assert re.fullmatch(pattern.format(done, left), line), line
+
+
+def test_format_progress():
+    assert format_progress(37, 200, 2.0) == "calibrating: 37/200 batches, 2.0 s elapsed, about 8.8 s left"
+    assert format_progress(200, 200, 11.44) == "calibrating: 200/200 batches, 11.4 s elapsed, done"
+    assert format_progress(7, None, 0.5) == "calibrating: 7 batches, 0.5 s elapsed"
+
+
+def test_progress_off_a_terminal_prints_each_tenth():
+    stream = io.StringIO()
+    progress = CalibrationProgress(stream)
+    for done in range(1, 201):
+        progress(done, 200, done / 10)
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 10 and stream.getvalue().endswith("done\n")
+    assert lines[0] == "calibrating: 20/200 batches, 2.0 s elapsed, about 18.0 s left"
+    assert lines[4] == "calibrating: 100/200 batches, 10.0 s elapsed, about 10.0 s left"
+    assert lines[-1] == "calibrating: 200/200 batches, 20.0 s elapsed, done"
+    few = io.StringIO()
+    progress = CalibrationProgress(few)
+    for done in range(1, 4):
+        progress(done, 3, done)
+    assert few.getvalue() == ("calibrating: 1/3 batches, 1.0 s elapsed, about 2.0 s left\n"
+                              "calibrating: 2/3 batches, 2.0 s elapsed, about 1.0 s left\n"
+                              "calibrating: 3/3 batches, 3.0 s elapsed, done\n")
+    unknown = io.StringIO()
+    progress = CalibrationProgress(unknown)
+    for done in range(1, 120):
+        progress(done, None, 0.0)
+    assert unknown.getvalue().splitlines() == [f"calibrating: {n} batches, 0.0 s elapsed" for n in (1, 10, 100)]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_rewrites_one_line():
+    term = Terminal()
+    progress = CalibrationProgress(term)
+    progress(1, 2, 10.0)
+    progress(2, 2, 12.0)
+    progress.close()  # the line is already ended: no second newline
+    first = "calibrating: 1/2 batches, 10.0 s elapsed, about 10.0 s left"
+    assert term.getvalue() == f"\r{first}\r{'calibrating: 2/2 batches, 12.0 s elapsed, done'.ljust(len(first))}\n"
+    broken = Terminal()  # calibration failed half way: close() ends the line before the error message
+    progress = CalibrationProgress(broken)
+    progress(1, 2, 1.0)
+    progress.close()
+    assert broken.getvalue() == "\rcalibrating: 1/2 batches, 1.0 s elapsed, about 1.0 s left\n"
