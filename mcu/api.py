@@ -224,11 +224,13 @@ def _write_package(out_dir: Path, files: dict[str, bytes], force: bool) -> None:
 
 def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibration=None,
             quantize: str = "int8", out_dir: str | os.PathLike = "mcu_out", force: bool = False,
-            optimize: str = "speed", progress: Progress | None = None) -> Package:
+            optimize: str = "speed", progress: Progress | None = None, bias_correction: bool = True) -> Package:
     """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package.
     optimize="speed" picks the board's fastest kernel variants; "memory" keeps the portable kernels,
     whose outputs may overlap their dying inputs, for the smallest arena. progress(done, total, seconds),
-    if given, is called after each calibration batch (total is None for a calibration set without len())."""
+    if given, is called after each calibration batch (total is None for a calibration set without len()).
+    bias_correction subtracts each conv/linear's weight-rounding shift at the calibration mean from its
+    bias (mcu.quantize); the user's model is never modified."""
     from mcu.boards import load_board
 
     board_info = load_board(board)  # unknown boards fail before any slow work
@@ -242,7 +244,7 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     ep = export(model, example_inputs)
     if example_inputs is None:
         example_inputs = example_inputs_of(ep)
-    converted = quantize_pt2e(ep, tuple(example_inputs), calibration, progress)
+    converted = quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction)
     graph = run_passes(import_quantized(converted), target)
     graph, memory = plan_graph(graph)
     texts = emit(graph, memory, board=board)

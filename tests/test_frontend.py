@@ -111,3 +111,31 @@ def test_pt2_file_round_trip_and_corrupt_file(tmp_path):
     bad.write_bytes(b"not a zip")
     with pytest.raises(ExportError, match="is not a loadable .pt2 file"):
         mcu.compile(str(bad), out_dir=tmp_path / "x")
+
+
+@pytest.mark.parametrize("kind", ["linear", "conv"])
+def test_bias_correction_cancels_the_weight_rounding_on_the_calibration_mean(kind):
+    """With one calibration input, E[x] is that input (a 1x1 conv's taps see no padding), so the corrected
+    bias removes the weight rounding's output shift exactly and only the output's own rounding is left. The
+    input is on its int8 grid (k / 255, max 1), so its quantization adds nothing; the bias makes the outputs
+    small, so the output LSB is small and the uncorrected shift spans many of them."""
+    torch.manual_seed(5)
+    v = torch.randint(64, 256, (64,)).float() / 255
+    v[0] = 1.0
+    if kind == "linear":
+        model, x = nn.Linear(64, 8).eval(), v.reshape(1, 64)
+    else:
+        model, x = nn.Conv2d(64, 8, 1).eval(), v.reshape(1, 64, 1, 1).expand(1, 64, 2, 2).contiguous()
+    with torch.no_grad():
+        model.bias.copy_(0.01 * torch.arange(1, 9) - model(x).reshape(8, -1)[:, 0] + model.bias)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    ep, want = export(model, (x,)), model(x).detach()
+    errs = {}
+    for on in (True, False):
+        q = quantize(ep, (x,), [(x,)], bias_correction=on)
+        out_scale = next(n.args[1] for n in q.graph.nodes if "quantize_per_tensor" in str(n.target)
+                         and n.args[0].op == "call_function" and n.args[0].name.startswith(kind))
+        errs[on] = ((q(x) - want).abs().max() / out_scale).item()  # in output LSB
+    assert errs[True] <= 0.501, errs
+    assert errs[False] > 3.0, errs
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())  # the user's model untouched
