@@ -21,9 +21,10 @@ def twin(kernel: str):
     raise KeyError(f"no numpy twin for {kernel}")
 
 
-def run_reference(graph: Graph, inputs: list[np.ndarray], *, every_tensor: bool = False):
+def run_reference(graph: Graph, inputs: list[np.ndarray], *, every_tensor: bool = False, override=None):
     """Integer inputs (stored shapes/layouts) in, integer outputs out; with every_tensor, the dict of
-    every tensor's value instead (for the numerical debugger)."""
+    every tensor's value instead (for the numerical debugger). override(node, value), if given, returns the
+    value to keep for a call's output (mcu.fidelity feeds each op another reference's inputs that way)."""
     values: dict[str, np.ndarray] = {}
     for name, arr in zip(graph.inputs, inputs, strict=True):
         t = graph.tensors[name]
@@ -44,6 +45,6 @@ def run_reference(graph: Graph, inputs: list[np.ndarray], *, every_tensor: bool 
         # a variant's prepared constants differ; its twin runs on the portable ones (select_kernels.py)
         quant = [get(q) for q in a.get("twin_quant", a["quant"]) or ()]
         args = [get(i) for i in a.get("twin_inputs", node.inputs)]
-        result = twin(a.get("twin", a["kernel"]))(a["params"], *quant, *args)
-        values[out.name] = np.asarray(result).reshape(out.shape)
+        result = np.asarray(twin(a.get("twin", a["kernel"]))(a["params"], *quant, *args)).reshape(out.shape)
+        values[out.name] = result if override is None else override(node, result)
     return values if every_tensor else [values[o] for o in graph.outputs]

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import mcu
+from mcu.fidelity import op_agreement
 from mcu.metrics import lsb_error, sqnr_db
 from mcu.zoo import MODELS, calibration_set, macs
 
@@ -12,12 +13,15 @@ PUBLISHED = {"kws": (22_600, 2_660_000), "vww": (211_000, 7_500_000), "ic": (78_
 
 # Fidelity on 10 inputs drawn like the calibration data: the numpy reference within 1 LSB of torchao's
 # converted model on at least 99 % of output elements, and pooled SQNR vs the float model of at least 30 dB
-# (the issue's goals). Requantization rounds once, as torchao's float reference does.
+# (the issue's goals). Requantization rounds once, as torchao's float reference does, and op by op the two
+# agree on all but a few elements in a million (test_zoo_agrees_with_torchao_op_by_op). VWW falls short end
+# to end: torchao's float32 sums put ~1 element in 10^5 on the other side of a rounding boundary, and its 27
+# layers spread such a difference to the two logits on 2 of 10 inputs (18 of 20 outputs equal; see mcu.fidelity).
 FIDELITY = {  # model: (min share within 1 LSB, min pooled SQNR dB)
     "kws": (0.99, 30.0),
     "vww": (0.80, 30.0),
     "ic": (0.99, 30.0),
-    "ad": (0.99, 29.0),
+    "ad": (0.99, 30.0),
 }
 BOARDS = ["mps2-an386", "mps2-an385", "mps3-an547"]
 
@@ -67,6 +71,17 @@ def test_zoo_fidelity(name, compiled):
     assert (errs <= 1).mean() >= within, f"{name}: {(errs <= 1).mean():.1%} within 1 LSB of torchao"
     sqnr = sqnr_db([model(*x).detach().numpy() for x in xs], [pkg.dequantize_outputs([r])[0] for r in refs])
     assert sqnr >= min_sqnr, f"{name}: SQNR {sqnr:.1f} dB vs float"
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_zoo_agrees_with_torchao_op_by_op(name, compiled):
+    """Each op fed torchao's int8 inputs gives torchao's int8 output, bar float32 rounding noise."""
+    _, pkg = compiled(name)
+    rows = [r for s in range(3) for r in op_agreement(pkg, calibration_set(name, 1, seed=50 + s)[0])]
+    calls = sum(1 for n in pkg.graph.nodes if n.op == "call")
+    assert len(rows) >= 3 * (calls - 1)  # every op but a shape-only one (the avg pool before flatten) compared
+    assert max(r.max_lsb for r in rows) <= 1
+    assert sum(r.differ for r in rows) <= 1e-4 * sum(r.elements for r in rows)
 
 
 @pytest.mark.qemu
