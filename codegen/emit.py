@@ -11,10 +11,11 @@ from importlib import resources
 import jinja2
 import numpy as np
 
-from mcu.codegen.ir import C_TYPES, Graph, Tensor
+from mcu.codegen.ir import C_TYPES, DTYPES, Graph, Tensor
 from mcu.codegen.lowering import kernel_paths
 from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan
 
+ARENA_GUARD_BYTES = 16  # debug builds: guard bytes after the arena, checked after every op (model.c)
 PER_LINE = {"int8": 20, "uint16": 12, "int16": 12, "int32": 8, "float32": 6}
 
 
@@ -70,7 +71,9 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
             return cname(t)
         if loc.kind in ("input", "output"):
             return f"{loc.kind}{loc.index}"
-        return f"({C_TYPES[tensor.dtype]} *)(a + {loc.index})"
+        # Arena buffers are word-aligned (memory.BUFFER_ALIGN): the cast through void * tells -Wcast-align so.
+        via = "(void *)" if np.dtype(DTYPES[tensor.dtype]).itemsize > 1 else ""
+        return f"({C_TYPES[tensor.dtype]} *){via}(a + {loc.index})"
 
     used_consts = sorted({t for n in graph.nodes for t in n.inputs + tuple(n.attrs.get("quant") or ())
                           if t is not None and graph.tensors[t].is_const})
@@ -113,17 +116,22 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
                 "bytes": tensor.nbytes, "scale": _float_literal(tensor.qparams.s),
                 "zero_point": tensor.qparams.zp, "tensor": t}
 
+    uses_arena = any(loc.kind == "arena" for loc in mem.locations.values())
     inputs = [io("input", i, t) for i, t in enumerate(graph.inputs)]
     outputs = [io("output", i, t) for i, t in enumerate(graph.outputs)]
     run_params = ", ".join([f"const {x['ctype']} *{x['name']}" for x in inputs]
                            + [f"{x['ctype']} *{x['name']}" for x in outputs] + ["void *arena"])
+    run_args = ", ".join([x["name"] for x in inputs + outputs] + ["arena"])
+    pointers = [x["name"] for x in inputs + outputs] + (["arena"] if uses_arena else [])
+    null_check = " || ".join(f"{p} == NULL" for p in pointers)
     run_v_args = ", ".join([f"(const {x['ctype']} *)inputs[{i}]" for i, x in enumerate(inputs)]
                            + [f"({x['ctype']} *)outputs[{i}]" for i, x in enumerate(outputs)] + ["arena"])
     ctx = {"name": name, "macro": macro, "guard": f"{macro}_H", "arena_bytes": mem.arena_bytes,
            "arena_align": ARENA_ALIGN, "inputs": inputs, "outputs": outputs,
            "inputs_bytes": sum(x["bytes"] for x in inputs), "outputs_bytes": sum(x["bytes"] for x in outputs),
-           "run_params": run_params, "run_v_args": run_v_args, "consts": consts, "quants": quants,
-           "calls": calls, "uses_arena": any(loc.kind == "arena" for loc in mem.locations.values()),
+           "run_params": run_params, "run_args": run_args, "run_v_args": run_v_args, "null_check": null_check,
+           "guard_bytes": ARENA_GUARD_BYTES, "consts": consts, "quants": quants, "calls": calls,
+           "uses_arena": uses_arena,
            "total_bytes": sum(c["bytes"] for c in consts)}
     env = _env()
     manifest = {

@@ -21,7 +21,7 @@ from mcu.codegen.memory import MemoryPlan, picture, plan_graph
 from mcu.codegen.passes.select_kernels import Target
 from mcu.codegen.pipeline import run_passes
 from mcu.codegen.reference import run_reference
-from mcu.errors import McuError
+from mcu.errors import McuError, status_name
 from mcu.export import example_inputs_of, export
 from mcu.fit import check_fit
 from mcu.package import FILES as DROPIN_FILES, dropin_files
@@ -289,8 +289,8 @@ def run(pkg: Package, inputs, *, timeout: float = 120.0) -> RunResult:
         pos += spec["bytes"]
         raw.append(_to_torch(np.frombuffer(chunk, dtype=DTYPES[spec["dtype"]]).copy(), spec))
     if res.status != 0:
-        raise McuError(f"the model returned status {res.status} on the device (1 = bad argument, "
-                       f"2 = bad shape): a code generator bug; please report it")
+        raise McuError(f"the model returned {status_name(res.status)} on the device: a code generator bug; "
+                       f"please report it")
     return RunResult(pkg.dequantize_outputs(raw), raw, res.instructions, res.stdout, res.stack_bytes)
 
 

@@ -8,6 +8,8 @@
 - One row per call: op, kernel, the user's source line, max |device - reference| in LSB, and the
   SQNR of the dequantized device tensor against the float activation. The first row whose LSB error
   is not zero is where device and reference part ways.
+- The debug build also checks the guard bytes after the arena after every op (model.h); a run that stops with
+  MCU_ERR_ARENA_GUARD raises an McuError naming the op that wrote past the arena (the last one dumped).
 """
 from __future__ import annotations
 
@@ -20,10 +22,12 @@ import torch
 
 from mcu.codegen.ir import DTYPES
 from mcu.codegen.reference import run_reference
+from mcu.errors import MCU_STATUS, McuError
 from mcu.metrics import sqnr_db
 
 FLOAT_MODEL = "model.pt2"
 DEBUG_FILE = "debug.bin"
+MCU_ERR_ARENA_GUARD = next(k for k, v in MCU_STATUS.items() if v == "MCU_ERR_ARENA_GUARD")
 
 
 @dataclass
@@ -127,4 +131,13 @@ def debug(pkg, inputs, *, timeout: float = 300.0) -> list[DebugRow]:
                          defines=("MCU_DEBUG",))
     res = run_firmware(elf, pkg.board, b"".join(x.tobytes() for x in raw_in), timeout=timeout,
                        collect=(DEBUG_FILE,))
-    return compare(pkg, inputs, parse_dump(res.files.get(DEBUG_FILE, b"")))
+    dump = parse_dump(res.files.get(DEBUG_FILE, b""))
+    if res.status == MCU_ERR_ARENA_GUARD:
+        calls = [n for n in pkg.graph.nodes if n.op == "call"]
+        i = max(dump, default=0)
+        node = calls[i]
+        where = f" at {node.source}" if node.source else ""
+        raise McuError(f"op #{i} {node.name} ({node.attrs['kernel']}){where} wrote past the end of the arena: the "
+                       f"debug build found the guard bytes after it changed (MCU_ERR_ARENA_GUARD). This is a kernel "
+                       f"or memory-plan bug in mcu; please report it with the model")
+    return compare(pkg, inputs, dump)

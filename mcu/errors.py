@@ -61,3 +61,13 @@ class BoardFitError(McuError):
         self.ram_needed = ram_needed
         self.ram_capacity = ram_capacity
         self.fits = fits
+
+
+# mcu_status_t (runtime_c/include/mcu/mcu_types.h; tests/test_c_api.py checks the two agree).
+MCU_STATUS = {0: "MCU_OK", 1: "MCU_ERR_ARG", 2: "MCU_ERR_SHAPE", 3: "MCU_ERR_ARENA_ALIGN", 4: "MCU_ERR_ARENA_SIZE",
+              5: "MCU_ERR_ARENA_GUARD"}
+
+
+def status_name(status: int) -> str:
+    """'status 3 (MCU_ERR_ARENA_ALIGN)' for a code the model returned."""
+    return f"status {status} ({MCU_STATUS.get(status, 'unknown')})"

@@ -4,9 +4,10 @@
   harness (HARNESS) using the host gcc, the project's warning flags with -Werror, and
   -fsanitize=address,undefined -fno-sanitize-recover=all. Builds are cached by content under
   <package>/build/host-asan/ (host-plain without sanitizers).
-- The harness mallocs every input, every output and the arena with exactly its size (MODEL_ARENA_BYTES), so ASan
-  flags any access past one of them. It runs the model twice, with the arena and outputs pre-filled with different
-  patterns: different outputs mean the model read memory it had not written. It also checks the inputs are intact.
+- The harness mallocs every input, every output and the arena with exactly its size (the arena: MODEL_ARENA_BYTES
+  + MODEL_ARENA_GUARD_BYTES, which only -DMCU_DEBUG makes non-zero), so ASan flags any access past one of them. It
+  runs the model twice, with the arena and outputs pre-filled with different patterns: different outputs mean the
+  model read memory it had not written. It also checks the inputs are intact.
 - run_host(pkg, inputs) runs one inference and returns the outputs like mcu.run; any sanitizer report, status or
   harness check failure raises SanitizerError with the report.
 - compile_executable() is the shared compile step (tests build their own sanitized drivers with it).
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcu.errors import BuildError, McuError
+from mcu.errors import BuildError, McuError, status_name
 from mcu.paths import package_root
 
 CC = os.environ.get("CC", "gcc")
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
         first[i] = alloc_exact(model_output_bytes[i], 16);
     }
 #if MODEL_ARENA_BYTES > 0
-    void *arena = alloc_exact(MODEL_ARENA_BYTES, MODEL_ARENA_ALIGN);
+    void *arena = alloc_exact(MODEL_ARENA_BYTES + MODEL_ARENA_GUARD_BYTES, MODEL_ARENA_ALIGN);
 #define FILL_ARENA(v) memset(arena, (v), MODEL_ARENA_BYTES)
 #else
     void *arena = NULL;
@@ -262,8 +263,8 @@ def run_host(pkg, inputs, *, sanitize: bool = True, timeout: float = 120.0) -> H
         pos += spec["bytes"]
         raw.append(_to_torch(np.frombuffer(chunk, dtype=DTYPES[spec["dtype"]]).copy(), spec))
     if status != 0:
-        raise SanitizerError(f"the model returned status {status} on the host (1 = bad argument, 2 = bad shape): "
-                             f"a code generator bug; please report it")
+        raise SanitizerError(f"the model returned {status_name(status)} on the host: a code generator bug; "
+                             f"please report it")
     return HostRun(pkg.dequantize_outputs(raw), raw, status, proc.stdout, proc.stderr)
 
 

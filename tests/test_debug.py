@@ -59,3 +59,16 @@ def test_debugger_names_the_op_of_a_planted_wrong_kernel(small):
     assert rows[0].max_lsb == 0
     text = format_rows(rows)
     assert "first divergence: #1 n1_conv2d" in text and "self.c2" in text
+
+
+def test_debug_build_names_the_op_that_wrote_past_the_arena(small):
+    _, pkg, x = small
+    model_c = pkg.out_dir / "model.c"
+    lines = model_c.read_text().splitlines()
+    # plant a kernel that writes one byte past the arena at the second call (the depthwise conv)
+    at = [i for i, line in enumerate(lines) if line.strip().startswith("status = ")][1]
+    lines.insert(at + 1, "    a[MODEL_ARENA_BYTES] = (uint8_t)(a[MODEL_ARENA_BYTES] ^ 0xFFu);")
+    model_c.write_text("\n".join(lines) + "\n")
+    with pytest.raises(mcu.McuError, match=r"op #1 n1_conv2d \(mcu_\w+\) at .*self\.c2.* wrote past the end of the "
+                                           r"arena: .*MCU_ERR_ARENA_GUARD"):
+        debug(pkg, x)

@@ -409,8 +409,8 @@ def test_error_status_from_the_device(linear_pkg, tmp_path):
     (pkg.out_dir / "model.c").write_text(code.replace(".act_max = 127", ".act_max = 300", 1))  # MCU_ERR_ARG
     with pytest.raises(McuError) as e:
         mcu.run(pkg, torch.zeros(1, 20))
-    assert str(e.value) == ("the model returned status 1 on the device (1 = bad argument, 2 = bad shape): a code "
-                            "generator bug; please report it")
+    assert str(e.value) == ("the model returned status 1 (MCU_ERR_ARG) on the device: a code generator bug; "
+                            "please report it")
 
 
 # ---- the output folder -------------------------------------------------------------------------------------------

@@ -238,7 +238,7 @@ def test_layer_norm_falls_back_to_float_and_the_manifest_says_so(tmp_path, capsy
     floats = [t for t in pkg.graph.tensors.values() if t.dtype == "float32" and not t.is_const]
     assert len(floats) == 2 and all(pkg.memory.locations[t.name].kind == "arena" for t in floats)
     model_c = (pkg.out_dir / "model.c").read_text()
-    assert ".eps = 9.99999975e-06f" in model_c and "(float *)(a + " in model_c
+    assert ".eps = 9.99999975e-06f" in model_c and "(float *)(void *)(a + " in model_c
 
 
 def test_cli_compile_prints_fallbacks(tmp_path, capsys, monkeypatch):

@@ -142,3 +142,42 @@ def test_the_unsanitized_build_agrees(small_pkg):
     x = torch.randn(1, 3, 5, 6, generator=torch.Generator().manual_seed(3))
     plain = run_host(small_pkg, x, sanitize=False).raw_outputs[0]
     assert_equal_int(plain, run_host(small_pkg, x).raw_outputs[0], "plain vs sanitized")
+
+
+def _plant_weight_128(lo: int):
+    """A `lower` that sets, in every conv and fully connected call, weight [1, tap 0] (the high channel of the
+    first pair the _fast GEMM packs into one int32 word) to -128 and weight [0, tap 0] to lo. The quantizer keeps
+    weights in [-127, 127]; a QAT or imported model may not."""
+    from mcu.codegen.pipeline import lower
+
+    def planted(graph):
+        graph = lower(graph)
+        tensors = dict(graph.tensors)
+        for node in graph.nodes:
+            if node.op == "call" and node.attrs["kernel"] in ("mcu_conv2d_s8", "mcu_fully_connected_s8"):
+                t = tensors[node.inputs[1]]
+                w = t.data.copy()
+                w[1].flat[0], w[0].flat[0] = -128, lo
+                tensors[t.name] = t.replace(data=w)
+        return graph.replace(tensors=tensors)
+    return planted
+
+
+@pytest.mark.parametrize("lo, kernels", [(-100, {"mcu_conv2d_s8", "mcu_fully_connected_s8"}),
+                                         (100, {"mcu_conv2d_s8_fast", "mcu_fully_connected_s8_fast"})])
+def test_a_weight_of_minus_128_is_exact_on_the_scalar_core(lo, kernels, tmp_path, monkeypatch):
+    """The _fast GEMM packs the weights of channels 2i and 2i+1 as w_lo + w_hi * 2^24 in an int32, which does not
+    hold w_hi = -128 beside a negative w_lo: select_kernels keeps the portable kernel then, and _fast otherwise."""
+    from mcu.codegen import pipeline
+    monkeypatch.setattr(pipeline, "lower", _plant_weight_128(lo))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Flatten(), torch.nn.Linear(8 * 25, 6))
+    calib = [(torch.randn(1, 3, 5, 5, generator=torch.Generator().manual_seed(i)),) for i in range(4)]
+    pkg = mcu.compile(model.eval(), calib[0], board="mps2-an385", calibration=calib, out_dir=tmp_path / "pkg")
+    gemms = [n for n in pkg.graph.nodes
+             if n.op == "call" and n.attrs.get("twin", n.attrs["kernel"]) in ("mcu_conv2d_s8", "mcu_fully_connected_s8")]
+    weights = [pkg.graph.tensors[n.attrs.get("twin_inputs", n.inputs)[1]].data for n in gemms]
+    assert len(weights) == 2 and all(w[1].flat[0] == -128 and w[0].flat[0] == lo for w in weights)
+    x = torch.randn(1, 3, 5, 5, generator=torch.Generator().manual_seed(9)) * 2
+    assert_equal_int(run_host(pkg, x).raw_outputs[0], pkg.reference(x)[0], f"weight -128 beside {lo}")
+    assert {n.attrs["kernel"] for n in gemms} == kernels

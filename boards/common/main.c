@@ -27,9 +27,10 @@ extern uint32_t __stack_top[];
 static uint8_t input_slots[MODEL_INPUTS_BYTES + SLOT_ALIGN * MODEL_NUM_INPUTS] __attribute__((aligned(16)));
 static uint8_t output_slots[MODEL_OUTPUTS_BYTES + SLOT_ALIGN * MODEL_NUM_OUTPUTS] __attribute__((aligned(16)));
 
-/* The model's working memory; global so the size report finds it by name. */
+/* The model's working memory (and, in debug builds, the guard bytes after it); global so the size report finds
+ * it by name. */
 #if MODEL_ARENA_BYTES > 0
-uint8_t mcu_arena[MODEL_ARENA_BYTES] __attribute__((aligned(MODEL_ARENA_ALIGN)));
+uint8_t mcu_arena[MODEL_ARENA_BYTES + MODEL_ARENA_GUARD_BYTES] __attribute__((aligned(MODEL_ARENA_ALIGN)));
 #define ARENA ((void *)mcu_arena)
 #else
 #define ARENA ((void *)0)

@@ -290,7 +290,8 @@ mcu_status_t mcu_layer_norm_f32(const mcu_layer_norm_params_t *params, const flo
  *    general conv (not 1x1) each window row of KW*C_in taps is padded with zero taps (dsp: to a multiple
  *    of 4, mve: of 16), so the kernels can read input rows in place:
  *      fast: int32 [C4/4][K][2]: per tap the words w0 + w1 * 2^24 and w2 + w3 * 2^24 (one SMLAL does two
- *            MACs; chosen only when 128 * sum|w| < 2^23 for channels 0 and 2 of each quad);
+ *            MACs; chosen only when 128 * sum|w| < 2^23 for channels 0 and 2 of each quad, and no
+ *            word leaves int32: w1 or w3 = -128 beside a negative w0 or w2 keeps the portable kernel);
  *      dsp:  int16 as little-endian bytes, [C4/4][K4/4][4 channels][4 taps in order 0, 2, 1, 3], K4 = K
  *            rounded up to 4 with zero taps; input_offset is added by the kernel (bias not folded);
  *      mve:  int8 [C2/2][K16/16][2 channels][16 taps], C2 = C_out rounded up to 2, K16 = K rounded up to
