@@ -13,13 +13,13 @@ PUBLISHED = {"kws": (22_600, 2_660_000), "vww": (211_000, 7_500_000), "ic": (78_
 
 # Fidelity on 10 inputs drawn like the calibration data: the numpy reference within 1 LSB of torchao's
 # converted model on at least 99 % of output elements, and pooled SQNR vs the float model of at least 30 dB
-# (the goals). Requantization rounds once, as torchao's float reference does, and op by op the two
-# agree on all but a few elements in a million (test_zoo_agrees_with_torchao_op_by_op). VWW falls short end
-# to end: torchao's float32 sums put ~1 element in 10^5 on the other side of a rounding boundary, and its 27
-# layers spread such a difference to the two logits on 2 of 10 inputs (18 of 20 outputs equal; see mcu.fidelity).
+# (the goals). Requantization rounds once, as torchao's float reference does; op by op the two agree
+# on all but a few elements in a million (test_zoo_agrees_with_torchao_op_by_op), the ones torchao's float32
+# sums put on the other side of a rounding boundary, which deep layers can spread (VWW: 80 % of outputs equal,
+# 100 % within 1 LSB; see mcu.fidelity).
 FIDELITY = {  # model: (min share within 1 LSB, min pooled SQNR dB)
     "kws": (0.99, 30.0),
-    "vww": (0.80, 30.0),
+    "vww": (0.99, 30.0),
     "ic": (0.99, 30.0),
     "ad": (0.99, 30.0),
 }
