@@ -25,10 +25,11 @@ from mcu.errors import McuError, status_name
 from mcu.export import example_inputs_of, export
 from mcu.fit import check_fit
 from mcu.package import FILES as DROPIN_FILES, dropin_files
+from mcu.paths import BUILD_DIR
 from mcu.quantize import Progress, quantize as quantize_pt2e
 
 IR_FILE = "ir.pkl"
-OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, "arena.svg", "model.pt2", "report.html", "build",
+OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, "arena.svg", "model.pt2", "report.html", BUILD_DIR,
              *DROPIN_FILES}
 
 
@@ -53,7 +54,7 @@ class Package:
 
     @property
     def build_dir(self) -> Path:
-        return self.out_dir / "build" / self.board
+        return self.out_dir / BUILD_DIR / self.board
 
     # -- host-side conversions at the model boundary ----------------------------------------
     def quantize_inputs(self, inputs) -> list[np.ndarray]:
@@ -136,7 +137,7 @@ def _saved(ep: torch.export.ExportedProgram) -> bytes:
 
 
 # Names mcu writes that a user's own folder may hold too: they count as mcu's only in a folder holding mcu's manifest.
-GENERIC_FILES = {"README.md", "CMakeLists.txt", "build"}
+GENERIC_FILES = {"README.md", "CMakeLists.txt"}
 
 
 def _is_package(out_dir: Path) -> bool:
@@ -165,7 +166,7 @@ def _write_package(out_dir: Path, files: dict[str, bytes], force: bool) -> None:
     - Everything is written to a temporary folder beside out_dir first; then each top-level entry is swapped in
       (files by rename over the old one, so a file is always whole; folders whole). The old entries are kept
       aside until the end: any failure, an interrupt included, puts them back, so the previous output stays.
-    - Only mcu's own firmware builds (build/<board> folders holding SCons' database) are deleted, as stale.
+    - Only mcu's own firmware builds (.mcu-build/<board> folders holding SCons' database) are deleted, as stale.
     """
     out_dir = Path(out_dir)
     names = sorted({n.split("/")[0] for n in files})  # a name with "/" lands in a folder (mcu_runtime/...)
@@ -213,7 +214,7 @@ def _write_package(out_dir: Path, files: dict[str, bytes], force: bool) -> None:
                 elif target.exists() or target.is_symlink():
                     target.unlink()
             raise
-        build = out_dir / "build"
+        build = out_dir / BUILD_DIR
         if build.is_dir() and not build.is_symlink():
             for stale in build.iterdir():
                 if stale.is_dir() and not stale.is_symlink() and (stale / ".sconsign.dblite").is_file():

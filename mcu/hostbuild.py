@@ -3,7 +3,7 @@
 - build_host(pkg) compiles model.c, weights.c, the kernels in manifest["kernels"] (and runtime_c/core) with a small
   harness (HARNESS) using the host gcc, the project's warning flags with -Werror, and
   -fsanitize=address,undefined -fno-sanitize-recover=all. Builds are cached by content under
-  <package>/build/host-asan/ (host-plain without sanitizers).
+  <package>/.mcu-build/host-asan/ (host-plain without sanitizers).
 - The harness mallocs every input, every output and the arena with exactly its size (the arena: MODEL_ARENA_BYTES
   + MODEL_ARENA_GUARD_BYTES, which only -DMCU_DEBUG makes non-zero), so ASan flags any access past one of them. It
   runs the model twice, with the arena and outputs pre-filled with different patterns: different outputs mean the
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from mcu.errors import BuildError, McuError, status_name
-from mcu.paths import package_root
+from mcu.paths import BUILD_DIR, package_root
 
 CC = os.environ.get("CC", "gcc")
 WARNINGS = ("-Wall", "-Wextra", "-Wshadow", "-Wdouble-promotion", "-Wcast-align", "-Werror")
@@ -224,7 +224,7 @@ def package_sources(pkg) -> list[Path]:
 
 def build_host(pkg, *, sanitize: bool = True) -> Path:
     """The host executable of pkg (model + kernels + harness), built if needed."""
-    build_dir = Path(pkg.out_dir) / "build" / ("host-asan" if sanitize else "host-plain")
+    build_dir = Path(pkg.out_dir) / BUILD_DIR / ("host-asan" if sanitize else "host-plain")
     build_dir.mkdir(parents=True, exist_ok=True)
     harness = build_dir / HARNESS_NAME
     if not harness.is_file() or harness.read_text() != HARNESS:

@@ -16,3 +16,7 @@ def package_root(name: str) -> Path:
             "so install mcu unzipped (pip install -e . or a normal wheel install)"
         )
     return root
+
+
+# mcu's own builds in a package folder (SCons firmware, host builds), clear of a user's `cmake -B build` there.
+BUILD_DIR = ".mcu-build"

@@ -1,7 +1,7 @@
 """Per-op instruction counts on the device: a firmware built with -DMCU_PROFILE reads SysTick around every
 kernel call (templates/model.c.j2 hooks, boards/common/main.c), and this module turns its lines into a table.
 
-- The profiling firmware lives in its own build dir (<package>/build/<board>-profile), so the normal
+- The profiling firmware lives in its own build dir (<package>/.mcu-build/<board>-profile), so the normal
   firmware and its timings stay untouched.
 - Each op's count is its ticks minus the harness's empty-measurement overhead, converted like the
   whole-run count (qemu/runner.py); they sum to the whole run up to the glue between calls.
@@ -15,6 +15,7 @@ import numpy as np
 
 from mcu.boards import load_board
 from mcu.build import build_firmware
+from mcu.paths import BUILD_DIR
 from mcu.qemu.runner import INSTRUCTIONS_PER_SECOND, run_firmware
 
 _LINE = re.compile(r"^MCU_PROFILE op=(\d+) ticks=(\d+)\s*$", re.MULTILINE)
@@ -44,7 +45,7 @@ def _inputs(pkg, inputs, seed: int) -> bytes:
 def profile_run(pkg, inputs=None, *, seed: int = 0, timeout: float = 120.0) -> tuple[list[dict], int]:
     """(one row per kernel call, the whole run's instructions) of one inference of pkg on its board."""
     board = load_board(pkg.board)
-    elf = build_firmware(board, pkg.out_dir, pkg.out_dir / "build" / f"{board.name}-profile",
+    elf = build_firmware(board, pkg.out_dir, pkg.out_dir / BUILD_DIR / f"{board.name}-profile",
                          defines=("MCU_PROFILE",))
     res = run_firmware(elf, board, _inputs(pkg, inputs, seed), timeout=timeout)
     ticks = {int(op): int(t) for op, t in _LINE.findall(res.stdout)}

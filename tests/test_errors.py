@@ -351,7 +351,7 @@ def test_wrong_input_file_through_the_cli(linear_pkg, capsys, tmp_path):
 
 def test_damaged_package(linear_pkg, capsys, tmp_path):
     pkg = tmp_path / "pkg"
-    shutil.copytree(linear_pkg.out_dir, pkg, ignore=shutil.ignore_patterns("build"))
+    shutil.copytree(linear_pkg.out_dir, pkg, ignore=shutil.ignore_patterns(".mcu-build"))
     (pkg / "ir.pkl").write_bytes(b"garbage")
     with pytest.raises(McuError) as e:
         mcu.load(pkg)
@@ -366,7 +366,7 @@ def test_damaged_package(linear_pkg, capsys, tmp_path):
 # ---- the device: QEMU missing or hanging, faults, error status (firmware tier) -----------------------------------
 
 def _copy(pkg, folder: Path):
-    shutil.copytree(pkg.out_dir, folder, ignore=shutil.ignore_patterns("build"))
+    shutil.copytree(pkg.out_dir, folder, ignore=shutil.ignore_patterns(".mcu-build"))
     return mcu.load(folder)
 
 
@@ -438,6 +438,15 @@ def test_foreign_files_are_refused_then_kept_with_force(models, capsys, tmp_path
     assert rc == 0 and (out / "build" / "CMakeCache.txt").read_text() == "my cmake build"
 
 
+def test_our_builds_stay_clear_of_a_users_cmake_build_folder(linear_pkg, tmp_path):
+    pkg = _copy(linear_pkg, tmp_path / "pkg")
+    (pkg.out_dir / "build").mkdir()  # the user's `cmake -B build` in the drop-in folder
+    (pkg.out_dir / "build" / "CMakeCache.txt").write_text("my cmake build")
+    elf = pkg.build()
+    assert elf == pkg.out_dir / ".mcu-build" / pkg.board / "fw.elf" and elf.is_file()
+    assert [p.name for p in (pkg.out_dir / "build").iterdir()] == ["CMakeCache.txt"]
+
+
 def test_force_never_replaces_a_foreign_file(models, capsys, tmp_path):
     out = tmp_path / "o"
     out.mkdir()
@@ -460,8 +469,8 @@ def test_interrupted_compile_leaves_the_previous_output(when, models, tmp_path, 
     model, example = models[0].linear()
     out = tmp_path / "o"
     mcu.compile(model, example, out_dir=out)
-    (out / "build" / "mps2-an386").mkdir(parents=True)
-    (out / "build" / "mps2-an386" / ".sconsign.dblite").write_bytes(b"db")
+    (out / ".mcu-build" / "mps2-an386").mkdir(parents=True)
+    (out / ".mcu-build" / "mps2-an386" / ".sconsign.dblite").write_bytes(b"db")
     before = _tree(out)
     torch.nn.init.zeros_(model[0].bias)  # a different model: different bytes to write
     calls = {"n": 0}
@@ -486,7 +495,7 @@ def test_interrupted_compile_leaves_the_previous_output(when, models, tmp_path, 
     assert _tree(out) == before  # every file as it was, none added, none lost
     assert [p.name for p in tmp_path.iterdir()] == ["o"]  # no temporary folder left behind
     mcu.compile(model, example, out_dir=out)  # and the next compile goes through
-    assert _tree(out) != before and not (out / "build" / "mps2-an386").exists()
+    assert _tree(out) != before and not (out / ".mcu-build" / "mps2-an386").exists()
 
 
 # ---- the CLI itself -----------------------------------------------------------------------------------------------
