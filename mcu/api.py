@@ -225,13 +225,18 @@ def _write_package(out_dir: Path, files: dict[str, bytes], force: bool) -> None:
 
 def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibration=None,
             quantize: str = "int8", out_dir: str | os.PathLike = "mcu_out", force: bool = False,
-            optimize: str = "speed", progress: Progress | None = None, bias_correction: bool = True) -> Package:
+            optimize: str = "speed", progress: Progress | None = None, bias_correction: bool = True,
+            observer: str = "minmax") -> Package:
     """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package.
     optimize="speed" picks the board's fastest kernel variants; "memory" keeps the portable kernels,
     whose outputs may overlap their dying inputs, for the smallest arena. progress(done, total, seconds),
     if given, is called after each calibration batch (total is None for a calibration set without len()).
     bias_correction subtracts each conv/linear's weight-rounding shift at the calibration mean from its
-    bias (mcu.quantize); the user's model is never modified."""
+    bias (mcu.quantize); the user's model is never modified. observer sets activation ranges: "minmax",
+    "percentile" or "mse" (mcu.quantize.OBSERVERS).
+
+    A model quantized already (torchao's convert_pt2e output, e.g. after quantization-aware training with
+    McuQuantizer(qat=True)) compiles as it is, with the same integer semantics; it takes no calibration."""
     from mcu.boards import load_board
 
     board_info = load_board(board)  # unknown boards fail before any slow work
@@ -242,10 +247,16 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     target = dataclasses.replace(target, variants=optimize == "speed")
     if quantize != "int8":
         raise McuError(f"quantize={quantize!r} is not supported yet; use quantize='int8'")
-    ep = export(model, example_inputs)
-    if example_inputs is None:
-        example_inputs = example_inputs_of(ep)
-    converted = quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction)
+    if is_quantized(model):
+        if calibration is not None:
+            raise McuError("the model is quantized already (torchao's convert_pt2e output), so calibration does "
+                           "not apply; pass calibration=None")
+        ep, converted = None, model
+    else:
+        ep = export(model, example_inputs)
+        if example_inputs is None:
+            example_inputs = example_inputs_of(ep)
+        converted = quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer)
     graph = run_passes(import_quantized(converted), target)
     graph, memory = plan_graph(graph)
     texts = emit(graph, memory, board=board)
@@ -255,10 +266,18 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     files.update(dropin_files(texts, manifest, board_info, footprint))
     files[IR_FILE] = pickle.dumps((graph, memory))
     files["arena.svg"] = picture(graph, memory, title=board).encode()
-    files["model.pt2"] = _saved(ep)  # the float model, for `mcu debug`
+    if ep is not None:
+        files["model.pt2"] = _saved(ep)  # the float model, for `mcu debug`
     out_dir = Path(out_dir)
     _write_package(out_dir, files, force)
     return Package(out_dir, board, manifest, graph, memory, converted)
+
+
+def is_quantized(model) -> bool:
+    """A GraphModule holding torchao's quantize/dequantize ops: convert_pt2e's output."""
+    if not isinstance(model, torch.fx.GraphModule):
+        return False
+    return any(n.op == "call_function" and "quantized_decomposed" in str(n.target) for n in model.graph.nodes)
 
 
 def load(out_dir: str | os.PathLike) -> Package:

@@ -75,6 +75,31 @@ def bench(models: list[str] | None = None, boards: list[str] | None = None,
     return rows
 
 
+def observer_sqnr(models: list[str] | None = None, out: str | Path = "out/bench") -> list[dict]:
+    """SQNR vs float of each zoo model under each activation observer (mcu.quantize.OBSERVERS), from the numpy
+    reference (which the device equals bit for bit) on 10 inputs drawn like the calibration data."""
+    from mcu.quantize import OBSERVERS
+    models, out = models or list(MODELS), Path(out)
+    rows = []
+    for name in models:
+        model, example = MODELS[name]()
+        xs = [calibration_set(name, 1, seed=50 + s)[0] for s in range(10)]
+        want = [model(*x).detach().numpy() for x in xs]
+        row = {"model": name}
+        for obs in OBSERVERS:
+            pkg = mcu.compile(model, example, calibration=calibration_set(name), observer=obs, force=True,
+                              out_dir=out / f"{name}-observer-{obs}")
+            row[obs] = sqnr_db(want, [pkg.dequantize_outputs(pkg.reference(x))[0] for x in xs])
+        rows.append(row)
+    lines = ["| model | " + " | ".join(f"{o} SQNR dB" for o in OBSERVERS) + " |", "|---|" + "---:|" * len(OBSERVERS)]
+    lines += [f"| {r['model']} | " + " | ".join(f"{r[o]:.1f}" for o in OBSERVERS) + " |" for r in rows]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "observers.json").write_text(json.dumps(rows, indent=2) + "\n")
+    print("\n".join(lines))
+    print(f"\nwritten to {out / 'observers.json'}")
+    return rows
+
+
 def main(argv=None) -> int:
     """`python -m mcu.bench ARGS` is `mcu bench ARGS`: same options, messages and exit codes."""
     from mcu.cli import main as cli_main

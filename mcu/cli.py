@@ -129,7 +129,8 @@ def cmd_compile(args) -> None:
     progress = CalibrationProgress()
     try:
         pkg = mcu.compile(model, example_inputs, board=args.board, calibration=_load_calibration(args.calib),
-                          out_dir=args.output, force=args.force, optimize=args.optimize, progress=progress)
+                          out_dir=args.output, force=args.force, optimize=args.optimize, progress=progress,
+                          observer=args.observer, bias_correction=not args.no_bias_correction)
     finally:
         progress.close()
     m = pkg.manifest
@@ -229,7 +230,10 @@ def cmd_boards(args) -> None:
 
 
 def cmd_bench(args) -> None:
-    from mcu.bench import bench
+    from mcu.bench import bench, observer_sqnr
+    if args.observers:
+        observer_sqnr(args.models, args.out)
+        return
     rows = bench(args.models, args.boards, args.out)
     if not all(r["exact"] for r in rows):
         raise McuError("a device output differs from the numpy reference (exact = NO in the table above)")
@@ -280,6 +284,11 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--force", action="store_true", help="write into a folder holding other files")
     p.add_argument("--optimize", choices=("speed", "memory"), default="speed",
                    help="speed: the board's fastest kernels; memory: portable kernels, the smallest arena")
+    p.add_argument("--observer", choices=("minmax", "percentile", "mse"), default="minmax",
+                   help="activation ranges: every calibrated value (minmax), the 0.01-99.99th percentiles, or the "
+                        "least L2 quantization error (mse) (default: minmax)")
+    p.add_argument("--no-bias-correction", action="store_true",
+                   help="keep the float biases (default: correct them for the weights' rounding)")
     p = _command(sub, "run", cmd_run, "build and run a package on its board under QEMU",
                  "mcu run out/cnn", "mcu run out/cnn --input x.npy")
     p.add_argument("dir", help=package)
@@ -311,6 +320,8 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--boards", nargs="*", metavar="BOARD",
                    help="boards to run on (default: mcu.bench.BOARDS, the three QEMU boards of the README table)")
     p.add_argument("--out", default="out/bench", help="folder for the packages and bench.json (default: out/bench)")
+    p.add_argument("--observers", action="store_true",
+                   help="instead: each model's SQNR vs float under each activation observer (no QEMU)")
     return parser
 
 

@@ -57,6 +57,8 @@ def float_activations(pkg, inputs) -> dict[str, np.ndarray]:
 
     from mcu.quantize import McuQuantizer
 
+    if not (pkg.out_dir / FLOAT_MODEL).is_file():
+        return {}  # compiled from a quantized model (QAT): no float model to compare with
     ep = torch.export.load(str(pkg.out_dir / FLOAT_MODEL))
     model = prepare_pt2e(ep.module(), McuQuantizer())
     values: dict[str, np.ndarray] = {}

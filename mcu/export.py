@@ -184,10 +184,13 @@ def export(model, example_inputs: tuple | None = None) -> torch.export.ExportedP
     elif isinstance(model, torch.nn.Module):
         if example_inputs is None:
             raise ExportError("example_inputs are required to export an nn.Module")
+        training = model.training
         try:
             ep = torch.export.export(model.eval(), tuple(example_inputs))
         except Exception as exc:
             raise _export_failure(exc) from exc
+        finally:
+            model.train(training)  # the user's model as it was
     else:
         raise ExportError(f"cannot export a {type(model).__name__}; pass an nn.Module, an "
                           f"ExportedProgram or a .pt2 path")

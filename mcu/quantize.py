@@ -18,6 +18,7 @@ Scheme (TFLite-compatible integer semantics):
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Callable, Iterable
 
@@ -25,7 +26,8 @@ import torch
 from torch.fx import GraphModule, Node
 
 import mcu.torchao_quiet  # noqa: F401  (before any torchao import)
-from torchao.quantization.pt2e import MinMaxObserver, PerChannelMinMaxObserver
+from torchao.quantization.pt2e import (FakeQuantize, HistogramObserver, MinMaxObserver, MovingAverageMinMaxObserver,
+                                       MovingAveragePerChannelMinMaxObserver, PerChannelMinMaxObserver)
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import (
     DerivedQuantizationSpec,
@@ -59,6 +61,66 @@ WEIGHT_QSPEC = QuantizationSpec(
     is_dynamic=False,
     observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
 )
+
+
+
+class PercentileObserver(HistogramObserver):
+    """The activation range from the 0.01st to the 99.99th percentile of everything calibration saw (a histogram
+    of 2048 bins), so that rare outliers do not stretch the scale; the range still holds zero."""
+
+    def __init__(self, *args, percentile: float = 99.99, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.percentile = percentile
+
+    def _non_linear_param_search(self) -> tuple[torch.Tensor, torch.Tensor]:
+        cdf = torch.cumsum(self.histogram, 0) / self.histogram.sum()
+        width = (self.max_val - self.min_val) / self.bins
+        tail = (100.0 - self.percentile) / 100.0
+        lo = int(torch.searchsorted(cdf, torch.tensor(tail, dtype=cdf.dtype)))
+        hi = int(torch.searchsorted(cdf, torch.tensor(1.0 - tail, dtype=cdf.dtype)))
+        return self.min_val + width * lo, self.min_val + width * (hi + 1)
+
+
+class MseObserver(HistogramObserver):
+    """The activation range, among [min, max] scaled by 1.00, 0.99, ..., 0.05, whose int8 grid gives the least
+    squared error over the calibration histogram (bin centres, clipping included). torch's own HistogramObserver
+    search approximates this and, at 8 bits, all but never moves from min/max."""
+
+    def _non_linear_param_search(self) -> tuple[torch.Tensor, torch.Tensor]:
+        edges = torch.linspace(float(self.min_val), float(self.max_val), self.bins + 1, dtype=torch.float64)
+        centres, counts = (edges[:-1] + edges[1:]) / 2, self.histogram.double()
+        best, best_err = (self.min_val, self.max_val), float("inf")
+        for k in range(100, 4, -1):
+            lo, hi = self.min_val * (k / 100), self.max_val * (k / 100)
+            scale, zp = self._calculate_qparams(lo, hi)
+            scale, zp = float(scale), int(zp)
+            q = torch.clamp(torch.round(centres / scale) + zp, self.quant_min, self.quant_max)
+            err = float((counts * (centres - (q - zp) * scale) ** 2).sum())
+            if err < best_err:
+                best, best_err = (lo, hi), err
+        return best
+
+
+# Activation range setting, per run (mcu.compile(observer=...)): "minmax" keeps every calibrated value in range;
+# "percentile" clips the rarest 0.01 % at each end; "mse" picks the range of least squared quantization error.
+OBSERVERS = {"minmax": MinMaxObserver, "percentile": PercentileObserver, "mse": MseObserver}
+
+
+def act_qspec(observer: str = "minmax", qat: bool = False) -> QuantizationSpec:
+    """int8 per-tensor affine activations observed by `observer` (QAT: fake-quantized, moving-average min/max)."""
+    if observer not in OBSERVERS:
+        raise McuError(f"observer={observer!r} is not one of {', '.join(sorted(OBSERVERS))}")
+    ctr = (FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, eps=2**-20) if qat
+           else OBSERVERS[observer].with_args(eps=2**-20))
+    return dataclasses.replace(ACT_QSPEC, observer_or_fake_quant_ctr=ctr)
+
+
+def weight_qspec(qat: bool = False) -> QuantizationSpec:
+    if not qat:
+        return WEIGHT_QSPEC
+    return dataclasses.replace(WEIGHT_QSPEC, observer_or_fake_quant_ctr=FakeQuantize.with_args(
+        observer=MovingAveragePerChannelMinMaxObserver, eps=2**-20))
+
 
 SOFTMAX_OUT_QSPEC = FixedQParamsQuantizationSpec(
     dtype=torch.int8,
@@ -122,57 +184,89 @@ def _annotate(node: Node, inputs: dict, output) -> None:
         input_qspec_map=inputs, output_qspec=output, _annotated=True)
 
 
+def _is_float(node: Node) -> bool:
+    """A node whose value is a float tensor (not, e.g., BatchNorm's integer batch counter in a training graph)."""
+    val = node.meta.get("val")
+    return not isinstance(val, torch.Tensor) or val.dtype.is_floating_point
+
+
 def _is_annotated(node: Node) -> bool:
     ann = node.meta.get("quantization_annotation")
     return ann is not None and ann._annotated
 
 
-def _fused_activation(node: Node) -> Node | None:
-    """The ReLU/ReLU6 that consumes node's output, if it is the only consumer."""
+def _sole_user(node: Node, targets) -> Node | None:
+    """node's only consumer, if it is a call of one of targets."""
     if len(node.users) != 1:
         return None
     user = next(iter(node.users))
-    if user.op == "call_function" and user.target in FUSABLE_ACTIVATIONS:
-        return user
-    return None
+    return user if user.op == "call_function" and user.target in targets else None
+
+
+def _fused_activation(node: Node) -> Node | None:
+    """The ReLU/ReLU6 that consumes node's output, if it is the only consumer."""
+    return _sole_user(node, FUSABLE_ACTIVATIONS)
+
+
+# A training graph's BatchNorm (QAT): prepare_qat_pt2e folds it into the conv before it when the conv's
+# output is left unquantized and the BatchNorm's (or its ReLU's) output carries the quantization.
+BATCH_NORMS = {aten.batch_norm.default}
 
 
 class McuQuantizer(Quantizer):
-    """Annotates an exported graph for mcu's int8 kernels."""
+    """Annotates an exported graph for mcu's int8 kernels.
+
+    observer picks how activation ranges are set (OBSERVERS). qat=True fake-quantizes instead, for
+    torchao's prepare_qat_pt2e: train, move_exported_model_to_eval, convert_pt2e, and pass the converted
+    model to mcu.compile. In QAT, prepare_qat_pt2e folds conv + BatchNorm itself; mcu's own BatchNorm
+    rewrites (linear + BN, standalone BN) apply to post-training quantization only."""
+
+    def __init__(self, observer: str = "minmax", qat: bool = False):
+        super().__init__()
+        self.act = act_qspec(observer, qat)
+        self.weight = weight_qspec(qat)
+        self.qat = qat
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:
-            if node.op != "call_function" or _is_annotated(node):
+            if node.op != "call_function" or _is_annotated(node) or not _is_float(node):
                 continue
             if node.target in WEIGHTED_OPS:
                 self._annotate_weighted(node)
             elif node.target in BINARY_OPS or node.target in MATMUL_OPS:
                 self._annotate_binary(node)
             elif node.target in SOFTMAX_OPS:
-                _annotate(node, {node.args[0]: ACT_QSPEC}, SOFTMAX_OUT_QSPEC)
+                _annotate(node, {node.args[0]: self.act}, SOFTMAX_OUT_QSPEC)
             elif node.target in FIXED_QPARAM_OPS:
-                _annotate(node, {node.args[0]: ACT_QSPEC}, FIXED_QPARAM_OPS[node.target])
+                _annotate(node, {node.args[0]: self.act}, FIXED_QPARAM_OPS[node.target])
             elif node.target in OWN_OUTPUT_OPS:
-                _annotate(node, {node.args[0]: ACT_QSPEC}, ACT_QSPEC)
+                _annotate(node, {node.args[0]: self.act}, self.act)
             elif node.target == aten.cat.default:
-                _annotate(node, {a: ACT_QSPEC for a in node.args[0] if isinstance(a, Node)}, ACT_QSPEC)
+                _annotate(node, {a: self.act for a in node.args[0] if isinstance(a, Node)}, self.act)
             elif node.target in SHARED_QPARAM_OPS:
                 src = node.args[0]
                 if isinstance(src, Node):
-                    _annotate(node, {src: ACT_QSPEC}, SharedQuantizationSpec((src, node)))
+                    _annotate(node, {src: self.act}, SharedQuantizationSpec((src, node)))
         return model
 
     def _annotate_output(self, node: Node) -> None:
+        bn = _sole_user(node, BATCH_NORMS) if self.qat else None
+        if bn is not None:
+            act = _fused_activation(bn)
+            _annotate(bn, {}, None if act is not None else self.act)
+            if act is not None:
+                _annotate(act, {}, self.act)
+            return
         act = _fused_activation(node)
         if act is None:
-            node.meta["quantization_annotation"].output_qspec = ACT_QSPEC
+            node.meta["quantization_annotation"].output_qspec = self.act
         else:
-            _annotate(act, {}, ACT_QSPEC)
+            _annotate(act, {}, self.act)
 
     def _annotate_weighted(self, node: Node) -> None:
         x, w = node.args[0], node.args[1]
         bias = node.args[2] if len(node.args) > 2 else None
-        inputs = {x: ACT_QSPEC, w: WEIGHT_QSPEC}
+        inputs = {x: self.act, w: self.weight}
         if isinstance(bias, Node):
             inputs[bias] = DerivedQuantizationSpec(
                 derived_from=[(x, node), (w, node)],
@@ -187,12 +281,12 @@ class McuQuantizer(Quantizer):
         self._annotate_output(node)
 
     def _annotate_binary(self, node: Node) -> None:
-        inputs = {a: ACT_QSPEC for a in node.args[:2] if isinstance(a, Node)}
+        inputs = {a: self.act for a in node.args[:2] if isinstance(a, Node)}
         _annotate(node, inputs, None)
         self._annotate_output(node)
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        return fold_batch_norms(model)
+        return model if self.qat else fold_batch_norms(model)
 
     def validate(self, model: GraphModule) -> None:
         pass
@@ -226,13 +320,13 @@ Progress = Callable[[int, int | None, float], None]
 
 def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
              calibration: Iterable | None = None, progress: Progress | None = None,
-             bias_correction: bool = True) -> GraphModule:
+             bias_correction: bool = True, observer: str = "minmax") -> GraphModule:
     """Calibrate and convert: returns torchao's converted GraphModule (Q/DQ around float ops).
 
     calibration is an iterable of input tuples; None calibrates on the example inputs alone.
     progress, if given, is called after each batch (silent by default).
     """
-    prepared = prepare_pt2e(exported.module(), McuQuantizer())
+    prepared = prepare_pt2e(exported.module(), McuQuantizer(observer))
     batches = [example_inputs] if calibration is None else calibration
     if not hasattr(batches, "__iter__"):
         raise McuError(f"calibration must be an iterable of input tuples (e.g. [(x,) for x in batches]), "
