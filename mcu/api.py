@@ -226,14 +226,15 @@ def _write_package(out_dir: Path, files: dict[str, bytes], force: bool) -> None:
 def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibration=None,
             quantize: str = "int8", out_dir: str | os.PathLike = "mcu_out", force: bool = False,
             optimize: str = "speed", progress: Progress | None = None, bias_correction: bool = True,
-            observer: str = "minmax") -> Package:
+            observer: str = "minmax", weights: str = "int8") -> Package:
     """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package.
     optimize="speed" picks the board's fastest kernel variants; "memory" keeps the portable kernels,
     whose outputs may overlap their dying inputs, for the smallest arena. progress(done, total, seconds),
     if given, is called after each calibration batch (total is None for a calibration set without len()).
     bias_correction subtracts each conv/linear's weight-rounding shift at the calibration mean from its
     bias (mcu.quantize); the user's model is never modified. observer sets activation ranges: "minmax",
-    "percentile" or "mse" (mcu.quantize.OBSERVERS).
+    "percentile" or "mse" (mcu.quantize.OBSERVERS). weights="int4" quantizes conv and linear weights to
+    [-7, 7] and stores them two per byte (the int4 kernels; depthwise and grouped convs keep int8 storage).
 
     A model quantized already (torchao's convert_pt2e output, e.g. after quantization-aware training with
     McuQuantizer(qat=True)) compiles as it is, with the same integer semantics; it takes no calibration."""
@@ -244,7 +245,8 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     if optimize not in ("speed", "memory"):
         raise McuError(f"optimize={optimize!r}: use 'speed' (the board's fastest kernels) or 'memory' "
                        f"(portable kernels whose outputs may overlap their inputs: the smallest arena)")
-    target = dataclasses.replace(target, variants=optimize == "speed")
+    target = dataclasses.replace(target, variants=optimize == "speed",
+                                 features=target.features | ({"int4"} if weights == "int4" else set()))
     if quantize != "int8":
         raise McuError(f"quantize={quantize!r} is not supported yet; use quantize='int8'")
     if is_quantized(model):
@@ -256,7 +258,7 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
         ep = export(model, example_inputs)
         if example_inputs is None:
             example_inputs = example_inputs_of(ep)
-        converted = quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer)
+        converted = quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer, weights)
     graph = run_passes(import_quantized(converted), target)
     graph, memory = plan_graph(graph)
     texts = emit(graph, memory, board=board)

@@ -1,7 +1,7 @@
 """PT2E int8 quantization with mcu's own Quantizer (torchao prepare_pt2e / convert_pt2e).
 
 Scheme (TFLite-compatible integer semantics):
-- weights int8 symmetric per output channel, range [-127, 127];
+- weights int8 symmetric per output channel, range [-127, 127] (weights="int4": [-7, 7], packed two per byte);
 - activations int8 asymmetric per tensor, range [-128, 127];
 - bias int32, scale derived as s_in * s_w[c];
 - BatchNorm folded into the conv/linear before it (prepare_pt2e, mcu.rewrites); ReLU / ReLU6 annotated after their producer so
@@ -115,10 +115,18 @@ def act_qspec(observer: str = "minmax", qat: bool = False) -> QuantizationSpec:
     return dataclasses.replace(ACT_QSPEC, observer_or_fake_quant_ctr=ctr)
 
 
-def weight_qspec(qat: bool = False) -> QuantizationSpec:
+WEIGHT_BITS = {"int8": 127, "int4": 7}  # symmetric weight range [-q, q]
+
+
+def weight_qspec(qat: bool = False, weights: str = "int8") -> QuantizationSpec:
+    """Per-channel symmetric weights in [-127, 127] (int8) or [-7, 7] (int4: stored two per byte)."""
+    if weights not in WEIGHT_BITS:
+        raise McuError(f"weights={weights!r} is not one of {', '.join(WEIGHT_BITS)}")
+    q = WEIGHT_BITS[weights]
+    spec = dataclasses.replace(WEIGHT_QSPEC, quant_min=-q, quant_max=q)
     if not qat:
-        return WEIGHT_QSPEC
-    return dataclasses.replace(WEIGHT_QSPEC, observer_or_fake_quant_ctr=FakeQuantize.with_args(
+        return spec
+    return dataclasses.replace(spec, observer_or_fake_quant_ctr=FakeQuantize.with_args(
         observer=MovingAveragePerChannelMinMaxObserver, eps=2**-20))
 
 
@@ -221,10 +229,10 @@ class McuQuantizer(Quantizer):
     model to mcu.compile. In QAT, prepare_qat_pt2e folds conv + BatchNorm itself; mcu's own BatchNorm
     rewrites (linear + BN, standalone BN) apply to post-training quantization only."""
 
-    def __init__(self, observer: str = "minmax", qat: bool = False):
+    def __init__(self, observer: str = "minmax", qat: bool = False, weights: str = "int8"):
         super().__init__()
         self.act = act_qspec(observer, qat)
-        self.weight = weight_qspec(qat)
+        self.weight = weight_qspec(qat, weights)
         self.qat = qat
 
     def annotate(self, model: GraphModule) -> GraphModule:
@@ -320,13 +328,13 @@ Progress = Callable[[int, int | None, float], None]
 
 def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
              calibration: Iterable | None = None, progress: Progress | None = None,
-             bias_correction: bool = True, observer: str = "minmax") -> GraphModule:
+             bias_correction: bool = True, observer: str = "minmax", weights: str = "int8") -> GraphModule:
     """Calibrate and convert: returns torchao's converted GraphModule (Q/DQ around float ops).
 
     calibration is an iterable of input tuples; None calibrates on the example inputs alone.
     progress, if given, is called after each batch (silent by default).
     """
-    prepared = prepare_pt2e(exported.module(), McuQuantizer(observer))
+    prepared = prepare_pt2e(exported.module(), McuQuantizer(observer, weights=weights))
     batches = [example_inputs] if calibration is None else calibration
     if not hasattr(batches, "__iter__"):
         raise McuError(f"calibration must be an iterable of input tuples (e.g. [(x,) for x in batches]), "
@@ -396,9 +404,10 @@ def correct_biases(prepared: GraphModule, means: dict[str, torch.Tensor]) -> Non
         if w_at is None or b_at is None or not (isinstance(w_obs, Node) and w_obs.op == "call_module"):
             continue
         w = getattr(*w_at).detach().double()
-        scale, _ = getattr(prepared, w_obs.target).calculate_qparams()
+        obs = getattr(prepared, w_obs.target)
+        scale, _ = obs.calculate_qparams()
         s = scale.double().reshape(-1, *([1] * (w.dim() - 1)))
-        dw = torch.clamp(torch.round(w / s), WEIGHT_QSPEC.quant_min, WEIGHT_QSPEC.quant_max) * s - w
+        dw = torch.clamp(torch.round(w / s), obs.quant_min, obs.quant_max) * s - w
         mu = means[n.name]
         if n.target == aten.linear.default:
             shift = dw @ mu

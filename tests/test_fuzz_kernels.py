@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import hashlib
 import importlib
 import math
@@ -52,7 +53,7 @@ REQUIRED = {"mcu_conv2d_s8", "mcu_dwconv2d_s8", "mcu_fully_connected_s8", "mcu_m
             "mcu_matmul_s8", "mcu_dequantize_s8_f32", "mcu_quantize_f32_s8", "mcu_layer_norm_f32"}
 # Variants that only compute on the target: a _mve kernel built without Helium returns MCU_ERR_ARG (mcu_kernels.h);
 # _dsp kernels have C stand-ins, so they run on the host.
-HOST_FEATURES = frozenset({"dsp"})
+HOST_FEATURES = frozenset({"dsp", "int4"})
 Q30, Q31_MAX = 1 << 30, (1 << 31) - 1
 PTR = ctypes.sizeof(ctypes.c_void_p)
 
@@ -674,6 +675,9 @@ def fuzz_target(kernel: str):
         # Variants check the geometry the code generator produces (MCU_ERR_SHAPE otherwise), so only those cases.
         # Weights span all of int8, -128 included; where a variant's prepare declines them, the case is skipped.
         strategy = STRATEGIES[base].filter(lambda c: c.lowered and variant.applies(c.args[0]))
+        if "int4" in variant.requires:  # int4 weights: the drawn int8 weights >> 4, so -8 and 7 both occur
+            strategy = strategy.map(lambda c: dataclasses.replace(
+                c, args=(*c.args[:4], (c.args[4].astype(np.int8) >> 4).astype(np.int8), *c.args[5:])))
         to_c = (lambda c: _prepare_variant(variant, c)) if variant.prepare else (lambda c: c.args)
         return TWINS[base], strategy, to_c
     if kernel not in TWINS:

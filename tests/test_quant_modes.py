@@ -125,3 +125,43 @@ def test_a_quantized_model_takes_no_calibration(qat, tmp_path):
     converted, x, _, _ = qat
     with pytest.raises(McuError, match="the model is quantized already .* pass calibration=None"):
         mcu.compile(converted, (x[:1],), calibration=[(x[:1],)], out_dir=tmp_path / "o")
+
+
+# ---- int4 weights --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ad_int4(tmp_path_factory):
+    from mcu.zoo import MODELS, calibration_set
+    model, example = MODELS["ad"]()
+    root = tmp_path_factory.mktemp("int4")
+    return {board: mcu.compile(model, example, board=board, calibration=calibration_set("ad"), weights="int4",
+                               out_dir=root / board) for board in ("mps2-an386", "mps2-an385", "mps3-an547")}
+
+
+def test_int4_weights_are_packed_two_per_byte(ad_int4, tmp_path):
+    from mcu.zoo import MODELS, calibration_set
+    pkg = ad_int4["mps2-an386"]
+    kernels = [op["kernel"] for op in pkg.manifest["ops"]]
+    assert kernels == ["mcu_fully_connected_s4"] * 10
+    weights = [t for t in pkg.graph.tensors.values() if t.is_const and t.name.endswith("_s4_w")]
+    unpacked = [pkg.graph.tensors[n.attrs["twin_inputs"][1]] for n in pkg.graph.nodes if n.op == "call"]
+    assert all(-7 <= t.data.min() and t.data.max() <= 7 for t in unpacked)  # the quantizer's int4 range
+    assert sum(t.data.size for t in weights) == sum((t.shape[1] + 1) // 2 * t.shape[0] for t in unpacked)
+    model, example = MODELS["ad"]()
+    int8 = mcu.compile(model, example, calibration=calibration_set("ad"), optimize="memory", out_dir=tmp_path / "i8")
+    assert pkg.manifest["weights_bytes"] < 0.56 * int8.manifest["weights_bytes"]  # the int32 biases stay
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an385", "mps3-an547"])
+def test_int4_model_is_exact_on_the_device(ad_int4, board):
+    from mcu.zoo import calibration_set
+    pkg = ad_int4[board]
+    x = calibration_set("ad", 1, seed=77)[0]
+    res = mcu.run(pkg, x)
+    assert np.array_equal(res.raw_outputs[0], pkg.reference(x)[0])
+
+
+def test_unknown_weight_format_is_refused(tmp_path):
+    with pytest.raises(McuError, match=r"weights='int2' is not one of int8, int4"):
+        mcu.compile(nn.Linear(4, 2), (torch.randn(1, 4),), weights="int2", out_dir=tmp_path / "o")

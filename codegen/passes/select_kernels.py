@@ -42,7 +42,7 @@ MAX_K = 1024  # MCU_OPT_MAX_K in runtime_c/include/mcu/mcu_opt.h
 class Target:
     """What the code generator may assume about the core."""
     name: str = "portable"
-    features: frozenset[str] = frozenset()  # "dsp", "mve", "fpu"
+    features: frozenset[str] = frozenset()  # "dsp", "mve", "fpu"; "int4": int4 weight kernels wanted
     variants: bool = True  # False: keep the portable kernels (their outputs may overlap dying inputs)
 
     @staticmethod
@@ -181,6 +181,29 @@ def prepare_fast(node, tensors):
     return _prepared(node, tensors, "fast", weights=packed, bias=pad_rows(bias, c4), records=True)
 
 
+def pack_s4(w_rows: np.ndarray) -> np.ndarray | None:
+    """int8 [C, K] with values in [-8, 7] -> int4, two per byte (tap 2i low nibble, 2i+1 high), each row padded
+    to whole bytes; None for a weight outside int4."""
+    if w_rows.size and (w_rows.min() < -8 or w_rows.max() > 7):
+        return None
+    c, k = w_rows.shape
+    w = np.zeros((c, round_up(k, 2)), np.uint8)
+    w[:, :k] = w_rows.astype(np.int8).view(np.uint8) & 0x0F
+    return (w[:, 0::2] | (w[:, 1::2] << 4)).reshape(-1).view(np.int8)
+
+
+def prepare_s4(node, tensors):
+    """int4 weights: folded bias, rows packed two weights per byte, the portable multipliers and shifts (no
+    records: flash is the point). Declines (None) unless every weight is in [-8, 7] (compile(weights="int4")
+    quantizes them to [-7, 7])."""
+    rows = _w_rows(node, tensors)
+    packed = pack_s4(rows)
+    if packed is None:
+        return None
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    return _prepared(node, tensors, "s4", weights=packed, bias=bias, records=False)
+
+
 def window_rows(node, tensors, rows: np.ndarray, multiple: int) -> np.ndarray:
     """A general conv's [C, KH*KW*C_in] weights with each window row (KW*C_in taps) padded with zero taps to
     a multiple of `multiple`, so the kernels can read every input row on its own; other nodes unchanged."""
@@ -303,11 +326,12 @@ def _v(kernel: str, family: str, requires: set[str], applies, prepare) -> Varian
     return Variant(kernel, f"{family}/{kernel}", frozenset(requires), applies, prepare)
 
 
-MVE, DSP = {"mve"}, {"dsp"}
+MVE, DSP, INT4 = {"mve"}, {"dsp"}, {"int4"}
 
 # portable kernel -> variants, most preferred first
 VARIANTS: dict[str, list[Variant]] = {
     "mcu_conv2d_s8": [
+        _v("mcu_conv2d_s4", "conv", INT4, fits_k, prepare_s4),
         _v("mcu_conv2d_1x1_s8_mve", "conv", MVE, is_1x1, prepare_mve),
         _v("mcu_conv2d_s8_mve", "conv", MVE, rows_fit(16), prepare_mve),
         _v("mcu_conv2d_1x1_s8_dsp", "conv", DSP, is_1x1_fits, prepare_dsp),
@@ -328,6 +352,7 @@ VARIANTS: dict[str, list[Variant]] = {
         _v("mcu_avgpool2d_s8_fast", "pool", set(), lambda p: True, None),
     ],
     "mcu_fully_connected_s8": [
+        _v("mcu_fully_connected_s4", "fc", INT4, lambda p: True, prepare_s4),
         _v("mcu_fully_connected_s8_mve", "fc", MVE, lambda p: True, prepare_mve),
         _v("mcu_fully_connected_s8_dsp", "fc", DSP, fc_fits, prepare_dsp),
         _v("mcu_fully_connected_s8_fast", "fc", set(), lambda p: True, prepare_fast),
@@ -338,9 +363,11 @@ VARIANTS: dict[str, list[Variant]] = {
 def select_kernels(graph: Graph, target: Target) -> Graph:
     nodes, tensors = [], dict(graph.tensors)
     for node in graph.nodes:
-        if node.op == "call" and target.variants:
+        if node.op == "call" and (target.variants or "int4" in target.features):
             for v in VARIANTS.get(node.attrs["kernel"], []):
-                if v.requires <= target.features and v.applies(node.attrs["params"]):
+                # optimize="memory" keeps the portable kernels, bar the int4 ones the weights are packed for
+                wanted = target.variants or "int4" in v.requires
+                if wanted and v.requires <= target.features and v.applies(node.attrs["params"]):
                     a = node.attrs
                     candidate = node.replace(attrs={**a, "kernel": v.kernel, "path": v.path,
                                                     "twin": a.get("twin", a["kernel"]),

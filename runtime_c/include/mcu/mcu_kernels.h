@@ -360,4 +360,12 @@ mcu_status_t mcu_add_s8_mve(const mcu_add_params_t *params, const int8_t *input1
  * (stack: 512 B), then the portable rounding. */
 mcu_status_t mcu_avgpool2d_s8_fast(const mcu_pool2d_params_t *params, const int8_t *input, int8_t *output);
 
+/* int4 weights (compile(weights="int4")): as the _fast conv and fully connected (fold, K <= MCU_OPT_MAX_K for
+ * the conv's window) but with the portable multipliers and shifts, with each output channel's K weights packed two per byte, tap 2i in the
+ * low nibble, rows padded to whole bytes (mcu_s4.h). Half the weight flash of int8, unpacked on the fly. */
+mcu_status_t mcu_conv2d_s4(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                           const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+mcu_status_t mcu_fully_connected_s4(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
+                                    const int8_t *input, const int8_t *weights, const int32_t *bias, int8_t *output);
+
 #endif /* MCU_KERNELS_H */
