@@ -14,8 +14,11 @@ import numpy as np
 from mcu.codegen.ir import C_TYPES, DTYPES, Graph, Tensor
 from mcu.codegen.lowering import kernel_paths
 from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan
+from mcu.errors import McuError
 
 ARENA_GUARD_BYTES = 16  # debug builds: guard bytes after the arena, checked after every op (model.c)
+IO_DOC = {"int8": "int8 tensors quantized as below:\n * real = (q - ZERO_POINT) * SCALE.",
+          "float32": 'float32 tensors, as the float\n * model takes them (quantize="none").'}
 PER_LINE = {"int8": 20, "uint16": 12, "int16": 12, "int32": 8, "float32": 6}
 
 
@@ -46,7 +49,7 @@ def c_struct(params: dict) -> str:
 def c_array_body(data: np.ndarray, dtype: str) -> str:
     flat = data.reshape(-1)
     if dtype == "float32":
-        items = [f"{float(x):.9g}f" for x in flat]
+        items = [_float_literal(x) for x in flat]
     else:
         items = [c_value(int(x)) for x in flat]
     n = PER_LINE[dtype]
@@ -54,7 +57,17 @@ def c_array_body(data: np.ndarray, dtype: str) -> str:
 
 
 def _float_literal(x: float) -> str:
-    return f"{float(np.float32(x)):.9g}f"
+    """x as a float32 C literal that reads back exactly: 1.5f, 1.0f (never 1f, an integer with a bad suffix)."""
+    text = f"{float(np.float32(x)):.9g}"
+    if not np.isfinite(np.float32(x)):
+        raise McuError(f"the model holds a float {text} (a weight, bias or parameter), which C cannot write as a "
+                       f"constant; the model's parameters must be finite")
+    return text + ("f" if any(c in text for c in ".e") else ".0f")
+
+
+def _real_scale(t: Tensor) -> float | None:
+    """The I/O tensor's scale; None for a float32 tensor (quantize="none")."""
+    return t.qparams.s if t.qparams else None
 
 
 def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "") -> dict[str, str]:
@@ -98,8 +111,8 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
             ctype = C_TYPES[graph.tensors[node.inputs[0]].dtype]
             args.append(f"(const {ctype} *const[]){{{', '.join(expr(t) for t in node.inputs)}}}")
             args.append(expr(node.outputs[0]))
-        else:
-            args += [expr(t) for t in node.inputs] + [expr(node.outputs[0])]
+        else:  # scratch (outputs after the first) goes right before the output, as in the C signatures
+            args += [expr(t) for t in node.inputs + node.outputs[1:]] + [expr(node.outputs[0])]
         out = graph.tensors[node.outputs[0]]
         comment = f"{node.name}: {a['kernel']} -> [{', '.join(map(str, out.shape))}]"
         if node.source:
@@ -113,8 +126,8 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
         tensor = graph.tensors[t]
         return {"name": f"{kind}{i}", "macro": f"{macro}_{kind.upper()}{i}", "shape": list(tensor.shape),
                 "layout": tensor.layout or "torch order", "ctype": C_TYPES[tensor.dtype], "dtype": tensor.dtype,
-                "bytes": tensor.nbytes, "scale": _float_literal(tensor.qparams.s),
-                "zero_point": tensor.qparams.zp, "tensor": t}
+                "bytes": tensor.nbytes, "scale": _float_literal(tensor.qparams.s) if tensor.qparams else None,
+                "zero_point": tensor.qparams.zp if tensor.qparams else None, "tensor": t}
 
     uses_arena = any(loc.kind == "arena" for loc in mem.locations.values())
     inputs = [io("input", i, t) for i, t in enumerate(graph.inputs)]
@@ -131,7 +144,8 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
            "inputs_bytes": sum(x["bytes"] for x in inputs), "outputs_bytes": sum(x["bytes"] for x in outputs),
            "run_params": run_params, "run_args": run_args, "run_v_args": run_v_args, "null_check": null_check,
            "guard_bytes": ARENA_GUARD_BYTES, "consts": consts, "quants": quants, "calls": calls,
-           "uses_arena": uses_arena,
+           "uses_arena": uses_arena, "io_doc": IO_DOC["float32" if all(x["scale"] is None for x in inputs + outputs)
+                                                       else "int8"],
            "total_bytes": sum(c["bytes"] for c in consts)}
     env = _env()
     manifest = {
@@ -139,9 +153,9 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
         "arena_lower_bound": mem.lower_bound, "planner": mem.plan.algorithm,
         "schedule_peak_before": mem.peak_before_schedule, "schedule_peak_after": mem.peak_after_schedule, "weights_bytes": ctx["total_bytes"],
         "inputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}
-                   | {"scale": graph.tensors[x["tensor"]].qparams.s} for x in inputs],
+                   | {"scale": _real_scale(graph.tensors[x["tensor"]])} for x in inputs],
         "outputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}
-                    | {"scale": graph.tensors[x["tensor"]].qparams.s} for x in outputs],
+                    | {"scale": _real_scale(graph.tensors[x["tensor"]])} for x in outputs],
         "ops": [{"name": n.name, "kernel": n.attrs.get("kernel", "alias"), "source": n.source} for n in graph.nodes],
         "fallbacks": [{"op": n.attrs["fallback"], "name": n.name, "kernel": n.attrs["kernel"], "source": n.source}
                       for n in graph.nodes if n.attrs.get("fallback")],

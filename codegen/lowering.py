@@ -5,7 +5,9 @@ A lowered node has op "call" and attrs:
 - path: the kernel source under runtime_c/kernels, without `.c` (selective build reads these);
 - params_type / params: the C parameter struct and its field values (a dict the twin takes as is);
 - quant: (multiplier tensor, shift tensor) for per-channel kernels, else None.
-node.inputs are the kernel's array arguments in C order (None for a NULL pointer), then the output.
+node.inputs are the kernel's array arguments in C order (None for a NULL pointer), then the output;
+node.outputs is the output, then any scratch the kernel takes (codegen/passes/inplace.py), which the C
+receives right before the output.
 Reshapes stay as op "alias": no code, the planner gives their output the input's storage.
 A lowering may return several calls: an op without an int8 kernel (layer norm) runs as dequantize ->
 float32 kernel -> quantize, with float temporaries planned like any tensor and attrs["fallback"] naming
@@ -350,6 +352,9 @@ def lower(graph: Graph) -> Graph:
     ctx = _Ctx(graph)
     nodes = []
     for n in graph.nodes:
+        if n.op in ("call", "alias"):  # lowered already (lower_float: the float32 ops)
+            nodes.append(n)
+            continue
         if n.op not in LOWERINGS:
             raise LoweringError(f"op '{n.op}' at {n.source} has no lowering")
         lowered = LOWERINGS[n.op](ctx, n)

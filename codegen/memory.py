@@ -9,9 +9,15 @@
 - Raster overlap: a kernel in RASTER_KERNELS writes its output pixels in order and reads, for output
   pixel p, only input pixels at or after the window corner of p (and of every later pixel). Its
   output may then start `gap` bytes below an input that dies there and overlap it (`raster_gap`).
+- In place: a kernel in INPLACE_KERNELS (optimize="memory", codegen/passes/inplace.py) writes each
+  output byte only once no later read needs the input bytes at or below it, so its output may start at
+  its dying input's very offset (gap 0: in place) or below it; only for the geometry the kernel runs
+  (mcu_kernels.h, the twins' `*_fits`). Its scratch is the node's second output: a tensor live during
+  the call only.
 - Schedule: the ops are reordered (memory_planner.schedule) to minimize the peak of live groups.
 - `verify_tensor_plan` checks the result tensor by tensor: two tensors live at the same step may
-  share bytes only under one of the rules above, and only exactly as that rule says.
+  share bytes only under one of the rules above, and only exactly as that rule says; an overlap's gap
+  is derived again from the kernel and its parameters, not taken from the plan.
 """
 from __future__ import annotations
 
@@ -23,10 +29,14 @@ from mcu.codegen.ir import Graph
 from mcu.errors import McuError
 from mcu.memory_planner import Buffer, Plan, PlanError, lower_bound, plan
 from mcu.memory_planner.schedule import Op, best_order, peak
+from mcu.twins.conv import conv2d_1x1_s8_inplace_fits, dwconv2d_s8_inplace_fits
 
 # Kernels whose loops run n, y, x (output pixels in order) with all channels of a pixel computed from
 # its window before the next pixel; optimized variants join only once their loop order is checked.
 RASTER_KERNELS = {"mcu_conv2d_s8", "mcu_dwconv2d_s8", "mcu_maxpool2d_s8", "mcu_avgpool2d_s8"}
+# In-place kernels -> the geometry they run in place (their params); other geometry: MCU_ERR_SHAPE.
+INPLACE_KERNELS = {"mcu_dwconv2d_s8_inplace": dwconv2d_s8_inplace_fits,
+                   "mcu_conv2d_1x1_s8_inplace": conv2d_1x1_s8_inplace_fits}
 
 ARENA_ALIGN = 16   # the arena base
 BUFFER_ALIGN = 4   # every buffer inside it: word accesses are aligned on every core
@@ -46,7 +56,7 @@ class MemoryPlan:
     lower_bound: int
     peak_before_schedule: int  # peak of live bytes in the importer's order
     peak_after_schedule: int   # ... in the chosen order
-    overlaps: dict = None      # (output buffer, input buffer) -> gap, see raster_gap
+    overlaps: dict = None      # (output buffer, input buffer) -> gap, see overlap_gap
 
     @property
     def arena_bytes(self) -> int:
@@ -99,20 +109,49 @@ def raster_gap(params: dict) -> int:
     return int(max(0, (written - first_in * ic).max()))
 
 
-def _overlaps(graph: Graph, group: dict[str, str], external) -> dict[tuple[str, str], int]:
-    """(output group, input group) -> gap for raster kernels whose input group dies at the node."""
+def overlap_gap(node) -> int | None:
+    """How many bytes below its first input a call's output must start to overlap it, if that input dies
+    at the call: 0 for an in-place kernel on geometry it runs, raster_gap for a raster kernel; None when
+    the kernel's output may not overlap its input."""
+    kernel = node.attrs.get("kernel") if node.op == "call" else None
+    if kernel in INPLACE_KERNELS:
+        return 0 if INPLACE_KERNELS[kernel](node.attrs["params"]) else None
+    if kernel in RASTER_KERNELS:
+        return raster_gap(node.attrs["params"])
+    return None
+
+
+def _overwritable(graph: Graph, group: dict[str, str], external) -> list[bool]:
+    """Per node: its output and its first input live in different arena buffers, and no later node reads
+    the input's bytes, so the output may be written over them."""
     last_read: dict[str, int] = {}
     for step, n in enumerate(graph.nodes):
         for t in n.inputs:
             if t is not None:
                 last_read[group[t]] = step
-    found = {}
+    flags = []
     for step, n in enumerate(graph.nodes):
-        if n.op != "call" or n.attrs["kernel"] not in RASTER_KERNELS:
-            continue
-        src, dst = group[n.inputs[0]], group[n.outputs[0]]
-        if src not in external and dst not in external and src != dst and last_read.get(src) == step:
-            found[dst, src] = raster_gap(n.attrs["params"])
+        src = group[n.inputs[0]] if n.inputs and n.inputs[0] is not None else None
+        dst = group[n.outputs[0]]
+        flags.append(n.op == "call" and src is not None and not graph.tensors[n.inputs[0]].is_const
+                     and src not in external and dst not in external and src != dst and last_read.get(src) == step)
+    return flags
+
+
+def overwritable_inputs(graph: Graph) -> list[bool]:
+    """Per node, in the graph's current order: may its output be written over its first input (which dies
+    there and lives in the arena)? What codegen/passes/inplace.py asks before it picks an in-place kernel."""
+    group = storage_groups(graph)
+    return _overwritable(graph, group, _external(graph, group))
+
+
+def _overlaps(graph: Graph, group: dict[str, str], external) -> dict[tuple[str, str], int]:
+    """(output group, input group) -> gap for raster and in-place kernels whose input group dies at the node."""
+    found = {}
+    for n, ok in zip(graph.nodes, _overwritable(graph, group, external)):
+        gap = overlap_gap(n) if ok else None
+        if gap is not None:
+            found[group[n.outputs[0]], group[n.inputs[0]]] = gap
     return found
 
 
@@ -221,9 +260,9 @@ def describe(graph: Graph, mem: MemoryPlan) -> str:
     rows = [f"arena {mem.arena_bytes:,} B, liveness lower bound {mem.lower_bound:,} B ({mem.plan.algorithm}); "
             f"schedule peak {mem.peak_before_schedule:,} B in import order, {mem.peak_after_schedule:,} B "
             f"as scheduled",
-            f"{'buffer':34} {'bytes':>8} {'offset':>8} {'steps':>9}"]
+            f"{'buffer':42} {'bytes':>8} {'offset':>8} {'steps':>9}"]
     for b in mem.buffers:
-        rows.append(f"{labels.get(b.name, b.name):34} {b.size:>8,} {mem.plan.offsets[b.name]:>8,} "
+        rows.append(f"{labels.get(b.name, b.name):42} {b.size:>8,} {mem.plan.offsets[b.name]:>8,} "
                     f"{b.first:>4}-{b.last:<4}")
     return "\n".join(rows) + "\n\n" + dump(list(mem.buffers), mem.plan)
 
@@ -236,7 +275,8 @@ def picture(graph: Graph, mem: MemoryPlan, title: str = "") -> str:
 
 def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:
     """Raise PlanError unless every pair of arena tensors live at one step either uses disjoint bytes
-    or shares bytes exactly as an alias, an in-place elementwise op or a raster overlap allows."""
+    or shares bytes exactly as an alias, an in-place elementwise op, a raster overlap or an in-place
+    kernel allows (the last two only over a first input that no later node reads)."""
     span: dict[str, tuple[int, int]] = {}
     for step, n in enumerate(graph.nodes):
         for t in n.outputs:
@@ -257,10 +297,14 @@ def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:
             elif (n.attrs.get("inplace") == "elementwise" and same and span[t][1] == step
                   and graph.tensors[t].nbytes == graph.tensors[out].nbytes):
                 allowed.add(frozenset((t, out)))
-    raster = {}  # (output tensor, input tensor) -> gap, re-derived from the kernels, not from the plan
+    # (output tensor, input tensor) -> gap, re-derived from the kernels, not from the plan, for an input
+    # last read here (a reshape of it read later is another tensor: its own pair check below catches it)
+    raster = {}
     for step, n in enumerate(graph.nodes):
-        if n.op == "call" and n.attrs["kernel"] in RASTER_KERNELS and span.get(n.inputs[0], (0, -1))[1] == step:
-            raster[n.outputs[0], n.inputs[0]] = raster_gap(n.attrs["params"])
+        x = n.inputs[0] if n.inputs else None
+        gap = overlap_gap(n) if x in span and span[x][1] == step else None
+        if gap is not None:
+            raster[n.outputs[0], x] = gap
     # sharing is transitive along chains of allowed pairs (a reshape of an in-place result, ...)
     comp = {t: t for t in arena}
 

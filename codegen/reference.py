@@ -8,7 +8,7 @@ import numpy as np
 
 from mcu.codegen.ir import DTYPES, Graph
 
-TWIN_MODULES = ["conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback"]
+TWIN_MODULES = ["conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback", "float32"]
 
 
 def twin(kernel: str):

@@ -16,6 +16,7 @@ import torch
 
 from mcu.codegen.emit import emit
 from mcu.codegen.frontend import import_quantized
+from mcu.codegen.frontend_float import import_float
 from mcu.codegen.ir import DTYPES, Graph
 from mcu.codegen.memory import MemoryPlan, picture, plan_graph
 from mcu.codegen.passes.select_kernels import Target
@@ -58,7 +59,8 @@ class Package:
 
     # -- host-side conversions at the model boundary ----------------------------------------
     def quantize_inputs(self, inputs) -> list[np.ndarray]:
-        """Float inputs in torch order -> int8 arrays in the stored order (NHWC for 4-d)."""
+        """Float inputs in torch order -> int8 arrays (float32 for a float package) in the stored order (NHWC
+        for 4-d)."""
         if isinstance(inputs, (torch.Tensor, np.ndarray)):
             inputs = (inputs,)
         specs = self.manifest["inputs"]
@@ -75,6 +77,9 @@ class Package:
             if tuple(x.shape) != shape or not x.is_floating_point():
                 raise InputError(f"{spec['name']} must be a float tensor of shape {list(shape)} (torch order), got "
                                  f"{x.dtype} {list(x.shape)}")
+            if spec["dtype"] == "float32":  # quantize="none": the input as it is
+                out.append(_to_stored(x.float().numpy(), spec))
+                continue
             if not torch.isfinite(x).all():
                 raise InputError(f"{spec['name']} contains NaN or Inf, which int8 cannot represent; clean the input")
             q = torch.ops.quantized_decomposed.quantize_per_tensor(
@@ -83,11 +88,13 @@ class Package:
         return out
 
     def dequantize_outputs(self, raw: list[np.ndarray]) -> list[np.ndarray]:
-        return [((r.astype(np.float32) - s["zero_point"]) * np.float32(s["scale"])).astype(np.float32)
+        return [r.astype(np.float32) if s["scale"] is None else
+                ((r.astype(np.float32) - s["zero_point"]) * np.float32(s["scale"])).astype(np.float32)
                 for r, s in zip(raw, self.manifest["outputs"])]
 
     def reference(self, inputs) -> list[np.ndarray]:
-        """Integer outputs (torch order) of the numpy reference for float inputs."""
+        """Raw outputs (torch order) of the numpy reference for float inputs: integer, or float32 for a float
+        package (quantize="none")."""
         raw = run_reference(self.graph, self.quantize_inputs(inputs))
         return [_to_torch(r, s) for r, s in zip(raw, self.manifest["outputs"])]
 
@@ -229,7 +236,8 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
             observer: str = "minmax", weights: str = "int8") -> Package:
     """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package.
     optimize="speed" picks the board's fastest kernel variants; "memory" keeps the portable kernels,
-    whose outputs may overlap their dying inputs, for the smallest arena. progress(done, total, seconds),
+    whose outputs may overlap their dying inputs, and runs depthwise and 1x1 convs in place over an
+    input that dies there, for the smallest arena. progress(done, total, seconds),
     if given, is called after each calibration batch (total is None for a calibration set without len()).
     bias_correction subtracts each conv/linear's weight-rounding shift at the calibration mean from its
     bias (mcu.quantize); the user's model is never modified. observer sets activation ranges: "minmax",
@@ -247,8 +255,8 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
                        f"(portable kernels whose outputs may overlap their inputs: the smallest arena)")
     target = dataclasses.replace(target, variants=optimize == "speed",
                                  features=target.features | ({"int4"} if weights == "int4" else set()))
-    if quantize != "int8":
-        raise McuError(f"quantize={quantize!r} is not supported yet; use quantize='int8'")
+    if quantize not in ("int8", "none"):
+        raise McuError(f"quantize={quantize!r} is not supported yet; use quantize='int8' or 'none' (float32)")
     if is_quantized(model):
         if calibration is not None:
             raise McuError("the model is quantized already (torchao's convert_pt2e output), so calibration does "
@@ -258,8 +266,9 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
         ep = export(model, example_inputs)
         if example_inputs is None:
             example_inputs = example_inputs_of(ep)
-        converted = quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer, weights)
-    graph = run_passes(import_quantized(converted), target)
+        converted = None if quantize == "none" else \
+            quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer, weights)
+    graph = run_passes(import_float(ep) if converted is None else import_quantized(converted), target)
     graph, memory = plan_graph(graph)
     texts = emit(graph, memory, board=board)
     manifest = json.loads(texts["manifest.json"])

@@ -11,23 +11,26 @@ import numpy as np
 
 import mcu
 from mcu.errors import McuError
-from mcu.metrics import sqnr_db
+from mcu.errors import BoardFitError
+from mcu.metrics import relative_error, sqnr_db
 from mcu.zoo import MODELS, calibration_set, macs
 
 BOARDS = ["mps2-an386", "mps2-an385", "mps3-an547"]
 
 
-def bench_one(name: str, board: str, out_root: Path) -> dict:
+def bench_one(name: str, board: str, out_root: Path, quantize: str = "int8") -> dict:
+    """One row; quantize="none" compiles the float model (float32 kernels) and adds its relative errors."""
     model, example = MODELS[name]()
+    suffix = "" if quantize == "int8" else "-f32"
     pkg = mcu.compile(model, example, board=board, calibration=calibration_set(name), force=True,
-                      out_dir=out_root / f"{name}-{board}")
+                      out_dir=out_root / f"{name}-{board}{suffix}", quantize=quantize)
     xs = [calibration_set(name, 1, seed=50 + s)[0] for s in range(10)]
     x = xs[0]
     res = mcu.run(pkg, x)
     size = mcu.size(pkg)
     n_macs = macs(model, example)
-    return {
-        "model": name, "board": board, "arena_bytes": pkg.arena_bytes,
+    row = {
+        "model": name, "board": board, "quantize": quantize, "arena_bytes": pkg.arena_bytes,
         "arena_lower_bound": pkg.manifest["arena_lower_bound"],
         "flash_weights": size.flash_weights, "flash_kernels": size.flash_kernels,
         "flash_runtime": size.flash_runtime, "flash_glue": size.flash_generated, "flash_other": size.flash_other,
@@ -38,6 +41,11 @@ def bench_one(name: str, board: str, out_root: Path) -> dict:
                            [pkg.dequantize_outputs(pkg.reference(x))[0] for x in xs]),
         "kernels": sorted({op["kernel"] for op in pkg.manifest["ops"]} - {"alias"}),
     }
+    if quantize == "none":  # float32: max |error| / max |torch|, of the device (one input) and the twin (10)
+        row["rel_error_device"] = relative_error(res.outputs[0], model(*x).detach().numpy())
+        row["rel_error_reference"] = relative_error([pkg.reference(x)[0] for x in xs],
+                                                    [model(*x).detach().numpy() for x in xs])
+    return row
 
 
 def format_table(rows: list[dict]) -> str:
@@ -45,7 +53,8 @@ def format_table(rows: list[dict]) -> str:
             "instructions | MACs | MACs/instr | exact | SQNR dB |")
     lines = [head, "|" + "---|" * 13]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['board']} | {r['arena_bytes']:,} | {r['flash_weights']:,} | "
+        model = r["model"] if r.get("quantize", "int8") == "int8" else f"{r['model']} (float32)"
+        lines.append(f"| {model} | {r['board']} | {r['arena_bytes']:,} | {r['flash_weights']:,} | "
                      f"{r['flash_kernels']:,} | {r['flash_runtime']:,} | {r['flash_glue']:,} | {r['ram_static']:,} | "
                      f"{r['instructions']:,} | {r['macs']:,} | {r['macs_per_instruction']:.3f} | "
                      f"{'yes' if r['exact'] else 'NO'} | {r['sqnr_db']:.1f} |")
@@ -53,8 +62,10 @@ def format_table(rows: list[dict]) -> str:
 
 
 def bench(models: list[str] | None = None, boards: list[str] | None = None,
-          out: str | Path = "out/bench") -> list[dict]:
-    """Run models (default: the whole zoo) on boards (default: BOARDS); print the table, write bench.json."""
+          out: str | Path = "out/bench", quantize: str = "int8") -> list[dict]:
+    """Run models (default: the whole zoo) on boards (default: BOARDS); print the table, write bench.json.
+    quantize="none" benchmarks the float models (float32 kernels) into bench-float32.json, skipping the
+    boards a model does not fit, and prints each row's relative error vs torch too."""
     from mcu.boards import load_board
     models, boards, out = models or list(MODELS), boards or BOARDS, Path(out)
     unknown = [m for m in models if m not in MODELS]
@@ -66,12 +77,24 @@ def bench(models: list[str] | None = None, boards: list[str] | None = None,
     for name in models:
         for board in boards:
             t = time.time()
-            rows.append(bench_one(name, board, out))
+            try:
+                rows.append(bench_one(name, board, out, quantize))
+            except BoardFitError as exc:
+                if quantize == "int8":
+                    raise
+                print(f"{name} on {board}: skipped, the float32 model does not fit ({exc.flash_needed:,} B "
+                      f"flash, {exc.ram_needed:,} B RAM)", file=sys.stderr)
+                continue
             print(f"{name} on {board}: {rows[-1]['instructions']:,} instructions ({time.time() - t:.0f} s)",
                   file=sys.stderr)
-    (out / "bench.json").write_text(json.dumps(rows, indent=2) + "\n")
+    path = out / ("bench.json" if quantize == "int8" else "bench-float32.json")
+    path.write_text(json.dumps(rows, indent=2) + "\n")
     print(format_table(rows))
-    print(f"\nwritten to {out / 'bench.json'}")
+    if quantize == "none":
+        print("\n| model | board | relative error, device vs torch | numpy twin vs torch (10 inputs) |\n|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['model']} | {r['board']} | {r['rel_error_device']:.2g} | {r['rel_error_reference']:.2g} |")
+    print(f"\nwritten to {path}")
     return rows
 
 

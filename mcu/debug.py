@@ -93,16 +93,36 @@ def compare(pkg, inputs, dump: dict[int, bytes]) -> list[DebugRow]:
         if raw is None:
             break  # the device stopped before this call
         device = np.frombuffer(raw, dtype=DTYPES[t.dtype]).reshape(t.shape)
-        max_lsb = int(np.abs(device.astype(np.int64) - ref[t.name].astype(np.int64)).max())
+        if t.dtype == "float32":  # float32 kernels (quantize="none"): units in the last place
+            max_lsb = max_ulp(device, ref[t.name])
+        else:
+            max_lsb = int(np.abs(device.astype(np.int64) - ref[t.name].astype(np.int64)).max())
         sq = None
         fv = floats.get(node.attrs.get("float_node") or "")
-        if fv is not None and t.qparams is not None and t.qparams.per_tensor:
+        if fv is not None and t.dtype == "float32":
+            real = _to_torch_order(device, t.layout)
+            if real.size == fv.size:
+                sq = sqnr_db(fv.reshape(-1), real.reshape(-1))
+        elif fv is not None and t.qparams is not None and t.qparams.per_tensor:
             real = (device.astype(np.float32) - t.qparams.zp) * np.float32(t.qparams.s)
             real = _to_torch_order(real, t.layout)
             if real.size == fv.size:
                 sq = sqnr_db(fv.reshape(-1), real.reshape(-1))
         rows.append(DebugRow(i, node.name, node.attrs["kernel"], node.source, max_lsb, sq))
     return rows
+
+
+def max_ulp(a: np.ndarray, b: np.ndarray) -> int:
+    """The largest distance between float32 arrays in units in the last place (adjacent floats are 1 apart,
+    +0 and -0 are 0 apart; a NaN against anything but a NaN counts as 2^31)."""
+    def ordered(x):
+        i = np.asarray(x, np.float32).view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(1 << 31) - i, i)  # negative floats below the positive ones, -0 at 0
+    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    d = np.abs(ordered(a) - ordered(b))
+    nan = np.isnan(a) | np.isnan(b)
+    d = np.where(nan, np.where(np.isnan(a) & np.isnan(b), 0, 1 << 31), d)
+    return int(d.max()) if d.size else 0
 
 
 def first_divergence(rows: list[DebugRow]) -> DebugRow | None:

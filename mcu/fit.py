@@ -8,7 +8,9 @@
     builds it on the board where it is largest, plus 25%; a source not in the table counts as
     DEFAULT_CODE_BYTES (tests/test_boards_more.py checks the table against the compiler);
   - startup/libc: STARTUP_FLASH_BYTES for the vector table, startup, test harness and libgcc helpers
-    (measured: about 2.5 KB on ARMv7-M, 3 KB on the Cortex-M0).
+    (measured: about 2.5 KB on ARMv7-M, 3 KB on the Cortex-M0), plus SOFT_FLOAT_FLASH_BYTES for libgcc's
+    soft-float routines when float kernels run on a core without an FPU (measured: 1.3 KB on the Cortex-M3,
+    4 KB on the Cortex-M0).
 - RAM = arena + inputs + outputs + stack (board.toml stack_bytes) + STARTUP_RAM_BYTES (the fault
   handler's stack, the harness's statics, the 16-byte alignment of each I/O slot).
 - A model that does not fit raises BoardFitError naming the numbers and the boards it would fit: the
@@ -29,6 +31,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "activation/mcu_softmax_s8": 384,
     "conv/mcu_conv2d_1x1_s8_dsp": 3712,
     "conv/mcu_conv2d_1x1_s8_fast": 2176,
+    "conv/mcu_conv2d_1x1_s8_inplace": 1408,
     "conv/mcu_conv2d_1x1_s8_mve": 2240,
     "conv/mcu_conv2d_grouped_s8": 1728,
     "conv/mcu_conv2d_s8": 1664,
@@ -39,6 +42,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "conv/mcu_dwconv2d_3x3_s8_fast": 1728,
     "conv/mcu_dwconv2d_3x3_s8_mve": 1408,
     "conv/mcu_dwconv2d_s8": 1728,
+    "conv/mcu_dwconv2d_s8_inplace": 1984,
     "elementwise/mcu_add_broadcast_s8": 2368,
     "elementwise/mcu_add_s8": 1728,
     "elementwise/mcu_add_s8_fast": 2944,
@@ -52,6 +56,17 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "fc/mcu_fully_connected_s8_fast": 1984,
     "fc/mcu_fully_connected_s8_mve": 1856,
     "fc/mcu_matmul_s8": 1216,
+    "float/mcu_add_f32": 1024,
+    "float/mcu_avgpool2d_f32": 1024,
+    "float/mcu_clamp_f32": 192,
+    "float/mcu_conv2d_f32": 1536,
+    "float/mcu_dwconv2d_f32": 1280,
+    "float/mcu_fully_connected_f32": 576,
+    "float/mcu_maxpool2d_f32": 960,
+    "float/mcu_mul_f32": 960,
+    "float/mcu_reduce_f32": 768,
+    "float/mcu_softmax_f32": 768,
+    "float/mcu_transpose_f32": 512,
     "pool/mcu_avgpool2d_s8": 1024,
     "pool/mcu_maxpool2d_s8": 832,
     "reduce/mcu_reduce_sum_s8": 1280,
@@ -63,6 +78,8 @@ DEFAULT_CODE_BYTES = 4096
 CALL_BYTES = 64
 GENERATED_FIXED_BYTES = 256
 STARTUP_FLASH_BYTES = 4096
+SOFT_FLOAT_FLASH_BYTES = 4096
+FLOAT_FAMILIES = ("float/", "fallback/")  # kernel folders whose code computes in float
 STARTUP_RAM_BYTES = 512
 IO_SLOT_ALIGN = 16
 
@@ -140,7 +157,8 @@ def estimate(graph: Graph, manifest: dict, board: Board) -> Footprint:
         flash_generated=generated,
         flash_kernels=sum(code_bytes(k) for k in manifest["kernels"]),
         flash_runtime=sum(code_bytes(f"core/{c}") for c in core),
-        flash_startup=STARTUP_FLASH_BYTES,
+        flash_startup=STARTUP_FLASH_BYTES + (SOFT_FLOAT_FLASH_BYTES if not board.fpu and any(
+            k.startswith(FLOAT_FAMILIES) for k in manifest["kernels"]) else 0),
         ram_arena=manifest["arena_bytes"],
         ram_inputs=sum(_align(x["bytes"]) for x in manifest["inputs"]),
         ram_outputs=sum(_align(x["bytes"]) for x in manifest["outputs"]),

@@ -51,6 +51,9 @@ def dropin_files(texts: dict[str, str], manifest: dict, board: Board, footprint:
         "arena_bytes": manifest["arena_bytes"],
         "call": f"{manifest['name']}_run({', '.join([t['name'] for t in tensors] + ['arena'])})",
         "tensors": tensors,
+        "io_note": (f"Tensors are quantized: real = (q - ZERO_POINT) * SCALE with the `{macro}_INPUTn_*` / "
+                    f"`{macro}_OUTPUTn_*` macros of `model.h`." if any(t["scale"] is not None for t in tensors) else
+                    'Tensors are float32, as the float model takes them (compiled with quantize="none").'),
         "flash": f"{footprint.flash:,} B of {board.flash_size:,} ({footprint.flash_parts()})",
         "ram": f"{footprint.ram:,} B of {board.ram_size:,} ({footprint.ram_parts()})",
     }

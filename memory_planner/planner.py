@@ -9,6 +9,9 @@
   (the buffers live at the peak step, largest first, then the next most crowded step, ...).
 - overlap_chains: first fit in several orders, keeping room below each buffer for the gaps its
   overlapping outputs need (one link, or its whole chain), so raster outputs can slide under inputs.
+- top_down: birth order, each buffer at the highest offset where it fits under a ceiling, the smallest
+  ceiling that works (bisection): chains of in-place and overlapping outputs float at the top, sliding
+  down only by their gaps, while scratch and short-lived buffers take the bottom.
 - exact: depth-first branch and bound over placement orders, each buffer at the lowest fitting
   offset; stops as soon as a plan reaches the lower bound (then it is optimal) or after a budget
   of placements (then it returns its best plan, never worse than greedy).
@@ -17,7 +20,8 @@
 - overlaps {(out, in): gap}: `out` may share bytes with `in` (which dies when `out` is born) if it
   starts at least `gap` bytes below it: offset(in) - offset(out) >= gap. Kernels that write their
   output in the order they read their input (raster order) allow this; the gap is how far the writes
-  may run ahead of the reads. At such a step the pair costs max(size(out), gap + size(in)), not the sum.
+  may run ahead of the reads. A gap of 0 is an in-place kernel: `out` may take `in`'s very offset.
+  At such a step the pair costs max(size(out), gap + size(in)), not the sum.
 """
 from __future__ import annotations
 
@@ -133,6 +137,45 @@ def plan_overlap_chains(buffers: Sequence[Buffer], overlaps: Overlaps = {}) -> P
     return min(plans, key=lambda p: p.arena_bytes)
 
 
+def _place_top_down(buffers: Sequence[Buffer], overlaps: Overlaps, arena: int) -> dict[str, int] | None:
+    """Birth order, each buffer at the highest aligned offset below `arena` where it fits; None if one does not."""
+    placed: list[tuple[Buffer, int]] = []
+    for b in sorted(buffers, key=lambda b: (b.first, -b.size, b.name)):
+        bad = [_forbidden(b, p, off, overlaps) for p, off in placed if p.conflicts(b) and p.size and b.size]
+        candidate = (arena - b.size) // b.align * b.align
+        moved = True
+        while moved and candidate >= 0:  # an open interval holding the candidate pushes it down to its low end
+            moved = False
+            for lo, hi in bad:
+                if lo < candidate < hi:
+                    candidate = lo // b.align * b.align
+                    moved = True
+        if candidate < 0:
+            return None
+        placed.append((b, candidate))
+    return {b.name: off for b, off in placed}
+
+
+def plan_top_down(buffers: Sequence[Buffer], overlaps: Overlaps = {}) -> Plan:
+    """Buffers in birth order, each as high as it fits under a ceiling: a chain of overlapping outputs then
+    slides down from the top only as far as its gaps force it, and jumps back up, clear of its input, once
+    that input sits low; scratch and short-lived buffers fill the bottom. The smallest ceiling that works,
+    by bisection between the lower bound and greedy by size's arena."""
+    fallback = plan_greedy_by_size(buffers, overlaps)
+    lo, hi = lower_bound(buffers, overlaps), fallback.arena_bytes
+    best = _place_top_down(buffers, overlaps, hi)
+    if best is None:
+        return Plan(fallback.offsets, fallback.arena_bytes, "top_down")
+    while lo < hi:
+        mid = (lo + hi) // 2
+        offsets = _place_top_down(buffers, overlaps, mid)
+        if offsets is None:
+            lo = mid + 1
+        else:
+            best, hi = offsets, mid
+    return Plan(best, max((best[b.name] + b.size for b in buffers), default=0), "top_down")
+
+
 def plan_greedy_by_size(buffers: Sequence[Buffer], overlaps: Overlaps = {}) -> Plan:
     return _place_in_order(sorted(buffers, key=lambda b: (-b.size, b.first, b.name)), "greedy_by_size", overlaps)
 
@@ -154,7 +197,8 @@ def plan_greedy_by_breadth(buffers: Sequence[Buffer], overlaps: Overlaps = {}) -
 def plan_exact(buffers: Sequence[Buffer], overlaps: Overlaps = {}, budget: int = 20000) -> Plan:
     """Branch and bound over placement orders (see the module docstring)."""
     best = min((plan_greedy_by_size(buffers, overlaps), plan_greedy_by_breadth(buffers, overlaps),
-                plan_overlap_chains(buffers, overlaps)), key=lambda p: p.arena_bytes)
+                plan_overlap_chains(buffers, overlaps), plan_top_down(buffers, overlaps)),
+               key=lambda p: p.arena_bytes)
     bound = lower_bound(buffers, overlaps)
     if best.arena_bytes <= bound or not buffers:
         return Plan(best.offsets, best.arena_bytes, "exact")
@@ -191,6 +235,7 @@ PLANNERS: dict[str, Callable[[Sequence[Buffer]], Plan]] = {
     "greedy_by_size": plan_greedy_by_size,
     "greedy_by_breadth": plan_greedy_by_breadth,
     "overlap_chains": plan_overlap_chains,
+    "top_down": plan_top_down,
     "exact": plan_exact,
     "naive": plan_naive,
 }

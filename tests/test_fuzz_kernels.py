@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 
 import hostc
 import mcu.twins
+import mcu.twins.conv as conv_twins
 from mcu.codegen.ir import Node, Tensor
 from mcu.codegen.passes.select_kernels import VARIANTS
 from mcu.hostbuild import SANITIZER_ENV, compile_executable
@@ -50,7 +51,8 @@ FUZZ = settings(max_examples=EXAMPLES, derandomize=os.environ.get("MCU_FUZZ_RAND
 REQUIRED = {"mcu_conv2d_s8", "mcu_dwconv2d_s8", "mcu_fully_connected_s8", "mcu_maxpool2d_s8", "mcu_avgpool2d_s8",
             "mcu_add_s8", "mcu_softmax_s8", "mcu_transpose_s8", "mcu_add_broadcast_s8", "mcu_mul_s8", "mcu_lut_s8",
             "mcu_concat_s8", "mcu_upsample_nearest_s8", "mcu_reduce_sum_s8", "mcu_conv2d_grouped_s8",
-            "mcu_matmul_s8", "mcu_dequantize_s8_f32", "mcu_quantize_f32_s8", "mcu_layer_norm_f32"}
+            "mcu_matmul_s8", "mcu_dequantize_s8_f32", "mcu_quantize_f32_s8", "mcu_layer_norm_f32",
+            "mcu_dwconv2d_s8_inplace", "mcu_conv2d_1x1_s8_inplace"}
 # Variants that only compute on the target: a _mve kernel built without Helium returns MCU_ERR_ARG (mcu_kernels.h);
 # _dsp kernels have C stand-ins, so they run on the host.
 HOST_FEATURES = frozenset({"dsp", "int4"})
@@ -88,8 +90,8 @@ def _driver_source(kernels: list[str]) -> str:
                 args.append(f"({ctype} *)a[{j}]")
             elif ctype.endswith("[]"):
                 args.append(f"(const {ctype[:-2]} *const *)a[{j}]")
-            else:
-                args.append(f"(const {ctype} *)a[{j}]")
+            else:  # void * converts to the parameter's type, const (inputs) or not (scratch)
+                args.append(f"a[{j}]")
         cases.append(f"    case {i}:\n        if (!{name}) {{\n            return 98;\n        }}\n"
                      f"        return (int)({name}({', '.join(args)}));")
     weak = "".join(f"#pragma weak {k}\n" for k in kernels)
@@ -294,6 +296,7 @@ class Case:
     args: tuple             # exactly the twin's arguments
     out_size: int           # output elements when the twin rejects the case (else the twin's result decides)
     alias: int | None = None  # twin argument the output aliases (in-place kernels)
+    scratch: tuple[int, ...] = ()  # twin arguments the kernel may write (its scratch)
     lowered: bool = True      # shaped as the code generator shapes it (output size from the geometry)
 
 
@@ -404,6 +407,37 @@ def conv_case(draw, kind: str):
     mult, shift = draw(per_channel(c_out, std))
     return Case((params, mult, shift, draw(ints((n, h, w, c_in))), draw(ints(filt)),
                  draw(bias_for(c_out, std, taps * 255 * 128))), n * oh * ow * c_out, lowered=lowered)
+
+
+@st.composite
+def inplace_conv_case(draw, kind: str):
+    """mcu_dwconv2d_s8_inplace ("dw": 'same' geometry, stride 1) or mcu_conv2d_1x1_s8_inplace ("1x1": C_out <= C_in,
+    any stride) arguments plus an exactly-sized scratch; run in place (the output is the input's buffer) mostly."""
+    n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 8)), draw(st.integers(1, 8))
+    if kind == "dw":
+        c_in = c_out = draw(st.integers(1, 9))
+        kh, kw = draw(st.one_of(st.just((3, 3)), st.tuples(st.integers(1, 5), st.integers(1, 5))))
+        dh, dw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        pt, pl = draw(st.integers(0, (kh - 1) * dh)), draw(st.integers(0, (kw - 1) * dw))
+        sh = sw = 1
+        filt, taps, out = (1, kh, kw, c_out), kh * kw, (n, h, w, c_out)
+    else:
+        c_in = draw(st.integers(1, 9))
+        c_out = draw(st.integers(1, c_in))
+        sh, sw, dh, dw, pt, pl = draw(st.integers(1, 3)), draw(st.integers(1, 3)), 1, 1, 0, 0
+        filt, taps, out = (c_out, 1, 1, c_in), c_in, (n, (h - 1) // sh + 1, (w - 1) // sw + 1, c_out)
+    in_off, out_off = draw(IN_OFFSET), draw(OUT_OFFSET)
+    lo, hi = draw(act_range(out_off))
+    params = {"input": (n, h, w, c_in), "filter": filt, "output": out, "stride_h": sh, "stride_w": sw,
+              "pad_top": pt, "pad_left": pl, "dilation_h": dh, "dilation_w": dw, "input_offset": in_off,
+              "output_offset": out_off, "act_min": lo, "act_max": hi}
+    std = _acc_std(taps, in_off)
+    mult, shift = draw(per_channel(c_out, std))
+    scratch_bytes = getattr(conv_twins, "dwconv2d_s8_inplace_scratch_bytes" if kind == "dw"
+                            else "conv2d_1x1_s8_inplace_scratch_bytes")(params)
+    args = (params, mult, shift, draw(ints((n, h, w, c_in))), draw(ints(filt)),
+            draw(bias_for(c_out, std, taps * 255 * 128)), np.zeros(scratch_bytes, np.int8))
+    return Case(args, int(np.prod(out)), alias=draw(st.sampled_from([3, 3, None])), scratch=(6,))
 
 
 @st.composite
@@ -640,7 +674,19 @@ STRATEGIES = {
     "mcu_concat_s8": concat_case(), "mcu_upsample_nearest_s8": upsample_case(), "mcu_reduce_sum_s8": reduce_case(),
     "mcu_dequantize_s8_f32": dequantize_case(), "mcu_quantize_f32_s8": quantize_case(),
     "mcu_layer_norm_f32": layer_norm_case(),
+    "mcu_dwconv2d_s8_inplace": inplace_conv_case("dw"), "mcu_conv2d_1x1_s8_inplace": inplace_conv_case("1x1"),
 }
+
+
+def _float32_strategies() -> dict:
+    """The float32 kernels (quantize="none"): tests/test_float32.py's seeded cases (every geometry option, with
+    and without bias and activation)."""
+    from test_float32 import CASES as FLOAT32_CASES
+    return {k: st.integers(0, 2**20).map(lambda seed, make=make: Case(make(seed)[0], 0))
+            for k, (_, make) in FLOAT32_CASES.items()}
+
+
+STRATEGIES.update(_float32_strategies())
 
 
 # ---- Variants: the portable case, prepared as the code generator prepares it -----------------------------------
@@ -714,7 +760,7 @@ def check(driver: Driver, kernel: str, twin, to_c, case: Case) -> None:
     out = np.frombuffer(np.random.default_rng(size).bytes(size * np.dtype(out_type).itemsize), out_type)
     call, where = marshal(kernel, c_args, out, case.alias)
     status, blobs = driver.run(kernel, call)
-    result = np.frombuffer(blobs[call.args[-1]], out_type)
+    result = np.frombuffer(blobs[call.args[-1]], out_type)[:size]  # an aliased input may be the larger
     if expected is None:
         assert status != hostc.MCU_OK, f"{kernel}: the twin rejects the case but the C returned MCU_OK"
         assert blobs[call.args[-1]] == call.blobs[call.args[-1]], f"{kernel}: wrote its output, then failed"
@@ -723,7 +769,7 @@ def check(driver: Driver, kernel: str, twin, to_c, case: Case) -> None:
     mismatch = _same(result.reshape(expected.shape), expected.astype(out_type))
     assert mismatch is None, f"{kernel}: {mismatch}"
     for k, b in where.items():
-        if k != case.alias:
+        if k != case.alias and k not in case.scratch:
             assert blobs[b] == call.blobs[b], f"{kernel} wrote into its input argument {k}"
 
 

@@ -413,6 +413,148 @@ def test_add_in_place(lib, which):
     assert_equal_int(buf, expected)
 
 
+# ---- In-place variants (optimize="memory"): C == the portable twin, in place, below the input, or apart ------------
+
+def inplace_case(seed, pointwise):
+    """A geometry the in-place kernel runs: depthwise 'same' (stride 1, any kernel, pad, dilation), or 1x1 with
+    C_out <= C_in and any stride."""
+    rng = np.random.default_rng(seed)
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 10)), int(rng.integers(1, 10))
+    in_off, out_off = rand_offsets(rng)
+    if pointwise:
+        c_in = int(rng.integers(1, 9))
+        c_out = int(rng.integers(1, c_in + 1))
+        sh, sw = (int(v) for v in rng.integers(1, 4, size=2))
+        params = conv_params((n, h, w, c_in), (c_out, 1, 1, c_in), (n, (h - 1) // sh + 1, (w - 1) // sw + 1, c_out),
+                             (sh, sw), (0, 0), (1, 1), (in_off, out_off), rand_act(rng, out_off))
+        taps, filt = c_in, (c_out, 1, 1, c_in)
+    else:
+        c_in = c_out = int(rng.integers(1, 9))
+        kh, kw = CONV_KERNELS[rng.integers(len(CONV_KERNELS))]
+        dh, dw = (int(v) for v in rng.integers(1, 3, size=2))
+        pt, pl = int(rng.integers(0, (kh - 1) * dh + 1)), int(rng.integers(0, (kw - 1) * dw + 1))
+        params = conv_params((n, h, w, c_in), (1, kh, kw, c_in), (n, h, w, c_in), (1, 1), (pt, pl), (dh, dw),
+                             (in_off, out_off), rand_act(rng, out_off))
+        taps, filt = kh * kw, (1, kh, kw, c_in)
+    acc_std = math.sqrt(taps * (in_off**2 + 5500) * 5500)
+    return (params, *rand_quant(rng, c_out, acc_std), rand_int8(rng, (n, h, w, c_in)),
+            rng.integers(-128, 128, size=filt, dtype=np.int8), rand_bias(rng, c_out, acc_std))
+
+
+INPLACE = {"mcu_dwconv2d_s8_inplace": (conv.dwconv2d_s8, conv.dwconv2d_s8_inplace_scratch_bytes, False),
+           "mcu_conv2d_1x1_s8_inplace": (conv.conv2d_s8, conv.conv2d_1x1_s8_inplace_scratch_bytes, True)}
+
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("where", ["in place", "below", "apart"])
+@pytest.mark.parametrize("kernel", sorted(INPLACE))
+@pytest.mark.parametrize("seed", range(12))
+def test_inplace_kernel_matches_the_portable_twin(lib, kernel, where, seed):
+    """Output == input, output 0..C*W bytes below the input (overlapping it), or apart: the portable result."""
+    portable, scratch_bytes, pointwise = INPLACE[kernel]
+    params, mult, shift, x, filt, bias = inplace_case(seed + (100 if pointwise else 0), pointwise)
+    expected = portable(params, mult, shift, x, filt, bias)
+    assert getattr(conv, kernel.removeprefix("mcu_"))(params, mult, shift, x, filt, bias,
+                                                      np.zeros(scratch_bytes(params), np.int8)).tolist() == expected.tolist()
+    rng = np.random.default_rng(seed)
+    gap = {"in place": 0, "below": int(rng.integers(1, params["input"][2] * params["input"][3] + 2)),
+           "apart": x.size + 3}[where]
+    buf = rng.integers(-128, 128, size=gap + max(x.size, expected.size) + 5, dtype=np.int8)
+    buf[gap:gap + x.size] = x.reshape(-1)
+    scratch = rng.integers(-128, 128, size=scratch_bytes(params) + 8, dtype=np.int8)  # 8 canaries after it
+    canary = scratch[-8:].copy()
+    out = buf[:expected.size] if where != "apart" else np.empty(expected.size, np.int8)
+    status = hostc.call(lib, kernel, params, mult, shift, buf[gap:gap + x.size], filt, bias, scratch, out=out)
+    assert status == hostc.MCU_OK
+    assert_equal_int(out.reshape(expected.shape), expected)
+    assert (scratch[-8:] == canary).all(), "wrote past its scratch"
+
+
+SCRATCH_WRAPPER = """
+#include <stdint.h>
+#include "mcu/mcu_kernels.h"
+int32_t t_dw(const mcu_conv2d_params_t *p) { return mcu_dwconv2d_s8_inplace_scratch_bytes(p); }
+int32_t t_pw(const mcu_conv2d_params_t *p) { return mcu_conv2d_1x1_s8_inplace_scratch_bytes(p); }
+"""
+
+
+@pytest.mark.host_c
+def test_inplace_scratch_bytes_c_equals_twin():
+    lib = hostc.build_source(SCRATCH_WRAPPER, "inplace_scratch")
+    for seed in range(20):
+        for fn, twin, pointwise in (("t_dw", conv.dwconv2d_s8_inplace_scratch_bytes, False),
+                                    ("t_pw", conv.conv2d_1x1_s8_inplace_scratch_bytes, True)):
+            params = inplace_case(seed, pointwise)[0]
+            getattr(lib, fn).restype = ctypes.c_int32
+            assert getattr(lib, fn)(ctypes.byref(hostc.struct("mcu_conv2d_params_t", params))) == twin(params)
+    # KWS's 3x3 'same' depthwise on 25x5x64: the ring holds W + 1 = 6 pixels
+    kws = conv_params((1, 25, 5, 64), (1, 3, 3, 64), (1, 25, 5, 64), pad=(1, 1))
+    assert conv.dwconv2d_s8_inplace_scratch_bytes(kws) == 6 * 64
+
+
+def _inplace_bad_cases():
+    ARG, SHAPE = hostc.MCU_ERR_ARG, hostc.MCU_ERR_SHAPE
+    dw = inplace_case(3, pointwise=False)
+    dw = ({**dw[0], "input": (1, 4, 5, 3), "output": (1, 4, 5, 3), "filter": (1, 3, 3, 3), "pad_top": 1,
+           "pad_left": 1}, dw[1][:1].repeat(3), dw[2][:1].repeat(3), rand_int8(np.random.default_rng(0), (1, 4, 5, 3)),
+          np.ones((1, 3, 3, 3), np.int8), None)
+    pw = inplace_case(4, pointwise=True)
+    pw = ({**pw[0], "input": (1, 4, 5, 6), "output": (1, 4, 5, 4), "filter": (4, 1, 1, 6), "stride_h": 1,
+           "stride_w": 1}, pw[1][:1].repeat(4), pw[2][:1].repeat(4), rand_int8(np.random.default_rng(1), (1, 4, 5, 6)),
+          np.ones((4, 1, 1, 6), np.int8), None)
+
+    def with_params(base, **changes):
+        return ({**base[0], **changes}, *base[1:])
+
+    for kernel, base in (("mcu_dwconv2d_s8_inplace", dw), ("mcu_conv2d_1x1_s8_inplace", pw)):
+        yield f"{kernel} NULL params", kernel, (None, *base[1:]), ARG
+        yield f"{kernel} NULL input", kernel, (*base[:3], None, *base[4:]), ARG
+        yield f"{kernel} stride_w=0", kernel, with_params(base, stride_w=0), ARG
+        yield f"{kernel} act_min > act_max", kernel, with_params(base, act_min=10, act_max=9), ARG
+        yield f"{kernel} shift 31", kernel, (base[0], base[1], np.full_like(base[2], 31), *base[3:]), ARG
+    p = dw[0]
+    yield "dw in place: stride 2", "mcu_dwconv2d_s8_inplace", with_params(dw, stride_h=2, output=(1, 2, 5, 3)), SHAPE
+    yield "dw in place: output dims != input dims", "mcu_dwconv2d_s8_inplace", with_params(dw, output=(1, 4, 4, 3)), SHAPE
+    yield "dw in place: channel multiplier 2", "mcu_dwconv2d_s8_inplace", \
+        (with_params(dw, output=(1, 4, 5, 6), filter=(1, 3, 3, 6))[0], dw[1][:1].repeat(6), dw[2][:1].repeat(6),
+         dw[3], np.ones((1, 3, 3, 6), np.int8), None), SHAPE
+    yield "dw in place: filter.n != 1", "mcu_dwconv2d_s8_inplace", with_params(dw, filter=(2, *p["filter"][1:])), SHAPE
+    yield "1x1 in place: C_out > C_in", "mcu_conv2d_1x1_s8_inplace", \
+        (with_params(pw, input=(1, 4, 5, 3), filter=(4, 1, 1, 3))[0], *pw[1:3], pw[3][..., :3].copy(),
+         np.ones((4, 1, 1, 3), np.int8), None), SHAPE
+    yield "1x1 in place: 3x3 filter", "mcu_conv2d_1x1_s8_inplace", \
+        (with_params(pw, filter=(4, 3, 3, 6))[0], *pw[1:4], np.ones((4, 3, 3, 6), np.int8), None), SHAPE
+    yield "1x1 in place: padding", "mcu_conv2d_1x1_s8_inplace", with_params(pw, pad_left=1), SHAPE
+    yield "1x1 in place: output past the input", "mcu_conv2d_1x1_s8_inplace", with_params(pw, output=(1, 5, 5, 4)), SHAPE
+
+
+INPLACE_BAD = list(_inplace_bad_cases())
+
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("case", INPLACE_BAD, ids=[c[0] for c in INPLACE_BAD])
+def test_inplace_kernels_reject_bad_arguments_before_writing(lib, case):
+    _, kernel, args, status = case
+    scratch = np.full(256, 0x5A, np.int8)
+    out = np.full(1 << 12, 0x5A, np.int8)
+    assert hostc.call(lib, kernel, *args, scratch, out=out) == status
+    assert (out == 0x5A).all() and (scratch == 0x5A).all(), "wrote before rejecting its arguments"
+    if all(a is not None for a in args[:1] + args[3:5]):
+        with pytest.raises(ValueError):
+            getattr(conv, kernel.removeprefix("mcu_"))(*args, scratch)
+
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("kernel", sorted(INPLACE))
+def test_inplace_kernels_reject_null_scratch_and_output(lib, kernel):
+    args = inplace_case(5, INPLACE[kernel][2])
+    out = np.zeros(1 << 12, np.int8)
+    assert hostc.call(lib, kernel, *args, None, out=out) == hostc.MCU_ERR_ARG
+    assert hostc.call(lib, kernel, *args, np.zeros(64, np.int8), out=None) == hostc.MCU_ERR_ARG
+    with pytest.raises(ValueError, match="scratch"):
+        getattr(conv, kernel.removeprefix("mcu_"))(*args, None)
+
+
 def test_twins_reject_int32_overflow():
     params = fc_params(1, 1, 1)
     with pytest.raises(OverflowError):

@@ -129,3 +129,37 @@ def test_overlap_chains_planner_leaves_room_below_for_the_next_output():
     assert plan_greedy_by_size(bufs, overlaps).arena_bytes == 1024 + 256 + 64
     p = verify_plan(bufs, plan_overlap_chains(bufs, overlaps), overlaps)
     assert p.arena_bytes <= 1024 + 16 + 64
+
+
+def test_in_place_overlap_gap_0_keeps_a_chain_in_one_place():
+    # x0 -> in-place op (scratch s1, 8 B) -> x1 -> in-place op (scratch s2) -> x2: gap 0 lets each output take its
+    # dying input's offset, so the chain costs its size plus the largest scratch, not the sum of gaps
+    bufs = [Buffer("x0", 64, 0, 1, 4), Buffer("x1", 64, 1, 2, 4), Buffer("s1", 8, 1, 1, 4),
+            Buffer("x2", 48, 2, 3, 4), Buffer("s2", 16, 2, 2, 4)]
+    overlaps = {("x1", "x0"): 0, ("x2", "x1"): 0}
+    assert lower_bound(bufs, overlaps) == 64 + 16
+    p = plan(bufs, overlaps=overlaps)
+    assert p.arena_bytes == 80 and p.offsets["x0"] == p.offsets["x1"] == p.offsets["x2"]
+    ok = {"x0": 16, "x1": 16, "x2": 16, "s1": 0, "s2": 0}
+    verify_plan(bufs, Plan(ok, 80, "hand"), overlaps)
+    verify_plan(bufs, Plan({**ok, "x2": 4, "s2": 80}, 96, "hand"), overlaps)  # an output may start below its input
+    with pytest.raises(PlanError, match="x1 .* and x2"):  # ... never above it
+        verify_plan(bufs, Plan({**ok, "x2": 20}, 80, "bad"), overlaps)
+    with pytest.raises(PlanError, match="x1 .* and s2"):  # scratch shares bytes with nothing live
+        verify_plan(bufs, Plan({**ok, "s2": 72}, 88, "bad"), overlaps)
+    with pytest.raises(PlanError, match="x0 .* and x1"):  # without the rule, in place is an overlap
+        verify_plan(bufs, Plan(ok, 80, "bad"), {("x2", "x1"): 0})
+
+
+def test_top_down_reaches_the_bound_where_first_fit_does_not():
+    # x0 -> in place (scratch s1) -> x1 -> raster, 4 bytes below -> x2. Bound: x0 + s1 = 72 at step 1.
+    # First fit puts x0 and x1 at 0, so x2 cannot slide under x1; top down floats x0/x1 at 8, s1 at 0, x2 at 4.
+    from mcu.memory_planner.planner import plan_overlap_chains, plan_top_down
+    bufs = [Buffer("x0", 64, 0, 1, 4), Buffer("x1", 64, 1, 2, 4), Buffer("s1", 8, 1, 1, 4), Buffer("x2", 64, 2, 3, 4)]
+    overlaps = {("x1", "x0"): 0, ("x2", "x1"): 4}
+    assert lower_bound(bufs, overlaps) == 72
+    assert plan_greedy_by_size(bufs, overlaps).arena_bytes == 128
+    assert plan_overlap_chains(bufs, overlaps).arena_bytes > 72
+    p = verify_plan(bufs, plan_top_down(bufs, overlaps), overlaps)
+    assert p.arena_bytes == 72 and p.offsets == {"x0": 8, "x1": 8, "s1": 0, "x2": 4}
+    assert plan(bufs, overlaps=overlaps).arena_bytes == 72

@@ -43,7 +43,7 @@ class Target:
     """What the code generator may assume about the core."""
     name: str = "portable"
     features: frozenset[str] = frozenset()  # "dsp", "mve", "fpu"; "int4": int4 weight kernels wanted
-    variants: bool = True  # False: keep the portable kernels (their outputs may overlap dying inputs)
+    variants: bool = True  # False: portable kernels (outputs may overlap dying inputs) and in-place variants
 
     @staticmethod
     def of_board(board) -> "Target":

@@ -1,5 +1,6 @@
 """Numpy twins of runtime_c/kernels/conv: mcu_conv2d_s8, mcu_dwconv2d_s8 and mcu_conv2d_grouped_s8, with the same
-integer arithmetic.
+integer arithmetic, and of the in-place variants mcu_dwconv2d_s8_inplace and mcu_conv2d_1x1_s8_inplace (the same
+results; their geometry limits and scratch sizes, which the code generator and the memory planner use).
 
 - Windows are strided views of the input (+ input_offset) zero-padded on every side, so padded taps add 0,
   exactly as the C skips them; accumulation is int64 and must fit int32 (the C accumulates in int32).
@@ -105,3 +106,57 @@ def conv2d_grouped_s8(params: dict, multiplier: np.ndarray, shift: np.ndarray, i
     acc = np.concatenate([np.tensordot(win[..., g * c_group:(g + 1) * c_group], w[g * per:(g + 1) * per],
                                        axes=([3, 4, 5], [1, 2, 3])) for g in range(groups)], axis=-1)
     return output_stage(acc, bias, multiplier, shift, p["output_offset"], p["act_min"], p["act_max"])
+
+
+# ---- In-place variants (mcu_kernels.h): same results, their own geometry limits and scratch ----------------------
+
+def dwconv2d_s8_inplace_fits(p: dict) -> bool:
+    """mcu_dwconv2d_s8_inplace runs this geometry: channel multiplier 1, stride 1, output dims == input dims."""
+    return (tuple(p["output"]) == tuple(p["input"]) and p["filter"][0] == 1 and p["filter"][3] == p["output"][3]
+            and p["stride_h"] == 1 and p["stride_w"] == 1)
+
+
+def dwconv2d_s8_inplace_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_dwconv2d_s8_inplace_scratch_bytes: a ring of max(1, pad_top * W + pad_left) output pixels."""
+    return max(1, p["pad_top"] * p["input"][2] + p["pad_left"]) * p["input"][3]
+
+
+def conv2d_1x1_s8_inplace_fits(p: dict) -> bool:
+    """mcu_conv2d_1x1_s8_inplace runs this geometry: 1x1 filter, no padding, C_out <= C_in, every output pixel
+    on an input pixel."""
+    _, ih, iw, c_in = p["input"]
+    _, oh, ow, c_out = p["output"]
+    return (p["filter"][1] == 1 and p["filter"][2] == 1 and p["pad_top"] == 0 and p["pad_left"] == 0
+            and c_out <= c_in and (oh - 1) * p["stride_h"] < ih and (ow - 1) * p["stride_w"] < iw)
+
+
+def conv2d_1x1_s8_inplace_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_conv2d_1x1_s8_inplace_scratch_bytes: one input pixel."""
+    return p["input"][3]
+
+
+def _check_scratch(scratch, size: int) -> None:
+    if scratch is None or np.asarray(scratch).size < size:
+        raise ValueError(f"scratch must hold {size} bytes")
+
+
+def dwconv2d_s8_inplace(params: dict, multiplier: np.ndarray, shift: np.ndarray, input: np.ndarray,
+                        filter: np.ndarray, bias: np.ndarray | None, scratch: np.ndarray) -> np.ndarray:
+    """Twin of mcu_dwconv2d_s8_inplace: mcu_dwconv2d_s8's result where the in-place kernel runs the geometry."""
+    _check_params(params)
+    if not dwconv2d_s8_inplace_fits(params):
+        raise ValueError(f"mcu_dwconv2d_s8_inplace cannot run {params['input']} -> {params['output']} with stride "
+                         f"{params['stride_h']}x{params['stride_w']} in place")
+    _check_scratch(scratch, dwconv2d_s8_inplace_scratch_bytes(params))
+    return dwconv2d_s8(params, multiplier, shift, input, filter, bias)
+
+
+def conv2d_1x1_s8_inplace(params: dict, multiplier: np.ndarray, shift: np.ndarray, input: np.ndarray,
+                          filter: np.ndarray, bias: np.ndarray | None, scratch: np.ndarray) -> np.ndarray:
+    """Twin of mcu_conv2d_1x1_s8_inplace: mcu_conv2d_s8's result where the in-place kernel runs the geometry."""
+    _check_params(params)
+    if not conv2d_1x1_s8_inplace_fits(params):
+        raise ValueError(f"mcu_conv2d_1x1_s8_inplace cannot run filter {params['filter']} {params['input']} -> "
+                         f"{params['output']} in place")
+    _check_scratch(scratch, conv2d_1x1_s8_inplace_scratch_bytes(params))
+    return conv2d_s8(params, multiplier, shift, input, filter, bias)

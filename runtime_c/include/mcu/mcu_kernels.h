@@ -8,7 +8,9 @@
  *  - Weights are int8, symmetric (zero point 0); bias is int32 with scale s_in * s_w[c] (may be NULL).
  *  - Requantization is per output channel: see mcu_quant.h and mcu_per_channel_quant_t.
  *  - The output pointer comes last; the return value is MCU_OK or an error code (checked first).
- *  - Unless a kernel says otherwise, output must not overlap any input.
+ *  - Unless a kernel says otherwise, output must not overlap any input. Exception: the portable conv,
+ *    depthwise conv and pool kernels write output pixels in raster order, each from its own window, so their
+ *    output may start `gap` bytes below the input and overlap it (codegen/memory.py raster_gap).
  *  - Accumulators are int32: sum |x + input_offset| * |w| over a window must fit (it does for any
  *    window under 2^16 taps, 255 * 127 * 2^16 < 2^31).
  *  - Zero or negative dims, strides, dilations or counts, a shift outside [-31, 30] or a negative
@@ -45,6 +47,35 @@ mcu_status_t mcu_conv2d_s8(const mcu_conv2d_params_t *params, const mcu_per_chan
  * co / ch_mult and weights w[0, ky, kx, co]. Same arithmetic as mcu_conv2d_s8 otherwise. */
 mcu_status_t mcu_dwconv2d_s8(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                              const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+
+/* In-place variants (optimize="memory"): mcu_dwconv2d_s8's / mcu_conv2d_s8's results bit for bit, with `scratch`
+ * from the caller (the code generator plans it in the arena, live during the call only). output may alias input
+ * exactly, or start below it and overlap it; scratch must not overlap either. Geometry they cannot run in place
+ * gives MCU_ERR_SHAPE; a NULL scratch MCU_ERR_ARG.
+ *  - mcu_dwconv2d_s8_inplace: channel multiplier 1, stride 1, output dims == input dims (any kernel size,
+ *    padding, dilation). Output pixel q (flattened n, y, x) waits in a ring of `delay` pixels,
+ *    delay = max(1, pad_top * W + pad_left), and replaces input pixel q channel by channel once pixel
+ *    q + delay, the last to read it, has. scratch: delay * C bytes.
+ *  - mcu_conv2d_1x1_s8_inplace: 1x1 filter, no padding, any stride, C_out <= C_in, every output pixel inside
+ *    the input ((H_out - 1) * stride_h < H_in, same for W). Each input pixel is copied to scratch (C_in bytes)
+ *    before its output pixel, which fits in the bytes of input pixels already read, is written. */
+static inline int32_t mcu_dwconv2d_s8_inplace_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    const int32_t delay = params->pad_top * params->input.w + params->pad_left;
+    return (delay > 1 ? delay : 1) * params->input.c;
+}
+
+static inline int32_t mcu_conv2d_1x1_s8_inplace_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return params->input.c;
+}
+
+mcu_status_t mcu_dwconv2d_s8_inplace(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                     const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                     int8_t *scratch, int8_t *output);
+mcu_status_t mcu_conv2d_1x1_s8_inplace(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                       const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                       int8_t *scratch, int8_t *output);
 
 /* ---- Fully connected ---------------------------------------------------------------------------- */
 
@@ -275,6 +306,106 @@ typedef struct {
  * Sums run from i = 0 up. weight and bias ([cols]) may be NULL (1 and 0). output may alias input. */
 mcu_status_t mcu_layer_norm_f32(const mcu_layer_norm_params_t *params, const float *input, const float *weight,
                                 const float *bias, float *output);
+
+/* ==== Float32 kernels (quantize="none") ============================================================
+ * The float model compiled as it is: float32 NHWC activations, float32 weights in the int8 layouts (OHWI;
+ * depthwise [1, KH, KW, C]) and biases, planned in the same arena. Conventions as for the int8 kernels
+ * (output last, status code, arguments checked first, output must not overlap an input unless stated), and:
+ *  - act_min <= act_max clamp the output (a fused ReLU / ReLU6); -FLT_MAX and FLT_MAX clamp nothing. A NaN
+ *    passes the clamp unchanged.
+ *  - Every sum runs from 0.0f in the order stated, one IEEE single rounding per operation (no fused
+ *    multiply-add: ISO C modes default to -ffp-contract=off), so the numpy twins in mcu/twins/float32.py
+ *    give the same bits with an FPU or in soft float (libgcc's, on cores without one).
+ *  - Taps outside the input (zero padding) are skipped; they would add +-0.0f.
+ * ================================================================================================= */
+
+typedef struct {
+    mcu_dims_t input;   /* [N, H_in, W_in, C_in] */
+    mcu_dims_t filter;  /* [C_out, KH, KW, C_in / groups] (OHWI) for conv; [1, KH, KW, C_out] for depthwise */
+    mcu_dims_t output;  /* [N, H_out, W_out, C_out] */
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t dilation_h, dilation_w;
+    float act_min, act_max;
+} mcu_conv2d_f32_params_t;
+
+/* 2-d convolution, regular or grouped: groups = input.c / filter.c, and output channel co reads input
+ * channels [g * filter.c, (g + 1) * filter.c) with g = co / (output.c / groups). Output element (n, y, x, co):
+ *   acc = sum over ky, then kx, then ci (in that order) of in[n, y*sh - pt + ky*dh, x*sw - pl + kx*dw, ci] *
+ *         w[co, ky, kx, ci]; out = clamp(acc + bias[co]) (bias may be NULL: 0). */
+mcu_status_t mcu_conv2d_f32(const mcu_conv2d_f32_params_t *params, const float *input, const float *filter,
+                            const float *bias, float *output);
+
+/* Depthwise 2-d convolution; output.c == input.c * ch_mult; output channel co reads input channel
+ * co / ch_mult and weights w[0, ky, kx, co], summed over ky, then kx; then as mcu_conv2d_f32. */
+mcu_status_t mcu_dwconv2d_f32(const mcu_conv2d_f32_params_t *params, const float *input, const float *filter,
+                              const float *bias, float *output);
+
+typedef struct {
+    int32_t batches;      /* rows of the input */
+    int32_t in_features;  /* K */
+    int32_t out_features; /* N */
+    float act_min, act_max;
+} mcu_fc_f32_params_t;
+
+/* out[b, o] = clamp(sum_{k = 0 up} in[b, k] * w[o, k] + bias[o]); weights [out_features, in_features]. */
+mcu_status_t mcu_fully_connected_f32(const mcu_fc_f32_params_t *params, const float *input, const float *weights,
+                                     const float *bias, float *output);
+
+typedef struct {
+    mcu_dims_t input;  /* [N, H_in, W_in, C] */
+    mcu_dims_t output; /* [N, H_out, W_out, C] */
+    int32_t kernel_h, kernel_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t divisor;   /* avg pool: > 0 divides every window by it; 0 by the count of valid taps */
+    float act_min, act_max;
+} mcu_pool2d_f32_params_t;
+
+/* Max over the valid taps of each window (padding never wins); a window entirely in the padding gives
+ * MCU_ERR_SHAPE. */
+mcu_status_t mcu_maxpool2d_f32(const mcu_pool2d_f32_params_t *params, const float *input, float *output);
+
+/* out = clamp(acc / (float)d): acc sums the valid taps over ky, then kx; d = divisor or the valid-tap count. */
+mcu_status_t mcu_avgpool2d_f32(const mcu_pool2d_f32_params_t *params, const float *input, float *output);
+
+typedef struct {
+    mcu_dims_t input1, input2, output; /* broadcast dims (see "Op breadth") */
+    int32_t subtract;                  /* 0: in1 + in2, 1: in1 - in2 (ignored by mcu_mul_f32) */
+    float act_min, act_max;
+} mcu_binary_f32_params_t;
+
+/* out = clamp(in1 +- in2) and out = clamp(in1 * in2), with broadcasting. output may alias an input of the
+ * output's dims exactly (in-place). */
+mcu_status_t mcu_add_f32(const mcu_binary_f32_params_t *params, const float *input1, const float *input2,
+                         float *output);
+mcu_status_t mcu_mul_f32(const mcu_binary_f32_params_t *params, const float *input1, const float *input2,
+                         float *output);
+
+/* Softmax over the last axis (mcu_softmax_params_t, cols without the int8 limit): per row, m = max(in);
+ * e_i = exp(in_i - m) (exp in float, without libm: Cody-Waite reduction by ln 2, Cephes' degree-6
+ * polynomial, within 2 ulp; 0 below -103.97); s = sum_i e_i; out_i = e_i / s. output may alias input. */
+mcu_status_t mcu_softmax_f32(const mcu_softmax_params_t *params, const float *input, float *output);
+
+typedef struct {
+    int32_t size;
+    float act_min, act_max;
+} mcu_clamp_f32_params_t;
+
+/* out[i] = clamp(in[i]) (ReLU, ReLU6, clamp that could not fuse). output may alias input. */
+mcu_status_t mcu_clamp_f32(const mcu_clamp_f32_params_t *params, const float *input, float *output);
+
+/* out = in.transpose(perm) for a float tensor of rank <= 4 (mcu_transpose_params_t). */
+mcu_status_t mcu_transpose_f32(const mcu_transpose_params_t *params, const float *input, float *output);
+
+typedef struct {
+    mcu_dims_t input;  /* any 4-d axis order */
+    mcu_dims_t output; /* each dim equals the input's or is 1; a dim of 1 (input > 1) is reduced */
+    float divisor;     /* 1 for a sum, the element count of the reduced box for a mean */
+} mcu_reduce_f32_params_t;
+
+/* out = (sum over the reduced box, innermost axis fastest) / divisor. */
+mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *input, float *output);
 
 /* ==== Optimized variants ===========================================================================
  *

@@ -1,0 +1,58 @@
+"""optimize="memory": a conv whose input dies at it runs as its in-place variant, with planned scratch.
+
+- Memory mode keeps the portable kernels, whose outputs may start `raster_gap` bytes below a dying
+  input (codegen/memory.py). Along a chain each such overlap moves the next tensor down by its gap, so
+  the arena grows by the sum of the gaps. An in-place kernel's output may start at its input's very
+  offset instead: a chain of them stays put, and costs its largest scratch, not the sum of its gaps.
+- VARIANTS: portable kernel -> its in-place variant, the geometry that variant runs (mcu_kernels.h; the
+  twins' `*_fits`) and its scratch size (the twin of its `*_scratch_bytes`).
+- A node is swapped only where its input dies there in the current order and both tensors live in the
+  arena (memory.overwritable_inputs): elsewhere the variant could not overwrite the input and its
+  scratch would be bytes for nothing.
+- The scratch is a new int8 tensor `<node>_scratch`, the node's second output: the planner gives it
+  arena bytes live during the call only, and emit passes it before the output (the C argument order).
+  attrs["twin"] keeps the portable kernel, which the reference runs (the same results).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from mcu.codegen.ir import Graph, Tensor
+from mcu.codegen.memory import INPLACE_KERNELS, overwritable_inputs
+from mcu.codegen.passes.select_kernels import Target
+from mcu.twins.conv import conv2d_1x1_s8_inplace_scratch_bytes, dwconv2d_s8_inplace_scratch_bytes
+
+
+@dataclass(frozen=True)
+class InPlace:
+    kernel: str
+    path: str
+    scratch_bytes: Callable[[dict], int]
+
+    @property
+    def fits(self) -> Callable[[dict], bool]:
+        return INPLACE_KERNELS[self.kernel]
+
+
+VARIANTS = {
+    "mcu_dwconv2d_s8": InPlace("mcu_dwconv2d_s8_inplace", "conv/mcu_dwconv2d_s8_inplace",
+                               dwconv2d_s8_inplace_scratch_bytes),
+    "mcu_conv2d_s8": InPlace("mcu_conv2d_1x1_s8_inplace", "conv/mcu_conv2d_1x1_s8_inplace",
+                             conv2d_1x1_s8_inplace_scratch_bytes),
+}
+
+
+def use_inplace_kernels(graph: Graph, target: Target) -> Graph:
+    if target.variants:  # optimize="speed": the board's fastest kernels
+        return graph
+    nodes, tensors = [], dict(graph.tensors)
+    for node, dies in zip(graph.nodes, overwritable_inputs(graph)):
+        v = VARIANTS.get(node.attrs.get("kernel")) if node.op == "call" else None
+        if v is not None and dies and v.fits(node.attrs["params"]):
+            scratch = f"{node.name}_scratch"
+            tensors[scratch] = Tensor(scratch, (v.scratch_bytes(node.attrs["params"]),), "int8")
+            node = node.replace(outputs=(node.outputs[0], scratch), attrs={
+                **node.attrs, "kernel": v.kernel, "path": v.path, "twin": node.attrs["kernel"]})
+        nodes.append(node)
+    return graph.replace(nodes=tuple(nodes), tensors=tensors)

@@ -1,0 +1,252 @@
+"""Numpy twins of runtime_c/kernels/float: the float32 kernels of quantize="none", with the C's arithmetic.
+
+- Every operation is float32 and in the C's order, so host numpy and a Cortex-M (FPU or soft float) round
+  identically: a sum is accumulated from 0.0 one term at a time in the kernel's order, vectorized across
+  output elements only (never numpy's pairwise sum), and nothing is fused into a multiply-add.
+- Taps outside the input read 0.0 here where the C skips them: adding +-0.0 leaves a float sum's value as
+  it is, so the results compare equal.
+- exp_f32 is the softmax kernel's exp (Cody-Waite reduction, Cephes' polynomial), step by step.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+F32 = np.float32
+
+
+def _dims_ok(*dims) -> None:
+    for d in dims:
+        if len(d) != 4 or min(d) < 1:
+            raise ValueError(f"dims must be 4 positive ints, got {d}")
+
+
+def _act(p: dict, v: np.ndarray) -> np.ndarray:
+    lo, hi = F32(p["act_min"]), F32(p["act_max"])
+    if not lo <= hi:
+        raise ValueError(f"bad activation range [{lo}, {hi}]")
+    v = np.where(v < lo, lo, v)
+    return np.where(v > hi, hi, v).astype(F32)
+
+
+def _padded(x: np.ndarray, dims, pad_top: int, pad_left: int, rows: int, cols: int) -> np.ndarray:
+    """x [N, H, W, C] inside zeros of at least [N, rows, cols, C], its corner at (pad_top, pad_left)."""
+    n, h, w, c = dims
+    out = np.zeros((n, max(rows, pad_top + h), max(cols, pad_left + w), c), F32)
+    out[:, pad_top:pad_top + h, pad_left:pad_left + w, :] = np.asarray(x, F32).reshape(n, h, w, c)
+    return out
+
+
+def _taps(p: dict, x: np.ndarray, kh: int, kw: int):
+    """Yield (ky, kx, view [N, H_out, W_out, C]) of the zero-padded input at each tap, ky then kx."""
+    _, oh, ow, _ = p["output"]
+    sh, sw, dh, dw = p["stride_h"], p["stride_w"], p.get("dilation_h", 1), p.get("dilation_w", 1)
+    xp = _padded(x, p["input"], p["pad_top"], p["pad_left"], (oh - 1) * sh + (kh - 1) * dh + 1,
+                 (ow - 1) * sw + (kw - 1) * dw + 1)
+    for ky in range(kh):
+        for kx in range(kw):
+            yield ky, kx, xp[:, ky * dh:ky * dh + (oh - 1) * sh + 1:sh, kx * dw:kx * dw + (ow - 1) * sw + 1:sw, :]
+
+
+def _conv_check(p: dict) -> None:
+    _dims_ok(p["input"], p["filter"], p["output"])
+    if min(p["stride_h"], p["stride_w"], p["dilation_h"], p["dilation_w"]) < 1 or min(p["pad_top"], p["pad_left"]) < 0:
+        raise ValueError("strides and dilations must be >= 1, pads >= 0")
+
+
+def _finish(p: dict, acc: np.ndarray, bias) -> np.ndarray:
+    if bias is not None:
+        acc = acc + np.asarray(bias, F32).reshape(-1)
+    return _act(p, acc)
+
+
+def conv2d_f32(params: dict, input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """Twin of mcu_conv2d_f32 (regular or grouped); returns float32 of shape params["output"]."""
+    p = params
+    _conv_check(p)
+    (n, _, _, c_in), (c_out, kh, kw, c_group), out = p["input"], p["filter"], p["output"]
+    if out[0] != n or out[3] != c_out or c_in % c_group or c_out % (c_in // c_group):
+        raise ValueError(f"conv dims disagree: {p['input']} {p['filter']} {p['output']}")
+    w = np.asarray(filter, F32).reshape(c_out, kh, kw, c_group)
+    groups = c_in // c_group
+    first = (np.arange(c_out) // (c_out // groups)) * c_group  # each output channel's first input channel
+    acc = np.zeros(tuple(out), F32)
+    for ky, kx, win in _taps(p, input, kh, kw):
+        for ci in range(c_group):
+            x = win[..., ci:ci + 1] if groups == 1 else win[..., first + ci]
+            acc = acc + x * w[:, ky, kx, ci]
+    return _finish(p, acc, bias)
+
+
+def dwconv2d_f32(params: dict, input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """Twin of mcu_dwconv2d_f32; returns float32 of shape params["output"]."""
+    p = params
+    _conv_check(p)
+    (n, _, _, c_in), (one, kh, kw, c_out), out = p["input"], p["filter"], p["output"]
+    if out[0] != n or one != 1 or out[3] != c_out or c_out % c_in:
+        raise ValueError(f"depthwise dims disagree: {p['input']} {p['filter']} {p['output']}")
+    w = np.asarray(filter, F32).reshape(kh, kw, c_out)
+    src = np.arange(c_out) // (c_out // c_in)
+    acc = np.zeros(tuple(out), F32)
+    for ky, kx, win in _taps(p, input, kh, kw):
+        acc = acc + win[..., src] * w[ky, kx]
+    return _finish(p, acc, bias)
+
+
+def fully_connected_f32(params: dict, input: np.ndarray, weights: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """Twin of mcu_fully_connected_f32; returns float32 [batches, out_features]."""
+    b, k, n = params["batches"], params["in_features"], params["out_features"]
+    if min(b, k, n) < 1:
+        raise ValueError(f"batches, in_features, out_features must be >= 1: {b}, {k}, {n}")
+    x = np.asarray(input, F32).reshape(b, k)
+    w = np.asarray(weights, F32).reshape(n, k)
+    acc = np.zeros((b, n), F32)
+    for i in range(k):
+        acc = acc + x[:, i:i + 1] * w[:, i]
+    return _finish(params, acc, bias)
+
+
+def _pool_check(p: dict) -> None:
+    _dims_ok(p["input"], p["output"])
+    if min(p["kernel_h"], p["kernel_w"], p["stride_h"], p["stride_w"]) < 1 or min(p["pad_top"], p["pad_left"]) < 0 \
+            or p["divisor"] < 0:
+        raise ValueError("kernel and stride must be >= 1, pads and divisor >= 0")
+    (n, h, w, c), (on, oh, ow, oc) = p["input"], p["output"]
+    if on != n or oc != c:
+        raise ValueError(f"pool dims disagree: input {p['input']} output {p['output']}")
+    if (p["pad_top"] >= p["kernel_h"] or p["pad_left"] >= p["kernel_w"]
+            or (oh - 1) * p["stride_h"] - p["pad_top"] >= h or (ow - 1) * p["stride_w"] - p["pad_left"] >= w):
+        raise ValueError("a pooling window lies entirely in the padding")
+
+
+def _valid(p: dict) -> np.ndarray:
+    """1.0 where a tap is inside the input, per (ky, kx): [KH, KW, H_out, W_out, 1]."""
+    _, h, w, _ = p["input"]
+    ones = {**p, "input": (1, h, w, 1), "output": (1, *p["output"][1:3], 1)}
+    taps = {(ky, kx): v[0] for ky, kx, v in _taps(ones, np.ones((1, h, w, 1), F32), p["kernel_h"], p["kernel_w"])}
+    return np.array([[taps[ky, kx] for kx in range(p["kernel_w"])] for ky in range(p["kernel_h"])])
+
+
+def maxpool2d_f32(params: dict, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_maxpool2d_f32; returns float32 of shape params["output"]."""
+    p = params
+    _pool_check(p)
+    valid = _valid(p)
+    best = np.full(tuple(p["output"]), -np.inf, F32)
+    for ky, kx, win in _taps(p, input, p["kernel_h"], p["kernel_w"]):
+        best = np.where((valid[ky, kx] > 0) & (win > best), win, best)
+    return _act(p, best)
+
+
+def avgpool2d_f32(params: dict, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_avgpool2d_f32; returns float32 of shape params["output"]."""
+    p = params
+    _pool_check(p)
+    acc = np.zeros(tuple(p["output"]), F32)
+    for _, _, win in _taps(p, input, p["kernel_h"], p["kernel_w"]):
+        acc = acc + win
+    d = F32(p["divisor"]) if p["divisor"] > 0 else _valid(p).sum(axis=(0, 1)).astype(F32)
+    return _act(p, acc / d)
+
+
+def _operands(p: dict, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    _dims_ok(p["input1"], p["input2"], p["output"])
+    for d in (p["input1"], p["input2"]):
+        if any(i not in (o, 1) for i, o in zip(d, p["output"])):
+            raise ValueError(f"dims {d} do not broadcast to {p['output']}")
+    return np.asarray(a, F32).reshape(p["input1"]), np.asarray(b, F32).reshape(p["input2"])
+
+
+def add_f32(params: dict, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
+    """Twin of mcu_add_f32 (add, or subtract when params["subtract"])."""
+    if params["subtract"] not in (0, 1):
+        raise ValueError(f"subtract must be 0 or 1, got {params['subtract']}")
+    a, b = _operands(params, input1, input2)
+    v = a - b if params["subtract"] else a + b
+    return _act(params, np.broadcast_to(v, tuple(params["output"])))
+
+
+def mul_f32(params: dict, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
+    """Twin of mcu_mul_f32."""
+    a, b = _operands(params, input1, input2)
+    return _act(params, np.broadcast_to(a * b, tuple(params["output"])))
+
+
+def clamp_f32(params: dict, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_clamp_f32."""
+    x = np.asarray(input, F32)
+    if params["size"] < 1 or x.size != params["size"]:
+        raise ValueError(f"input must hold size = {params['size']} >= 1 values, got {x.size}")
+    return _act(params, x)
+
+
+def transpose_f32(params: dict, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_transpose_f32."""
+    dims, perm = tuple(params["in_dims"]), tuple(params["perm"])
+    if len(dims) != 4 or min(dims) < 1 or sorted(perm) != [0, 1, 2, 3]:
+        raise ValueError(f"in_dims must be 4 positive ints and perm a permutation of 0..3, got {dims}, {perm}")
+    return np.ascontiguousarray(np.asarray(input, F32).reshape(dims).transpose(perm))
+
+
+def reduce_f32(params: dict, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_reduce_f32: the box of each output element summed in row-major order, then divided."""
+    dims, out = tuple(params["input"]), tuple(params["output"])
+    _dims_ok(dims, out)
+    if any(o not in (d, 1) for d, o in zip(dims, out)) or not params["divisor"] > 0:
+        raise ValueError(f"output dims {out} must equal the input's {dims} or be 1; divisor > 0")
+    axes = [i for i, (d, o) in enumerate(zip(dims, out)) if o != d]
+    x = np.asarray(input, F32).reshape(dims)
+    kept = tuple(d for i, d in enumerate(dims) if i not in axes)
+    box = np.moveaxis(x, axes, list(range(4 - len(axes), 4))).reshape(*kept, -1)
+    acc = np.zeros(box.shape[:-1], F32)
+    for i in range(box.shape[-1]):
+        acc = acc + box[..., i]
+    return (acc / F32(params["divisor"])).reshape(out)
+
+
+LOG2E, LN2_HI, LN2_LO = F32(1.44269504), F32(0.693359375), F32(-2.12194440e-4)
+EXP_POLY = tuple(F32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+                                  1.6666665459e-1, 5.0000001201e-1))
+
+
+def _pow2(k: np.ndarray) -> np.ndarray:
+    return ((k.astype(np.int64) + 127) << 23).astype(np.uint32).view(F32)
+
+
+def exp_f32(x: np.ndarray) -> np.ndarray:
+    """The exp of mcu_softmax_f32, operation by operation."""
+    x = np.asarray(x, F32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        inside = (x >= F32(-103.972084)) & (x <= F32(88.7228394))
+        xs = np.where(inside, x, F32(0))
+        t = xs * LOG2E + F32(0.5)
+        k = np.trunc(t).astype(np.int32)
+        k = np.where(k.astype(F32) > t, k - 1, k)
+        kf = k.astype(F32)
+        r = xs - kf * LN2_HI
+        r = r - kf * LN2_LO
+        z = r * r
+        y = np.full_like(r, EXP_POLY[0])
+        for c in EXP_POLY[1:]:
+            y = y * r + c
+        y = y * z + r + F32(1)
+        k1 = np.trunc(k / 2).astype(np.int32)  # C division truncates toward zero
+        y = y * _pow2(k1) * _pow2(k - k1)
+        y = np.where(inside, y, np.where(x > 0, F32(np.inf), F32(0)))
+        return np.where(np.isnan(x), x, y).astype(F32)
+
+
+def softmax_f32(params: dict, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_softmax_f32 (rows x cols)."""
+    rows, cols = params["rows"], params["cols"]
+    x = np.asarray(input, F32)
+    if rows < 1 or cols < 1 or x.size != rows * cols:
+        raise ValueError(f"input must hold rows x cols = {rows} x {cols} >= 1 values, got {x.size}")
+    x = x.reshape(rows, cols)
+    m = x[:, 0]
+    for i in range(1, cols):  # NaN never wins, as the C's `in[i] > max`
+        m = np.where(x[:, i] > m, x[:, i], m)
+    e = exp_f32(x - m[:, None])
+    s = np.zeros(rows, F32)
+    for i in range(cols):
+        s = s + e[:, i]
+    return (e / s[:, None]).astype(F32)

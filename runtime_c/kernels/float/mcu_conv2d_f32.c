@@ -1,0 +1,96 @@
+/* Float32 2-d convolution, regular or grouped: NHWC input, OHWI filter, taps summed in (ky, kx, ci) order. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/mcu_kernels.h"
+
+/* Taps t in [*lo, *hi) of a `taps`-long window at `base` with step `dil` such that 0 <= base + t*dil < size. */
+static void tap_range(int32_t base, int32_t dil, int32_t taps, int32_t size, int32_t *lo, int32_t *hi)
+{
+    const int32_t first = base < 0 ? (dil - 1 - base) / dil : 0;
+    int32_t end = size > base ? (size - base + dil - 1) / dil : 0;
+    end = end < taps ? end : taps;
+    *lo = first < end ? first : end;
+    *hi = end;
+}
+
+static int dims_valid(const mcu_dims_t *d)
+{
+    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
+}
+
+mcu_status_t mcu_conv2d_f32(const mcu_conv2d_f32_params_t *params, const float *input, const float *filter,
+                            const float *bias, float *output)
+{
+    if (params == NULL || input == NULL || filter == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_conv2d_f32_params_t *p = params;
+    if (!dims_valid(&p->input) || !dims_valid(&p->filter) || !dims_valid(&p->output) || p->stride_h < 1 ||
+        p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 || p->pad_top < 0 || p->pad_left < 0 ||
+        !(p->act_min <= p->act_max)) {
+        return MCU_ERR_ARG;
+    }
+    const int32_t c_in = p->input.c, c_out = p->output.c, c_group = p->filter.c;
+    if (p->output.n != p->input.n || p->output.c != p->filter.n || c_in % c_group != 0 ||
+        c_out % (c_in / c_group) != 0) {
+        return MCU_ERR_SHAPE;
+    }
+
+    const int32_t in_h = p->input.h, in_w = p->input.w;
+    const int32_t kh = p->filter.h, kw = p->filter.w;
+    const int32_t dh = p->dilation_h, dw = p->dilation_w;
+    const int32_t out_per_group = c_out / (c_in / c_group);
+    const int32_t filter_size = kh * kw * c_group;
+    const int32_t in_row_step = dh * in_w * c_in, in_col_step = dw * c_in;
+    float *out = output;
+
+    for (int32_t n = 0; n < p->output.n; ++n) {
+        const float *in_n = input + n * in_h * in_w * c_in;
+        for (int32_t y = 0; y < p->output.h; ++y) {
+            const int32_t base_y = y * p->stride_h - p->pad_top;
+            int32_t ky0, ky1;
+            tap_range(base_y, dh, kh, in_h, &ky0, &ky1);
+            for (int32_t x = 0; x < p->output.w; ++x) {
+                const int32_t base_x = x * p->stride_w - p->pad_left;
+                int32_t kx0, kx1;
+                tap_range(base_x, dw, kw, in_w, &kx0, &kx1);
+                /* Offsets into in_n / the filter row; only in-range taps are ever read. */
+                const int32_t in_win = ((base_y + ky0 * dh) * in_w + base_x + kx0 * dw) * c_in;
+                const int32_t w_win = (ky0 * kw + kx0) * c_group;
+                for (int32_t co = 0; co < c_out; ++co) {
+                    const float *w_co = filter + co * filter_size;
+                    const int32_t ci0 = (co / out_per_group) * c_group;
+                    float acc = 0.0f;
+                    int32_t in_row = in_win + ci0, w_row = w_win;
+                    for (int32_t ky = ky0; ky < ky1; ++ky) {
+                        int32_t in_px = in_row, w_px = w_row;
+                        for (int32_t kx = kx0; kx < kx1; ++kx) {
+                            const float *x_t = in_n + in_px, *w_t = w_co + w_px;
+                            int32_t ci = 0;
+                            for (; ci + 4 <= c_group; ci += 4) { /* unrolled; the sum keeps its order */
+                                acc += x_t[ci] * w_t[ci];
+                                acc += x_t[ci + 1] * w_t[ci + 1];
+                                acc += x_t[ci + 2] * w_t[ci + 2];
+                                acc += x_t[ci + 3] * w_t[ci + 3];
+                            }
+                            for (; ci < c_group; ++ci) {
+                                acc += x_t[ci] * w_t[ci];
+                            }
+                            in_px += in_col_step;
+                            w_px += c_group;
+                        }
+                        in_row += in_row_step;
+                        w_row += kw * c_group;
+                    }
+                    if (bias != NULL) {
+                        acc += bias[co];
+                    }
+                    acc = acc < p->act_min ? p->act_min : acc;
+                    *out++ = acc > p->act_max ? p->act_max : acc;
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}

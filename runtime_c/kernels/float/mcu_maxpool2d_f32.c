@@ -1,0 +1,67 @@
+/* Float32 2-d max pooling (NHWC); padded taps are skipped. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/mcu_kernels.h"
+
+/* Taps t in [*lo, *hi) of a `taps`-long window at `base` such that 0 <= base + t < size. */
+static void tap_range(int32_t base, int32_t taps, int32_t size, int32_t *lo, int32_t *hi)
+{
+    const int32_t first = base < 0 ? -base : 0;
+    int32_t end = size - base;
+    end = end < taps ? end : taps;
+    *lo = first < end ? first : end;
+    *hi = end;
+}
+
+static int dims_valid(const mcu_dims_t *d)
+{
+    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
+}
+
+mcu_status_t mcu_maxpool2d_f32(const mcu_pool2d_f32_params_t *params, const float *input, float *output)
+{
+    if (params == NULL || input == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_pool2d_f32_params_t *p = params;
+    if (!dims_valid(&p->input) || !dims_valid(&p->output) || p->kernel_h < 1 || p->kernel_w < 1 ||
+        p->stride_h < 1 || p->stride_w < 1 || p->pad_top < 0 || p->pad_left < 0 || p->divisor < 0 ||
+        !(p->act_min <= p->act_max)) {
+        return MCU_ERR_ARG;
+    }
+    /* Windows move monotonically, so every window has a valid tap iff the first and last ones do. */
+    if (p->output.n != p->input.n || p->output.c != p->input.c || p->pad_top >= p->kernel_h ||
+        p->pad_left >= p->kernel_w || (p->output.h - 1) * p->stride_h - p->pad_top >= p->input.h ||
+        (p->output.w - 1) * p->stride_w - p->pad_left >= p->input.w) {
+        return MCU_ERR_SHAPE;
+    }
+
+    const int32_t in_h = p->input.h, in_w = p->input.w, c = p->input.c;
+    float *out = output;
+    for (int32_t n = 0; n < p->output.n; ++n) {
+        const float *in_n = input + n * in_h * in_w * c;
+        for (int32_t y = 0; y < p->output.h; ++y) {
+            const int32_t base_y = y * p->stride_h - p->pad_top;
+            int32_t ky0, ky1;
+            tap_range(base_y, p->kernel_h, in_h, &ky0, &ky1);
+            for (int32_t x = 0; x < p->output.w; ++x) {
+                const int32_t base_x = x * p->stride_w - p->pad_left;
+                int32_t kx0, kx1;
+                tap_range(base_x, p->kernel_w, in_w, &kx0, &kx1);
+                const int32_t in_win = ((base_y + ky0) * in_w + base_x + kx0) * c;
+                for (int32_t ch = 0; ch < c; ++ch) {
+                    float best = in_n[in_win + ch];
+                    for (int32_t row = in_win + ch, ky = ky0; ky < ky1; ++ky, row += in_w * c) {
+                        for (int32_t px = row, kx = kx0; kx < kx1; ++kx, px += c) {
+                            best = in_n[px] > best ? in_n[px] : best;
+                        }
+                    }
+                    best = best < p->act_min ? p->act_min : best;
+                    *out++ = best > p->act_max ? p->act_max : best;
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}
