@@ -132,7 +132,7 @@ def cmd_compile(args) -> None:
         pkg = mcu.compile(model, example_inputs, board=args.board, calibration=_load_calibration(args.calib),
                           out_dir=args.output, force=args.force, optimize=args.optimize, progress=progress,
                           observer=args.observer, bias_correction=not args.no_bias_correction,
-                          quantize=args.quantize)
+                          quantize=args.quantize, weights=args.weights)
     finally:
         progress.close()
     m = pkg.manifest
@@ -303,6 +303,8 @@ def build_parser() -> ArgumentParser:
                         "least L2 quantization error (mse) (default: minmax)")
     p.add_argument("--quantize", choices=("int8", "none"), default="int8",
                    help="int8 (default), or none: the float model as it is, float32 kernels (--calib unused)")
+    p.add_argument("--weights", choices=("int8", "int4"), default="int8",
+                   help="int4: conv and linear weights in [-7, 7], two per byte in flash (default: int8)")
     p.add_argument("--no-bias-correction", action="store_true",
                    help="keep the float biases (default: correct them for the weights' rounding)")
     p = _command(sub, "run", cmd_run, "build and run a package on its board under QEMU",

@@ -165,3 +165,10 @@ def test_int4_model_is_exact_on_the_device(ad_int4, board):
 def test_unknown_weight_format_is_refused(tmp_path):
     with pytest.raises(McuError, match=r"weights='int2' is not one of int8, int4"):
         mcu.compile(nn.Linear(4, 2), (torch.randn(1, 4),), weights="int2", out_dir=tmp_path / "o")
+
+
+def test_cli_weights_int4(tmp_path, capsys):
+    from mcu.cli import main
+    assert main(["compile", "mcu.zoo:example_cnn", "--weights", "int4", "-o", str(tmp_path / "o")]) == 0
+    kernels = [op["kernel"] for op in mcu.load(tmp_path / "o").manifest["ops"]]
+    assert "mcu_conv2d_s4" in kernels and "mcu_fully_connected_s4" in kernels

@@ -25,6 +25,7 @@
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_quant.h"
+#include "mcu/mcu_util.h"
 
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
 #include <arm_acle.h>
@@ -50,17 +51,6 @@
 #define MCU_OPT_MAX_K 1024
 
 /* ---- Argument checks (the portable kernels' rules) ------------------------------------------------ */
-
-MCU_INLINE int mcu_dims_ok(const mcu_dims_t *d)
-{
-    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
-}
-
-MCU_INLINE int mcu_io_offsets_ok(int32_t in_off, int32_t out_off, int32_t act_min, int32_t act_max)
-{
-    return in_off >= -127 && in_off <= 128 && out_off >= MCU_Q7_MIN && out_off <= MCU_Q7_MAX &&
-           act_min >= MCU_Q7_MIN && act_min <= act_max && act_max <= MCU_Q7_MAX;
-}
 
 /* Pointers and scalar parameters of a conv (the shape agreement is checked by the caller). */
 MCU_INLINE mcu_status_t mcu_conv_check(const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *q,
@@ -142,16 +132,6 @@ MCU_INLINE mcu_status_t mcu_fc_check(const mcu_fc_params_t *p, const mcu_per_cha
         return MCU_ERR_ARG;
     }
     return MCU_OK;
-}
-
-/* Taps t in [*lo, *hi) of a `taps`-long window at `base` with step `dil` such that 0 <= base + t*dil < size. */
-MCU_INLINE void mcu_tap_range(int32_t base, int32_t dil, int32_t taps, int32_t size, int32_t *lo, int32_t *hi)
-{
-    const int32_t first = base < 0 ? (dil - 1 - base) / dil : 0;
-    int32_t end = size > base ? (size - base + dil - 1) / dil : 0;
-    end = end < taps ? end : taps;
-    *lo = first < end ? first : end;
-    *hi = end;
 }
 
 /* Per-channel quant in the portable form: multiplier >= 0, shift in [-31, 30]. */

@@ -3,12 +3,8 @@
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
+#include "mcu/mcu_util.h"
 #include "mcu/mcu_quant.h"
-
-static int dims_valid(const mcu_dims_t *d)
-{
-    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
-}
 
 mcu_status_t mcu_conv2d_1x1_s8_inplace(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                        const int8_t *input, const int8_t *filter, const int32_t *bias,
@@ -19,11 +15,9 @@ mcu_status_t mcu_conv2d_1x1_s8_inplace(const mcu_conv2d_params_t *params, const 
         return MCU_ERR_ARG;
     }
     const mcu_conv2d_params_t *p = params;
-    if (!dims_valid(&p->input) || !dims_valid(&p->filter) || !dims_valid(&p->output) || p->stride_h < 1 ||
-        p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 || p->pad_top < 0 || p->pad_left < 0 ||
-        p->input_offset < -127 || p->input_offset > 128 || p->output_offset < MCU_Q7_MIN ||
-        p->output_offset > MCU_Q7_MAX || p->act_min < MCU_Q7_MIN || p->act_min > p->act_max ||
-        p->act_max > MCU_Q7_MAX) {
+    if (!mcu_window_ok(&p->input, &p->output, p->stride_h, p->stride_w, p->dilation_h, p->dilation_w, p->pad_top,
+                       p->pad_left) || !mcu_dims_ok(&p->filter) ||
+        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
         return MCU_ERR_ARG;
     }
     const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c, c_out = p->output.c;

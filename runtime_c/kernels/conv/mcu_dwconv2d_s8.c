@@ -3,22 +3,8 @@
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
+#include "mcu/mcu_util.h"
 #include "mcu/mcu_quant.h"
-
-/* Taps t in [*lo, *hi) of a `taps`-long window at `base` with step `dil` such that 0 <= base + t*dil < size. */
-static void tap_range(int32_t base, int32_t dil, int32_t taps, int32_t size, int32_t *lo, int32_t *hi)
-{
-    const int32_t first = base < 0 ? (dil - 1 - base) / dil : 0;
-    int32_t end = size > base ? (size - base + dil - 1) / dil : 0;
-    end = end < taps ? end : taps;
-    *lo = first < end ? first : end;
-    *hi = end;
-}
-
-static int dims_valid(const mcu_dims_t *d)
-{
-    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
-}
 
 mcu_status_t mcu_dwconv2d_s8(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                              const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
@@ -28,11 +14,9 @@ mcu_status_t mcu_dwconv2d_s8(const mcu_conv2d_params_t *params, const mcu_per_ch
         return MCU_ERR_ARG;
     }
     const mcu_conv2d_params_t *p = params;
-    if (!dims_valid(&p->input) || !dims_valid(&p->filter) || !dims_valid(&p->output) || p->stride_h < 1 ||
-        p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 || p->pad_top < 0 || p->pad_left < 0 ||
-        p->input_offset < -127 || p->input_offset > 128 || p->output_offset < MCU_Q7_MIN ||
-        p->output_offset > MCU_Q7_MAX || p->act_min < MCU_Q7_MIN || p->act_min > p->act_max ||
-        p->act_max > MCU_Q7_MAX) {
+    if (!mcu_window_ok(&p->input, &p->output, p->stride_h, p->stride_w, p->dilation_h, p->dilation_w, p->pad_top,
+                       p->pad_left) || !mcu_dims_ok(&p->filter) ||
+        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
         return MCU_ERR_ARG;
     }
     if (p->output.n != p->input.n || p->filter.n != 1 || p->filter.c != p->output.c ||
@@ -60,11 +44,11 @@ mcu_status_t mcu_dwconv2d_s8(const mcu_conv2d_params_t *params, const mcu_per_ch
         for (int32_t y = 0; y < p->output.h; ++y) {
             const int32_t base_y = y * p->stride_h - p->pad_top;
             int32_t ky0, ky1;
-            tap_range(base_y, dh, kh, in_h, &ky0, &ky1);
+            mcu_tap_range(base_y, dh, kh, in_h, &ky0, &ky1);
             for (int32_t x = 0; x < p->output.w; ++x) {
                 const int32_t base_x = x * p->stride_w - p->pad_left;
                 int32_t kx0, kx1;
-                tap_range(base_x, dw, kw, in_w, &kx0, &kx1);
+                mcu_tap_range(base_x, dw, kw, in_w, &kx0, &kx1);
                 /* Offsets into in_n / filter; only in-range taps are ever read. */
                 const int32_t in_win = ((base_y + ky0 * dh) * in_w + base_x + kx0 * dw) * c_in;
                 const int32_t w_win = (ky0 * kw + kx0) * c_out;

@@ -3,23 +3,8 @@
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
+#include "mcu/mcu_util.h"
 #include "mcu/mcu_quant.h"
-
-/* in broadcasts to out: every dim is positive and equals out's or is 1. */
-static int broadcasts(const mcu_dims_t *in, const mcu_dims_t *out)
-{
-    return in->n > 0 && in->h > 0 && in->w > 0 && in->c > 0 && (in->n == out->n || in->n == 1) &&
-           (in->h == out->h || in->h == 1) && (in->w == out->w || in->w == 1) && (in->c == out->c || in->c == 1);
-}
-
-/* Element strides of d, 0 along broadcast dims: {n, h, w, c}. */
-static void strides(const mcu_dims_t *d, int32_t st[4])
-{
-    st[3] = d->c == 1 ? 0 : 1;
-    st[2] = d->w == 1 ? 0 : d->c;
-    st[1] = d->h == 1 ? 0 : d->w * d->c;
-    st[0] = d->n == 1 ? 0 : d->h * d->w * d->c;
-}
 
 mcu_status_t mcu_add_broadcast_s8(const mcu_add_broadcast_params_t *params, const int8_t *input1,
                                   const int8_t *input2, int8_t *output)
@@ -38,13 +23,13 @@ mcu_status_t mcu_add_broadcast_s8(const mcu_add_broadcast_params_t *params, cons
         p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
         return MCU_ERR_ARG;
     }
-    if (!broadcasts(&p->input1, o) || !broadcasts(&p->input2, o)) {
+    if (!mcu_broadcasts(&p->input1, o) || !mcu_broadcasts(&p->input2, o)) {
         return MCU_ERR_SHAPE;
     }
 
     int32_t s1[4], s2[4];
-    strides(&p->input1, s1);
-    strides(&p->input2, s2);
+    mcu_broadcast_strides(&p->input1, s1);
+    mcu_broadcast_strides(&p->input2, s2);
     const int32_t scale = (int32_t)1 << p->left_shift;
     int8_t *out = output;
     for (int32_t n = 0; n < o->n; ++n) {

@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
+#include "mcu/mcu_util.h"
 #include "mcu/mcu_quant.h"
 
 mcu_status_t mcu_fully_connected_s8(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
@@ -14,9 +15,8 @@ mcu_status_t mcu_fully_connected_s8(const mcu_fc_params_t *params, const mcu_per
         return MCU_ERR_ARG;
     }
     const mcu_fc_params_t *p = params;
-    if (p->batches < 1 || p->in_features < 1 || p->out_features < 1 || p->input_offset < -127 ||
-        p->input_offset > 128 || p->output_offset < MCU_Q7_MIN || p->output_offset > MCU_Q7_MAX ||
-        p->act_min < MCU_Q7_MIN || p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
+    if (p->batches < 1 || p->in_features < 1 || p->out_features < 1 ||
+        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
         return MCU_ERR_ARG;
     }
     const int32_t k_len = p->in_features, n_out = p->out_features;

@@ -3,22 +3,7 @@
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
-
-/* in broadcasts to out: every dim is positive and equals out's or is 1. */
-static int broadcasts(const mcu_dims_t *in, const mcu_dims_t *out)
-{
-    return in->n > 0 && in->h > 0 && in->w > 0 && in->c > 0 && (in->n == out->n || in->n == 1) &&
-           (in->h == out->h || in->h == 1) && (in->w == out->w || in->w == 1) && (in->c == out->c || in->c == 1);
-}
-
-/* Element strides of d, 0 along broadcast dims: {n, h, w, c}. */
-static void strides(const mcu_dims_t *d, int32_t st[4])
-{
-    st[3] = d->c == 1 ? 0 : 1;
-    st[2] = d->w == 1 ? 0 : d->c;
-    st[1] = d->h == 1 ? 0 : d->w * d->c;
-    st[0] = d->n == 1 ? 0 : d->h * d->w * d->c;
-}
+#include "mcu/mcu_util.h"
 
 mcu_status_t mcu_add_f32(const mcu_binary_f32_params_t *params, const float *input1, const float *input2,
                          float *output)
@@ -32,13 +17,13 @@ mcu_status_t mcu_add_f32(const mcu_binary_f32_params_t *params, const float *inp
         (p->subtract != 0 && p->subtract != 1)) {
         return MCU_ERR_ARG;
     }
-    if (!broadcasts(&p->input1, o) || !broadcasts(&p->input2, o)) {
+    if (!mcu_broadcasts(&p->input1, o) || !mcu_broadcasts(&p->input2, o)) {
         return MCU_ERR_SHAPE;
     }
 
     int32_t s1[4], s2[4];
-    strides(&p->input1, s1);
-    strides(&p->input2, s2);
+    mcu_broadcast_strides(&p->input1, s1);
+    mcu_broadcast_strides(&p->input2, s2);
     float *out = output;
     for (int32_t n = 0; n < o->n; ++n) {
         for (int32_t h = 0; h < o->h; ++h) {

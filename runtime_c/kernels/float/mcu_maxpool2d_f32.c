@@ -3,21 +3,7 @@
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
-
-/* Taps t in [*lo, *hi) of a `taps`-long window at `base` such that 0 <= base + t < size. */
-static void tap_range(int32_t base, int32_t taps, int32_t size, int32_t *lo, int32_t *hi)
-{
-    const int32_t first = base < 0 ? -base : 0;
-    int32_t end = size - base;
-    end = end < taps ? end : taps;
-    *lo = first < end ? first : end;
-    *hi = end;
-}
-
-static int dims_valid(const mcu_dims_t *d)
-{
-    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
-}
+#include "mcu/mcu_util.h"
 
 mcu_status_t mcu_maxpool2d_f32(const mcu_pool2d_f32_params_t *params, const float *input, float *output)
 {
@@ -25,15 +11,13 @@ mcu_status_t mcu_maxpool2d_f32(const mcu_pool2d_f32_params_t *params, const floa
         return MCU_ERR_ARG;
     }
     const mcu_pool2d_f32_params_t *p = params;
-    if (!dims_valid(&p->input) || !dims_valid(&p->output) || p->kernel_h < 1 || p->kernel_w < 1 ||
-        p->stride_h < 1 || p->stride_w < 1 || p->pad_top < 0 || p->pad_left < 0 || p->divisor < 0 ||
+    if (!mcu_window_ok(&p->input, &p->output, p->stride_h, p->stride_w, 1, 1, p->pad_top, p->pad_left) ||
+        p->kernel_h < 1 || p->kernel_w < 1 || p->divisor < 0 ||
         !(p->act_min <= p->act_max)) {
         return MCU_ERR_ARG;
     }
-    /* Windows move monotonically, so every window has a valid tap iff the first and last ones do. */
-    if (p->output.n != p->input.n || p->output.c != p->input.c || p->pad_top >= p->kernel_h ||
-        p->pad_left >= p->kernel_w || (p->output.h - 1) * p->stride_h - p->pad_top >= p->input.h ||
-        (p->output.w - 1) * p->stride_w - p->pad_left >= p->input.w) {
+    if (!mcu_pool_shape_ok(&p->input, &p->output, p->kernel_h, p->kernel_w, p->stride_h, p->stride_w, p->pad_top,
+                           p->pad_left)) {
         return MCU_ERR_SHAPE;
     }
 
@@ -44,11 +28,11 @@ mcu_status_t mcu_maxpool2d_f32(const mcu_pool2d_f32_params_t *params, const floa
         for (int32_t y = 0; y < p->output.h; ++y) {
             const int32_t base_y = y * p->stride_h - p->pad_top;
             int32_t ky0, ky1;
-            tap_range(base_y, p->kernel_h, in_h, &ky0, &ky1);
+            mcu_tap_range(base_y, 1, p->kernel_h, in_h, &ky0, &ky1);
             for (int32_t x = 0; x < p->output.w; ++x) {
                 const int32_t base_x = x * p->stride_w - p->pad_left;
                 int32_t kx0, kx1;
-                tap_range(base_x, p->kernel_w, in_w, &kx0, &kx1);
+                mcu_tap_range(base_x, 1, p->kernel_w, in_w, &kx0, &kx1);
                 const int32_t in_win = ((base_y + ky0) * in_w + base_x + kx0) * c;
                 for (int32_t ch = 0; ch < c; ++ch) {
                     float best = in_n[in_win + ch];

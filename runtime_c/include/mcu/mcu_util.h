@@ -1,0 +1,112 @@
+/* Geometry helpers shared by the kernels (int8 and float, portable and variants); not a public API. */
+#ifndef MCU_UTIL_H
+#define MCU_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mcu/mcu_kernels.h"
+#include "mcu/mcu_types.h"
+
+/* Every dim positive. */
+static inline int mcu_dims_ok(const mcu_dims_t *d)
+{
+    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
+}
+
+/* Taps t in [*lo, *hi) of a `taps`-long window at `base` with step `dil` such that 0 <= base + t*dil < size. */
+static inline void mcu_tap_range(int32_t base, int32_t dil, int32_t taps, int32_t size, int32_t *lo, int32_t *hi)
+{
+    const int32_t first = base < 0 ? (dil - 1 - base) / dil : 0;
+    int32_t end = size > base ? (size - base + dil - 1) / dil : 0;
+    end = end < taps ? end : taps;
+    *lo = first < end ? first : end;
+    *hi = end;
+}
+
+/* int8 offsets and activation range: input offset in [-127, 128] (minus an int8 zero point), output offset and
+ * the clamp in int8, the clamp not empty. */
+static inline int mcu_io_offsets_ok(int32_t in_off, int32_t out_off, int32_t act_min, int32_t act_max)
+{
+    return in_off >= -127 && in_off <= 128 && out_off >= -128 && out_off <= 127 && act_min >= -128 &&
+           act_min <= act_max && act_max <= 127;
+}
+
+/* A conv's or pool's window geometry: input and output dims positive, strides and dilations >= 1, paddings >= 0. */
+static inline int mcu_window_ok(const mcu_dims_t *in, const mcu_dims_t *out, int32_t stride_h, int32_t stride_w,
+                                int32_t dilation_h, int32_t dilation_w, int32_t pad_top, int32_t pad_left)
+{
+    return mcu_dims_ok(in) && mcu_dims_ok(out) && stride_h >= 1 && stride_w >= 1 && dilation_h >= 1 &&
+           dilation_w >= 1 && pad_top >= 0 && pad_left >= 0;
+}
+
+/* A pool's shapes: the same N and C in and out, and every window holding a valid tap; windows move
+ * monotonically, so that holds iff it does for the first and the last ones. */
+static inline int mcu_pool_shape_ok(const mcu_dims_t *in, const mcu_dims_t *out, int32_t kernel_h, int32_t kernel_w,
+                                    int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left)
+{
+    return out->n == in->n && out->c == in->c && pad_top < kernel_h && pad_left < kernel_w &&
+           (out->h - 1) * stride_h - pad_top < in->h && (out->w - 1) * stride_w - pad_left < in->w;
+}
+
+/* in broadcasts to out: every dim is positive and equals out's or is 1. */
+static inline int mcu_broadcasts(const mcu_dims_t *in, const mcu_dims_t *out)
+{
+    return mcu_dims_ok(in) && (in->n == out->n || in->n == 1) && (in->h == out->h || in->h == 1) &&
+           (in->w == out->w || in->w == 1) && (in->c == out->c || in->c == 1);
+}
+
+/* Element strides of d, 0 along broadcast dims: {n, h, w, c}. */
+static inline void mcu_broadcast_strides(const mcu_dims_t *d, int32_t st[4])
+{
+    st[3] = d->c == 1 ? 0 : 1;
+    st[2] = d->w == 1 ? 0 : d->c;
+    st[1] = d->h == 1 ? 0 : d->w * d->c;
+    st[0] = d->n == 1 ? 0 : d->h * d->w * d->c;
+}
+
+/* The transpose of mcu_transpose_s8 / _f32 for elements of `elem` bytes: walks the output in order. */
+static inline mcu_status_t mcu_transpose_elems(const mcu_transpose_params_t *params, const void *input, void *output,
+                                               size_t elem)
+{
+    if (params == NULL || input == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    uint32_t seen = 0;
+    for (int32_t i = 0; i < 4; ++i) {
+        const int32_t a = params->perm[i];
+        if (params->in_dims[i] < 1 || a < 0 || a > 3 || (seen & (1u << a)) != 0) {
+            return MCU_ERR_ARG;
+        }
+        seen |= 1u << a;
+    }
+    /* st[i] is the input stride (in elements) of output axis i. */
+    const int32_t *d = params->in_dims;
+    const int32_t in_stride[4] = {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
+    int32_t od[4], st[4];
+    for (int32_t i = 0; i < 4; ++i) {
+        od[i] = d[params->perm[i]];
+        st[i] = in_stride[params->perm[i]];
+    }
+    const uint8_t *in = (const uint8_t *)input;
+    uint8_t *out = (uint8_t *)output;
+    for (int32_t i0 = 0; i0 < od[0]; ++i0) {
+        for (int32_t i1 = 0; i1 < od[1]; ++i1) {
+            for (int32_t i2 = 0; i2 < od[2]; ++i2) {
+                const uint8_t *src = in + (size_t)(i0 * st[0] + i1 * st[1] + i2 * st[2]) * elem;
+                if (st[3] == 1) {
+                    memcpy(out, src, (size_t)od[3] * elem);
+                    out += (size_t)od[3] * elem;
+                } else {
+                    for (int32_t i3 = 0; i3 < od[3]; ++i3, out += elem) {
+                        memcpy(out, src + (size_t)(i3 * st[3]) * elem, elem);
+                    }
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}
+
+#endif /* MCU_UTIL_H */
