@@ -282,9 +282,27 @@ def lower_bound(buffers: Sequence[Buffer], overlaps: Overlaps = {}) -> int:
     # sizes, not aligned sizes: alignment padding is a cost of the plan, not of the schedule
 
 
+def compact(buffers: Sequence[Buffer], plan_: Plan, overlaps: Overlaps = {}) -> Plan:
+    """The plan with every buffer moved down to the lowest offset where it fits beside all the others, the
+    highest-ending first, until none moves: a buffer a planner left high (say a tiny late one above a big
+    early one) comes down, so the arena never grows and often shrinks to the bound."""
+    offsets = dict(plan_.offsets)
+    moved = True
+    while moved:
+        moved = False
+        for b in sorted(buffers, key=lambda b: (-(offsets[b.name] + b.size), b.name)):
+            others = [(p, offsets[p.name]) for p in buffers if p.name != b.name]
+            off = _first_fit(b, others, overlaps)
+            if off < offsets[b.name]:
+                offsets[b.name] = off
+                moved = True
+    return Plan(offsets, max((offsets[b.name] + b.size for b in buffers), default=0), plan_.algorithm)
+
+
 def plan(buffers: Sequence[Buffer], planners: dict[str, Callable] | None = None, overlaps: Overlaps = {}) -> Plan:
-    """Run every planner, verify each plan, keep the smallest arena (ties: the first planner)."""
-    results = [verify_plan(buffers, p(buffers, overlaps), overlaps) for p in (planners or PLANNERS).values()]
+    """Run every planner, compact and verify each plan, keep the smallest arena (ties: the first planner)."""
+    results = [verify_plan(buffers, compact(buffers, p(buffers, overlaps), overlaps), overlaps)
+               for p in (planners or PLANNERS).values()]
     return min(results, key=lambda p: p.arena_bytes)
 
 

@@ -71,9 +71,17 @@ def test_empty_plan_and_dump():
 
 
 def test_plan_keeps_the_smallest_of_the_suite():
+    bufs = [Buffer("a", 10, 0, 0), Buffer("b", 20, 0, 0)]  # both live: compaction cannot merge them
+    first = {"a_low": lambda b, o: Plan({"a": 0, "b": 16}, 36, "a_low"),
+             "b_low": lambda b, o: Plan({"a": 32, "b": 0}, 42, "b_low")}
+    assert plan(bufs, first).algorithm == "a_low" and plan(bufs, first).arena_bytes == 36
+    assert plan(bufs, dict(reversed(first.items()))).arena_bytes == 36
+
+
+def test_plan_compacts_each_plan():
     bufs = [Buffer("a", 10, 0, 0), Buffer("b", 10, 1, 1)]
-    worse = {"naive": plan_naive}
-    assert plan(bufs, worse).arena_bytes == 26
+    assert plan_naive(bufs).arena_bytes == 26  # naive stacks them
+    assert plan(bufs, {"naive": plan_naive}).arena_bytes == 10  # compaction drops b to 0
     assert plan(bufs).arena_bytes == 10
 
 
@@ -163,3 +171,12 @@ def test_top_down_reaches_the_bound_where_first_fit_does_not():
     p = verify_plan(bufs, plan_top_down(bufs, overlaps), overlaps)
     assert p.arena_bytes == 72 and p.offsets == {"x0": 8, "x1": 8, "s1": 0, "x2": 4}
     assert plan(bufs, overlaps=overlaps).arena_bytes == 72
+
+
+def test_compact_lowers_a_buffer_a_planner_left_high():
+    from mcu.memory_planner.planner import compact
+    bufs = [Buffer("big", 64, 0, 1, 16), Buffer("late", 16, 2, 3, 16)]
+    high = Plan({"big": 0, "late": 64}, 80, "test")
+    done = compact(bufs, high)
+    assert done.offsets == {"big": 0, "late": 0} and done.arena_bytes == 64
+    verify_plan(bufs, done)
