@@ -61,7 +61,9 @@ class GraphBuilder:
         return (self._const(f"{name}_m", np.asarray(mult, np.int32), "int32"),
                 self._const(f"{name}_s", np.asarray(shift, np.int32), "int32"))
 
-    def _offsets(self, extreme: bool):
+    def _offsets(self, extreme: bool | str):
+        if extreme == "full":  # no clamp but int8's: the DSP variants' assembly (fast mode) runs
+            return int(self.rng.integers(-127, 129)), int(self.rng.integers(-128, 128)), -128, 127
         if extreme:  # the ends of the ranges, and a clamp narrower than int8
             zo = int(self.rng.choice([-128, 127]))
             return int(self.rng.choice([-127, 128])), zo, max(-128, zo - 40), min(127, zo + 30)
@@ -78,11 +80,13 @@ class GraphBuilder:
         self.expect[name] = family
 
     def conv(self, n, h, w, c_in, c_out, kernel=(3, 3), stride=(1, 1), pad=(0, 0), dil=(1, 1), bias=True,
-             depthwise=False, extreme=False, mode="normal", family=""):
+             depthwise=False, extreme=False, mode="normal", family="", pad_end=None):
+        """pad_end: the padding after the input (default: pad), as TF's 'same' pads more there."""
         i = len(self.nodes)
         kh, kw = kernel
-        oh = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
-        ow = (w + 2 * pad[1] - dil[1] * (kw - 1) - 1) // stride[1] + 1
+        end = pad if pad_end is None else pad_end
+        oh = (h + pad[0] + end[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+        ow = (w + pad[1] + end[1] - dil[1] * (kw - 1) - 1) // stride[1] + 1
         x = self._io(f"x{i}", (n, h, w, c_in))
         y = self._io(f"y{i}", (n, oh, ow, c_out))
         fshape = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_in)
@@ -185,6 +189,41 @@ def dw_add_cases(seed: int) -> GraphBuilder:
     return g
 
 
+def dsp_path_cases(seed: int) -> GraphBuilder:
+    """Every assembly path of the DSP GEMM and depthwise variants, in fast mode (int8 clamp, shifts <= -2): 2x2 GEMM
+    step counts at the control-word edges (S = 1, 2, 16, 17, 18, 33), odd channel and pixel counts, a C_out of 1,
+    the strided 1x1 walker; compact windows (3 x 9-byte rows from the input, near its end, and gathered), window
+    rows in pieces, dilation; depthwise runs (stride 1, 2), per-pixel windows (dilation, stride 3), border taps,
+    channel tails, no interior at all, padding at the end only."""
+    g = GraphBuilder(seed)
+    f = "full"
+    for c_in in (4, 8, 64, 68, 72, 132):
+        g.conv(1, 3, 3, c_in, 6, kernel=(1, 1), extreme=f, family="1x1")      # 9 pixels: a lone last one
+    g.conv(2, 5, 3, 16, 5, kernel=(1, 1), extreme=f, family="1x1")            # odd C_out, batch 2
+    g.conv(1, 5, 5, 12, 1, kernel=(1, 1), extreme=f, family="1x1")            # C_out 1: no whole pair
+    g.conv(1, 9, 7, 8, 3, kernel=(1, 1), stride=(2, 2), extreme=f, family="1x1")
+    g.conv(1, 12, 11, 3, 8, stride=(2, 2), pad=(1, 1), extreme=f, family="gemm")   # RGB 3x3: 9-byte rows
+    g.conv(1, 7, 7, 3, 5, pad=(1, 1), extreme=f, family="gemm")               # ... up to the input's end
+    g.conv(1, 6, 6, 1, 4, pad=(1, 1), extreme=f, family="gemm")               # compact, gathered
+    g.conv(1, 5, 5, 5, 3, kernel=(2, 2), extreme=f, family="gemm")            # compact 2 x 10
+    g.conv(1, 8, 8, 48, 4, pad=(1, 1), extreme=f, family="gemm")              # rows in pieces
+    g.conv(1, 9, 9, 16, 6, pad=(2, 2), dil=(2, 2), extreme=f, family="gemm")  # dilated: rows gathered
+    g.conv(1, 12, 6, 1, 6, kernel=(10, 4), stride=(2, 2), pad=(4, 1), extreme=f, family="gemm")  # KWS-like
+    g.conv(1, 9, 10, 8, 8, pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 10, 9, 16, 16, stride=(2, 2), pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 7, 7, 12, 12, depthwise=True, extreme=f, family="dw")           # no padding: runs only
+    g.conv(2, 6, 6, 13, 13, pad=(1, 1), depthwise=True, extreme=f, family="dw")   # channel tail, batch 2
+    g.conv(1, 8, 8, 68, 68, pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 9, 9, 8, 8, pad=(2, 2), dil=(2, 2), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 11, 11, 8, 8, stride=(3, 3), pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 3, 3, 4, 4, pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 2, 2, 8, 8, pad=(1, 1), depthwise=True, extreme=f, family="dw")  # no interior pixel
+    g.conv(1, 8, 8, 8, 8, stride=(2, 2), pad_end=(1, 1), depthwise=True, extreme=f, family="dw")  # 'same'
+    g.conv(1, 7, 8, 12, 12, pad_end=(2, 2), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 8, 8, 3, 6, stride=(2, 2), pad_end=(1, 1), extreme=f, family="gemm")
+    return g
+
+
 def expected_kernel(node: Node, family: str, board: str) -> str:
     base = node.attrs["kernel"]
     if not family:
@@ -222,7 +261,7 @@ def assert_equal_int(actual: np.ndarray, expected: np.ndarray, what: str) -> Non
 
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", BOARDS)
-@pytest.mark.parametrize("cases", [gemm_cases, dw_add_cases], ids=["gemm", "dw_add"])
+@pytest.mark.parametrize("cases", [gemm_cases, dw_add_cases, dsp_path_cases], ids=["gemm", "dw_add", "dsp_paths"])
 def test_variants_equal_portable_twins_on_device(board, cases, tmp_path):
     builder = cases(seed=7)
     portable = builder.graph()

@@ -15,6 +15,9 @@
             channels padded with zero rows, bias and quant arrays padded likewise;
     records per-channel requantization constants {mult, sh, round_lo, round_hi} replacing
             quant.multiplier (see runtime_c/include/mcu/mcu_opt.h); quant.shift stays as is.
+    stream  (DSP convs and depthwise) folded biases, packed weights and 3-word records {mult, sh, rh}
+            interleaved into the filter in the order the kernel's assembly reads them (pack_g2_stream,
+            pack_dw_stream); the bias input becomes None and quant points at the portable shifts twice.
   The layouts are documented with the kernels in runtime_c/include/mcu/mcu_kernels.h. Add and average
   pool variants need no constants (prepare None).
 - Twins: the reference keeps the portable semantics. A variant node keeps `attrs["twin"]` (the portable
@@ -23,8 +26,8 @@
   compared with the unprepared computation, and a wrong `prepare` shows up as a mismatch; no variant
   needs a twin of its own.
 - Scratch: kernels get no scratch argument, so the im2col/widening variants keep one pixel's window (the
-  Helium conv three) on the stack, a fixed bound: they apply only while the window, padded as their
-  layout pads it, has at most MAX_K taps (mcu_opt.h's MCU_OPT_MAX_K).
+  Helium conv three, the DSP convs two widened) on the stack, a fixed bound: they apply only while the
+  window, padded as their layout pads it, has at most MAX_K taps (mcu_opt.h's MCU_OPT_MAX_K).
 """
 from __future__ import annotations
 
@@ -94,6 +97,66 @@ def rq_records(mult: np.ndarray, shift: np.ndarray, output_offset: int, channels
         else:
             rec[c] = (m, -1, s, 0)
     return rec.reshape(-1).astype(np.uint32).view(np.int32) if rec.size else rec.reshape(-1).astype(np.int32)
+
+
+def rq3_records(mult: np.ndarray, shift: np.ndarray, output_offset: int, channels: int) -> np.ndarray:
+    """{mult, sh, rh} per channel (padded to `channels` with zero records), int32 [3 * channels]: the fast form
+    (rh + hi32(acc * mult)) >> sh where the 4-word record's round has a zero low word (2 <= -shift <= 24),
+    else {mult, -1, shift} (mcu_rq3_record in runtime_c/include/mcu/mcu_opt.h)."""
+    rec = np.zeros((channels, 3), np.int64)
+    for c, (m, s) in enumerate(zip(np.asarray(mult, np.int64), np.asarray(shift, np.int64))):
+        e = -int(s)
+        rh = (1 << (e - 2)) + output_offset * (1 << (e - 1)) if e >= 2 else 0
+        if 2 <= e <= 24 and -(1 << 31) <= rh < (1 << 31):
+            rec[c] = (m, e - 1, rh)
+        else:
+            rec[c] = (m, -1, s)
+    return rec.reshape(-1).astype(np.int32)
+
+
+G2_CHUNK = 16  # steps per chunk of the 2x2 DSP GEMM's stream and loop body (MCU_DSP_G2_CHUNK in mcu_opt.h)
+
+
+def _words(a: np.ndarray) -> np.ndarray:
+    """int32 [rows, n] -> little-endian bytes [rows, 4n] (int8)."""
+    return np.ascontiguousarray(np.asarray(a, np.int64).astype(np.uint32).astype("<u4")).view(np.int8)
+
+
+def g2_ctrl_after(steps: int) -> list[int]:
+    """The steps (0-based) of a 2x2 GEMM pair followed by a control word: step 0 when there is only one, else
+    the S - 1 steps after the first in chunks of G2_CHUNK, the first chunk r steps, so that the last ends at
+    the last step (mcu_dsp_g2_first in mcu_opt.h)."""
+    if steps == 1:
+        return [0]
+    first = steps - 1 - G2_CHUNK * ((steps - 2) // G2_CHUNK)
+    return list(range(first, steps, G2_CHUNK))
+
+
+def pack_g2_stream(w_rows: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
+    """The 2x2 DSP GEMM's filter stream (mcu_opt.h, mcu_dsp_g2_t), from int8 weights [C, K], the folded bias
+    [C2] and 3-word records [3 * C2] (C2 = C rounded up to 2, zero rows): per pair of channels the two biases;
+    per step of 4 taps (K padded to 4) the int16 words c0 (w0, w2), c0 (w1, w3), c1 (w0, w2), c1 (w1, w3), with
+    a control word after the steps g2_ctrl_after names, 0 inside the pair and at its end 1, or -1 for the last
+    whole pair; then the pair's 6 record words. As bytes (int8)."""
+    c, k = w_rows.shape
+    k4, c2 = round_up(max(k, 1), 4), round_up(c, 2)
+    steps, pairs = k4 // 4, c2 // 2
+    w = np.zeros((c2, k4), np.int16)
+    w[:c, :k] = w_rows
+    w = w.reshape(pairs, 2, steps, 4)[..., [0, 2, 1, 3]]              # [pair, channel, step, lane]
+    w = np.ascontiguousarray(w.transpose(0, 2, 1, 3)).astype("<i2")   # [pair, step, channel, lane]
+    w = w.reshape(pairs, steps, 8).view(np.int8)                        # 16 bytes per step
+    parts, start = [_words(np.asarray(bias, np.int64).reshape(pairs, 2))], 0
+    for after in g2_ctrl_after(steps):
+        parts.append(w[:, start:after + 1].reshape(pairs, -1))
+        ctrl = np.zeros((pairs, 1), np.int64)
+        if after == steps - 1:
+            ctrl[:] = 1
+            ctrl[max(c // 2 - 1, 0):] = -1  # the last whole pair (the assembly stops there)
+        parts.append(_words(ctrl))
+        start = after + 1
+    parts.append(_words(np.asarray(rec, np.int64).reshape(pairs, 6)))
+    return np.ascontiguousarray(np.concatenate(parts, axis=1)).reshape(-1)
 
 
 def pack_groups_s8(w_rows: np.ndarray, group: int, chunk: int) -> np.ndarray:
@@ -216,9 +279,36 @@ def window_rows(node, tensors, rows: np.ndarray, multiple: int) -> np.ndarray:
     return padded.reshape(c, -1)
 
 
+COMPACT_K = 128  # MCU_DSP_COMPACT_K in runtime_c/include/mcu/mcu_opt.h
+
+
+def compact_window(p: dict) -> bool:
+    """A general conv whose window rows are not whole 4-tap steps and whose window is small: the DSP conv widens
+    the window whole (its taps in one run), not row by row (mcu_dsp_conv_compact)."""
+    kh, kw, c_in = p["filter"][1], p["filter"][2], p["filter"][3]
+    return (kw * c_in) % 4 != 0 and kh * kw * c_in <= COMPACT_K
+
+
+def prepare_dsp_conv(node, tensors):
+    """2x2 SIMD32 GEMM (conv): one filter stream (pack_g2_stream) holding the folded biases, the int16 weights
+    in channel pairs (window rows padded to 4 taps) and 3-word records; the bias argument becomes NULL and
+    quant (not read) points at the portable shifts twice."""
+    rows = _w_rows(node, tensors)
+    p = node.attrs["params"]
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), p["input_offset"])
+    c2 = round_up(rows.shape[0], 2)
+    mult, shift = (tensors[q].data for q in node.attrs["quant"])
+    padded = rows if compact_window(p) else window_rows(node, tensors, rows, 4)
+    stream = pack_g2_stream(padded, pad_rows(bias, c2), rq3_records(mult, shift, p["output_offset"], c2))
+    name = f"{node.name}_dsp_w"
+    shift_name = node.attrs["quant"][1]
+    return (node.replace(inputs=(node.inputs[0], name, None), attrs={**node.attrs, "quant": (shift_name, shift_name)}),
+            {name: _new(name, stream, "int8")})
+
+
 def prepare_dsp(node, tensors):
-    """SIMD32 GEMM: the kernel adds input_offset while widening, so the bias is only padded; int16 weights,
-    window rows padded to 4 taps."""
+    """SIMD32 GEMM row (fully connected): the kernel adds input_offset while widening, so the bias is only
+    padded; int16 weights in quads."""
     rows = window_rows(node, tensors, _w_rows(node, tensors), 4)
     b = _const(tensors, node.inputs[2])
     c4 = round_up(rows.shape[0], 4)
@@ -256,15 +346,32 @@ def prepare_dw_fast(node, tensors):
     return _prepared(node, tensors, "fast", weights=taps.reshape(-1), bias=bias, records=True)
 
 
-def prepare_dw_dsp(node, tensors):
-    """SIMD32 depthwise: bias padded to 4, int16 weights [C4/4][9][4 channels in order 0, 2, 1, 3], records."""
-    taps = _dw_taps(node, tensors)
+def pack_dw_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
+    """The DSP depthwise filter stream (mcu_opt.h), from int8 taps [C, 9], the folded bias [C4] and 3-word
+    records [3 * C4] (C4 = C rounded up to 4, zero channels): per group of 4 channels the 4 biases, per tap
+    the int16 words (w_c0, w_c2), (w_c1, w_c3), then the 4 records. As bytes (int8)."""
     c4 = round_up(taps.shape[0], 4)
-    w = pad_rows(taps.astype(np.int16), c4).reshape(-1, 4, taps.shape[1])[:, [0, 2, 1, 3], :]
-    w = np.ascontiguousarray(w.transpose(0, 2, 1)).astype("<i2").reshape(-1).view(np.int8)
-    b = _const(tensors, node.inputs[2])
-    bias = pad_rows(np.zeros(taps.shape[0], np.int32) if b is None else b.astype(np.int32), c4)
-    return _prepared(node, tensors, "dsp", weights=w, bias=bias, records=True)
+    groups = c4 // 4
+    w = pad_rows(taps.astype(np.int16), c4).reshape(groups, 4, 9)[:, [0, 2, 1, 3], :]   # [group, lane, tap]
+    w = np.ascontiguousarray(w.transpose(0, 2, 1)).astype("<i2").reshape(groups, 36).view(np.int8)
+    return np.ascontiguousarray(np.concatenate(
+        [_words(np.asarray(bias, np.int64).reshape(groups, 4)), w,
+         _words(np.asarray(rec, np.int64).reshape(groups, 12))], axis=1)).reshape(-1)
+
+
+def prepare_dw_dsp(node, tensors):
+    """SIMD32 depthwise: one filter stream (pack_dw_stream) of folded biases, int16 weights and 3-word records
+    per 4 channels; the bias argument becomes NULL and quant (not read) points at the portable shifts twice."""
+    taps = _dw_taps(node, tensors)
+    p = node.attrs["params"]
+    c4 = round_up(taps.shape[0], 4)
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
+    mult, shift = (tensors[q].data for q in node.attrs["quant"])
+    stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4))
+    name = f"{node.name}_dsp_w"
+    shift_name = node.attrs["quant"][1]
+    return (node.replace(inputs=(node.inputs[0], name, None), attrs={**node.attrs, "quant": (shift_name, shift_name)}),
+            {name: _new(name, stream, "int8")})
 
 
 DW_MVE_LANES = [0, 2, 4, 6, 1, 3, 5, 7]  # VMULLB/VMULLT split 8 channels into even and odd lanes
@@ -334,8 +441,8 @@ VARIANTS: dict[str, list[Variant]] = {
         _v("mcu_conv2d_s4", "conv", INT4, fits_k, prepare_s4),
         _v("mcu_conv2d_1x1_s8_mve", "conv", MVE, is_1x1, prepare_mve),
         _v("mcu_conv2d_s8_mve", "conv", MVE, rows_fit(16), prepare_mve),
-        _v("mcu_conv2d_1x1_s8_dsp", "conv", DSP, is_1x1_fits, prepare_dsp),
-        _v("mcu_conv2d_s8_dsp", "conv", DSP, rows_fit(4), prepare_dsp),
+        _v("mcu_conv2d_1x1_s8_dsp", "conv", DSP, is_1x1_fits, prepare_dsp_conv),
+        _v("mcu_conv2d_s8_dsp", "conv", DSP, rows_fit(4), prepare_dsp_conv),
         _v("mcu_conv2d_1x1_s8_fast", "conv", set(), is_1x1, prepare_fast),
         _v("mcu_conv2d_s8_fast", "conv", set(), fits_k, prepare_fast),
     ],

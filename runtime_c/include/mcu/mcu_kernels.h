@@ -417,26 +417,36 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *  - records: quant->multiplier points to 4 int32 per channel {mult, sh, round_lo, round_hi}
  *             (mcu_opt.h); quant->shift is the portable shift array.
  *  - c4:      filter, bias and records are padded to C_out rounded up to 4 (zero rows).
+ *  - stream:  (the dsp convs and depthwise) the filter argument carries the folded biases, the packed weights
+ *             and 3-word records {mult, sh, rh} (mcu_opt.h) interleaved in the order the kernel reads them;
+ *             bias is not read (codegen passes NULL) and quant is only checked (codegen points both of its
+ *             arrays at the portable shifts).
  *  - Packed filters, K = KH*KW*C_in in OHWI order (for fc, K = in_features, C_out = out_features); for a
  *    general conv (not 1x1) each window row of KW*C_in taps is padded with zero taps (dsp: to a multiple
  *    of 4, mve: of 16), so the kernels can read input rows in place:
  *      fast: int32 [C4/4][K][2]: per tap the words w0 + w1 * 2^24 and w2 + w3 * 2^24 (one SMLAL does two
  *            MACs; chosen only when 128 * sum|w| < 2^23 for channels 0 and 2 of each quad, and no
  *            word leaves int32: w1 or w3 = -128 beside a negative w0 or w2 keeps the portable kernel);
- *      dsp:  int16 as little-endian bytes, [C4/4][K4/4][4 channels][4 taps in order 0, 2, 1, 3], K4 = K
+ *      dsp (fc): int16 as little-endian bytes, [C4/4][K4/4][4 channels][4 taps in order 0, 2, 1, 3], K4 = K
  *            rounded up to 4 with zero taps; input_offset is added by the kernel (bias not folded);
+ *      dsp (conv): a stream per pair of channels (C_out rounded up to 2): biases {b0, b1}; per 4 taps the
+ *            int16 words c0 (w0, w2), c0 (w1, w3), c1 (w0, w2), c1 (w1, w3) with control words between
+ *            chunks of 16 (mcu_opt.h, mcu_dsp_g2_t); the two records. A window whose rows are not whole
+ *            4-tap groups and that has at most 128 taps (an RGB first layer) is packed whole, K rounded
+ *            up to 4 at its end, instead of row by row;
  *      mve:  int8 [C2/2][K16/16][2 channels][16 taps], C2 = C_out rounded up to 2, K16 = K rounded up to
  *            16 with zero taps; bias padded to C2; quant multiplier and shift repeated per pair of
  *            channels {m_c, m_c+1, m_c, m_c+1}.
  *  - Limits: the im2col and DSP variants keep pixel windows on the stack and need K (padded as above) <=
- *    MCU_OPT_MAX_K = 1024 (stack: _dsp 2 KB row + 1 KB window, _fast 1 KB, _mve conv 3 windows, 3 KB).
+ *    MCU_OPT_MAX_K = 1024 (stack: _dsp conv 4 KB for a pixel pair widened + 256 B of rows, _dsp fc 2 KB,
+ *    _fast 1 KB, _mve conv 3 windows, 3 KB).
  *    The 1x1 variants need filter 1x1 and no padding (any stride). Others get MCU_ERR_SHAPE.
  *  - filter, bias and quant arrays must be 4-byte aligned (the generated weights.c aligns them).
  *  - A _dsp kernel built for a core without the DSP extension computes the same with C stand-ins; a
  *    _mve kernel built without Helium returns MCU_ERR_ARG.
  */
 
-/* Conv, 1x1 filter, no padding: fold (fast, mve), records and c4 (fast, dsp), packed filter. */
+/* Conv, 1x1 filter, no padding: fold (fast, mve), records and c4 (fast), stream (dsp), packed filter. */
 mcu_status_t mcu_conv2d_1x1_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                     const int8_t *input, const int8_t *filter, const int32_t *bias,
                                     int8_t *output);
@@ -467,7 +477,8 @@ mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu
 /* Depthwise 3x3, channel multiplier 1, any stride/padding/dilation, C <= MCU_OPT_MAX_K (a row of C padding
  * values lives on the stack). Packed filters (C = channels):
  *   fast: fold, records, int8 [C][9];
- *   dsp:  records, c4, int16 bytes [C4/4][9][4 channels in order 0, 2, 1, 3] (bias not folded);
+ *   dsp:  stream per 4 channels (C rounded up to 4): folded biases b0..b3; per tap t = ky * 3 + kx the int16
+ *         words (w_c0, w_c2), (w_c1, w_c3); the 4 records (136 bytes);
  *   mve:  fold, int16 bytes [9][C8]; bias, multiplier and shift padded to C8 and stored per 8 channels in
  *         lane order 0, 2, 4, 6, 1, 3, 5, 7. */
 mcu_status_t mcu_dwconv2d_3x3_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,

@@ -9,12 +9,16 @@
  *        2^(32+sh), and the offset is a whole multiple of the divisor.
  *      sh < 0 ("slow", shift >= 0 or a round that does not fit): round_lo holds the original shift and
  *        the kernel calls mcu_requantize.
+ *    The DSP conv and depthwise variants keep 3 words {mult, sh, rh} (`rq3_records`): for shift <= -2 the
+ *    round's low word is 0, so hi32(round + acc * mult) = rh + hi32(acc * mult), one SMMLA.
  *  - DSP (SIMD32) intrinsics through arm_acle.h, with plain C stand-ins when the core lacks them, so a
  *    _dsp kernel computes the same (slowly) anywhere. Helium comes from arm_mve.h only when present.
- *  - The cores of the variants, in order below: window gathering (im2col), the DSP widening GEMM and
- *    depthwise taps (hot loops in inline assembly: LDM/LDRD and fused rotations that GCC does not emit),
- *    the scalar GEMM (two MACs per SMLAL), and the Helium GEMM (3 pixels x 2 channels of VMLADAVA) with
- *    its exact vector requantization.
+ *  - The cores of the variants, in order below: window gathering (im2col), the DSP GEMM row of the fully
+ *    connected layer, the DSP 2x2 GEMM of the convs (2 pixels x 2 channels of SMLAD, its constants in one
+ *    filter stream) and the DSP depthwise (4 channels of SMLABB/SMLATT per word, interior runs a group at a
+ *    time), all with hot loops in inline assembly (LDM/LDRD, fused rotations, computed entries that GCC does
+ *    not emit); the scalar GEMM (two MACs per SMLAL); the Helium GEMM (3 pixels x 2 channels of VMLADAVA)
+ *    with its exact vector requantization.
  */
 #ifndef MCU_OPT_H
 #define MCU_OPT_H
@@ -224,6 +228,61 @@ MCU_INLINE int8_t mcu_rq_out(int32_t acc, const int32_t *rec, const mcu_rq_mode_
     return (int8_t)mcu_clamp_i32(y, m->act_min, m->act_max);
 }
 
+/* Three-word records (codegen's rq3_records; the 2x2 DSP GEMM and the DSP depthwise): per channel
+ * {mult, sh, rh}. sh >= 1 ("fast"): out + output_offset = (rh + hi32(acc * mult)) >> sh, one SMMLA and one ASR:
+ * for shift <= -2 the 4-word record's round has a zero low word (round = rh * 2^32), so this is the same floor.
+ * sh < 0 ("slow": shift >= -1, or a round that does not fit): rh holds the original shift. */
+MCU_INLINE void mcu_rq3_record(int32_t mult, int32_t shift, int32_t out_off, int32_t rec[3])
+{
+    const int32_t e = -shift;
+    rec[0] = mult;
+    if (e >= 2 && e <= 24) {
+        rec[1] = e - 1;
+        rec[2] = (int32_t)(((int64_t)1 << (e - 2)) + (int64_t)out_off * ((int64_t)1 << (e - 1)));
+    } else {
+        rec[1] = -1;
+        rec[2] = shift;
+    }
+}
+
+MCU_INLINE mcu_status_t mcu_rq3_check(const int32_t *rec, int32_t channels)
+{
+    for (int32_t c = 0; c < channels; ++c, rec += 3) {
+        if (rec[0] < 0 || rec[1] > 30 || (rec[1] < 0 && (rec[2] < -31 || rec[2] > 30))) {
+            return MCU_ERR_ARG;
+        }
+    }
+    return MCU_OK;
+}
+
+MCU_INLINE mcu_rq_mode_t mcu_rq3_mode(const int32_t *rec, int32_t channels, int32_t out_off, int32_t act_min,
+                                      int32_t act_max)
+{
+    mcu_rq_mode_t m = {act_min, act_max, out_off, 1, 0};
+    for (int32_t c = 0; c < channels && m.records_fast; ++c) {
+        m.records_fast = rec[3 * c + 1] >= 0;
+    }
+    m.fast = m.records_fast && act_min == MCU_Q7_MIN && act_max == MCU_Q7_MAX;
+    return m;
+}
+
+/* (rh + hi32(acc * mult)) >> sh for a fast channel (SMMLA wraps like the 64-bit sum). */
+MCU_INLINE int32_t mcu_rq3_fast(int32_t acc, const int32_t *rec)
+{
+    const uint64_t v = ((uint64_t)(uint32_t)rec[2] << 32) + (uint64_t)((int64_t)acc * rec[0]);
+    return (int32_t)(uint32_t)(v >> 32) >> rec[1];
+}
+
+MCU_INLINE int8_t mcu_rq3_out(int32_t acc, const int32_t *rec, const mcu_rq_mode_t *m)
+{
+    if (m->fast) {
+        return (int8_t)mcu_sat8(mcu_rq3_fast(acc, rec));
+    }
+    const int32_t y = rec[1] >= 0 ? mcu_rq3_fast(acc, rec)
+                                  : mcu_add_offset(mcu_requantize(acc, rec[0], rec[2]), m->output_offset);
+    return (int8_t)mcu_clamp_i32(y, m->act_min, m->act_max);
+}
+
 /* ---- Word access ----------------------------------------------------------------------------------------- */
 
 MCU_INLINE uint32_t mcu_read_u32(const void *p)
@@ -300,16 +359,6 @@ MCU_INLINE void mcu_fill_s8(int8_t *dst, int8_t value, int32_t n)
 #endif
 }
 
-/* dst[0..n) = 0 for an aligned word buffer. */
-MCU_INLINE void mcu_zero_u32(uint32_t *dst, int32_t n)
-{
-    uint32_t zero = 0;
-    for (int32_t i = 0; i < n; ++i) {
-        MCU_OPAQUE(zero);
-        dst[i] = zero;
-    }
-}
-
 /* The int8 window of output pixel (y, x) of image in_n, taps in OHWI order, padding as zero_point; row ky
  * (kw * c_in values) starts at win + ky * row_stride. */
 MCU_INLINE void mcu_im2col_rows_s8(const mcu_conv2d_params_t *p, const int8_t *in_n, int32_t y, int32_t x,
@@ -343,7 +392,7 @@ MCU_INLINE void mcu_im2col_s8(const mcu_conv2d_params_t *p, const int8_t *in_n, 
     mcu_im2col_rows_s8(p, in_n, y, x, zero_point, p->filter.w * p->input.c, win);
 }
 
-/* ---- SIMD32 (DSP extension) with C stand-ins ------------------------------------------------------------ */
+/* ---- SIMD32 (DSP extension) with C stand-ins; the fully connected GEMM row ----------------------------- */
 
 MCU_INLINE uint32_t mcu_ror8(uint32_t x)
 {
@@ -353,8 +402,6 @@ MCU_INLINE uint32_t mcu_ror8(uint32_t x)
 #if MCU_HAVE_DSP
 #define mcu_sxtab16(a, x) ((uint32_t)__sxtab16((int16x2_t)(a), (int8x4_t)(x)))
 #define mcu_smlad(x, y, acc) __smlad((int16x2_t)(x), (int16x2_t)(y), (acc))
-#define mcu_smlabb(x, y, acc) __smlabb((int32_t)(x), (int32_t)(y), (acc))
-#define mcu_smlatt(x, y, acc) __smlatt((int32_t)(x), (int32_t)(y), (acc))
 #else
 MCU_INLINE int32_t mcu_lo16(uint32_t x)
 {
@@ -381,15 +428,6 @@ MCU_INLINE int32_t mcu_smlad(uint32_t x, uint32_t y, int32_t acc)
     return (int32_t)((uint32_t)acc + s);
 }
 
-MCU_INLINE int32_t mcu_smlabb(uint32_t x, uint32_t y, int32_t acc)
-{
-    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_lo16(x) * mcu_lo16(y)));
-}
-
-MCU_INLINE int32_t mcu_smlatt(uint32_t x, uint32_t y, int32_t acc)
-{
-    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_hi16(x) * mcu_hi16(y)));
-}
 #endif
 
 /* GCC's Cortex-M tuning never forms LDM/LDRD or SXTAB16 with rotation, which halve the hot loops' instruction
@@ -503,14 +541,6 @@ typedef struct {
     "subs r12, r12, #1\n\t"                                                                                \
     "str r12, [%[q], #24]\n\t"                                                                             \
     "bne 4b\n\t"
-/* The fast-mode requantization of four accumulators, records at %[rec], outputs to %[out] (both advance). */
-#define MCU_DSP_RQ1(acc)                                                                                   \
-    "ldmia %[rec]!, {r4, r5, r6, r7}\n\t"                                                                  \
-    "smlal r6, r7, " acc ", r4\n\t"                                                                        \
-    "asr r7, r7, r5\n\t"                                                                                   \
-    "ssat r7, #8, r7\n\t"                                                                                  \
-    "strb r7, [%[out]], #1\n\t"
-#define MCU_DSP_RQ4(a, b, c, d) MCU_DSP_RQ1(a) MCU_DSP_RQ1(b) MCU_DSP_RQ1(c) MCU_DSP_RQ1(d)
 #define MCU_DSP_CLOBBERS "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory"
 #endif
 
@@ -548,100 +578,6 @@ MCU_INLINE const int8_t *mcu_dsp_dot_1x4(const uint32_t *x, const int8_t *w, int
     return w;
 }
 
-/* Depthwise 3x3, 4 channels: acc[j] = bias[j] + sum_t (x_t[j] + off) * w_t[j], where x_t is the word at
- * address base + tab[t] (4 int8 channels) and w holds per tap the int16 words (w0, w2), (w1, w3). tab holds
- * offsets from a window base, or absolute addresses with base = the channel offset. */
-MCU_INLINE void mcu_dsp_dw_taps(intptr_t base, const intptr_t tab[9], const int8_t *w, uint32_t off2,
-                                const int32_t *bias, int32_t acc[4])
-{
-    int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3];
-    for (int32_t t = 0; t < 9; ++t, w += 8) {
-        const uint32_t v = mcu_read_u32((const void *)(base + tab[t]));
-        const uint32_t e = mcu_sxtab16(off2, v), o = mcu_sxtab16(off2, mcu_ror8(v));
-        const uint32_t we = mcu_read_u32(w), wo = mcu_read_u32(w + 4);
-        a0 = mcu_smlabb(e, we, a0);
-        a2 = mcu_smlatt(e, we, a2);
-        a1 = mcu_smlabb(o, wo, a1);
-        a3 = mcu_smlatt(o, wo, a3);
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-}
-
-/* What mcu_dsp_dw_pixel reads besides the taps: per group of 4 channels the biases, records and outputs
- * (advanced group by group), the group count, and input_offset twice as int16. */
-typedef struct {
-    const int32_t *bias;
-    const int32_t *rec;
-    int8_t *out;
-    int32_t groups;
-    uint32_t off2;
-} mcu_dsp_dw_t;
-
-/* All whole groups of one output pixel in fast mode: the taps of mcu_dsp_dw_taps (base advancing 4 channels
- * per group), then the records' requantization, group after group. */
-MCU_INLINE void mcu_dsp_dw_pixel(intptr_t base, const intptr_t tab[9], const int8_t *w, mcu_dsp_dw_t *q)
-{
-#if MCU_DSP_ASM
-#define MCU_DSP_DW_TAP(i)                                                                                  \
-    "ldr r4, [%[t], #" #i "]\n\t"                                                                          \
-    "ldr r4, [%[p], r4]\n\t"                                                                               \
-    "ldrd r6, r7, [%[w]], #8\n\t"                                                                          \
-    "sxtab16 r5, r12, r4, ror #8\n\t"                                                                      \
-    "sxtab16 r4, r12, r4\n\t"                                                                              \
-    "smlabb r8, r4, r6, r8\n\t"                                                                            \
-    "smlatt r10, r4, r6, r10\n\t"                                                                          \
-    "smlabb r9, r5, r7, r9\n\t"                                                                            \
-    "smlatt r11, r5, r7, r11\n\t"
-    __asm__ volatile("4:\n\t"
-                     "ldr r12, [%[q]]\n\t"
-                     "ldm r12!, {r8, r9, r10, r11}\n\t"
-                     "str r12, [%[q]]\n\t"
-                     "ldr r12, [%[q], #16]\n\t" MCU_DSP_DW_TAP(0) MCU_DSP_DW_TAP(4) MCU_DSP_DW_TAP(8)
-                         MCU_DSP_DW_TAP(12) MCU_DSP_DW_TAP(16) MCU_DSP_DW_TAP(20) MCU_DSP_DW_TAP(24)
-                             MCU_DSP_DW_TAP(28) MCU_DSP_DW_TAP(32) "ldr r12, [%[q], #4]\n\t"
-                     "ldr lr, [%[q], #8]\n\t" MCU_DSP_RQ("r8") MCU_DSP_RQ("r9")
-                         MCU_DSP_RQ("r10") MCU_DSP_RQ("r11") "str r12, [%[q], #4]\n\t"
-                     "str lr, [%[q], #8]\n\t"
-                     "adds %[p], %[p], #4\n\t"
-                     "ldr r12, [%[q], #12]\n\t"
-                     "subs r12, r12, #1\n\t"
-                     "str r12, [%[q], #12]\n\t"
-                     "bne 4b\n\t"
-                     : [p] "+r"(base), [w] "+r"(w)
-                     : [t] "r"(tab), [q] "r"(q)
-                     : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory");
-#undef MCU_DSP_DW_TAP
-#else
-    for (int32_t g = 0; g < q->groups; ++g, w += 72, base += 4, q->bias += 4, q->rec += 16, q->out += 4) {
-        int32_t acc[4];
-        mcu_dsp_dw_taps(base, tab, w, q->off2, q->bias, acc);
-        for (int32_t j = 0; j < 4; ++j) {
-            q->out[j] = (int8_t)mcu_sat8(mcu_rq_fast(acc[j], q->rec + 4 * j));
-        }
-    }
-#endif
-}
-
-/* out[j] = requantized acc[j] for j = 0..3 with records rec (4 channels). */
-MCU_INLINE void mcu_dsp_rq4(const int32_t acc[4], const int32_t *rec, const mcu_rq_mode_t *m, int8_t *out)
-{
-#if MCU_DSP_ASM
-    if (m->fast) {
-        __asm__ volatile("ldm %[acc], {r8, r9, r10, r11}\n\t" MCU_DSP_RQ4("r8", "r9", "r10", "r11")
-                         : [rec] "+r"(rec), [out] "+r"(out)
-                         : [acc] "r"(acc)
-                         : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "memory");
-        return;
-    }
-#endif
-    for (int32_t j = 0; j < 4; ++j) {
-        out[j] = mcu_rq_out(acc[j], rec + 4 * j, m, 0);
-    }
-}
-
 /* One output row of a GEMM: out[c] = rq(bias[c] + dot(x, w_c)) for c < c_out, with x an expanded row of
  * `groups` groups, w packed per 4 channels (c_out rounded up to 4, zero rows), bias and records padded
  * likewise. Whole quads in the fast modes run entirely in assembly. */
@@ -672,6 +608,479 @@ MCU_INLINE void mcu_dsp_gemm_row(const uint32_t *x, int32_t groups, const int8_t
         }
     }
 }
+
+/* ---- DSP 2x2 GEMM (the _dsp conv variants) ---------------------------------------------------------- */
+
+#if MCU_HAVE_DSP
+#define mcu_sxtb16(x) ((uint32_t)__sxtb16((int8x4_t)(x)))
+#else
+#define mcu_sxtb16(x) mcu_sxtab16(0u, (x))
+#endif
+
+/* Two output pixels times two channels per block, SMLAD on int16 pairs, one step = 4 taps:
+ *  - x (mcu_dsp_expand2): per step {p0 (t0, t2), p0 (t1, t3), p1 (t0, t2), p1 (t1, t3)}, the raw int8 inputs
+ *    widened (the bias is folded); S steps. The assembly also uses the word before them (its entry address)
+ *    and the word after them (the address of the state below): x has S * 4 + 2 words from x - 1 on.
+ *  - The filter stream (select_kernels.pack_g2_stream), per pair of channels: the folded biases {b0, b1}; per
+ *    step the int16 words {c0 (w0, w2), c0 (w1, w3), c1 (w0, w2), c1 (w1, w3)}; control words after step 0
+ *    when S = 1, else after steps 0 + r and every MCU_DSP_G2_CHUNK (16) steps from there, where the S - 1
+ *    steps after the first come in chunks, the first of r = S - 1 - 16 * ceil((S - 1) / 16) + 16: 0 inside
+ *    the pair, at its end 1, or -1 for the last whole pair; then both channels' 3-word records
+ *    (mcu_rq3_record). An odd C_out pads the last pair with a zero channel.
+ *  - Assembly (fast mode, whole pairs): step 0 starts pixel 1's accumulators from the biases; the others take
+ *    10 instructions each (two LDM, eight SMLAD) in a 16-step body entered Duff-style at step 16 - r, the
+ *    control word read after each chunk; then per output SMMLA, ASR, SSAT, STRB. The loop takes all 14
+ *    registers: what lives from block to block is in the state, whose address comes back from the word
+ *    after x, or in the stream.
+ */
+#define MCU_DSP_G2_CHUNK 16 /* steps per chunk of the stream and of the assembly's loop body */
+
+typedef struct {
+    uint32_t *x;        /* 0: the widened pixel pair */
+    const int8_t *w;    /* 4: the stream at the next pair (advances) */
+    int8_t *out;        /* 8: pixel 0's output of the next pair (advances 2) */
+    int32_t stride;     /* 12: pixel 1's outputs are at out + stride (0: pixel 1 repeats pixel 0) */
+    int32_t entry;      /* 16: bytes from the step body to where step 1 enters it, + 1 (Thumb) */
+    int32_t steps;      /* 20: S >= 1 */
+} mcu_dsp_g2_t;
+
+/* Control words of one pair: one per chunk of the steps after the first, at least one. */
+MCU_INLINE int32_t mcu_dsp_g2_ctrls(int32_t steps)
+{
+    return steps > 1 ? (steps - 2) / MCU_DSP_G2_CHUNK + 1 : 1;
+}
+
+/* Steps after the first before the first control word (0 when S = 1). */
+MCU_INLINE int32_t mcu_dsp_g2_first(int32_t steps)
+{
+    return steps > 1 ? steps - 1 - MCU_DSP_G2_CHUNK * ((steps - 2) / MCU_DSP_G2_CHUNK) : 0;
+}
+
+/* The state of a GEMM over x (S * 4 + 2 words from x - 1 on). */
+MCU_INLINE void mcu_dsp_g2_init(mcu_dsp_g2_t *g, uint32_t *x, int32_t steps)
+{
+    g->x = x;
+    g->steps = steps;
+    g->entry = (MCU_DSP_G2_CHUNK - mcu_dsp_g2_first(steps)) * 40 + 1;
+}
+
+/* Bytes of one pair in the stream. */
+MCU_INLINE int32_t mcu_dsp_g2_pair_bytes(int32_t steps)
+{
+    return 8 + 16 * steps + 4 * mcu_dsp_g2_ctrls(steps) + 24;
+}
+
+/* Channel c's record in the stream. */
+MCU_INLINE const int32_t *mcu_dsp_g2_record(const int8_t *w, int32_t steps, int32_t c)
+{
+    const int32_t pair = mcu_dsp_g2_pair_bytes(steps);
+    return (const int32_t *)(const void *)(w + (c / 2 + 1) * pair - 24 + (c % 2) * 12);
+}
+
+/* Checks the records of the stream's c_out channels (as mcu_rq3_check) and sets the mode. */
+MCU_INLINE mcu_status_t mcu_dsp_g2_mode(const int8_t *w, int32_t steps, int32_t c_out, const mcu_conv2d_params_t *p,
+                                        mcu_rq_mode_t *m)
+{
+    *m = (mcu_rq_mode_t){p->act_min, p->act_max, p->output_offset, 1, 0};
+    for (int32_t c = 0; c < c_out; ++c) {
+        const int32_t *rec = mcu_dsp_g2_record(w, steps, c);
+        if (mcu_rq3_check(rec, 1) != MCU_OK) {
+            return MCU_ERR_ARG;
+        }
+        m->records_fast = m->records_fast && rec[1] >= 0;
+    }
+    m->fast = m->records_fast && p->act_min == MCU_Q7_MIN && p->act_max == MCU_Q7_MAX;
+    return MCU_OK;
+}
+
+/* A conv window whose rows are not whole steps (KW * C_in % 4 != 0, e.g. an RGB first layer) and that is small
+ * (at most MCU_DSP_COMPACT_K taps) is widened whole: its K taps in one run, padded to a step at the end, not
+ * row by row. select_kernels (compact_window) packs the weights by the same rule. */
+#define MCU_DSP_COMPACT_K 128
+
+MCU_INLINE int mcu_dsp_conv_compact(int32_t kh, int32_t kw, int32_t c_in)
+{
+    return (kw * c_in) % 4 != 0 && kh * kw * c_in <= MCU_DSP_COMPACT_K;
+}
+
+/* dst = the steps of the n int8 values at a (pixel 0) and b (pixel 1); a tail step reads only the bytes that
+ * exist (its other lanes are 0, against zero weights). Returns dst past the ceil(n / 4) steps. */
+static __attribute__((noinline, unused)) uint32_t *mcu_dsp_expand2(const int8_t *a, const int8_t *b, int32_t n,
+                                                                  uint32_t *dst)
+{
+    const int32_t i = n & ~3;
+#if MCU_DSP_ASM
+    int32_t steps = n >> 2;
+    if (steps > 0) {
+        const int8_t *pa = a, *pb = b;
+        __asm__ volatile("lsrs %[n], %[n], #1\n\t"
+                         "bcc 2f\n\t"
+                         "ldr r4, [%[a]], #4\n\t"
+                         "ldr r6, [%[b]], #4\n\t"
+                         "sxtb16 r5, r4, ror #8\n\t"
+                         "sxtb16 r4, r4\n\t"
+                         "sxtb16 r7, r6, ror #8\n\t"
+                         "sxtb16 r6, r6\n\t"
+                         "stmia %[d]!, {r4, r5, r6, r7}\n"
+                         "2:\n\t"
+                         "cbz %[n], 3f\n"
+                         "1:\n\t"
+                         "ldr r4, [%[a]], #4\n\t"
+                         "ldr r6, [%[b]], #4\n\t"
+                         "sxtb16 r5, r4, ror #8\n\t"
+                         "sxtb16 r4, r4\n\t"
+                         "sxtb16 r7, r6, ror #8\n\t"
+                         "sxtb16 r6, r6\n\t"
+                         "stmia %[d]!, {r4, r5, r6, r7}\n\t"
+                         "ldr r4, [%[a]], #4\n\t"
+                         "ldr r6, [%[b]], #4\n\t"
+                         "sxtb16 r5, r4, ror #8\n\t"
+                         "sxtb16 r4, r4\n\t"
+                         "sxtb16 r7, r6, ror #8\n\t"
+                         "sxtb16 r6, r6\n\t"
+                         "stmia %[d]!, {r4, r5, r6, r7}\n\t"
+                         "subs %[n], %[n], #1\n\t"
+                         "bne 1b\n"
+                         "3:\n\t"
+                         : [a] "+r"(pa), [b] "+r"(pb), [d] "+r"(dst), [n] "+l"(steps)
+                         :
+                         : "r4", "r5", "r6", "r7", "cc", "memory");
+    }
+#else
+    for (int32_t j = 0; j < i; j += 4, dst += 4) {
+        const uint32_t va = mcu_read_u32(a + j), vb = mcu_read_u32(b + j);
+        dst[0] = mcu_sxtb16(va);
+        dst[1] = mcu_sxtb16(mcu_ror8(va));
+        dst[2] = mcu_sxtb16(vb);
+        dst[3] = mcu_sxtb16(mcu_ror8(vb));
+    }
+#endif
+    if (i < n) {
+        const uint32_t va = mcu_read_tail(a + i, n - i), vb = mcu_read_tail(b + i, n - i);
+        dst[0] = mcu_sxtb16(va);
+        dst[1] = mcu_sxtb16(mcu_ror8(va));
+        dst[2] = mcu_sxtb16(vb);
+        dst[3] = mcu_sxtb16(mcu_ror8(vb));
+        dst += 4;
+    }
+    return dst;
+}
+
+#if MCU_DSP_ASM
+/* The compact windows of two pixels whose window rows are 9 bytes (3 rows, e.g. 3x3 RGB): a (pixel 0) and b
+ * (pixel 1) point at row 0, rows rs apart; 27 taps in 7 steps. Rows are stitched across their ends with BFI
+ * and PKHBT; it reads the byte before rows 1 and 2 and the one after row 2 (against zero weights), so the
+ * caller makes sure those exist. */
+MCU_INLINE void mcu_dsp_expand2_9x3(const int8_t *a, const int8_t *b, int32_t rs, uint32_t *d)
+{
+#define MCU_DSP_X2 /* the step's words of pixel 0 in r4, of pixel 1 in r6 */                               \
+    "sxtb16 r5, r4, ror #8\n\t"                                                                            \
+    "sxtb16 r4, r4\n\t"                                                                                    \
+    "sxtb16 r7, r6, ror #8\n\t"                                                                            \
+    "sxtb16 r6, r6\n\t"                                                                                    \
+    "stmia %[d]!, {r4, r5, r6, r7}\n\t"
+    __asm__ volatile("ldr r4, [%[a]]\n\t"
+                     "ldr r6, [%[b]]\n\t" MCU_DSP_X2
+                     "ldr r4, [%[a], #4]\n\t"
+                     "ldr r6, [%[b], #4]\n\t" MCU_DSP_X2
+                     "add r8, %[a], %[rs]\n\t"
+                     "add r9, %[b], %[rs]\n\t"
+                     "ldrb r10, [%[a], #8]\n\t"
+                     "ldr r4, [r8, #-1]\n\t"
+                     "bfi r4, r10, #0, #8\n\t"
+                     "ldrb r10, [%[b], #8]\n\t"
+                     "ldr r6, [r9, #-1]\n\t"
+                     "bfi r6, r10, #0, #8\n\t" MCU_DSP_X2
+                     "ldr r4, [r8, #3]\n\t"
+                     "ldr r6, [r9, #3]\n\t" MCU_DSP_X2
+                     "add r10, r8, %[rs]\n\t"
+                     "add r11, r9, %[rs]\n\t"
+                     "ldr r4, [r8, #7]\n\t"
+                     "ldr r5, [r10, #-2]\n\t"
+                     "pkhbt r4, r4, r5\n\t"
+                     "ldr r6, [r9, #7]\n\t"
+                     "ldr r7, [r11, #-2]\n\t"
+                     "pkhbt r6, r6, r7\n\t" MCU_DSP_X2
+                     "ldr r4, [r10, #2]\n\t"
+                     "ldr r6, [r11, #2]\n\t" MCU_DSP_X2
+                     "ldr r4, [r10, #6]\n\t"
+                     "ldr r6, [r11, #6]\n\t" MCU_DSP_X2
+                     : [d] "+r"(d)
+                     : [a] "r"(a), [b] "r"(b), [rs] "r"(rs)
+                     : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "memory");
+#undef MCU_DSP_X2
+}
+#endif
+
+/* One pair in C, any mode: its four outputs (channel 1's only when two), the stream past it returned. */
+static __attribute__((noinline, unused)) const int8_t *mcu_dsp_g2_pair_c(const uint32_t *x, const int8_t *w,
+                                                                         int32_t steps, int8_t *out, int32_t stride,
+                                                                         int two, const mcu_rq_mode_t *m)
+{
+    const int32_t *b = (const int32_t *)(const void *)w;
+    int32_t acc[4] = {b[0], b[1], b[0], b[1]};
+    int32_t left = mcu_dsp_g2_first(steps) + 1; /* steps up to the next control word, step 0 included */
+    w += 8;
+    for (int32_t s = 0; s < steps; ++s, x += 4, w += 16) {
+        const uint32_t c0e = mcu_read_u32(w), c0o = mcu_read_u32(w + 4);
+        const uint32_t c1e = mcu_read_u32(w + 8), c1o = mcu_read_u32(w + 12);
+        acc[0] = mcu_smlad(x[1], c0o, mcu_smlad(x[0], c0e, acc[0]));
+        acc[1] = mcu_smlad(x[1], c1o, mcu_smlad(x[0], c1e, acc[1]));
+        acc[2] = mcu_smlad(x[3], c0o, mcu_smlad(x[2], c0e, acc[2]));
+        acc[3] = mcu_smlad(x[3], c1o, mcu_smlad(x[2], c1e, acc[3]));
+        if (--left == 0) { /* past a control word */
+            w += 4;
+            left = MCU_DSP_G2_CHUNK;
+        }
+    }
+    const int32_t *rec = (const int32_t *)(const void *)w;
+    for (int32_t j = 3; j >= 0; --j) { /* pixel 1 first: it may repeat pixel 0 (stride 0) */
+        if (two || !(j & 1)) {
+            out[(j >> 1) * stride + (j & 1)] = mcu_rq3_out(acc[j], rec + 3 * (j & 1), m);
+        }
+    }
+    return w + 24;
+}
+
+#if MCU_DSP_ASM
+#define MCU_DSP_G2_STEP                                                                                    \
+    "ldmia.w r12!, {r4, r5, r6, r7}\n\t"                                                                   \
+    "ldmia.w lr!, {r0, r1, r2, r3}\n\t"                                                                    \
+    "smlad r8, r4, r0, r8\n\t"                                                                             \
+    "smlad r8, r5, r1, r8\n\t"                                                                             \
+    "smlad r9, r4, r2, r9\n\t"                                                                             \
+    "smlad r9, r5, r3, r9\n\t"                                                                             \
+    "smlad r10, r6, r0, r10\n\t"                                                                           \
+    "smlad r10, r7, r1, r10\n\t"                                                                           \
+    "smlad r11, r6, r2, r11\n\t"                                                                           \
+    "smlad r11, r7, r3, r11\n\t"
+#define MCU_DSP_G2_STEP4 MCU_DSP_G2_STEP MCU_DSP_G2_STEP MCU_DSP_G2_STEP MCU_DSP_G2_STEP
+
+/* Every whole pair of the stream at g->w, up to the one whose last control word is -1, in fast mode;
+ * g->x[4 * steps] must hold g. The flags of that control word's CMP decide the pair loop (nothing in
+ * between sets them). Not inlined (static, one copy per kernel file): GCC saves the registers it takes. */
+static __attribute__((noinline, unused)) void mcu_dsp_g2_asm(mcu_dsp_g2_t *g)
+{
+    register mcu_dsp_g2_t *st __asm__("r12") = g;
+    __asm__ volatile(
+        "ldr r0, [r12, #16]\n\t" /* the entry address, into x[-1] */
+        "adr r1, 2f\n\t"
+        "add r0, r0, r1\n\t"
+        "ldr r2, [r12, #0]\n\t"
+        "str r0, [r2, #-4]\n\t"
+        "ldr lr, [r12, #4]\n"
+        "1:\n\t" /* a pair: step 0 from the biases, then enter the body */
+        "ldmia lr!, {r8, r9}\n\t"
+        "ldr r12, [r12, #0]\n\t"
+        "ldmia.w r12!, {r4, r5, r6, r7}\n\t"
+        "ldmia.w lr!, {r0, r1, r2, r3}\n\t"
+        "smlad r10, r6, r0, r8\n\t"
+        "smlad r10, r7, r1, r10\n\t"
+        "smlad r11, r6, r2, r9\n\t"
+        "smlad r11, r7, r3, r11\n\t"
+        "smlad r8, r4, r0, r8\n\t"
+        "smlad r8, r5, r1, r8\n\t"
+        "smlad r9, r4, r2, r9\n\t"
+        "smlad r9, r5, r3, r9\n\t"
+        "ldr r0, [r12, #-20]\n\t"
+        "bx r0\n\t"
+        ".balign 4\n"
+        "2:\n\t" MCU_DSP_G2_STEP4 MCU_DSP_G2_STEP4 MCU_DSP_G2_STEP4 MCU_DSP_G2_STEP4 /* MCU_DSP_G2_CHUNK */
+        "ldr r0, [lr], #4\n\t"
+        "cmp r0, #0\n\t"
+        "beq 2b\n\t"
+        "ldr r12, [r12]\n\t" /* the state, after x */
+        "ldmia lr!, {r1, r2, r3, r4, r5, r6}\n\t"
+        "ldrd r0, r7, [r12, #8]\n\t"
+        "smmla r8, r8, r1, r3\n\t"
+        "smmla r10, r10, r1, r3\n\t"
+        "smmla r9, r9, r4, r6\n\t"
+        "smmla r11, r11, r4, r6\n\t"
+        "asr r8, r8, r2\n\t"
+        "asr r10, r10, r2\n\t"
+        "asr r9, r9, r5\n\t"
+        "asr r11, r11, r5\n\t"
+        "ssat r8, #8, r8\n\t"
+        "ssat r10, #8, r10\n\t"
+        "ssat r9, #8, r9\n\t"
+        "ssat r11, #8, r11\n\t"
+        "strb r10, [r0, r7]\n\t"
+        "strb r8, [r0], #1\n\t"
+        "strb r11, [r0, r7]\n\t"
+        "strb r9, [r0], #1\n\t"
+        "str r0, [r12, #8]\n\t"
+        "bpl 1b\n\t"
+        "str lr, [r12, #4]\n\t"
+        : "+r"(st)
+        :
+        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+}
+#undef MCU_DSP_G2_STEP4
+#undef MCU_DSP_G2_STEP
+#endif
+
+/* One pixel pair: out0 (pixel 0) and out0 + stride (pixel 1) get all c_out channels from the widened pair
+ * g->x (the word after its steps may be overwritten) and the stream w. */
+static __attribute__((noinline, unused)) void mcu_dsp_g2_run(mcu_dsp_g2_t *g, const int8_t *w, int8_t *out0,
+                                                              int32_t stride, int32_t c_out, const mcu_rq_mode_t *m)
+{
+    int32_t c = 0;
+#if MCU_DSP_ASM
+    if (m->fast && c_out >= 2) {
+        g->w = w;
+        g->out = out0;
+        g->stride = stride;
+        g->x[4 * g->steps] = (uint32_t)(uintptr_t)g;
+        mcu_dsp_g2_asm(g);
+        w = g->w;
+        c = c_out & ~1;
+    }
+#endif
+    for (; c < c_out; c += 2) {
+        w = mcu_dsp_g2_pair_c(g->x, w, g->steps, out0 + c, stride, c + 1 < c_out, m);
+    }
+}
+
+/* ---- DSP depthwise 3x3 (the _dsp depthwise variant) ---------------------------------------------------- */
+
+/* The filter stream (select_kernels.pack_dw_stream), per group of 4 channels (C rounded up to 4, zero
+ * channels): the folded biases b0..b3; per tap t = ky * 3 + kx the int16 words (w_c0, w_c2), (w_c1, w_c3);
+ * the four 3-word records (mcu_rq3_record). 34 words. */
+#define MCU_DSP_DW_GROUP_BYTES 136
+
+/* Channel c's record in the stream. */
+MCU_INLINE const int32_t *mcu_dsp_dw_record(const int8_t *w, int32_t c)
+{
+    return (const int32_t *)(const void *)(w + (c / 4) * MCU_DSP_DW_GROUP_BYTES + 88 + (c % 4) * 12);
+}
+
+/* Channels [c, c + n) (n <= 4, c % 4 == 0) of one pixel in C, any mode: tap[t] points at channel c of tap t
+ * (or at padding); g is the channels' group in the stream. */
+MCU_INLINE void mcu_dsp_dw_group_c(const int8_t *const tap[9], int32_t n, const int8_t *g, const mcu_rq_mode_t *m,
+                                   int8_t *out)
+{
+    const int32_t *bias = (const int32_t *)(const void *)g;
+    for (int32_t j = 0; j < n; ++j) {
+        uint32_t acc = (uint32_t)bias[j]; /* wraps like the folded bias */
+        for (int32_t t = 0; t < 9; ++t) {
+            int16_t w;
+            memcpy(&w, g + 16 + t * 8 + (j & 1) * 4 + (j >> 1) * 2, sizeof w);
+            acc += (uint32_t)(tap[t][j] * w);
+        }
+        out[j] = mcu_rq3_out((int32_t)acc, (const int32_t *)(const void *)(g + 88 + 12 * j), m);
+    }
+}
+
+#if MCU_DSP_ASM
+/* One tap of one group (4 channels): the word at addr, widened, against the next two weight words. */
+#define MCU_DSP_DWT(addr)                                                                                  \
+    "ldr r5, " addr "\n\t"                                                                                 \
+    "sxtb16 r4, r5\n\t"                                                                                    \
+    "sxtb16 r5, r5, ror #8\n\t"                                                                            \
+    "ldrd r6, r7, [%[w]], #8\n\t"                                                                          \
+    "smlabb r8, r4, r6, r8\n\t"                                                                            \
+    "smlatt r10, r4, r6, r10\n\t"                                                                          \
+    "smlabb r9, r5, r7, r9\n\t"                                                                            \
+    "smlatt r11, r5, r7, r11\n\t"
+/* The biases, then the 9 taps of the window at %[p] (rows %[rs] apart, columns %[cs]); %[p] comes back. */
+#define MCU_DSP_DW9                                                                                        \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t" MCU_DSP_DWROW "add %[p], %[p], %[rs]\n\t" MCU_DSP_DWROW            \
+    "add %[p], %[p], %[rs]\n\t" MCU_DSP_DWROW "sub %[p], %[p], %[rs], lsl #1\n\t"
+#define MCU_DSP_DWROW MCU_DSP_DWT("[%[p]]") MCU_DSP_DWT("[%[p], %[cs]]") MCU_DSP_DWT("[%[p], %[cs], lsl #1]")
+/* Requantize the 4 accumulators with the group's 4 records (12 words) to out + 0..3, in three LDM of 4: each
+ * accumulator register joins the free ones once its output is stored. */
+#define MCU_DSP_DWRQ4                                                                                      \
+    "ldmia %[w]!, {r4, r5, r6, r7}\n\t"  /* m0 sh0 rh0 m1 */                                               \
+    "smmla r8, r8, r4, r6\n\t"                                                                             \
+    "asr r8, r8, r5\n\t"                                                                                   \
+    "ssat r8, #8, r8\n\t"                                                                                  \
+    "strb r8, [%[out], #0]\n\t"                                                                            \
+    "ldmia %[w]!, {r4, r5, r6, r8}\n\t"  /* sh1 rh1 m2 sh2 */                                              \
+    "smmla r9, r9, r7, r5\n\t"                                                                             \
+    "asr r9, r9, r4\n\t"                                                                                   \
+    "ssat r9, #8, r9\n\t"                                                                                  \
+    "strb r9, [%[out], #1]\n\t"                                                                            \
+    "ldmia %[w]!, {r4, r5, r7, r9}\n\t"  /* rh2 m3 sh3 rh3 */                                              \
+    "smmla r10, r10, r6, r4\n\t"                                                                           \
+    "asr r10, r10, r8\n\t"                                                                                 \
+    "ssat r10, #8, r10\n\t"                                                                                \
+    "strb r10, [%[out], #2]\n\t"                                                                           \
+    "smmla r11, r11, r5, r9\n\t"                                                                           \
+    "asr r11, r11, r7\n\t"                                                                                 \
+    "ssat r11, #8, r11\n\t"                                                                                \
+    "strb r11, [%[out], #3]\n\t"
+
+/* (Both not inlined, static: all registers go to their loops.)
+ * Whole groups [0, groups) of one pixel, fast mode: tap (ky, kx) of channel 0 at p + ky * rs + kx * cs, group
+ * g at + 4 g; w the stream of group 0; 4 outputs per group from out on. Per group and tap: one LDR, two SXTB16,
+ * one LDRD of weights, four SMLAxy; per output SMMLA, ASR, SSAT, STRB. */
+static __attribute__((noinline, unused)) void mcu_dsp_dw_pixel_asm(const int8_t *p, int32_t cs, int32_t rs,
+                                                                   const int8_t *w, int8_t *out, int32_t groups)
+{
+    const int8_t *end = p + 4 * groups;
+    __asm__ volatile("1:\n\t" MCU_DSP_DW9 MCU_DSP_DWRQ4
+                     "adds %[out], %[out], #4\n\t"
+                     "adds %[p], %[p], #4\n\t"
+                     "cmp %[p], %[end]\n\t"
+                     "bne 1b\n\t"
+                     : [p] "+r"(p), [w] "+r"(w), [out] "+r"(out)
+                     : [cs] "r"(cs), [rs] "r"(rs), [end] "r"(end)
+                     : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "cc", "memory");
+}
+
+/* One group over a run of pixels of an output row, fast mode, dilation_w 1, stride_w 1 or 2 (stride2): the
+ * group's channels of pixel i's tap (ky, kx) at p + i * stride_w * c + ky * rs + kx * c; w the group's stream;
+ * its 4 outputs at out + i * c, up to out_end. The stream pointer steps back one group per pixel. */
+static __attribute__((noinline, unused)) void mcu_dsp_dw_run_asm(const int8_t *p, int32_t c, int32_t rs,
+                                                                 const int8_t *w, int8_t *out, const int8_t *out_end,
+                                                                 int stride2)
+{
+#define MCU_DSP_DW_RUN(step)                                                                               \
+    __asm__ volatile("1:\n\t" MCU_DSP_DW9 MCU_DSP_DWRQ4                                                     \
+                     "sub %[w], %[w], #136\n\t"                                                            \
+                     "add %[p], %[p], " step "\n\t"                                                        \
+                     "add %[out], %[out], %[cs]\n\t"                                                       \
+                     "cmp %[out], %[end]\n\t"                                                              \
+                     "bne 1b\n\t"                                                                          \
+                     : [p] "+r"(p), [w] "+r"(w), [out] "+r"(out)                                           \
+                     : [cs] "r"(c), [rs] "r"(rs), [end] "r"(out_end)                                       \
+                     : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "cc", "memory")
+    if (stride2) {
+        MCU_DSP_DW_RUN("%[cs], lsl #1");
+    } else {
+        MCU_DSP_DW_RUN("%[cs]");
+    }
+#undef MCU_DSP_DW_RUN
+}
+
+/* Whole groups [0, groups) of one pixel (a border one), fast mode: tap t of group g at tab[t] + 4 g, tab[t]
+ * pointing at channel 0 of its input pixel or at padding (a row of zero points); one more LDR per tap. */
+static __attribute__((noinline, unused)) void mcu_dsp_dw_tab_asm(const int8_t *const tab[9], const int8_t *w,
+                                                                 int8_t *out, int32_t groups)
+{
+    int32_t g = 0;
+    const int32_t end = 4 * groups;
+#define MCU_DSP_DWTT(t)                                                                                    \
+    "ldr r5, [%[tab], #" #t "]\n\t" MCU_DSP_DWT("[r5, %[g]]")
+    __asm__ volatile("1:\n\t"
+                     "ldmia %[w]!, {r8, r9, r10, r11}\n\t" MCU_DSP_DWTT(0) MCU_DSP_DWTT(4) MCU_DSP_DWTT(8)
+                         MCU_DSP_DWTT(12) MCU_DSP_DWTT(16) MCU_DSP_DWTT(20) MCU_DSP_DWTT(24) MCU_DSP_DWTT(28)
+                             MCU_DSP_DWTT(32) MCU_DSP_DWRQ4
+                     "adds %[out], %[out], #4\n\t"
+                     "adds %[g], %[g], #4\n\t"
+                     "cmp %[g], %[end]\n\t"
+                     "bne 1b\n\t"
+                     : [g] "+r"(g), [w] "+r"(w), [out] "+r"(out)
+                     : [tab] "r"(tab), [end] "r"(end)
+                     : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "cc", "memory");
+#undef MCU_DSP_DWTT
+}
+#undef MCU_DSP_DWRQ4
+#undef MCU_DSP_DWROW
+#undef MCU_DSP_DW9
+#undef MCU_DSP_DWT
+
+#endif
 
 /* ---- Scalar GEMM row (the _fast variants) ------------------------------------------------------------ */
 

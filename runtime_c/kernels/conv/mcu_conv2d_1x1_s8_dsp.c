@@ -1,4 +1,4 @@
-/* DSP (SIMD32) int8 1x1 convolution without padding: each input row widened to int16, SMLAD with int16 weights. */
+/* DSP (SIMD32) int8 1x1 convolution without padding: pixel pairs widened to int16, a 2x2-blocked SMLAD GEMM. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -9,32 +9,65 @@ mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_
                                    const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
 {
     const mcu_conv2d_params_t *p = params;
+    (void)bias; /* folded into the filter stream */
     mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
-    if (status != MCU_OK || bias == NULL) {
-        return status != MCU_OK ? status : MCU_ERR_ARG;
+    if (status != MCU_OK) {
+        return status;
     }
     if (!mcu_conv_shapes_ok(p) || p->filter.h != 1 || p->filter.w != 1 || p->pad_top != 0 || p->pad_left != 0 ||
         p->input.c > MCU_OPT_MAX_K || (p->output.h - 1) * p->stride_h >= p->input.h ||
         (p->output.w - 1) * p->stride_w >= p->input.w) {
         return MCU_ERR_SHAPE;
     }
-    const int32_t c_in = p->input.c, c_out = p->output.c;
-    if (mcu_records_check(quant->multiplier, c_out) != MCU_OK) {
+    const int32_t c_in = p->input.c, c_out = p->output.c, out_w = p->output.w, steps = (c_in + 3) / 4;
+    mcu_rq_mode_t mode;
+    if (mcu_dsp_g2_mode(filter, steps, c_out, p, &mode) != MCU_OK) {
         return MCU_ERR_ARG;
     }
-    const mcu_rq_mode_t mode = mcu_rq_mode(quant->multiplier, c_out, p->output_offset, p->act_min, p->act_max);
-    const int32_t groups = (c_in + 3) / 4;
-    uint32_t row[MCU_OPT_MAX_K / 2]; /* one pixel widened to int16: 2 KB */
-    int8_t *out = output;
+    const int32_t pixels = p->output.n * p->output.h * out_w;
+    const int32_t col_step = p->stride_w * c_in, row_step = p->stride_h * p->input.w * c_in;
+    uint32_t x[MCU_OPT_MAX_K + 2]; /* the entry, a pixel pair widened to int16, the state's address: 4 KB */
+    mcu_dsp_g2_t g;
+    mcu_dsp_g2_init(&g, x + 1, steps);
 
-    for (int32_t n = 0; n < p->output.n; ++n) {
-        for (int32_t y = 0; y < p->output.h; ++y) {
-            const int8_t *in = input + ((n * p->input.h + y * p->stride_h) * p->input.w) * c_in;
-            for (int32_t x = 0; x < p->output.w; ++x, in += p->stride_w * c_in, out += c_out) {
-                mcu_dsp_expand(in, c_in, p->input_offset, row);
-                mcu_dsp_gemm_row(row, groups, filter, bias, quant->multiplier, c_out, &mode, out);
+    /* Output pixel (n, y, x) reads input pixel (n, y * stride_h, x * stride_w): with unit strides pixel i reads
+     * pixel i; else `next` walks them in order. */
+    if (p->stride_h == 1 && p->stride_w == 1) {
+        int32_t i = 0;
+        for (; i + 1 < pixels; i += 2) {
+            const int8_t *a = input + i * c_in;
+            mcu_dsp_expand2(a, a + c_in, c_in, g.x);
+            mcu_dsp_g2_run(&g, filter, output + i * c_out, c_out, c_out, &mode);
+        }
+        if (i < pixels) {
+            mcu_dsp_expand2(input + i * c_in, input + i * c_in, c_in, g.x);
+            mcu_dsp_g2_run(&g, filter, output + i * c_out, 0, c_out, &mode);
+        }
+        return MCU_OK;
+    }
+    const int32_t image_skip = (p->input.h - p->output.h * p->stride_h) * p->input.w * c_in;
+    const int8_t *row = input, *next = input;
+    int32_t col = 0, y = 0;
+    for (int32_t i = 0; i < pixels; i += 2) {
+        const int8_t *a = next, *b = next;
+        for (int32_t k = 0; k < 2; ++k) {
+            if (++col == out_w) {
+                col = 0;
+                row += row_step;
+                if (++y == p->output.h) {
+                    y = 0;
+                    row += image_skip;
+                }
+                next = row;
+            } else {
+                next += col_step;
+            }
+            if (k == 0 && i + 1 < pixels) {
+                b = next;
             }
         }
+        mcu_dsp_expand2(a, b, c_in, g.x);
+        mcu_dsp_g2_run(&g, filter, output + i * c_out, i + 1 < pixels ? c_out : 0, c_out, &mode);
     }
     return MCU_OK;
 }

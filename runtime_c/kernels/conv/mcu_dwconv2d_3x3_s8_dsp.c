@@ -1,4 +1,4 @@
-/* DSP (SIMD32) int8 depthwise 3x3 convolution, channel multiplier 1: 4 channels per word, SMLABB/SMLATT, int16 weights. */
+/* DSP (SIMD32) int8 depthwise 3x3 convolution, channel multiplier 1: 4 channels per word, SMLABB/SMLATT, folded bias. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -6,13 +6,45 @@
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
 
-/* Weight of channel ch at tap t in the packed layout [ch / 4][t][lanes 0, 2, 1, 3]. */
-static int32_t weight(const int8_t *filter, int32_t ch, int32_t t)
+/* Output pixels [x_begin, x_end) of one output row, one at a time: channels [0, done) by the assembly when
+ * asm_ok (windows in place, or taps through a table at the borders; else they are done already), the rest in
+ * C. row[ky] is window row ky's input row, NULL in the padding. */
+static void pixels(const mcu_conv2d_params_t *p, const int8_t *const row[3], int32_t x_begin, int32_t x_end,
+                   const int8_t *pad, const int8_t *filter, const mcu_rq_mode_t *mode, int32_t done, int asm_ok,
+                   int8_t *out_row)
 {
-    static const uint8_t lane[4] = {0, 2, 1, 3};
-    int16_t v;
-    memcpy(&v, filter + ((ch / 4) * 9 + t) * 8 + lane[ch % 4] * 2, sizeof v);
-    return v;
+    const int32_t c = p->input.c, in_w = p->input.w, dw = p->dilation_w;
+    const int rows_inside = row[0] != NULL && row[2] != NULL;
+    for (int32_t x = x_begin; x < x_end; ++x) {
+        const int32_t base_x = x * p->stride_w - p->pad_left;
+        int8_t *out = out_row + x * c;
+        const int8_t *tap[9];
+        for (int32_t kx = 0; kx < 3; ++kx) {
+            const int32_t ix = base_x + kx * dw;
+            const int col_ok = ix >= 0 && ix < in_w;
+            for (int32_t ky = 0; ky < 3; ++ky) {
+                tap[ky * 3 + kx] = col_ok && row[ky] != NULL ? row[ky] + ix * c : pad;
+            }
+        }
+#if MCU_DSP_ASM
+        if (asm_ok && done > 0 && rows_inside && base_x >= 0 && base_x + 2 * dw < in_w) {
+            mcu_dsp_dw_pixel_asm(tap[0], dw * c, (int32_t)(row[1] - row[0]), filter, out, done / 4);
+        } else if (asm_ok && done > 0) {
+            mcu_dsp_dw_tab_asm(tap, filter, out, done / 4);
+        }
+#else
+        (void)rows_inside;
+        (void)asm_ok;
+#endif
+        for (int32_t ch = done; ch < c; ch += 4) {
+            const int8_t *tap_c[9];
+            for (int32_t t = 0; t < 9; ++t) {
+                tap_c[t] = tap[t] + ch;
+            }
+            mcu_dsp_dw_group_c(tap_c, c - ch < 4 ? c - ch : 4, filter + ch / 4 * MCU_DSP_DW_GROUP_BYTES, mode,
+                               out + ch);
+        }
+    }
 }
 
 mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
@@ -20,72 +52,68 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
                                      int8_t *output)
 {
     const mcu_conv2d_params_t *p = params;
+    (void)bias; /* folded into the filter stream */
     mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
-    if (status != MCU_OK || bias == NULL) {
-        return status != MCU_OK ? status : MCU_ERR_ARG;
+    if (status != MCU_OK) {
+        return status;
     }
     if (!mcu_dw3x3_shapes_ok(p)) {
         return MCU_ERR_SHAPE;
     }
-    const int32_t c = p->input.c, in_h = p->input.h, in_w = p->input.w;
-    if (mcu_records_check(quant->multiplier, c) != MCU_OK) {
-        return MCU_ERR_ARG;
+    const int32_t c = p->input.c, in_h = p->input.h, in_w = p->input.w, out_w = p->output.w;
+    mcu_rq_mode_t mode = {p->act_min, p->act_max, p->output_offset, 1, 0};
+    for (int32_t ch = 0; ch < c; ++ch) {
+        const int32_t *rec = mcu_dsp_dw_record(filter, ch);
+        if (mcu_rq3_check(rec, 1) != MCU_OK) {
+            return MCU_ERR_ARG;
+        }
+        mode.records_fast = mode.records_fast && rec[1] >= 0;
     }
-    const int32_t *rec = quant->multiplier;
-    const mcu_rq_mode_t mode = mcu_rq_mode(rec, c, p->output_offset, p->act_min, p->act_max);
-    const int32_t in_off = p->input_offset;
-    const uint32_t off2 = ((uint32_t)in_off & 0xFFFFu) * 0x00010001u;
-    const int32_t dh = p->dilation_h, dw = p->dilation_w;
-    int8_t pad[MCU_OPT_MAX_K]; /* a padded tap reads -input_offset: it widens to 0 */
-    mcu_fill_s8(pad, (int8_t)(-in_off), c);
-    /* Interior pixels address their taps as window + rel[t]; border pixels as absolute addresses (padded taps
-     * at pad) with base 0. Either way the kernel reads base + ch + tab[t]. */
-    intptr_t rel[9], abs_tap[9];
-    for (int32_t t = 0; t < 9; ++t) {
-        rel[t] = ((t / 3) * dh * in_w + (t % 3) * dw) * c;
+    mode.fast = mode.records_fast && p->act_min == MCU_Q7_MIN && p->act_max == MCU_Q7_MAX;
+    const int32_t dh = p->dilation_h, sw = p->stride_w;
+    (void)sw;
+    uint32_t pad_words[MCU_OPT_MAX_K / 4]; /* a padded tap reads the zero point: the bias is folded */
+    int8_t *pad = (int8_t *)pad_words;
+    mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
+    /* The assembly does whole groups of 4 channels in fast mode: runs of interior pixels [x0, x1) of the rows
+     * inside the image a group at a time (dilation_w 1, stride_w 1 or 2), other pixels one at a time. */
+    int32_t done = 0, x0 = 0, x1 = 0;
+#if MCU_DSP_ASM
+    done = mode.fast ? c & ~3 : 0;
+    if (done > 0 && p->dilation_w == 1 && (sw == 1 || sw == 2) && in_w - 3 + p->pad_left >= 0) {
+        x0 = (p->pad_left + sw - 1) / sw; /* the interior columns: x * sw - pad_left in [0, in_w - 3] */
+        x1 = (in_w - 3 + p->pad_left) / sw + 1;
+        x1 = x1 < out_w ? x1 : out_w;
+        x0 = x0 < x1 ? x0 : x1;
     }
+#endif
     int8_t *out = output;
 
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
-        for (int32_t y = 0; y < p->output.h; ++y) {
+        for (int32_t y = 0; y < p->output.h; ++y, out += out_w * c) {
             const int32_t base_y = y * p->stride_h - p->pad_top;
-            const int rows_inside = base_y >= 0 && base_y + 2 * dh < in_h;
-            for (int32_t x = 0; x < p->output.w; ++x, out += c) {
-                const int32_t base_x = x * p->stride_w - p->pad_left;
-                intptr_t base;
-                const intptr_t *tab;
-                if (rows_inside && base_x >= 0 && base_x + 2 * dw < in_w) {
-                    base = (intptr_t)(in_n + (base_y * in_w + base_x) * c);
-                    tab = rel;
-                } else {
-                    const int8_t *tap[9];
-                    mcu_dw3x3_taps(p, in_n, base_y, base_x, pad, tap);
-                    for (int32_t t = 0; t < 9; ++t) {
-                        abs_tap[t] = (intptr_t)tap[t];
-                    }
-                    base = 0;
-                    tab = abs_tap;
+            const int8_t *row[3];
+            for (int32_t ky = 0; ky < 3; ++ky) {
+                const int32_t iy = base_y + ky * dh;
+                row[ky] = iy >= 0 && iy < in_h ? in_n + iy * in_w * c : NULL;
+            }
+            const int rows_inside = row[0] != NULL && row[2] != NULL;
+            const int32_t r0 = rows_inside ? x0 : 0, r1 = rows_inside ? x1 : 0; /* this row's run, maybe empty */
+#if MCU_DSP_ASM
+            if (r1 > r0) {
+                const int8_t *src = in_n + (base_y * in_w + r0 * sw - p->pad_left) * c;
+                for (int32_t g = 0; g < done; g += 4) {
+                    mcu_dsp_dw_run_asm(src + g, c, dh * in_w * c, filter + g / 4 * MCU_DSP_DW_GROUP_BYTES,
+                                       out + r0 * c + g, out + r1 * c + g, sw == 2);
                 }
-                int32_t ch = 0;
-                if (mode.fast && c >= 4) {
-                    mcu_dsp_dw_t q = {bias, rec, out, c / 4, off2};
-                    mcu_dsp_dw_pixel(base, tab, filter, &q);
-                    ch = c & ~3;
-                }
-                for (; ch + 4 <= c; ch += 4) {
-                    int32_t acc[4];
-                    mcu_dsp_dw_taps(base + ch, tab, filter + ch * 18, off2, bias + ch, acc);
-                    mcu_dsp_rq4(acc, rec + 4 * ch, &mode, out + ch);
-                }
-                for (; ch < c; ++ch) {
-                    int32_t acc = bias[ch];
-                    for (int32_t t = 0; t < 9; ++t) {
-                        acc += (((const int8_t *)(base + tab[t]))[ch] + in_off) * weight(filter, ch, t);
-                    }
-                    out[ch] = mcu_rq_out(acc, rec + 4 * ch, &mode, 0);
+                if (done < c) { /* the channel tail of the run's pixels */
+                    pixels(p, row, r0, r1, pad, filter, &mode, done, 0, out);
                 }
             }
+#endif
+            pixels(p, row, 0, r0, pad, filter, &mode, done, 1, out);
+            pixels(p, row, r1, out_w, pad, filter, &mode, done, 1, out);
         }
     }
     return MCU_OK;
