@@ -362,14 +362,26 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("mcu: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:
+    except OSError as exc:
+        if exc.filename is None:  # not about a file of the user's: an internal error after all
+            return _internal_error(exc, args.verbose)
         if args.verbose:
             traceback.print_exc()
-        msg = (str(exc).strip().splitlines() or [""])[0]
-        print(f"mcu: internal error: {type(exc).__name__}: {msg} (this is a bug in mcu; rerun with --verbose for "
-              f"the traceback and report it)", file=sys.stderr)
-        return 2
+        print(f"mcu: error: {exc.strerror or exc}: {exc.filename}; check that path (it exists, is writable, and "
+              f"its disk has room)", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        return _internal_error(exc, args.verbose)
     return 0
+
+
+def _internal_error(exc: BaseException, verbose: bool) -> int:
+    if verbose:
+        traceback.print_exc()
+    msg = (str(exc).strip().splitlines() or [""])[0]
+    print(f"mcu: internal error: {type(exc).__name__}: {msg} (this is a bug in mcu; rerun with --verbose for "
+          f"the traceback and report it)", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

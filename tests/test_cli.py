@@ -102,6 +102,17 @@ def test_internal_error_exits_2_with_one_line(capsys, monkeypatch):
     assert err.splitlines()[-1] == f"mcu: internal error: RuntimeError: kaboom {INTERNAL}"
 
 
+def test_a_file_the_system_refuses_is_a_user_error(capsys, monkeypatch):
+    """Permission denied, a full disk or a missing folder is the user's to fix: exit 1, the path named."""
+    denied = PermissionError(13, "Permission denied", "/out/model.c")
+    monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(denied))
+    assert run_main(capsys, "boards") == (1, "", "mcu: error: Permission denied: /out/model.c; check that path (it "
+                                                 "exists, is writable, and its disk has room)\n")
+    monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(OSError("socket closed")))  # no file: still a bug of ours
+    rc, _, err = run_main(capsys, "boards")
+    assert rc == 2 and err == f"mcu: internal error: OSError: socket closed {INTERNAL}\n"
+
+
 def test_interrupt_exits_130(capsys, monkeypatch):
     monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(KeyboardInterrupt()))
     assert run_main(capsys, "boards") == (130, "", "mcu: interrupted\n")
