@@ -106,19 +106,39 @@ def _call(node: Node, kernel: str, params: dict, inputs, quant=None) -> Node:
         "inplace": k.inplace, "float_node": node.attrs.get("float_node")})
 
 
+def conv_geometry(x, w, out, a: dict) -> dict:
+    """The window geometry of a conv's params struct (int8 and float32 alike)."""
+    return {"input": _dims(x.shape), "filter": _dims(w.shape), "output": _dims(out.shape),
+            "stride_h": a["stride"][0], "stride_w": a["stride"][1], "pad_top": a["padding"][0],
+            "pad_left": a["padding"][1], "dilation_h": a["dilation"][0], "dilation_w": a["dilation"][1]}
+
+
+def pool_geometry(x, out, node: Node) -> dict:
+    """The window geometry of a pool's params struct, with the average's divisor (0: the valid taps)."""
+    a = node.attrs
+    divisor = 0
+    if node.op == "avg_pool2d":
+        divisor = a["divisor_override"] or (a["kernel"][0] * a["kernel"][1] if a["count_include_pad"] else 0)
+    return {"input": _dims(x.shape), "output": _dims(out.shape), "kernel_h": a["kernel"][0],
+            "kernel_w": a["kernel"][1], "stride_h": a["stride"][0], "stride_w": a["stride"][1],
+            "pad_top": a["padding"][0], "pad_left": a["padding"][1], "divisor": divisor}
+
+
+def transpose_params(shape, perm) -> dict:
+    """A transpose of rank <= 4 as the 4-d one the kernels take (leading 1s)."""
+    pad = 4 - len(shape)
+    return {"in_dims": (1,) * pad + tuple(int(d) for d in shape),
+            "perm": tuple(range(pad)) + tuple(p + pad for p in perm)}
+
+
 def _conv(ctx: _Ctx, node: Node) -> Node:
     t = ctx.tensors
     x, w, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
     bias = node.inputs[2] if len(node.inputs) > 2 else None
     lo, hi = act_range(out.qparams, node.attrs.get("act"))
     reals = x.qparams.s * np.asarray(w.qparams.scale, dtype=np.float64) / out.qparams.s
-    params = {
-        "input": _dims(x.shape), "filter": _dims(w.shape), "output": _dims(out.shape),
-        "stride_h": node.attrs["stride"][0], "stride_w": node.attrs["stride"][1],
-        "pad_top": node.attrs["padding"][0], "pad_left": node.attrs["padding"][1],
-        "dilation_h": node.attrs["dilation"][0], "dilation_w": node.attrs["dilation"][1],
-        "input_offset": -x.qparams.zp, "output_offset": out.qparams.zp, "act_min": lo, "act_max": hi,
-    }
+    params = {**conv_geometry(x, w, out, node.attrs), "input_offset": -x.qparams.zp,
+              "output_offset": out.qparams.zp, "act_min": lo, "act_max": hi}
     kernel = "mcu_conv2d_s8" if node.op == "conv2d" else "mcu_dwconv2d_s8"
     if node.op == "conv2d" and node.attrs.get("groups", 1) > 1:
         kernel = "mcu_conv2d_grouped_s8"
@@ -140,16 +160,8 @@ def _linear(ctx: _Ctx, node: Node) -> Node:
 def _pool(ctx: _Ctx, node: Node) -> Node:
     t = ctx.tensors
     x, out = t[node.inputs[0]], t[node.outputs[0]]
-    a = node.attrs
-    lo, hi = act_range(out.qparams, a.get("act"))
-    divisor = 0
-    if node.op == "avg_pool2d":
-        divisor = a["divisor_override"] or (a["kernel"][0] * a["kernel"][1] if a["count_include_pad"] else 0)
-    params = {"input": _dims(x.shape), "output": _dims(out.shape),
-              "kernel_h": a["kernel"][0], "kernel_w": a["kernel"][1],
-              "stride_h": a["stride"][0], "stride_w": a["stride"][1],
-              "pad_top": a["padding"][0], "pad_left": a["padding"][1],
-              "zero_point": x.qparams.zp, "divisor": divisor, "act_min": lo, "act_max": hi}
+    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    params = {**pool_geometry(x, out, node), "zero_point": x.qparams.zp, "act_min": lo, "act_max": hi}
     kernel = "mcu_maxpool2d_s8" if node.op == "max_pool2d" else "mcu_avgpool2d_s8"
     return _call(node, kernel, params, (x.name,))
 
@@ -185,10 +197,7 @@ def _softmax(ctx: _Ctx, node: Node) -> Node:
 
 def _transpose(ctx: _Ctx, node: Node) -> Node:
     x = ctx.tensors[node.inputs[0]]
-    pad = 4 - len(x.shape)
-    params = {"in_dims": (1,) * pad + tuple(int(d) for d in x.shape),
-              "perm": tuple(range(pad)) + tuple(p + pad for p in node.attrs["perm"])}
-    return _call(node, "mcu_transpose_s8", params, (x.name,))
+    return _call(node, "mcu_transpose_s8", transpose_params(x.shape, node.attrs["perm"]), (x.name,))
 
 
 def _alias(ctx: _Ctx, node: Node) -> Node:

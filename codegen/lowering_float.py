@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.ir import Graph, Node
-from mcu.codegen.lowering import Kernel, _dims, _dims4
+from mcu.codegen.lowering import Kernel, _dims4, conv_geometry, pool_geometry, transpose_params
 from mcu.codegen.passes.canonicalize import LoweringError
 
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -45,11 +45,7 @@ def _call(node: Node, kernel: str, params: dict, inputs) -> Node:
 
 def _conv(g: Graph, node: Node) -> Node:
     x, w, out = (g.tensors[t] for t in (node.inputs[0], node.inputs[1], node.outputs[0]))
-    a = node.attrs
-    params = {"input": _dims(x.shape), "filter": _dims(w.shape), "output": _dims(out.shape),
-              "stride_h": a["stride"][0], "stride_w": a["stride"][1],
-              "pad_top": a["padding"][0], "pad_left": a["padding"][1],
-              "dilation_h": a["dilation"][0], "dilation_w": a["dilation"][1], **_act(node)}
+    params = {**conv_geometry(x, w, out, node.attrs), **_act(node)}
     kernel = "mcu_dwconv2d_f32" if node.op == "depthwise_conv2d" else "mcu_conv2d_f32"
     bias = node.inputs[2] if len(node.inputs) > 2 else None
     return _call(node, kernel, params, (x.name, w.name, bias))
@@ -65,14 +61,7 @@ def _linear(g: Graph, node: Node) -> Node:
 
 def _pool(g: Graph, node: Node) -> Node:
     x, out = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
-    a = node.attrs
-    divisor = 0
-    if node.op == "avg_pool2d":
-        divisor = a["divisor_override"] or (a["kernel"][0] * a["kernel"][1] if a["count_include_pad"] else 0)
-    params = {"input": _dims(x.shape), "output": _dims(out.shape),
-              "kernel_h": a["kernel"][0], "kernel_w": a["kernel"][1],
-              "stride_h": a["stride"][0], "stride_w": a["stride"][1],
-              "pad_top": a["padding"][0], "pad_left": a["padding"][1], "divisor": divisor, **_act(node)}
+    params = {**pool_geometry(x, out, node), **_act(node)}
     kernel = "mcu_maxpool2d_f32" if node.op == "max_pool2d" else "mcu_avgpool2d_f32"
     return _call(node, kernel, params, (x.name,))
 
@@ -100,10 +89,7 @@ def _clamp(g: Graph, node: Node) -> Node:
 
 def _transpose(g: Graph, node: Node) -> Node:
     x = g.tensors[node.inputs[0]]
-    pad = 4 - len(x.shape)
-    params = {"in_dims": (1,) * pad + tuple(int(d) for d in x.shape),
-              "perm": tuple(range(pad)) + tuple(p + pad for p in node.attrs["perm"])}
-    return _call(node, "mcu_transpose_f32", params, (x.name,))
+    return _call(node, "mcu_transpose_f32", transpose_params(x.shape, node.attrs["perm"]), (x.name,))
 
 
 def _reduce(g: Graph, node: Node) -> Node:

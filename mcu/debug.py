@@ -60,18 +60,24 @@ def float_activations(pkg, inputs) -> dict[str, np.ndarray]:
     if not (pkg.out_dir / FLOAT_MODEL).is_file():
         return {}  # compiled from a quantized model (QAT): no float model to compare with
     ep = torch.export.load(str(pkg.out_dir / FLOAT_MODEL))
-    model = prepare_pt2e(ep.module(), McuQuantizer())
+    return record_outputs(prepare_pt2e(ep.module(), McuQuantizer()), inputs, lambda n: n.name)
+
+
+def record_outputs(module: torch.fx.GraphModule, inputs, key) -> dict[str, np.ndarray]:
+    """Run module on inputs (torch order) and keep each call_function node's tensor output under key(node),
+    skipping the nodes for which key returns None."""
     values: dict[str, np.ndarray] = {}
 
     class Recorder(torch.fx.Interpreter):
         def run_node(self, n):
             result = super().run_node(n)
-            if n.op == "call_function" and isinstance(result, torch.Tensor):
-                values[n.name] = result.detach().numpy().copy()
+            name = key(n) if n.op == "call_function" and isinstance(result, torch.Tensor) else None
+            if name is not None:
+                values[name] = result.detach().numpy().copy()
             return result
 
     with torch.no_grad():
-        Recorder(model).run(*[torch.as_tensor(x) for x in inputs])
+        Recorder(module).run(*[torch.as_tensor(x) for x in inputs])
     return values
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from mcu.codegen.reference import run_reference
+from mcu.debug import record_outputs
 
 
 @dataclass(frozen=True)
@@ -27,19 +28,11 @@ class OpAgreement:
 
 def torchao_int_tensors(converted, inputs) -> dict[str, np.ndarray]:
     """torchao's int8 value of every quantized activation (torch order), by the name of the node it quantizes."""
-    values: dict[str, np.ndarray] = {}
+    def quantized(n):
+        target = str(n.target)
+        return n.args[0].name if "quantize_per_tensor" in target and "dequantize" not in target else None
 
-    class Recorder(torch.fx.Interpreter):
-        def run_node(self, n):
-            result = super().run_node(n)
-            target = str(n.target)
-            if n.op == "call_function" and "quantize_per_tensor" in target and "dequantize" not in target:
-                values[n.args[0].name] = result.detach().numpy().copy()
-            return result
-
-    with torch.no_grad():
-        Recorder(converted).run(*[torch.as_tensor(x) for x in inputs])
-    return values
+    return record_outputs(converted, inputs, quantized)
 
 
 def _stored(value: np.ndarray, layout: str) -> np.ndarray:

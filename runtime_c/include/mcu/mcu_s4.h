@@ -65,6 +65,14 @@ MCU_INLINE void mcu_dot_s4_x4(const int8_t *x, const int8_t *w, int32_t row_byte
     acc[3] += a3;
 }
 
+/* Channel c's int8 output of accumulator acc. */
+MCU_INLINE int8_t mcu_s4_out(int32_t acc, const mcu_per_channel_quant_t *q, int32_t c, int32_t out_off,
+                             int32_t act_min, int32_t act_max)
+{
+    const int32_t y = mcu_requantize(acc, q->multiplier[c], q->shift[c]);
+    return (int8_t)mcu_clamp_i32(mcu_add_offset(y, out_off), act_min, act_max);
+}
+
 /* out[c] = clamp(requantize(bias[c] + dot(x, row c), q[c]) + out_off) for c < c_out, rows of (k + 1) / 2
  * bytes; four channels at a time. */
 MCU_INLINE void mcu_s4_gemm_row(const int8_t *x, int32_t k, const int8_t *w, const int32_t *bias,
@@ -77,13 +85,11 @@ MCU_INLINE void mcu_s4_gemm_row(const int8_t *x, int32_t k, const int8_t *w, con
         int32_t acc[4] = {bias[c], bias[c + 1], bias[c + 2], bias[c + 3]};
         mcu_dot_s4_x4(x, w, row_bytes, k, acc);
         for (int32_t j = 0; j < 4; ++j) {
-            const int32_t y = mcu_requantize(acc[j], q->multiplier[c + j], q->shift[c + j]);
-            out[c + j] = (int8_t)mcu_clamp_i32(mcu_add_offset(y, out_off), act_min, act_max);
+            out[c + j] = mcu_s4_out(acc[j], q, c + j, out_off, act_min, act_max);
         }
     }
     for (; c < c_out; ++c, w += row_bytes) {
-        const int32_t y = mcu_requantize(bias[c] + mcu_dot_s4(x, w, k), q->multiplier[c], q->shift[c]);
-        out[c] = (int8_t)mcu_clamp_i32(mcu_add_offset(y, out_off), act_min, act_max);
+        out[c] = mcu_s4_out(bias[c] + mcu_dot_s4(x, w, k), q, c, out_off, act_min, act_max);
     }
 }
 
