@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from mcu.codegen.ir import Graph, Tensor
+from mcu.codegen.ir import Graph
 from mcu.codegen.memory import INPLACE_KERNELS, overwritable_inputs
-from mcu.codegen.passes.select_kernels import Target
+from mcu.codegen.passes.select_kernels import Target, with_scratch
 from mcu.twins.conv import conv2d_1x1_s8_inplace_scratch_bytes, dwconv2d_s8_inplace_scratch_bytes
 
 
@@ -50,9 +50,7 @@ def use_inplace_kernels(graph: Graph, target: Target) -> Graph:
     for node, dies in zip(graph.nodes, overwritable_inputs(graph)):
         v = VARIANTS.get(node.attrs.get("kernel")) if node.op == "call" else None
         if v is not None and dies and v.fits(node.attrs["params"]):
-            scratch = f"{node.name}_scratch"
-            tensors[scratch] = Tensor(scratch, (v.scratch_bytes(node.attrs["params"]),), "int8")
-            node = node.replace(outputs=(node.outputs[0], scratch), attrs={
+            node = with_scratch(tensors, node, v.scratch_bytes(node.attrs["params"])).replace(attrs={
                 **node.attrs, "kernel": v.kernel, "path": v.path, "twin": node.attrs["kernel"]})
         nodes.append(node)
     return graph.replace(nodes=tuple(nodes), tensors=tensors)

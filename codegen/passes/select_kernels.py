@@ -62,6 +62,8 @@ class Variant:
     applies: Callable[[dict], bool] = lambda params: True
     # (node, tensors) -> (node, new constants), or None to decline (the next variant is tried)
     prepare: Callable[[Node, dict[str, Tensor]], tuple[Node, dict[str, Tensor]] | None] | None = field(default=None)
+    # params -> bytes of scratch the kernel takes (its `int8_t *scratch` argument, before the output), or None
+    scratch: Callable[[dict], int] | None = field(default=None)
 
 
 # ---- Constant preparation (pure numpy; each returns new arrays) ---------------------------------------------
@@ -429,8 +431,16 @@ def fc_fits(p: dict) -> bool:
     return p["in_features"] <= MAX_K
 
 
-def _v(kernel: str, family: str, requires: set[str], applies, prepare) -> Variant:
-    return Variant(kernel, f"{family}/{kernel}", frozenset(requires), applies, prepare)
+def _v(kernel: str, family: str, requires: set[str], applies, prepare, scratch=None) -> Variant:
+    return Variant(kernel, f"{family}/{kernel}", frozenset(requires), applies, prepare, scratch)
+
+
+def with_scratch(graph_tensors: dict[str, Tensor], node: Node, nbytes: int) -> Node:
+    """`node` with a scratch tensor `<node>_scratch` of `nbytes` as its second output: the planner gives it arena
+    bytes live during the call only (aligned to BUFFER_ALIGN, 4), and emit passes it right before the output."""
+    name = f"{node.name}_scratch"
+    graph_tensors[name] = Tensor(name, (max(1, int(nbytes)),), "int8")
+    return node.replace(outputs=(node.outputs[0], name))
 
 
 MVE, DSP, INT4 = {"mve"}, {"dsp"}, {"int4"}
@@ -486,6 +496,8 @@ def select_kernels(graph: Graph, target: Target) -> Graph:
                             continue
                         candidate, new = prepared
                         tensors.update(new)
+                    if v.scratch is not None:
+                        candidate = with_scratch(tensors, candidate, v.scratch(candidate.attrs["params"]))
                     node = candidate
                     break
         nodes.append(node)
