@@ -19,7 +19,7 @@ from mcu.errors import McuError
 ARENA_GUARD_BYTES = 16  # debug builds: guard bytes after the arena, checked after every op (model.c)
 IO_DOC = {"int8": "int8 tensors quantized as below:\n * real = (q - ZERO_POINT) * SCALE.",
           "float32": 'float32 tensors, as the float\n * model takes them (quantize="none").'}
-PER_LINE = {"int8": 20, "uint16": 12, "int16": 12, "int32": 8, "float32": 6}
+PER_LINE = {"int8": 20, "uint16": 12, "int16": 12, "int32": 8, "int64": 4, "float32": 6}
 
 
 def _env() -> jinja2.Environment:

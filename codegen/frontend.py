@@ -1,6 +1,13 @@
-"""Converted PT2E GraphModule (Q/DQ around float ops) -> mcu IR with int8 tensors, in torch (NCHW) order.
+"""Converted PT2E GraphModule (Q/DQ around float ops) -> mcu IR with integer tensors, in torch (NCHW) order.
 
-- A quantize_per_tensor node defines an int8 activation; its dequantize reads the same tensor.
+- A quantize_per_tensor node defines an int8 (or, a16w8, int16) activation; its dequantize reads the same
+  tensor. A quantize of another quantized tensor's dequantize is a requantization: an identity look-up table
+  between int8 tensors, a `convert` node where the integer type changes (mixed precision).
+- An op left float by the quantizer (meta["mcu_precision"] == "float32", mixed precision) becomes a float32
+  node as frontend_float makes them: a `dequantize` node feeds it each integer input, a `quantize` node
+  turns its result back into the consumer's integer tensor, and its parameters stay float32 constants.
+- The float bias of an a16w8 conv/linear (the quantizer leaves it float) becomes a float32 constant; the
+  int16 lowering stores it as int64.
 - A frozen int8/int32 parameter behind a dequantize_per_channel becomes a constant with per-channel qparams.
 - A float op (conv, add, ...) becomes one IR node whose output is the quantize node that follows it;
   a ReLU/ReLU6 between the two is recorded as the node's `act` (real-valued clamp range).
@@ -218,8 +225,24 @@ def _act_range(n: FxNode) -> tuple[float, float] | None:
     return None
 
 
+INT_DTYPES = {torch.int8: "int8", torch.int16: "int16"}
+WEIGHTED = {aten.conv2d.default, aten.conv1d.default, aten.linear.default}
+
+
+def _q_dtype(n: FxNode) -> str:
+    """The integer type of a quantize node's output (args: x, scale, zero point, qmin, qmax, dtype)."""
+    dtype = n.args[5] if len(n.args) > 5 else n.kwargs.get("dtype", torch.int8)
+    if dtype not in INT_DTYPES:
+        raise QuantizationError(f"activations quantized to {dtype} at {source_line(n)}: mcu supports int8 and int16")
+    return INT_DTYPES[dtype]
+
+
+def _is_float_op(n: FxNode) -> bool:
+    return n.meta.get("mcu_precision") == "float32"
+
+
 def import_quantized(gm: GraphModule) -> Graph:
-    """Build the int8 IR of a torchao-converted GraphModule."""
+    """Build the integer IR of a torchao-converted GraphModule."""
     tensors: dict[str, Tensor] = {}
     nodes: list[Node] = []
     value: dict[FxNode, str] = {}  # fx node -> IR tensor holding its (quantized) value
@@ -241,6 +264,46 @@ def import_quantized(gm: GraphModule) -> Graph:
         tensors[name] = Tensor(name, tuple(data.shape), "float32", data=data)
         return name
 
+    floats: dict[FxNode, str] = {}  # fx node of a float op (mixed precision) -> its float32 IR tensor
+    dequantized: dict[str, str] = {}  # integer tensor -> its float32 dequantize
+
+    def float_input(a: FxNode) -> str:
+        if a in floats:
+            return floats[a]
+        if a.op == "get_attr":
+            return float_const(a)
+        if a.op == "placeholder" and a not in value:  # a float op reads the model's input: a float32 input
+            value[a] = f"input{len(inputs)}"
+            inputs.append(value[a])
+            tensors[value[a]] = Tensor(value[a], _shape(a), "float32")
+            return value[a]
+        if a.op == "placeholder" and tensors[value[a]].dtype == "float32":
+            return value[a]
+        src = value.get(a)
+        if src is None:
+            raise QuantizationError(f"input {a.name} of a float32 op is neither quantized nor float")
+        if src not in dequantized:
+            dequantized[src] = f"t{len(tensors)}"
+            tensors[dequantized[src]] = Tensor(dequantized[src], tensors[src].shape, "float32")
+            nodes.append(Node(f"n{len(nodes)}_dequantize", "dequantize", (src,), (dequantized[src],), {},
+                              source_line(a)))
+        return dequantized[src]
+
+    def float_op(n: FxNode) -> str:
+        """One float32 IR node for an op the quantizer left float (as frontend_float builds them)."""
+        if n.target in IDENTITY_OPS:
+            return float_input(n.args[0])
+        ins = [float_input(a) if isinstance(a, FxNode) else None for a in n.args
+               if isinstance(a, FxNode) or a is None]
+        op, attrs = _attrs(n, tensors[ins[0]].shape)
+        if op in UNARY_IR_OPS:
+            ins = ins[:1]
+        name = f"t{len(tensors)}"
+        tensors[name] = Tensor(name, _shape(n), "float32")
+        nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), {**attrs, "float_node": n.name},
+                          source_line(n)))
+        return name
+
     for n in gm.graph.nodes:
         if n.op == "placeholder":
             continue  # becomes an input at its quantize node
@@ -248,27 +311,37 @@ def import_quantized(gm: GraphModule) -> Graph:
             continue
         if n.op == "output":
             for o in n.args[0]:
+                if o in floats:  # a float op's result is the model's output (mixed precision)
+                    outputs.append(floats[o])
+                    continue
                 if o not in value:
                     raise QuantizationError(f"model output {o.name} is not quantized")
                 outputs.append(value[o])
             continue
         t = n.target
         if t in Q_OPS:
-            src, scale, zp = n.args[0], float(n.args[1]), int(n.args[2])
+            src, scale, zp, dtype = n.args[0], float(n.args[1]), int(n.args[2]), _q_dtype(n)
             name = f"t{len(tensors)}"
             if src.op == "placeholder":
                 name = f"input{len(inputs)}"
                 inputs.append(name)
-                tensors[name] = Tensor(name, _shape(src), "int8", QParams.tensor(scale, zp))
+                tensors[name] = Tensor(name, _shape(src), dtype, QParams.tensor(scale, zp))
+            elif src in floats:  # a float op's result -> the consumer's integer tensor
+                tensors[name] = Tensor(name, _shape(src), dtype, QParams.tensor(scale, zp))
+                nodes.append(Node(f"n{len(nodes)}_quantize", "quantize", (floats[src],), (name,), {},
+                                  source_line(src)))
             elif src in pending:
                 compute, act = pending.pop(src)
                 shape_in = tensors[value[_first(compute)]].shape
                 op, attrs = _attrs(compute, shape_in)
                 if act is not None:
                     attrs = {**attrs, "act": act}
-                tensors[name] = Tensor(name, _shape(src), "int8", QParams.tensor(scale, zp))
+                tensors[name] = Tensor(name, _shape(src), dtype, QParams.tensor(scale, zp))
                 ins = [value.get(a) if isinstance(a, FxNode) else None for a in compute.args
                        if isinstance(a, FxNode) or a is None]
+                if compute.target in WEIGHTED and len(compute.args) > 2 and isinstance(compute.args[2], FxNode) \
+                        and compute.args[2].op == "get_attr":
+                    ins[2] = float_const(compute.args[2])  # a16w8: the float bias
                 if op in UNARY_IR_OPS:
                     ins = ins[:1]
                 elif op == "concat":
@@ -279,9 +352,15 @@ def import_quantized(gm: GraphModule) -> Graph:
                 nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), attrs, source_line(compute)))
             elif src.op == "call_function" and src.target in DQ_OPS and src.args[0] in value:
                 # requantization (torchao's Q(DQ(x)) between differing qparams): an identity look-up table
-                tensors[name] = Tensor(name, tensors[value[src.args[0]]].shape, "int8", QParams.tensor(scale, zp))
-                nodes.append(Node(f"n{len(nodes)}_lut", "lut", (value[src.args[0]],), (name,),
-                                  {"fn": ("clone.default", (...,), ())}, source_line(src)))
+                # between int8 tensors, a convert where the type changes
+                x = tensors[value[src.args[0]]]
+                tensors[name] = Tensor(name, x.shape, dtype, QParams.tensor(scale, zp))
+                if x.dtype == dtype == "int8":
+                    nodes.append(Node(f"n{len(nodes)}_lut", "lut", (x.name,), (name,),
+                                      {"fn": ("clone.default", (...,), ())}, source_line(src)))
+                else:
+                    nodes.append(Node(f"n{len(nodes)}_convert", "convert", (x.name,), (name,), {},
+                                      source_line(src)))
             else:
                 raise QuantizationError(f"quantize of {src.name} has no producer we can lower")
             value[n] = name
@@ -301,6 +380,8 @@ def import_quantized(gm: GraphModule) -> Graph:
                 value[n] = name
             else:
                 value[n] = value[src]
+        elif n.op == "call_function" and _is_float_op(n) and t not in Q_OPS | DQ_OPS:
+            floats[n] = float_op(n)
         elif t == operator.getitem:
             raise QuantizationError(f"multi-output op {n.args[0].name} is not supported")
         elif t in IDENTITY_OPS:
@@ -311,7 +392,9 @@ def import_quantized(gm: GraphModule) -> Graph:
             compute, _ = pending.pop(n.args[0])
             pending[n] = (compute, _act_range(n))
         elif n.op == "call_function":
-            for a in n.args:
+            for i, a in enumerate(n.args):
+                if i == 2 and t in WEIGHTED:
+                    continue  # a float bias: a16w8 (int64 in the lowering)
                 if isinstance(a, FxNode) and a.op == "get_attr" and n.target not in DQ_OPS | FLOAT_PARAM_OPS:
                     if const(a).dtype.is_floating_point if hasattr(const(a).dtype, "is_floating_point") \
                             else np.issubdtype(const(a).dtype, np.floating):

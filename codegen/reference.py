@@ -8,7 +8,7 @@ import numpy as np
 
 from mcu.codegen.ir import DTYPES, Graph
 
-TWIN_MODULES = ["conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback", "float32"]
+TWIN_MODULES = ["conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback", "float32", "s16"]
 
 
 def twin(kernel: str):
@@ -42,6 +42,15 @@ def run_reference(graph: Graph, inputs: list[np.ndarray], *, every_tensor: bool 
             values[out.name] = values[node.inputs[0]].reshape(out.shape)
             continue
         a = node.attrs
+        if a.get("unfused"):  # a fused call (codegen/passes/fuse_add.py): its portable calls, one after another
+            local = {}
+            for step in a["unfused"]:
+                args = [local[i] if i in local else get(i) for i in step["inputs"]]
+                quant = [get(q) for q in step["quant"] or ()]
+                local[step["output"]] = np.asarray(twin(step["kernel"])(step["params"], *quant, *args))
+            result = local[node.outputs[0]].reshape(out.shape)
+            values[out.name] = result if override is None else override(node, result)
+            continue
         # a variant's prepared constants differ; its twin runs on the portable ones (select_kernels.py)
         quant = [get(q) for q in a.get("twin_quant", a["quant"]) or ()]
         args = [get(i) for i in a.get("twin_inputs", node.inputs)]

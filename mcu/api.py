@@ -82,8 +82,9 @@ class Package:
                 continue
             if not torch.isfinite(x).all():
                 raise InputError(f"{spec['name']} contains NaN or Inf, which int8 cannot represent; clean the input")
+            info = torch.iinfo(getattr(torch, spec["dtype"]))  # int8, or int16 (a16w8)
             q = torch.ops.quantized_decomposed.quantize_per_tensor(
-                x.float(), spec["scale"], spec["zero_point"], -128, 127, torch.int8).numpy()
+                x.float(), spec["scale"], spec["zero_point"], info.min, info.max, getattr(torch, spec["dtype"])).numpy()
             out.append(_to_stored(q, spec))
         return out
 
@@ -233,7 +234,7 @@ def _write_package(out_dir: Path, files: dict[str, bytes], force: bool) -> None:
 def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibration=None,
             quantize: str = "int8", out_dir: str | os.PathLike = "mcu_out", force: bool = False,
             optimize: str = "speed", progress: Progress | None = None, bias_correction: bool = True,
-            observer: str = "minmax", weights: str = "int8") -> Package:
+            observer: str = "minmax", weights: str = "int8", mixed: dict | None = None) -> Package:
     """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package.
     optimize="speed" picks the board's fastest kernel variants; "memory" keeps the portable kernels,
     whose outputs may overlap their dying inputs, and runs depthwise and 1x1 convs in place over an
@@ -243,6 +244,9 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     bias (mcu.quantize); the user's model is never modified. observer sets activation ranges: "minmax",
     "percentile" or "mse" (mcu.quantize.OBSERVERS). weights="int4" quantizes conv and linear weights to
     [-7, 7] and stores them two per byte (the int4 kernels; depthwise and grouped convs keep int8 storage).
+    quantize="a16w8" runs int16 activations with int8 weights (TFLite's 16x8). mixed maps module names or types
+    to "int8", "a16w8" or "float32", e.g. mixed={"classifier": "float32"}: those layers run in that precision,
+    with converts planned at the boundaries (mcu.quantize).
 
     A model quantized already (torchao's convert_pt2e output, e.g. after quantization-aware training with
     McuQuantizer(qat=True)) compiles as it is, with the same integer semantics; it takes no calibration."""
@@ -255,8 +259,12 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
                        f"(portable kernels whose outputs may overlap their inputs: the smallest arena)")
     target = dataclasses.replace(target, variants=optimize == "speed",
                                  features=target.features | ({"int4"} if weights == "int4" else set()))
-    if quantize not in ("int8", "none"):
-        raise McuError(f"quantize={quantize!r} is not supported yet; use quantize='int8' or 'none' (float32)")
+    if quantize not in ("int8", "a16w8", "none"):
+        raise McuError(f"quantize={quantize!r} is not supported; use quantize='int8', 'a16w8' (int16 activations) "
+                       f"or 'none' (float32)")
+    if mixed and quantize == "none":
+        raise McuError("mixed= sets precisions inside a quantized model; with quantize='none' every layer is "
+                       "float32 already")
     if is_quantized(model):
         if calibration is not None:
             raise McuError("the model is quantized already (torchao's convert_pt2e output), so calibration does "
@@ -267,7 +275,8 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
         if example_inputs is None:
             example_inputs = example_inputs_of(ep)
         converted = None if quantize == "none" else \
-            quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer, weights)
+            quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer, weights,
+                          precision=quantize, mixed=mixed)
     graph = run_passes(import_float(ep) if converted is None else import_quantized(converted), target)
     graph, memory = plan_graph(graph)
     texts = emit(graph, memory, board=board)

@@ -124,6 +124,16 @@ class CalibrationProgress:
             self.width = 0
 
 
+def _mixed_rule(text: str) -> tuple[str, str]:
+    """MODULE=PRECISION (--mixed) -> (module name or type name, precision)."""
+    from mcu.quantize import PRECISIONS
+    module, sep, precision = text.partition("=")
+    if not sep or not module or precision not in PRECISIONS:
+        raise argparse.ArgumentTypeError(f"{text!r}: write MODULE=PRECISION with PRECISION one of "
+                                         f"{', '.join(PRECISIONS)}, e.g. classifier=float32")
+    return module, precision
+
+
 def cmd_compile(args) -> None:
     import mcu
     model, example_inputs = _load_model(args.model)
@@ -132,7 +142,7 @@ def cmd_compile(args) -> None:
         pkg = mcu.compile(model, example_inputs, board=args.board, calibration=_load_calibration(args.calib),
                           out_dir=args.output, force=args.force, optimize=args.optimize, progress=progress,
                           observer=args.observer, bias_correction=not args.no_bias_correction,
-                          quantize=args.quantize, weights=args.weights)
+                          quantize=args.quantize, weights=args.weights, mixed=dict(args.mixed or ()))
     finally:
         progress.close()
     m = pkg.manifest
@@ -290,7 +300,8 @@ def build_parser() -> ArgumentParser:
     p = _command(sub, "compile", cmd_compile, "compile MODEL into a package folder",
                  "mcu compile mcu.zoo:example_cnn --board mps2-an386 -o out/cnn",
                  "mcu compile model.pt2 --calib calib.npy --board mps3-an547 --optimize memory -o out/model",
-                 "mcu compile mcu.zoo:ic --quantize none --board mps2-an385 -o out/ic-float32")
+                 "mcu compile mcu.zoo:ic --quantize none --board mps2-an385 -o out/ic-float32",
+                 "mcu compile mcu.zoo:kws --quantize a16w8 --mixed fc=float32 -o out/kws-a16w8")
     p.add_argument("model", help=".pt2 file or module:function returning (model, example_inputs)")
     p.add_argument("--board", default="mps2-an386", help="target board, see `mcu boards` (default: mps2-an386)")
     p.add_argument("--calib", help=".npy [B, ...] / .npz / .pt list of input tuples (default: the example inputs)")
@@ -301,8 +312,11 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--observer", choices=("minmax", "percentile", "mse"), default="minmax",
                    help="activation ranges: every calibrated value (minmax), the 0.01-99.99th percentiles, or the "
                         "least L2 quantization error (mse) (default: minmax)")
-    p.add_argument("--quantize", choices=("int8", "none"), default="int8",
-                   help="int8 (default), or none: the float model as it is, float32 kernels (--calib unused)")
+    p.add_argument("--quantize", choices=("int8", "a16w8", "none"), default="int8",
+                   help="int8 (default); a16w8: int16 activations, int8 weights; or none: the float model as it is, "
+                        "float32 kernels (--calib unused)")
+    p.add_argument("--mixed", nargs="+", metavar="MODULE=PRECISION", type=_mixed_rule,
+                   help="keep modules (by name, e.g. classifier, or type, e.g. Linear) in int8, a16w8 or float32")
     p.add_argument("--weights", choices=("int8", "int4"), default="int8",
                    help="int4: conv and linear weights in [-7, 7], two per byte in flash (default: int8)")
     p.add_argument("--no-bias-correction", action="store_true",

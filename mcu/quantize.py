@@ -11,6 +11,14 @@ Scheme (TFLite-compatible integer semantics):
 - elementwise functions of one activation (GELU, hardswish, x * 2, ...), binary ops, concat, sum, matmul
   and layer norm observe their own output (concat requantizes inputs whose qparams differ);
 - layer norm's weight and bias stay float (it runs in the float32 fallback);
+- activations="int16" (quantize="a16w8", TFLite's "16x8"): activations int16 symmetric per tensor (zero point
+  0), weights int8 as above, biases left float (the lowering stores them as int64 at s_in * s_w[c], beyond
+  int32's reach at these scales); softmax, sigmoid and tanh outputs fixed at scale 1/32768;
+- mixed precision: `mixed` maps module names (a name covers its submodules) or module types (classes or class
+  names) to "int8", "a16w8" or "float32"; each op takes the precision of the innermost module that names one,
+  else the run's. float32 ops are left unannotated (torchao keeps them float) and carry
+  meta["mcu_precision"] = "float32" for the importer; where precisions meet, torchao's own Q/DQ pairs become
+  the converts;
 - bias correction (Nagel et al., "Data-Free Quantization", 2019, the empirical form): rounding the weights
   shifts each output channel's mean by (W_q - W) . E[x]; with E[x] measured per input channel during
   calibration, that shift is subtracted from the float bias before conversion, so torchao's reference and
@@ -50,6 +58,15 @@ ACT_QSPEC = QuantizationSpec(
     qscheme=torch.per_tensor_affine,
     is_dynamic=False,
     observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
+)
+
+ACT16_QSPEC = QuantizationSpec(
+    dtype=torch.int16,
+    quant_min=-32768,
+    quant_max=32767,
+    qscheme=torch.per_tensor_symmetric,
+    is_dynamic=False,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20, qscheme=torch.per_tensor_symmetric),
 )
 
 WEIGHT_QSPEC = QuantizationSpec(
@@ -104,15 +121,20 @@ class MseObserver(HistogramObserver):
 # Activation range setting, per run (mcu.compile(observer=...)): "minmax" keeps every calibrated value in range;
 # "percentile" clips the rarest 0.01 % at each end; "mse" picks the range of least squared quantization error.
 OBSERVERS = {"minmax": MinMaxObserver, "percentile": PercentileObserver, "mse": MseObserver}
+PRECISIONS = ("int8", "a16w8", "float32")
 
 
-def act_qspec(observer: str = "minmax", qat: bool = False) -> QuantizationSpec:
-    """int8 per-tensor affine activations observed by `observer` (QAT: fake-quantized, moving-average min/max)."""
+def act_qspec(observer: str = "minmax", qat: bool = False, bits: int = 8) -> QuantizationSpec:
+    """int8 per-tensor affine activations observed by `observer` (QAT: fake-quantized, moving-average min/max);
+    bits=16: int16 per-tensor symmetric (zero point 0)."""
     if observer not in OBSERVERS:
         raise McuError(f"observer={observer!r} is not one of {', '.join(sorted(OBSERVERS))}")
-    ctr = (FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, eps=2**-20) if qat
-           else OBSERVERS[observer].with_args(eps=2**-20))
-    return dataclasses.replace(ACT_QSPEC, observer_or_fake_quant_ctr=ctr)
+    spec = ACT_QSPEC if bits == 8 else ACT16_QSPEC
+    obs = MovingAverageMinMaxObserver if qat else OBSERVERS[observer]
+    ctr = obs.with_args(eps=2**-20, qscheme=spec.qscheme)
+    if qat:
+        ctr = FakeQuantize.with_args(observer=obs, eps=2**-20, qscheme=spec.qscheme)
+    return dataclasses.replace(spec, observer_or_fake_quant_ctr=ctr)
 
 
 WEIGHT_BITS = {"int8": 127, "int4": 7}  # symmetric weight range [-q, q]
@@ -145,6 +167,15 @@ TANH_OUT_QSPEC = FixedQParamsQuantizationSpec(
     zero_point=0,
     quant_min=-128,
     quant_max=127,
+    qscheme=torch.per_tensor_affine,
+)
+
+FIXED16_QSPEC = FixedQParamsQuantizationSpec(  # softmax, sigmoid and tanh under a16w8: [-1, 1) in 2^-15 steps
+    dtype=torch.int16,
+    scale=1.0 / 32768.0,
+    zero_point=0,
+    quant_min=-32768,
+    quant_max=32767,
     qscheme=torch.per_tensor_affine,
 )
 
@@ -216,45 +247,93 @@ def _fused_activation(node: Node) -> Node | None:
     return _sole_user(node, FUSABLE_ACTIVATIONS)
 
 
+def check_mixed(mixed: dict | None) -> tuple:
+    """The `mixed` rules as ((module name or type, precision), ...), or an McuError naming the bad entry."""
+    rules = []
+    for key, precision in (mixed or {}).items():
+        if precision not in PRECISIONS:
+            raise McuError(f"mixed[{key!r}] = {precision!r}: a precision must be one of {', '.join(PRECISIONS)}")
+        if not (isinstance(key, str) or isinstance(key, type)):
+            raise McuError(f"mixed key {key!r}: use a module name (e.g. 'classifier') or a module type "
+                           f"(e.g. torch.nn.Linear or 'Linear')")
+        rules.append((key, precision))
+    return tuple(rules)
+
+
+def _matches(key, path: str, type_name: str) -> bool:
+    if isinstance(key, type):
+        return type_name.rsplit(".", 1)[-1] == key.__name__
+    return path == key or path.startswith(key + ".") or type_name.rsplit(".", 1)[-1] == key
+
+
+def precision_of(node: Node, rules: tuple, default: str) -> str:
+    """The precision the innermost module of `node` (torch.export's nn_module_stack) gets from `rules`."""
+    if not rules:
+        return default
+    found = default
+    for path, type_name in (node.meta.get("nn_module_stack") or {}).values():  # outermost first
+        type_name = type_name if isinstance(type_name, str) else f"{type_name.__module__}.{type_name.__name__}"
+        for key, precision in rules:
+            if _matches(key, path, type_name):
+                found = precision
+    return found
+
+
 # A training graph's BatchNorm (QAT): prepare_qat_pt2e folds it into the conv before it when the conv's
 # output is left unquantized and the BatchNorm's (or its ReLU's) output carries the quantization.
 BATCH_NORMS = {aten.batch_norm.default}
 
 
 class McuQuantizer(Quantizer):
-    """Annotates an exported graph for mcu's int8 kernels.
+    """Annotates an exported graph for mcu's integer kernels.
 
     observer picks how activation ranges are set (OBSERVERS). qat=True fake-quantizes instead, for
     torchao's prepare_qat_pt2e: train, move_exported_model_to_eval, convert_pt2e, and pass the converted
     model to mcu.compile. In QAT, prepare_qat_pt2e folds conv + BatchNorm itself; mcu's own BatchNorm
-    rewrites (linear + BN, standalone BN) apply to post-training quantization only."""
+    rewrites (linear + BN, standalone BN) apply to post-training quantization only.
+    precision is the run's ("int8" or "a16w8"); mixed overrides it per module (see the module docstring)."""
 
-    def __init__(self, observer: str = "minmax", qat: bool = False, weights: str = "int8"):
+    def __init__(self, observer: str = "minmax", qat: bool = False, weights: str = "int8",
+                 precision: str = "int8", mixed: dict | None = None):
         super().__init__()
-        self.act = act_qspec(observer, qat)
+        if precision not in PRECISIONS[:2]:
+            raise McuError(f"precision={precision!r} is not one of int8, a16w8")
+        self.acts = {"int8": act_qspec(observer, qat), "a16w8": act_qspec(observer, qat, bits=16)}
         self.weight = weight_qspec(qat, weights)
         self.qat = qat
+        self.precision = precision
+        self.mixed = check_mixed(mixed)
+
+    def precision_of(self, node: Node) -> str:
+        """The precision of an op: that of the innermost module the `mixed` rules name, else the run's."""
+        return precision_of(node, self.mixed, self.precision)
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:
             if node.op != "call_function" or _is_annotated(node) or not _is_float(node):
                 continue
+            precision = self.precision_of(node)
+            if precision == "float32":
+                node.meta["mcu_precision"] = "float32"
+                continue
+            act = self.act = self.acts[precision]
+            sixteen = precision == "a16w8"
             if node.target in WEIGHTED_OPS:
-                self._annotate_weighted(node)
+                self._annotate_weighted(node, bias=not sixteen)
             elif node.target in BINARY_OPS or node.target in MATMUL_OPS:
                 self._annotate_binary(node)
             elif node.target in SOFTMAX_OPS:
-                _annotate(node, {node.args[0]: self.act}, SOFTMAX_OUT_QSPEC)
+                _annotate(node, {node.args[0]: act}, FIXED16_QSPEC if sixteen else SOFTMAX_OUT_QSPEC)
             elif node.target in FIXED_QPARAM_OPS:
-                _annotate(node, {node.args[0]: self.act}, FIXED_QPARAM_OPS[node.target])
+                _annotate(node, {node.args[0]: act}, FIXED16_QSPEC if sixteen else FIXED_QPARAM_OPS[node.target])
             elif node.target in OWN_OUTPUT_OPS:
-                _annotate(node, {node.args[0]: self.act}, self.act)
+                _annotate(node, {node.args[0]: act}, act)
             elif node.target == aten.cat.default:
-                _annotate(node, {a: self.act for a in node.args[0] if isinstance(a, Node)}, self.act)
+                _annotate(node, {a: act for a in node.args[0] if isinstance(a, Node)}, act)
             elif node.target in SHARED_QPARAM_OPS:
                 src = node.args[0]
                 if isinstance(src, Node):
-                    _annotate(node, {src: self.act}, SharedQuantizationSpec((src, node)))
+                    _annotate(node, {src: act}, SharedQuantizationSpec((src, node)))
         return model
 
     def _annotate_output(self, node: Node) -> None:
@@ -271,12 +350,13 @@ class McuQuantizer(Quantizer):
         else:
             _annotate(act, {}, self.act)
 
-    def _annotate_weighted(self, node: Node) -> None:
+    def _annotate_weighted(self, node: Node, bias: bool = True) -> None:
+        """int8: the bias becomes int32 at s_in * s_w[c]; a16w8 (bias=False): it stays float (int64 later)."""
         x, w = node.args[0], node.args[1]
-        bias = node.args[2] if len(node.args) > 2 else None
+        b = node.args[2] if len(node.args) > 2 else None
         inputs = {x: self.act, w: self.weight}
-        if isinstance(bias, Node):
-            inputs[bias] = DerivedQuantizationSpec(
+        if isinstance(b, Node) and bias:
+            inputs[b] = DerivedQuantizationSpec(
                 derived_from=[(x, node), (w, node)],
                 derive_qparams_fn=_bias_qparams,
                 dtype=torch.int32,
@@ -328,13 +408,15 @@ Progress = Callable[[int, int | None, float], None]
 
 def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
              calibration: Iterable | None = None, progress: Progress | None = None,
-             bias_correction: bool = True, observer: str = "minmax", weights: str = "int8") -> GraphModule:
+             bias_correction: bool = True, observer: str = "minmax", weights: str = "int8",
+             precision: str = "int8", mixed: dict | None = None) -> GraphModule:
     """Calibrate and convert: returns torchao's converted GraphModule (Q/DQ around float ops).
 
     calibration is an iterable of input tuples; None calibrates on the example inputs alone.
     progress, if given, is called after each batch (silent by default).
     """
-    prepared = prepare_pt2e(exported.module(), McuQuantizer(observer, weights=weights))
+    prepared = prepare_pt2e(exported.module(), McuQuantizer(observer, weights=weights, precision=precision,
+                                                            mixed=mixed))
     batches = [example_inputs] if calibration is None else calibration
     if not hasattr(batches, "__iter__"):
         raise McuError(f"calibration must be an iterable of input tuples (e.g. [(x,) for x in batches]), "

@@ -1,0 +1,236 @@
+"""Lowering of int16-activation ops (quantize="a16w8") and of the converts between precisions (mixed=).
+
+The same data-driven table as codegen/lowering.py and the same node attrs (kernel, path, params_type, params,
+quant, inplace). It runs as its own pass after `lower_float` and before `lower`, which leaves calls and aliases
+alone: a node is lowered here when one of its tensors is int16, or when it converts between types.
+- int16 activations are symmetric (zero point 0): every offset is 0 and act_min/act_max clamp to int16.
+- Weights stay int8 per channel; the bias, left float by the quantizer, is stored as int64 at s_in * s_w[c]
+  (round half to even, as torch rounds): the kernels accumulate in int64.
+- Converts: `convert` (int8 <-> int16 requantization), `dequantize` (int8/int16 -> float32) and `quantize`
+  (float32 -> int8/int16) at the boundaries of layers kept in another precision (mcu.quantize `mixed`).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from mcu.codegen.ir import Graph, Node, QParams, Tensor
+from mcu.codegen.lowering import Kernel, conv_geometry, pool_geometry, transpose_params
+from mcu.codegen.passes.canonicalize import LoweringError
+from mcu.twins.activation import unary_function
+from mcu.twins.quant import quantize_multiplier, quantize_multipliers
+
+INT16_MIN, INT16_MAX = -32768, 32767
+ADD_LEFT_SHIFT = 15  # int16 inputs << 15 keep 16 bits of headroom below int32 (TFLite's 16x8 add)
+
+S16_KERNELS = {k.name: k for k in [
+    Kernel("mcu_conv2d_s16", "s16/mcu_conv2d_s16", "mcu_conv2d_params_t"),
+    Kernel("mcu_dwconv2d_s16", "s16/mcu_dwconv2d_s16", "mcu_conv2d_params_t"),
+    Kernel("mcu_fully_connected_s16", "s16/mcu_fully_connected_s16", "mcu_fc_params_t"),
+    Kernel("mcu_maxpool2d_s16", "s16/mcu_maxpool2d_s16", "mcu_pool2d_params_t"),
+    Kernel("mcu_avgpool2d_s16", "s16/mcu_avgpool2d_s16", "mcu_pool2d_params_t"),
+    Kernel("mcu_add_s16", "s16/mcu_add_s16", "mcu_add_params_t", inplace="elementwise"),
+    Kernel("mcu_softmax_s16", "s16/mcu_softmax_s16", "mcu_softmax_params_t"),
+    Kernel("mcu_lut_s16", "s16/mcu_lut_s16", "mcu_lut_params_t", inplace="elementwise"),
+    Kernel("mcu_transpose_s16", "s16/mcu_transpose_s16", "mcu_transpose_params_t"),
+    Kernel("mcu_convert_s8_s16", "s16/mcu_convert_s8_s16", "mcu_convert_params_t"),
+    Kernel("mcu_convert_s16_s8", "s16/mcu_convert_s16_s8", "mcu_convert_params_t"),
+    Kernel("mcu_dequantize_s16_f32", "s16/mcu_dequantize_s16_f32", "mcu_dequantize_params_t"),
+    Kernel("mcu_quantize_f32_s16", "s16/mcu_quantize_f32_s16", "mcu_quantize_params_t"),
+    Kernel("mcu_dequantize_s8_f32", "fallback/mcu_dequantize_s8_f32", "mcu_dequantize_params_t"),
+    Kernel("mcu_quantize_f32_s8", "fallback/mcu_quantize_f32_s8", "mcu_quantize_params_t"),
+]}
+
+
+def act_range16(qp: QParams, act: tuple[float, float] | None) -> tuple[int, int]:
+    """The int16 clamp [act_min, act_max] of a fused real-valued activation range (zero point 0)."""
+    lo, hi = INT16_MIN, INT16_MAX
+    if act is not None:
+        if act[0] != float("-inf"):
+            lo = max(lo, int(round(act[0] / qp.s)))
+        if act[1] != float("inf"):
+            hi = min(hi, int(round(act[1] / qp.s)))
+    return lo, hi
+
+
+def _f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+class _Ctx:
+    def __init__(self, graph: Graph):
+        self.tensors = dict(graph.tensors)
+
+    def const(self, name: str, data: np.ndarray, dtype: str) -> str:
+        self.tensors[name] = Tensor(name, tuple(data.shape), dtype, data=data)
+        return name
+
+    def per_channel(self, node: Node, reals: np.ndarray) -> tuple[str, str]:
+        mult, shift = quantize_multipliers(reals)
+        return (self.const(f"{node.name}_mult", mult, "int32"), self.const(f"{node.name}_shift", shift, "int32"))
+
+    def bias64(self, node: Node, bias: str | None, s_in: float, s_w) -> str | None:
+        """The float bias as int64 at s_in * s_w[c]."""
+        if bias is None:
+            return None
+        b = self.tensors[bias]
+        if b.dtype != "float32":
+            raise LoweringError(f"an int16 {node.op} at {node.source} has a {b.dtype} bias; a16w8 keeps biases float")
+        scale = s_in * np.asarray(s_w, np.float64)
+        q = np.round(b.data.astype(np.float64) / scale)
+        if np.abs(q).max(initial=0) >= 2.0**62:
+            raise LoweringError(f"the bias of {node.op} at {node.source} does not fit int64 at scale s_in * s_w")
+        return self.const(f"{node.name}_bias64", q.astype(np.int64), "int64")
+
+
+def _call(node: Node, kernel: str, params: dict, inputs, quant=None) -> Node:
+    k = S16_KERNELS[kernel]
+    return node.replace(op="call", inputs=tuple(inputs), attrs={
+        "kernel": k.name, "path": k.path, "params_type": k.params_type, "params": params, "quant": quant,
+        "inplace": k.inplace, "float_node": node.attrs.get("float_node")})
+
+
+def _conv(ctx: _Ctx, node: Node) -> Node:
+    t = ctx.tensors
+    x, w, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    lo, hi = act_range16(out.qparams, node.attrs.get("act"))
+    reals = x.qparams.s * np.asarray(w.qparams.scale, dtype=np.float64) / out.qparams.s
+    params = {**conv_geometry(x, w, out, node.attrs), "input_offset": 0, "output_offset": 0,
+              "act_min": lo, "act_max": hi}
+    kernel = "mcu_conv2d_s16" if node.op == "conv2d" else "mcu_dwconv2d_s16"
+    bias = ctx.bias64(node, node.inputs[2] if len(node.inputs) > 2 else None, x.qparams.s, w.qparams.scale)
+    return _call(node, kernel, params, (x.name, w.name, bias), ctx.per_channel(node, reals))
+
+
+def _linear(ctx: _Ctx, node: Node) -> Node:
+    t = ctx.tensors
+    x, w, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    lo, hi = act_range16(out.qparams, node.attrs.get("act"))
+    reals = x.qparams.s * np.asarray(w.qparams.scale, dtype=np.float64) / out.qparams.s
+    params = {"batches": int(np.prod(x.shape[:-1])), "in_features": int(x.shape[-1]),
+              "out_features": int(w.shape[0]), "input_offset": 0, "output_offset": 0, "act_min": lo, "act_max": hi}
+    bias = ctx.bias64(node, node.inputs[2] if len(node.inputs) > 2 else None, x.qparams.s, w.qparams.scale)
+    return _call(node, "mcu_fully_connected_s16", params, (x.name, w.name, bias), ctx.per_channel(node, reals))
+
+
+def _pool(ctx: _Ctx, node: Node) -> Node:
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    lo, hi = act_range16(out.qparams, node.attrs.get("act"))
+    params = {**pool_geometry(x, out, node), "zero_point": 0, "act_min": lo, "act_max": hi}
+    kernel = "mcu_maxpool2d_s16" if node.op == "max_pool2d" else "mcu_avgpool2d_s16"
+    return _call(node, kernel, params, (x.name,))
+
+
+def _add(ctx: _Ctx, node: Node) -> Node:
+    t = ctx.tensors
+    a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    if a.shape != b.shape:
+        raise LoweringError(f"an int16 add of {list(a.shape)} and {list(b.shape)} at {node.source}: a16w8 adds "
+                            f"tensors of one shape (no broadcasting yet); keep this op int8 with mixed=")
+    twice_max = 2 * max(a.qparams.s, b.qparams.s)
+    m1, s1 = quantize_multiplier(a.qparams.s / twice_max)
+    m2, s2 = quantize_multiplier(b.qparams.s / twice_max)
+    mo, so = quantize_multiplier(twice_max / ((1 << ADD_LEFT_SHIFT) * out.qparams.s))
+    lo, hi = act_range16(out.qparams, node.attrs.get("act"))
+    params = {"size": int(np.prod(a.shape)), "left_shift": ADD_LEFT_SHIFT,
+              "input1_offset": 0, "input1_multiplier": m1, "input1_shift": s1,
+              "input2_offset": 0, "input2_multiplier": m2, "input2_shift": s2,
+              "output_offset": 0, "output_multiplier": mo, "output_shift": so, "act_min": lo, "act_max": hi}
+    return _call(node, "mcu_add_s16", params, (a.name, b.name))
+
+
+def _softmax(ctx: _Ctx, node: Node) -> Node:
+    x = ctx.tensors[node.inputs[0]]
+    if node.attrs["dim"] != len(x.shape) - 1:
+        raise LoweringError(f"softmax over dim {node.attrs['dim']} at {node.source}: only the last dim "
+                            f"is supported")
+    from mcu.twins.s16 import softmax_s16_table
+    table = np.asarray(softmax_s16_table(x.qparams.s))
+    name = ctx.const(f"{node.name}_exp", table, {np.dtype(np.uint16): "uint16", np.dtype(np.int32): "int32",
+                                                  np.dtype(np.int16): "int16"}[table.dtype])
+    params = {"rows": int(np.prod(x.shape[:-1])), "cols": int(x.shape[-1])}
+    return _call(node, "mcu_softmax_s16", params, (name, x.name))
+
+
+def _lut(ctx: _Ctx, node: Node) -> Node:
+    """An elementwise function of one int16 activation: 513 table entries, interpolated (mcu_lut_s16)."""
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    if node.op == "clamp":
+        bounds = [None if abs(v) == float("inf") else v for v in node.attrs["act"]]
+        fn = unary_function(("clamp.default", (..., *bounds), ()))
+    else:
+        fn = unary_function(node.attrs["fn"])
+    from mcu.twins.s16 import lut_s16_table
+    lo, hi = act_range16(out.qparams, node.attrs.get("act"))
+    table = np.clip(np.asarray(lut_s16_table(fn, x.qparams.s, out.qparams.s)), lo, hi).astype(np.int16)
+    return _call(node, "mcu_lut_s16", {"size": int(np.prod(x.shape))}, (ctx.const(f"{node.name}_table", table,
+                                                                                   "int16"), x.name))
+
+
+def _transpose(ctx: _Ctx, node: Node) -> Node:
+    x = ctx.tensors[node.inputs[0]]
+    return _call(node, "mcu_transpose_s16", transpose_params(x.shape, node.attrs["perm"]), (x.name,))
+
+
+def _convert(ctx: _Ctx, node: Node) -> Node:
+    """int8 <-> int16: out = round((in - zp_in) * s_in / s_out) + zp_out, clamped."""
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    kinds = (x.dtype, out.dtype)
+    kernel = {("int8", "int16"): "mcu_convert_s8_s16", ("int16", "int8"): "mcu_convert_s16_s8"}.get(kinds)
+    if kernel is None:
+        raise LoweringError(f"a requantization from {x.dtype} to {out.dtype} at {node.source} has no kernel; "
+                            f"give both sides one precision (mixed=)")
+    mult, shift = quantize_multiplier(x.qparams.s / out.qparams.s)
+    params = {"size": int(np.prod(x.shape)), "input_offset": -x.qparams.zp, "output_offset": out.qparams.zp,
+              "multiplier": mult, "shift": shift}
+    return _call(node, kernel, params, (x.name,))
+
+
+def _dequantize(ctx: _Ctx, node: Node) -> Node:
+    x = ctx.tensors[node.inputs[0]]
+    kernel = {"int8": "mcu_dequantize_s8_f32", "int16": "mcu_dequantize_s16_f32"}[x.dtype]
+    params = {"size": int(np.prod(x.shape)), "scale": _f32(x.qparams.s), "zero_point": x.qparams.zp}
+    return _call(node, kernel, params, (x.name,))
+
+
+def _quantize(ctx: _Ctx, node: Node) -> Node:
+    out = ctx.tensors[node.outputs[0]]
+    kernel = {"int8": "mcu_quantize_f32_s8", "int16": "mcu_quantize_f32_s16"}[out.dtype]
+    params = {"size": int(np.prod(out.shape)), "inv_scale": _f32(1.0 / out.qparams.s), "zero_point": out.qparams.zp}
+    return _call(node, kernel, params, tuple(node.inputs[:1]))
+
+
+S16_LOWERINGS: dict[str, Callable[[_Ctx, Node], Node]] = {
+    "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
+    "add": _add, "softmax": _softmax, "lut": _lut, "clamp": _lut, "transpose": _transpose,
+}
+CONVERTS: dict[str, Callable[[_Ctx, Node], Node]] = {
+    "convert": _convert, "dequantize": _dequantize, "quantize": _quantize,
+}
+
+
+def _is_s16(g: Graph, node: Node) -> bool:
+    return any(g.tensors[t].dtype == "int16" and not g.tensors[t].is_const
+               for t in (*node.inputs, *node.outputs) if t is not None)
+
+
+def lower_s16(graph: Graph) -> Graph:
+    """Replace every int16 op by its kernel call and every convert by its kernel (pass: Graph -> Graph)."""
+    ctx, nodes = _Ctx(graph), []
+    for n in graph.nodes:
+        if n.op in ("call", "alias"):
+            nodes.append(n)
+        elif n.op in CONVERTS:
+            nodes.append(CONVERTS[n.op](ctx, n))
+        elif not _is_s16(graph, n):
+            nodes.append(n)
+        elif n.op == "reshape":
+            nodes.append(n.replace(op="alias"))
+        elif n.op in S16_LOWERINGS:
+            nodes.append(S16_LOWERINGS[n.op](ctx, n))
+        else:
+            raise LoweringError(f"op '{n.op}' at {n.source} has no int16 kernel (a16w8 runs conv, depthwise, "
+                                f"linear, add, pools, softmax, elementwise functions and transposes); keep it "
+                                f"int8 with mixed={{'<module>': 'int8'}}")
+    return graph.replace(nodes=tuple(nodes), tensors=ctx.tensors)
