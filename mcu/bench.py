@@ -129,6 +129,42 @@ def observer_sqnr(models: list[str] | None = None, out: str | Path = "out/bench"
     return rows
 
 
+# Numerics (issue 8): each mode's compile options; "int4" is int8 activations with int4 weights.
+MODES = {"int8": {}, "a16w8": {"quantize": "a16w8"}, "int4": {"weights": "int4"}, "float32": {"quantize": "none"}}
+
+
+def numerics(models: list[str] | None = None, board: str = "mps2-an386", out: str | Path = "out/bench") -> list[dict]:
+    """Per model and numeric mode (MODES) on one board: SQNR vs float (the numpy reference, which the device
+    equals, or for float32 the device itself, over 10 inputs), weight and total flash, arena and instructions.
+    Writes numerics.json."""
+    models, out = models or list(MODELS), Path(out)
+    rows = []
+    for name in models:
+        model, example = MODELS[name]()
+        xs = [calibration_set(name, 1, seed=50 + s)[0] for s in range(10)]
+        want = [model(*x).detach().numpy() for x in xs]
+        for mode, options in MODES.items():
+            t = time.time()
+            pkg = mcu.compile(model, example, board=board, calibration=calibration_set(name), force=True,
+                              out_dir=out / f"{name}-{board}-{mode}", **options)
+            res, size = mcu.run(pkg, xs[0]), mcu.size(pkg)
+            got = [pkg.dequantize_outputs(pkg.reference(x))[0] for x in xs]
+            rows.append({"model": name, "mode": mode, "board": board, "sqnr_db": sqnr_db(want, got),
+                         "flash_weights": size.flash_weights, "flash_total": size.flash_total,
+                         "arena_bytes": pkg.arena_bytes, "instructions": res.instructions,
+                         "exact": bool(np.array_equal(res.raw_outputs[0], pkg.reference(xs[0])[0]))})
+            print(f"{name} {mode}: {res.instructions:,} instructions ({time.time() - t:.0f} s)", file=sys.stderr)
+    lines = ["| model | mode | SQNR dB | weights B | flash B | arena B | instructions | device = reference |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
+    lines += [f"| {r['model']} | {r['mode']} | {r['sqnr_db']:.1f} | {r['flash_weights']:,} | {r['flash_total']:,} | "
+              f"{r['arena_bytes']:,} | {r['instructions']:,} | {'yes' if r['exact'] else 'NO'} |" for r in rows]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "numerics.json").write_text(json.dumps(rows, indent=2) + "\n")
+    print("\n".join(lines))
+    print(f"\nwritten to {out / 'numerics.json'}")
+    return rows
+
+
 def main(argv=None) -> int:
     """`python -m mcu.bench ARGS` is `mcu bench ARGS`: same options, messages and exit codes."""
     from mcu.cli import main as cli_main

@@ -253,9 +253,14 @@ def cmd_boards(args) -> None:
 
 
 def cmd_bench(args) -> None:
-    from mcu.bench import bench, observer_sqnr
+    from mcu.bench import bench, numerics, observer_sqnr
     if args.observers:
         observer_sqnr(args.models, args.out)
+        return
+    if args.numerics:
+        rows = numerics(args.models, (args.boards or ["mps2-an386"])[0], args.out)
+        if not all(r["exact"] or r["mode"] == "float32" for r in rows):
+            raise McuError("a device output differs from the numpy reference (NO in the table above)")
         return
     rows = bench(args.models, args.boards, args.out, args.quantize)
     if not all(r["exact"] or r.get("rel_error_device", 1.0) <= FLOAT_TOLERANCE for r in rows):
@@ -348,7 +353,7 @@ def build_parser() -> ArgumentParser:
     _command(sub, "boards", cmd_boards, "list the boards", "mcu boards")
     p = _command(sub, "bench", cmd_bench, "compile and run the model zoo on boards; print the table, write bench.json",
                  "mcu bench", "mcu bench --models kws ad --boards mps2-an386 --out out/bench",
-                 "mcu bench --quantize none --boards mps2-an386")
+                 "mcu bench --quantize none --boards mps2-an386", "mcu bench --numerics --models kws")
     p.add_argument("--models", nargs="*", metavar="MODEL", help="mcu.zoo models to run (default: all)")
     p.add_argument("--boards", nargs="*", metavar="BOARD",
                    help="boards to run on (default: mcu.bench.BOARDS, the three QEMU boards of the README table)")
@@ -357,6 +362,9 @@ def build_parser() -> ArgumentParser:
                    help="none: the float models, float32 kernels (flash, arena, instructions, relative error)")
     p.add_argument("--observers", action="store_true",
                    help="instead: each model's SQNR vs float under each activation observer (no QEMU)")
+    p.add_argument("--numerics", action="store_true",
+                   help="instead: int8, a16w8, int4 weights and float32 side by side on the first board (default "
+                        "mps2-an386): SQNR vs float, flash, arena, instructions")
     return parser
 
 
