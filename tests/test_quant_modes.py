@@ -115,8 +115,11 @@ def test_qat_model_compiles_with_batchnorm_folded_and_matches_torchao(qat):
 
 
 @pytest.mark.qemu
-def test_qat_model_is_exact_on_the_device(qat):
-    _, x, _, pkg = qat
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an385", "mps3-an547"])
+def test_qat_model_is_exact_on_the_device(qat, board, tmp_path):
+    converted, x, _, pkg = qat
+    if board != pkg.board:
+        pkg = mcu.compile(converted, (x[:1],), board=board, out_dir=tmp_path / "pkg")
     res = mcu.run(pkg, (x[3:4],))
     assert np.array_equal(res.raw_outputs[0], pkg.reference((x[3:4],))[0])
 
