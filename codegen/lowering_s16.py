@@ -31,11 +31,12 @@ S16_KERNELS = {k.name: k for k in [
     Kernel("mcu_maxpool2d_s16", "s16/mcu_maxpool2d_s16", "mcu_pool2d_params_t"),
     Kernel("mcu_avgpool2d_s16", "s16/mcu_avgpool2d_s16", "mcu_pool2d_params_t"),
     Kernel("mcu_add_s16", "s16/mcu_add_s16", "mcu_add_params_t", inplace="elementwise"),
-    Kernel("mcu_softmax_s16", "s16/mcu_softmax_s16", "mcu_softmax_params_t"),
+    Kernel("mcu_softmax_s16", "s16/mcu_softmax_s16", "mcu_softmax_s16_params_t"),
     Kernel("mcu_lut_s16", "s16/mcu_lut_s16", "mcu_lut_params_t", inplace="elementwise"),
     Kernel("mcu_transpose_s16", "s16/mcu_transpose_s16", "mcu_transpose_params_t"),
     Kernel("mcu_convert_s8_s16", "s16/mcu_convert_s8_s16", "mcu_convert_params_t"),
     Kernel("mcu_convert_s16_s8", "s16/mcu_convert_s16_s8", "mcu_convert_params_t"),
+    Kernel("mcu_convert_s16_s16", "s16/mcu_convert_s16_s16", "mcu_convert_params_t"),
     Kernel("mcu_dequantize_s16_f32", "s16/mcu_dequantize_s16_f32", "mcu_dequantize_params_t"),
     Kernel("mcu_quantize_f32_s16", "s16/mcu_quantize_f32_s16", "mcu_quantize_params_t"),
     Kernel("mcu_dequantize_s8_f32", "fallback/mcu_dequantize_s8_f32", "mcu_dequantize_params_t"),
@@ -141,16 +142,13 @@ def _add(ctx: _Ctx, node: Node) -> Node:
 
 
 def _softmax(ctx: _Ctx, node: Node) -> Node:
+    from mcu.twins.s16 import softmax_s16_params
     x = ctx.tensors[node.inputs[0]]
     if node.attrs["dim"] != len(x.shape) - 1:
         raise LoweringError(f"softmax over dim {node.attrs['dim']} at {node.source}: only the last dim "
                             f"is supported")
-    from mcu.twins.s16 import softmax_s16_table
-    table = np.asarray(softmax_s16_table(x.qparams.s))
-    name = ctx.const(f"{node.name}_exp", table, {np.dtype(np.uint16): "uint16", np.dtype(np.int32): "int32",
-                                                  np.dtype(np.int16): "int16"}[table.dtype])
-    params = {"rows": int(np.prod(x.shape[:-1])), "cols": int(x.shape[-1])}
-    return _call(node, "mcu_softmax_s16", params, (name, x.name))
+    params = softmax_s16_params(int(np.prod(x.shape[:-1])), int(x.shape[-1]), x.qparams.s)
+    return _call(node, "mcu_softmax_s16", params, (x.name,))
 
 
 def _lut(ctx: _Ctx, node: Node) -> Node:
@@ -158,10 +156,15 @@ def _lut(ctx: _Ctx, node: Node) -> Node:
     x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
     if node.op == "clamp":
         bounds = [None if abs(v) == float("inf") else v for v in node.attrs["act"]]
-        fn = unary_function(("clamp.default", (..., *bounds), ()))
+        torch_fn = unary_function(("clamp.default", (..., *bounds), ()))
     else:
-        fn = unary_function(node.attrs["fn"])
+        torch_fn = unary_function(node.attrs["fn"])
+    import torch
     from mcu.twins.s16 import lut_s16_table
+
+    def fn(v: np.ndarray) -> np.ndarray:  # the torch op in float64 on the table's grid
+        with torch.no_grad():
+            return torch_fn(torch.from_numpy(np.asarray(v, np.float64))).numpy()
     lo, hi = act_range16(out.qparams, node.attrs.get("act"))
     table = np.clip(np.asarray(lut_s16_table(fn, x.qparams.s, out.qparams.s)), lo, hi).astype(np.int16)
     return _call(node, "mcu_lut_s16", {"size": int(np.prod(x.shape))}, (ctx.const(f"{node.name}_table", table,
@@ -174,10 +177,11 @@ def _transpose(ctx: _Ctx, node: Node) -> Node:
 
 
 def _convert(ctx: _Ctx, node: Node) -> Node:
-    """int8 <-> int16: out = round((in - zp_in) * s_in / s_out) + zp_out, clamped."""
+    """int8 <-> int16, int16 -> int16: out = round((in - zp_in) * s_in / s_out) + zp_out, clamped."""
     x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
     kinds = (x.dtype, out.dtype)
-    kernel = {("int8", "int16"): "mcu_convert_s8_s16", ("int16", "int8"): "mcu_convert_s16_s8"}.get(kinds)
+    kernel = {("int8", "int16"): "mcu_convert_s8_s16", ("int16", "int8"): "mcu_convert_s16_s8",
+              ("int16", "int16"): "mcu_convert_s16_s16"}.get(kinds)
     if kernel is None:
         raise LoweringError(f"a requantization from {x.dtype} to {out.dtype} at {node.source} has no kernel; "
                             f"give both sides one precision (mixed=)")

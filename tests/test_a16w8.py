@@ -135,3 +135,29 @@ def test_mixed_precision_runs_exact_and_near_torchao(net, mixed, tmp_path):
 def test_unsupported_quantize_mode_names_the_choices(net, tmp_path):
     with pytest.raises(McuError, match="quantize='int2' is not supported; use quantize='int8', 'a16w8'"):
         mcu.compile(net, _data(1)[0], quantize="int2", out_dir=tmp_path / "o")
+
+
+def test_each_op_agrees_with_torchao_within_one_lsb(net, packages):
+    """Teacher forcing (mcu.fidelity): each op fed torchao's own int16 inputs differs from torchao's int16 output
+    by at most 1 LSB. Off the tables, on under 0.5 % of the elements (float32 sums in torchao's reference near a
+    rounding edge); a table (sigmoid, x * 0.5) interpolates 512 segments, so more of its outputs are 1 LSB off."""
+    from mcu.fidelity import op_agreement
+    rows = [a for x in _data(3, seed=2) for a in op_agreement(packages["a16w8"], x)]
+    assert max(a.max_lsb for a in rows) <= 1
+    exact = [a for a in rows if a.kernel != "mcu_lut_s16"]
+    assert sum(a.differ for a in exact) <= 0.005 * sum(a.elements for a in exact)
+
+
+def test_zoo_kws_a16w8_op_by_op_and_sqnr(tmp_path):
+    """KWS (DS-CNN) under a16w8: every op within 1 LSB of torchao (teacher forcing) and SQNR vs float >= 50 dB
+    (int8: 37.9 dB)."""
+    from mcu.fidelity import op_agreement
+    from mcu.zoo import MODELS, calibration_set
+    model, example = MODELS["kws"]()
+    pkg = mcu.compile(model, example, calibration=calibration_set("kws"), quantize="a16w8", out_dir=tmp_path / "k")
+    xs = [calibration_set("kws", 1, seed=50 + s)[0] for s in range(3)]
+    rows = [a for a in op_agreement(pkg, xs[0])]
+    assert max(a.max_lsb for a in rows) <= 1
+    with torch.no_grad():
+        want = [model(*x).numpy() for x in xs]
+    assert sqnr_db(want, [pkg.dequantize_outputs(pkg.reference(x))[0] for x in xs]) >= 50
