@@ -116,12 +116,16 @@ def test_a16w8_is_exact_on_the_device(net, board, tmp_path):
     assert np.array_equal(mcu.run(pkg, x).raw_outputs[0], pkg.reference(x)[0])
 
 
+MIXES = [("mps2-an386", {"fc": "float32"}), ("mps2-an385", {"fc": "float32"}), ("mps3-an547", {"fc": "float32"}),
+         ("mps2-an386", {"dw": "a16w8", "pw": "a16w8"}), ("mps2-an386", {"stem": "float32"})]
+
+
 @pytest.mark.qemu
-@pytest.mark.parametrize("mixed", [{"fc": "float32"}, {"dw": "a16w8", "pw": "a16w8"}, {"stem": "float32"}],
-                         ids=["float-classifier", "int16-block", "float-stem"])
-def test_mixed_precision_runs_exact_and_near_torchao(net, mixed, tmp_path):
+@pytest.mark.parametrize("board, mixed", MIXES, ids=["float-classifier-an386", "float-classifier-an385",
+                                                     "float-classifier-an547", "int16-block", "float-stem"])
+def test_mixed_precision_runs_exact_and_near_torchao(net, board, mixed, tmp_path):
     calib = _data(8)
-    pkg = mcu.compile(net, calib[0], calibration=calib, mixed=mixed, board="mps2-an386", out_dir=tmp_path / "p")
+    pkg = mcu.compile(net, calib[0], calibration=calib, mixed=mixed, board=board, out_dir=tmp_path / "p")
     kernels = [op["kernel"] for op in pkg.manifest["ops"]]
     want = {"float32": "mcu_quantize_f32_s8", "a16w8": "mcu_convert_s16_s8"}[next(iter(mixed.values()))]
     assert want in kernels, kernels
