@@ -83,9 +83,9 @@ def build_source(code: str, name: str = "wrapper") -> ctypes.CDLL:
 
 _SCALARS = {"int8_t": ctypes.c_int8, "uint8_t": ctypes.c_uint8, "int16_t": ctypes.c_int16,
             "uint16_t": ctypes.c_uint16, "int32_t": ctypes.c_int32, "uint32_t": ctypes.c_uint32,
-            "float": ctypes.c_float}
+            "int64_t": ctypes.c_int64, "float": ctypes.c_float}
 _DTYPES = {"int8_t": np.int8, "uint8_t": np.uint8, "int16_t": np.int16, "uint16_t": np.uint16,
-           "int32_t": np.int32, "uint32_t": np.uint32, "float": np.float32}
+           "int32_t": np.int32, "uint32_t": np.uint32, "int64_t": np.int64, "float": np.float32}
 
 
 def _strip_comments(text: str) -> str:

@@ -59,3 +59,22 @@ def requantize_round(acc, multiplier, shift) -> np.ndarray:
     q = (mag + half) >> right
     q = np.where((mag & (2 * half - 1)) == half, q & ~np.int64(1), q)
     return np.clip(np.where(prod < 0, -q, q), INT32_MIN, INT32_MAX)
+
+
+def requantize64(acc, multiplier, shift) -> np.ndarray:
+    """floor(acc * multiplier * 2^(shift - 31) + 1/2) saturated to int32, as mcu_requantize64 (broadcasting): one
+    rounding, ties up, exact for any int64 acc. multiplier >= 0, shift in [-31, 30]."""
+    acc, multiplier, shift = np.broadcast_arrays(np.asarray(acc, dtype=np.int64),
+                                                 np.asarray(multiplier, dtype=np.int64),
+                                                 np.asarray(shift, dtype=np.int64))
+    if (multiplier < 0).any() or (shift < -31).any() or (shift > 30).any():
+        raise ValueError("multiplier must be >= 0 and shift in [-31, 30]")
+    right = 31 - shift
+    # |acc| < 2^31: |acc * m| + 2^(right - 1) < 2^63, exact in int64; larger ones one by one in Python ints.
+    small = (acc > -(1 << 31)) & (acc < (1 << 31))
+    out = (np.where(small, acc, 0) * multiplier + (np.int64(1) << (right - 1))) >> right
+    out = np.clip(out, INT32_MIN, INT32_MAX).reshape(-1)
+    for i in np.flatnonzero(~small):
+        a, m, r = int(acc.flat[i]), int(multiplier.flat[i]), int(right.flat[i])
+        out[i] = min(max((a * m + (1 << (r - 1))) >> r, INT32_MIN), INT32_MAX)
+    return out.reshape(acc.shape)

@@ -510,4 +510,105 @@ mcu_status_t mcu_conv2d_s4(const mcu_conv2d_params_t *params, const mcu_per_chan
 mcu_status_t mcu_fully_connected_s4(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
                                     const int8_t *input, const int8_t *weights, const int32_t *bias, int8_t *output);
 
+/* ==== int16 activations (a16w8) ===================================================================
+ * quantize="a16w8": int16 activations, int8 weights, int64 bias. Kernels in runtime_c/kernels/s16/, numpy twins
+ * in mcu/twins/s16.py. Conventions as for the int8 kernels (output last, status code, arguments checked first,
+ * output untouched on error, output must not overlap an input unless stated), and:
+ *  - Activations are int16 NHWC, symmetric: real = q * scale, zero point 0. The input_offset, output_offset
+ *    and zero_point fields of the reused structs must be 0 (else MCU_ERR_ARG).
+ *  - act_min/act_max clamp the int16 output, -32768 <= act_min <= act_max <= 32767.
+ *  - Weights int8 symmetric per output channel; bias int64 with scale s_in * s_w[c] (may be NULL).
+ *  - Convs and fully connected accumulate in int64 (|in * w| <= 2^22, so exact for any window with
+ *    |bias| <= 2^62); out = clamp(mcu_requantize64(acc, multiplier[c], shift[c]), act_min, act_max)
+ *    (mcu_quant.h: one rounding, ties up, exact for every int64 accumulator).
+ *  - The conv, depthwise conv and pool kernels write in raster order like the int8 ones: output may start
+ *    raster_gap (codegen/memory.py) elements, 2 bytes each, below the input and overlap it.
+ * ================================================================================================= */
+
+/* 2-d convolution, any groups: groups = input.c / filter.c (filter [C_out, KH, KW, C_in / groups], OHWI), output
+ * channel co reads input channels [g * filter.c, (g + 1) * filter.c) with g = co / (C_out / groups). Output
+ * element (n, y, x, co): acc = bias[co] + sum_{ky,kx,ci} in[n, y*sh - pt + ky*dh, x*sw - pl + kx*dw, g*filter.c + ci]
+ * * w[co, ky, kx, ci], taps outside the input skipped. */
+mcu_status_t mcu_conv2d_s16(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                            const int16_t *input, const int8_t *filter, const int64_t *bias, int16_t *output);
+
+/* Depthwise 2-d convolution, filter [1, KH, KW, C_out], output.c == input.c * ch_mult; output channel co reads
+ * input channel co / ch_mult and weights w[0, ky, kx, co]. */
+mcu_status_t mcu_dwconv2d_s16(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                              const int16_t *input, const int8_t *filter, const int64_t *bias, int16_t *output);
+
+/* out[b, o] = clamp(requantize64(bias[o] + sum_k in[b, k] * w[o, k], q[o])); weights [out_features, in_features]. */
+mcu_status_t mcu_fully_connected_s16(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
+                                     const int16_t *input, const int8_t *weights, const int64_t *bias,
+                                     int16_t *output);
+
+/* TFLite 16x8 add (mcu_add_params_t, offsets 0, left_shift in [0, 15]; the compiler uses 15 with input
+ * multipliers s_i / (2 max(s1, s2)) and output multiplier 2 max(s1, s2) / (2^15 s_out)):
+ * a_i = mcu_requantize(in_i << left_shift, input_i_multiplier, input_i_shift); s = a1 + a2 saturated to int32;
+ * out = clamp(mcu_requantize(s, output_multiplier, output_shift)). output may alias an input exactly. */
+mcu_status_t mcu_add_s16(const mcu_add_params_t *params, const int16_t *input1, const int16_t *input2,
+                         int16_t *output);
+
+/* Multiply with broadcasting (mcu_mul_params_t, offsets 0; multiplier s1 * s2 / s_out):
+ * out = clamp(mcu_requantize64((int64)in1 * in2, output_multiplier, output_shift)). */
+mcu_status_t mcu_mul_s16(const mcu_mul_params_t *params, const int16_t *input1, const int16_t *input2,
+                         int16_t *output);
+
+/* Max pooling (mcu_pool2d_params_t, zero_point 0), as mcu_maxpool2d_s8. */
+mcu_status_t mcu_maxpool2d_s16(const mcu_pool2d_params_t *params, const int16_t *input, int16_t *output);
+
+/* Average pooling (zero_point 0), as mcu_avgpool2d_s8: acc = int32 sum of the valid taps;
+ * out = clamp(round_half_away(acc / d)). kernel_h * kernel_w <= 65536 (keeps acc inside int32), else MCU_ERR_ARG. */
+mcu_status_t mcu_avgpool2d_s16(const mcu_pool2d_params_t *params, const int16_t *input, int16_t *output);
+
+typedef struct {
+    int32_t rows;               /* independent rows */
+    int32_t cols;               /* softmax length, 1 .. 65535 */
+    uint32_t input_multiplier;  /* round(s_in * log2(e) * 2^32): s_in < ln 2 */
+} mcu_softmax_s16_params_t;
+
+/* Softmax over the last axis; input int16 (scale s_in), output int16 with scale 1/32768, zero point 0 (1.0
+ * saturates to 32767). Integer only, per row:
+ *  - m = max(in); for each element d = m - in_i (0 .. 65535) and y = d * input_multiplier (uint64, Q32), the
+ *    exponent in base 2: e^(-s_in d) = 2^-y. k = y >> 32, f = y mod 2^32, j = f >> 24, t = f mod 2^24;
+ *  - v = T[j] - (((T[j] - T[j + 1]) * t + 2^23) >> 24), with T[j] = round(2^30 * 2^(-j / 256)), j = 0..256, a
+ *    static table in the kernel (1 KB; mcu.twins.s16.softmax_s16_exp2_table): 2^-f to within 1e-6 relative;
+ *  - e_i = (v + 2^(k-1)) >> k for k < 31, else 0 (so e = 2^30 at the maximum); s = sum e_i (uint64);
+ *  - R = floor(2^61 / s) (one 64-bit division per row); out_i = min((e_i * R + 2^45) >> 46, 32767).
+ * Accuracy against p = softmax(s_in * in): |out - 32768 p| <= 0.65 + cols * 2^-16 LSB (the final rounding 0.5; R's
+ * truncation 2^-16; the table and interpolation < 1e-6 relative, 0.03; input_multiplier's rounding < 0.1; each
+ * e_i's rounding (<= 2^-31 of the maximum's term) moves the sum by at most cols * 2^-31 relative), so
+ * |out - round(32768 p)| <= 1 for cols <= 50000. Measured: 0.503 before rounding, rows of 1..3000, s_in 1e-6..0.6
+ * (tests/test_kernels_s16_host.py). output may alias input exactly. */
+mcu_status_t mcu_softmax_s16(const mcu_softmax_s16_params_t *params, const int16_t *input, int16_t *output);
+
+/* Any int16 -> int16 elementwise function through a 513-entry table with linear interpolation:
+ * u = in + 32768, j = u >> 7, f = u & 127; out = table[j] + (((table[j + 1] - table[j]) * f + 64) >> 7) (int32,
+ * arithmetic shift). table[j] = clamp(round(fn(s_in * (128 j - 32768)) / s_out)) (mcu.twins.s16.lut_s16_table).
+ * output may alias input exactly. */
+mcu_status_t mcu_lut_s16(const mcu_lut_params_t *params, const int16_t *table, const int16_t *input,
+                         int16_t *output);
+
+typedef struct {
+    int32_t size;          /* elements */
+    int32_t input_offset;  /* -zp_in: int8 input [-127, 128]; int16 input 0 */
+    int32_t output_offset; /* zp_out: int8 output [-128, 127]; int16 output 0 */
+    int32_t multiplier, shift; /* s_in / s_out */
+} mcu_convert_params_t;
+
+/* Precision boundaries (layers kept in another precision): out = clamp(mcu_requantize_round(in + input_offset,
+ * multiplier, shift) + output_offset) to the output type's range (one rounding, ties to even, as torch.round
+ * of the float reference). */
+mcu_status_t mcu_convert_s8_s16(const mcu_convert_params_t *params, const int8_t *input, int16_t *output);
+mcu_status_t mcu_convert_s16_s8(const mcu_convert_params_t *params, const int16_t *input, int8_t *output);
+mcu_status_t mcu_convert_s16_s16(const mcu_convert_params_t *params, const int16_t *input, int16_t *output);
+
+/* Float fallback entry and exit for int16 (zero_point must be 0): out[i] = (float)in[i] * scale, and
+ * out[i] = clamp(round_half_even(in[i] * inv_scale), -32768, 32767), NaN giving 0, as the int8 ones. */
+mcu_status_t mcu_dequantize_s16_f32(const mcu_dequantize_params_t *params, const int16_t *input, float *output);
+mcu_status_t mcu_quantize_f32_s16(const mcu_quantize_params_t *params, const float *input, int16_t *output);
+
+/* out = in.transpose(perm) for an int16 tensor of rank <= 4 (mcu_transpose_params_t). */
+mcu_status_t mcu_transpose_s16(const mcu_transpose_params_t *params, const int16_t *input, int16_t *output);
+
 #endif /* MCU_KERNELS_H */

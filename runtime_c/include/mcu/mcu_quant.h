@@ -66,4 +66,34 @@ static inline int32_t mcu_requantize_round(int32_t acc, int32_t multiplier, int3
     return r > INT32_MAX ? INT32_MAX : (r < INT32_MIN ? INT32_MIN : (int32_t)r);
 }
 
+#define MCU_Q15_MIN (-32768)
+#define MCU_Q15_MAX 32767
+
+/* acc * multiplier * 2^(shift - 31) rounded once, ties up (floor(x + 1/2)), saturated to int32, exact for every
+ * int64 acc (the int16-activation kernels' accumulators); multiplier >= 0, shift in [-31, 30]. No 128-bit type
+ * (ARM32 gcc has none): with acc = hi 2^32 + lo (hi signed, lo the unsigned low word) the exact product is
+ * p = H 2^32 + L, H = hi * m + floor(lo * m / 2^32), L = (lo * m) mod 2^32, each product inside 64 bits (SMULL,
+ * UMULL). With r = 31 - shift in [1, 62]:
+ *  - r > 32: floor((p + 2^(r-1)) / 2^r) = floor((H + 2^(r-33)) / 2^(r-32)); L cannot carry into it.
+ *  - r <= 32: H 2^(32-r) + floor((L + 2^(r-1)) / 2^r), with H first clamped to [-2^31 - 1, 2^31]: beyond that
+ *    the result saturates either way, and inside it the product stays within int64. */
+static inline int32_t mcu_requantize64(int64_t acc, int32_t multiplier, int32_t shift)
+{
+    const int32_t hi = (int32_t)(acc >> 32);
+    const uint64_t lo_prod = (uint64_t)(uint32_t)acc * (uint32_t)multiplier;
+    int64_t h = (int64_t)hi * multiplier + (int64_t)(lo_prod >> 32);
+    const int32_t r = 31 - shift;
+    int64_t q;
+    if (r > 32) {
+        const int32_t s = r - 32; /* 1 .. 30 */
+        q = (h + ((int64_t)1 << (s - 1))) >> s;
+    } else {
+        const int64_t lim = (int64_t)1 << 31;
+        h = h > lim ? lim : (h < -lim - 1 ? -lim - 1 : h);
+        const uint64_t low = ((uint64_t)(uint32_t)lo_prod + ((uint64_t)1 << (r - 1))) >> r;
+        q = h * ((int64_t)1 << (32 - r)) + (int64_t)low;
+    }
+    return q > INT32_MAX ? INT32_MAX : (q < INT32_MIN ? INT32_MIN : (int32_t)q);
+}
+
 #endif /* MCU_QUANT_H */

@@ -33,6 +33,23 @@ static inline int mcu_io_offsets_ok(int32_t in_off, int32_t out_off, int32_t act
            act_min <= act_max && act_max <= 127;
 }
 
+/* int16 activations (a16w8): symmetric, so both offsets 0, and the clamp inside int16, not empty. */
+static inline int mcu_io16_ok(int32_t in_off, int32_t out_off, int32_t act_min, int32_t act_max)
+{
+    return in_off == 0 && out_off == 0 && act_min >= -32768 && act_min <= act_max && act_max <= 32767;
+}
+
+/* Every channel's requantization in range: multiplier >= 0, shift in [-31, 30]. */
+static inline int mcu_quant_ok(const mcu_per_channel_quant_t *q, int32_t channels)
+{
+    for (int32_t c = 0; c < channels; ++c) {
+        if (q->multiplier[c] < 0 || q->shift[c] < -31 || q->shift[c] > 30) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* A conv's or pool's window geometry: input and output dims positive, strides and dilations >= 1, paddings >= 0. */
 static inline int mcu_window_ok(const mcu_dims_t *in, const mcu_dims_t *out, int32_t stride_h, int32_t stride_w,
                                 int32_t dilation_h, int32_t dilation_w, int32_t pad_top, int32_t pad_left)
