@@ -4,16 +4,22 @@
   planned into the one arena by mcu.memory_planner.
 - Storage groups: an `alias` node (reshape) gives its output its input's bytes; an op whose kernel
   is in-place "elementwise" (add) gives its output the bytes of a same-sized input whose last reader
-  it is. Tensors of one group share one arena buffer; the group lives from its first producer to its
-  last reader.
+  it is; a conv fused with its residual add (inplace "residual", codegen/passes/fuse_add.py) gives its
+  output the bytes of the residual operand (its last input) if it dies there: the kernel reads
+  residual[i] before it writes output[i]. Tensors of one group share one arena buffer; the group lives
+  from its first producer to its last reader.
 - Raster overlap: a kernel in RASTER_KERNELS writes its output pixels in order and reads, for output
   pixel p, only input pixels at or after the window corner of p (and of every later pixel). Its
-  output may then start `gap` bytes below an input that dies there and overlap it (`raster_gap`).
+  output may then start `gap` bytes below an input that dies there and overlap it (`raster_gap`), if the
+  output is born at the node (not the bytes of a residual it took in place).
 - In place: a kernel in INPLACE_KERNELS (optimize="memory", codegen/passes/inplace.py) writes each
   output byte only once no later read needs the input bytes at or below it, so its output may start at
   its dying input's very offset (gap 0: in place) or below it; only for the geometry the kernel runs
   (mcu_kernels.h, the twins' `*_fits`). Its scratch is the node's second output: a tensor live during
   the call only.
+- Concat views (optimize="memory", codegen/passes/inplace.py): each input of a concat that copies contiguous
+  slices unchanged is written by its producer straight into its slice of the output's buffer, at the offset
+  `group_offsets` gives; the concat runs no code.
 - Schedule: the ops are reordered (memory_planner.schedule) to minimize the peak of live groups.
 - `verify_tensor_plan` checks the result tensor by tensor: two tensors live at the same step may
   share bytes only under one of the rules above, and only exactly as that rule says; an overlap's gap
@@ -33,10 +39,16 @@ from mcu.twins.conv import conv2d_1x1_s8_inplace_fits, dwconv2d_s8_inplace_fits
 
 # Kernels whose loops run n, y, x (output pixels in order) with all channels of a pixel computed from
 # its window before the next pixel; optimized variants join only once their loop order is checked.
-RASTER_KERNELS = {"mcu_conv2d_s8", "mcu_dwconv2d_s8", "mcu_maxpool2d_s8", "mcu_avgpool2d_s8"}
+RASTER_KERNELS = {"mcu_conv2d_s8", "mcu_dwconv2d_s8", "mcu_maxpool2d_s8", "mcu_avgpool2d_s8", "mcu_conv2d_add_s8"}
 # In-place kernels -> the geometry they run in place (their params); other geometry: MCU_ERR_SHAPE.
 INPLACE_KERNELS = {"mcu_dwconv2d_s8_inplace": dwconv2d_s8_inplace_fits,
                    "mcu_conv2d_1x1_s8_inplace": conv2d_1x1_s8_inplace_fits}
+
+# attrs["inplace"] -> the inputs whose bytes the output may take exactly, if one dies at the node: any same-sized
+# input of an elementwise kernel; the residual (last input) of a conv fused with its add (passes/fuse_add.py)
+# (never the conv's input as well: its windows read ahead of the writes)
+IN_PLACE_INPUTS = {"elementwise": lambda n: n.inputs,
+                   "residual": lambda n: n.inputs[-1:] if n.inputs[-1] not in n.inputs[:-1] else ()}
 
 ARENA_ALIGN = 16   # the arena base
 BUFFER_ALIGN = 4   # every buffer inside it: word accesses are aligned on every core
@@ -73,7 +85,10 @@ def storage_groups(graph: Graph) -> dict[str, str]:
         return t
 
     for n in graph.nodes:
-        if n.op == "alias":
+        if n.op == "alias" and n.attrs.get("view") == "concat":  # each input: a slice of the output's bytes
+            for t in n.inputs:  # (its reshape chain is its group: one slice)
+                root[find(t)] = find(n.outputs[0])
+        elif n.op == "alias":
             root[find(n.outputs[0])] = find(n.inputs[0])
     last_read: dict[str, int] = {}  # alias group -> step of its last reader
     for step, n in enumerate(graph.nodes):
@@ -82,18 +97,50 @@ def storage_groups(graph: Graph) -> dict[str, str]:
                 last_read[find(t)] = step
     pinned = {find(t) for t in graph.inputs + graph.outputs}
     for step, n in enumerate(graph.nodes):
-        if n.attrs.get("inplace") != "elementwise" or find(n.outputs[0]) in pinned:
+        if (n.attrs.get("inplace") not in IN_PLACE_INPUTS or find(n.outputs[0]) in pinned
+                or find(n.outputs[0]) != n.outputs[0]):  # a concat slice keeps its slice
             continue
         out = graph.tensors[n.outputs[0]]
-        for t in n.inputs:
+        for t in IN_PLACE_INPUTS[n.attrs["inplace"]](n):
             if t is None or graph.tensors[t].is_const or graph.tensors[t].nbytes != out.nbytes:
                 continue
+            if n.attrs["inplace"] == "residual" and find(n.inputs[0]) == find(t):
+                continue  # the conv's input in other words (a reshape of it)
             g = find(t)
             if g not in pinned and last_read.get(g) == step:
                 root[find(out.name)] = g
                 last_read[g] = max(step, last_read.get(out.name, step))
                 break
     return {t: find(t) for t in graph.tensors}
+
+
+def concat_copies_exactly(params: dict) -> bool:
+    """A concat whose inputs are each one contiguous slice of its output (every dim before the axis is 1) and
+    copied unchanged (each input's qparams equal the output's: the copy encoding of lowering._requant)."""
+    return params["outer"] == 1 and all(
+        m == 1 << 30 and s == 1 and off == -params["output_offset"]
+        for m, s, off in zip(params["multiplier"], params["shift"], params["input_offset"]))
+
+
+def concat_offsets(node) -> dict[str, int]:
+    """input -> its byte offset in the output of a concat view (outer == 1: sizes laid end to end)."""
+    starts = np.cumsum((0,) + tuple(node.attrs["params"]["sizes"][:-1]))
+    return {t: int(o) for t, o in zip(node.inputs, starts)}
+
+
+def reshape_chain(graph: Graph, t: str) -> list[str]:
+    """t, then the tensors it is a reshape (alias) of, back to the one a call or a graph input produced."""
+    chain = [t]
+    while (p := graph.producer(chain[-1])) is not None and p.op == "alias" and not p.attrs.get("view"):
+        chain.append(p.inputs[0])
+    return chain
+
+
+def group_offsets(graph: Graph) -> dict[str, int]:
+    """tensor -> byte offset of its bytes in its storage group's buffer: a concat view's inputs (and what they
+    reshape) sit at their slices (concat_offsets); every other tensor at 0."""
+    return {u: o for n in graph.nodes if n.op == "alias" and n.attrs.get("view") == "concat"
+            for t, o in concat_offsets(n).items() for u in reshape_chain(graph, t)}
 
 
 def raster_gap(params: dict) -> int:
@@ -129,12 +176,18 @@ def _overwritable(graph: Graph, group: dict[str, str], external) -> list[bool]:
         for t in n.inputs:
             if t is not None:
                 last_read[group[t]] = step
+    born: dict[str, int] = {}
+    for step, n in enumerate(graph.nodes):
+        for t in n.outputs:
+            born.setdefault(group[t], step)
+    sliced = {group[t] for t in group_offsets(graph)}  # a concat's buffer: its slices are not at its start
     flags = []
     for step, n in enumerate(graph.nodes):
         src = group[n.inputs[0]] if n.inputs and n.inputs[0] is not None else None
-        dst = group[n.outputs[0]]
+        dst = group[n.outputs[0]]  # born here: not the bytes of an input it took in place (fused residual)
         flags.append(n.op == "call" and src is not None and not graph.tensors[n.inputs[0]].is_const
-                     and src not in external and dst not in external and src != dst and last_read.get(src) == step)
+                     and src not in external and dst not in external and src != dst and last_read.get(src) == step
+                     and born[dst] == step and dst not in sliced)
     return flags
 
 
@@ -229,14 +282,14 @@ def plan_graph(graph: Graph) -> tuple[Graph, MemoryPlan]:
                     for g in sorted(first, key=lambda g: (first[g], g)) if g not in external)
     overlaps = _overlaps(graph, group, external)
     result = plan(buffers, overlaps=overlaps)
-    locations = {}
+    locations, inside = {}, group_offsets(graph)
     for t, tensor in graph.tensors.items():
         if tensor.is_const:
             locations[t] = Location("const", 0)
         elif group[t] in external:
             locations[t] = external[group[t]]
         elif group[t] in result.offsets:
-            locations[t] = Location("arena", result.offsets[group[t]])
+            locations[t] = Location("arena", result.offsets[group[t]] + inside.get(t, 0))
     mem = MemoryPlan(locations, buffers, result, lower_bound(buffers, overlaps), before, after, overlaps)
     verify_tensor_plan(graph, mem)
     return graph, mem
@@ -273,10 +326,23 @@ def picture(graph: Graph, mem: MemoryPlan, title: str = "") -> str:
                lower_bound=mem.lower_bound)
 
 
+def _apart_or_raster(graph: Graph, mem: MemoryPlan, node) -> bool:
+    """A fused conv + residual add's output shares no byte with the conv's input, or starts at least the raster
+    gap below it (the residual rule never covers the conv's windows, which read ahead of the writes)."""
+    x, out = mem.locations.get(node.inputs[0]), mem.locations[node.outputs[0]]
+    if x is None or x.kind != "arena" or out.kind != "arena":
+        return True
+    ox, oo = x.index, out.index
+    nx, no = graph.tensors[node.inputs[0]].nbytes, graph.tensors[node.outputs[0]].nbytes
+    return ox >= oo + no or oo >= ox + nx or ox - oo >= raster_gap(node.attrs["params"])
+
+
 def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:
     """Raise PlanError unless every pair of arena tensors live at one step either uses disjoint bytes
-    or shares bytes exactly as an alias, an in-place elementwise op, a raster overlap or an in-place
-    kernel allows (the last two only over a first input that no later node reads)."""
+    or shares bytes exactly as an alias, an in-place elementwise op (or fused residual), a concat view (each
+    input at its slice of the output), a raster overlap or an in-place kernel allows (the last two only over
+    a first input that no later node reads). Tensors linked by the exact-position rules form components
+    whose members sit where the rules put them relative to each other, so they may share bytes."""
     span: dict[str, tuple[int, int]] = {}
     for step, n in enumerate(graph.nodes):
         for t in n.outputs:
@@ -288,14 +354,25 @@ def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:
     allowed: set[frozenset[str]] = set()
     for step, n in enumerate(graph.nodes):
         out = n.outputs[0] if n.outputs else None
+        if n.op == "alias" and n.attrs.get("view") == "concat":
+            # each input exactly at its slice, re-derived from the params: the sizes tile the output
+            p, at = n.attrs["params"], mem.locations.get(out)
+            if (concat_copies_exactly(p) and at is not None and at.kind == "arena"
+                    and sum(p["sizes"]) == graph.tensors[out].nbytes):
+                for (t, o), size in zip(concat_offsets(n).items(), p["sizes"]):
+                    if (mem.locations.get(t) == Location("arena", at.index + o) and graph.tensors[t].nbytes == size
+                            and span[t][1] == step):
+                        allowed.add(frozenset((t, out)))
+            continue
         for t in n.inputs:
             if t is None or out is None:
                 continue
             same = mem.locations.get(t) == mem.locations.get(out)
             if n.op == "alias" and same:
                 allowed.add(frozenset((t, out)))
-            elif (n.attrs.get("inplace") == "elementwise" and same and span[t][1] == step
-                  and graph.tensors[t].nbytes == graph.tensors[out].nbytes):
+            elif (n.attrs.get("inplace") in IN_PLACE_INPUTS and t in IN_PLACE_INPUTS[n.attrs["inplace"]](n) and same
+                  and span[t][1] == step and graph.tensors[t].nbytes == graph.tensors[out].nbytes
+                  and (n.attrs["inplace"] != "residual" or _apart_or_raster(graph, mem, n))):
                 allowed.add(frozenset((t, out)))
     # (output tensor, input tensor) -> gap, re-derived from the kernels, not from the plan, for an input
     # last read here (a reshape of it read later is another tensor: its own pair check below catches it)

@@ -16,7 +16,17 @@
   offset; stops as soon as a plan reaches the lower bound (then it is optimal) or after a budget
   of placements (then it returns its best plan, never worse than greedy).
 - `plan` runs every planner, verifies each result and keeps the smallest arena.
-- lower_bound: the largest sum of live bytes at any step; no plan of this schedule can beat it.
+- lower_bound: the largest sum of live bytes at any step (an overlapping pair counted as its union,
+  max(size(out), gap + size(in))), and the largest chain bound; no plan of this schedule can beat it.
+- chain bound: for links a -> b (gap g1) and b -> c (gap g2), with a live at b's first step s and c at its
+  last step t, Y = the other buffers live at both s and t (no overlap rule with a, b, c): the arena holds
+  a u b u c and Y disjointly (each of Y meets each of a, b, c), so it is at least |a u b u c| + sum(Y), and
+      |a u b u c| >= min(|b| + max(0, g1 + |a| - |b|) + min(g2, |c|), |a| + |b|, |b| + |c|).
+  Proof: a and b are disjoint (then |a u b| = |a| + |b|) or off(a) >= off(b) + g1; likewise b and c are
+  disjoint or off(c) <= off(b) - g2. In the last case for both, a covers at least g1 + |a| - |b| bytes above
+  b's end and c at least min(g2, |c|) bytes below b's start: two sets disjoint from each other and from b.
+  One link alone gives the pair term at one step; the chain couples the two offsets (VWW: a 1x1 conv
+  sliding its output 18,440 B under its input, then a stride-2 depthwise 16 B under that output).
 - overlaps {(out, in): gap}: `out` may share bytes with `in` (which dies when `out` is born) if it
   starts at least `gap` bytes below it: offset(in) - offset(out) >= gap. Kernels that write their
   output in the order they read their input (raster order) allow this; the gap is how far the writes
@@ -278,8 +288,36 @@ def lower_bound(buffers: Sequence[Buffer], overlaps: Overlaps = {}) -> int:
             if by_name[o].first == s and by_name[i].last == s:
                 total -= by_name[o].size + by_name[i].size - max(by_name[o].size, gap + by_name[i].size)
         return total
-    return max(footprint(s) for s in steps)
+    return max([footprint(s) for s in steps] + _chain_bounds(buffers, overlaps))
     # sizes, not aligned sizes: alignment padding is a cost of the plan, not of the schedule
+
+
+def _chain_bounds(buffers: Sequence[Buffer], overlaps: Overlaps) -> list[int]:
+    """The chain bound of every two linked overlaps a -> b -> c (module docstring)."""
+    by_name = {b.name: b for b in buffers}
+    related: dict[str, set[str]] = {}
+    for o, i in overlaps:
+        related.setdefault(o, set()).add(i)
+        related.setdefault(i, set()).add(o)
+    outputs_of: dict[str, list[tuple[str, int]]] = {}
+    for (o, i), gap in overlaps.items():
+        outputs_of.setdefault(i, []).append((o, gap))
+    bounds = []
+    for (bn, an), g1 in overlaps.items():
+        for cn, g2 in outputs_of.get(bn, []):
+            if cn == an or not {an, bn, cn} <= by_name.keys():
+                continue
+            a, b, c = by_name[an], by_name[bn], by_name[cn]
+            s, t = b.first, b.last
+            if not (a.first <= s <= a.last and c.first <= t <= c.last):
+                continue
+            union = min(b.size + max(0, g1 + a.size - b.size) + min(g2, c.size), a.size + b.size, b.size + c.size)
+            others = sum(y.size for y in buffers if y.first <= s and y.last >= t and y.name not in (an, bn, cn)
+                         and not related.get(y.name, set()) & {an, bn, cn}
+                         and not (related.get(y.name, set()) and any(
+                             z.first <= s and z.last >= t for z in buffers if z.name in related[y.name])))
+            bounds.append(union + others)
+    return bounds
 
 
 def compact(buffers: Sequence[Buffer], plan_: Plan, overlaps: Overlaps = {}) -> Plan:

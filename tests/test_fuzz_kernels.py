@@ -692,7 +692,9 @@ STRATEGIES.update(_float32_strategies())
 # ---- Variants: the portable case, prepared as the code generator prepares it -----------------------------------
 
 def _prepare_variant(variant, case: Case) -> tuple:
-    """The variant's C arguments for a portable (params, mult, shift, input, weights, bias) case."""
+    """The variant's C arguments for a portable (params, mult, shift, input, weights, bias) case; a variant that
+    takes scratch gets it last, exactly as many bytes as its `scratch` size (at least one, as with_scratch plans
+    it), filled with garbage."""
     params, mult, shift, x, w, bias = case.args
     tensors = {"w": Tensor("w", tuple(w.shape), "int8", data=w),
                "m": Tensor("m", tuple(mult.shape), "int32", data=mult),
@@ -707,6 +709,9 @@ def _prepare_variant(variant, case: Case) -> tuple:
     tensors.update(new)
     q = node.attrs["quant"]
     data = [None if t is None else tensors[t].data for t in node.inputs[1:]]
+    if variant.scratch is not None:
+        size = max(1, variant.scratch(params))
+        data.append(np.random.default_rng(size).integers(-128, 128, size, dtype=np.int8))
     return (node.attrs["params"], tensors[q[0]].data, tensors[q[1]].data, x, *data)
 
 
@@ -761,6 +766,9 @@ def check(driver: Driver, kernel: str, twin, to_c, case: Case) -> None:
     call, where = marshal(kernel, c_args, out, case.alias)
     status, blobs = driver.run(kernel, call)
     result = np.frombuffer(blobs[call.args[-1]], out_type)[:size]  # an aliased input may be the larger
+    scratch = case.scratch
+    if kernel in VARIANT_OF and VARIANT_OF[kernel][1].scratch is not None:
+        scratch = (len(c_args) - 1,)  # appended by _prepare_variant
     if expected is None:
         assert status != hostc.MCU_OK, f"{kernel}: the twin rejects the case but the C returned MCU_OK"
         assert blobs[call.args[-1]] == call.blobs[call.args[-1]], f"{kernel}: wrote its output, then failed"
@@ -769,7 +777,7 @@ def check(driver: Driver, kernel: str, twin, to_c, case: Case) -> None:
     mismatch = _same(result.reshape(expected.shape), expected.astype(out_type))
     assert mismatch is None, f"{kernel}: {mismatch}"
     for k, b in where.items():
-        if k != case.alias and k not in case.scratch:
+        if k != case.alias and k not in scratch:
             assert blobs[b] == call.blobs[b], f"{kernel} wrote into its input argument {k}"
 
 

@@ -80,8 +80,9 @@ class GraphBuilder:
         self.expect[name] = family
 
     def conv(self, n, h, w, c_in, c_out, kernel=(3, 3), stride=(1, 1), pad=(0, 0), dil=(1, 1), bias=True,
-             depthwise=False, extreme=False, mode="normal", family="", pad_end=None):
-        """pad_end: the padding after the input (default: pad), as TF's 'same' pads more there."""
+             depthwise=False, extreme=False, mode="normal", family="", pad_end=None, wmax=None):
+        """pad_end: the padding after the input (default: pad), as TF's 'same' pads more there; wmax: the largest
+        |weight| (default 127, 2 in the "ties" and "slow" modes)."""
         i = len(self.nodes)
         kh, kw = kernel
         end = pad if pad_end is None else pad_end
@@ -90,7 +91,7 @@ class GraphBuilder:
         x = self._io(f"x{i}", (n, h, w, c_in))
         y = self._io(f"y{i}", (n, oh, ow, c_out))
         fshape = (1, kh, kw, c_out) if depthwise else (c_out, kh, kw, c_in)
-        wmax = 127 if mode == "normal" else 2
+        wmax = wmax or (127 if mode == "normal" else 2)
         wt = self._const(f"w{i}", self.rng.integers(-wmax, wmax + 1, fshape).astype(np.int8), "int8")
         bmax = 3000 if mode == "normal" else 30
         b = self._const(f"b{i}", self.rng.integers(-bmax, bmax, c_out).astype(np.int32), "int32") if bias else None
@@ -105,10 +106,11 @@ class GraphBuilder:
         self.outputs.append(y)
         self._call(kernel_name, params, (x, wt, b), y, self._quant(f"q{i}", c_out, taps, wmax, mode), family)
 
-    def fc(self, batches, k, n_out, bias=True, extreme=False, mode="normal", family="fc"):
+    def fc(self, batches, k, n_out, bias=True, extreme=False, mode="normal", family="fc", wmax=None):
         i = len(self.nodes)
         x, y = self._io(f"x{i}", (batches, k)), self._io(f"y{i}", (batches, n_out))
-        wmax, bmax = (127, 3000) if mode == "normal" else (2, 30)
+        bmax = 3000 if mode == "normal" else 30
+        wmax = wmax or (127 if mode == "normal" else 2)
         wt = self._const(f"w{i}", self.rng.integers(-wmax, wmax + 1, (n_out, k)).astype(np.int8), "int8")
         b = self._const(f"b{i}", self.rng.integers(-bmax, bmax, n_out).astype(np.int32), "int32") if bias else None
         in_off, zo, lo, hi = self._offsets(extreme)
@@ -224,6 +226,55 @@ def dsp_path_cases(seed: int) -> GraphBuilder:
     return g
 
 
+def large_window_cases(seed: int) -> GraphBuilder:
+    """Windows of more than 1024 taps (1024 channels for depthwise), which the DSP and scalar variants took only
+    once their scratch came from the arena: 1x1, general (rows read in place and gathered in pieces at the
+    borders, dilated, strided, rows not whole steps), depthwise 3x3 (channel tail) and fully connected, mostly
+    in the DSP assembly's fast mode. Weights within +-7 keep the scalar GEMM's split exact (128 * sum|w| < 2^23)."""
+    g = GraphBuilder(seed)
+    f = "full"
+    g.conv(1, 4, 3, 1100, 6, kernel=(1, 1), extreme=f, family="1x1", wmax=7)
+    g.conv(1, 5, 5, 1030, 5, kernel=(1, 1), stride=(2, 2), mode="slow", family="1x1")
+    g.conv(1, 7, 6, 150, 5, pad=(1, 1), extreme=f, family="gemm", wmax=7)            # K 1350, rows of 450
+    g.conv(1, 9, 9, 130, 4, pad=(2, 2), dil=(2, 2), extreme=f, family="gemm", wmax=7)  # rows of 390: padded to 392
+    g.conv(1, 9, 8, 48, 3, kernel=(5, 5), stride=(2, 2), extreme=f, family="gemm", wmax=7)  # K 1200, no padding
+    g.conv(1, 6, 6, 120, 5, pad=(1, 1), extreme=True, family="gemm", wmax=7)         # K 1080, narrow clamp: C
+    g.conv(1, 4, 4, 1100, 1100, pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 5, 4, 1030, 1030, stride=(2, 2), pad=(1, 1), depthwise=True, family="dw")  # channel tail of 2
+    g.fc(2, 1500, 10, extreme=f, wmax=7)
+    g.fc(1, 2001, 5, mode="slow")
+    return g
+
+
+def mve_path_cases(seed: int) -> GraphBuilder:
+    """Every path of the Helium GEMM (3 pixels x 4 channels) and its windows: rows of KW * C_in a multiple of 16
+    read in place, rows in the vertical padding read as a zero-point row, rows clipped at the sides gathered,
+    dilated rows gathered tap by tap; compact windows (rows not whole chunks) gathered through the byte-offset
+    table (span <= 256), row by row (a wider span), dilated, at the borders; 1x1 strided, with K tails, batch 2;
+    pixel counts 1 and 2 past a whole block; C_out not a multiple of 4 (1, 2, 5, 7); shifts >= 0 (the general
+    requantization) and ties; narrow clamps."""
+    g = GraphBuilder(seed)
+    g.conv(1, 9, 8, 16, 8, pad=(1, 1), family="gemm")                                 # rows in place, zp rows
+    g.conv(1, 9, 9, 32, 7, stride=(2, 2), pad=(1, 1), extreme=True, family="gemm")    # C_in 32, stride 2
+    g.conv(1, 8, 7, 16, 5, pad=(2, 2), dil=(2, 2), family="gemm")                     # dilated rows gathered
+    g.conv(1, 6, 6, 16, 4, kernel=(3, 1), pad=(1, 0), pad_end=(2, 0), family="gemm")  # KW 1, padding at the end
+    g.conv(1, 10, 11, 3, 16, pad=(1, 1), family="gemm")                               # RGB: offsets gather
+    g.conv(1, 11, 10, 3, 6, stride=(2, 2), pad=(1, 1), extreme=True, family="gemm")
+    g.conv(1, 6, 100, 3, 5, pad=(1, 1), family="gemm")                                # span > 256: row copies
+    g.conv(1, 9, 9, 5, 7, pad=(2, 2), dil=(2, 2), family="gemm")                      # compact, dilated
+    g.conv(1, 12, 6, 1, 5, kernel=(10, 4), stride=(2, 2), pad=(4, 1), family="gemm")   # KWS-like K 40
+    g.conv(1, 7, 7, 24, 2, pad=(1, 1), mode="slow", family="gemm")                    # compact K 216, shifts >= 0
+    g.conv(1, 5, 5, 16, 1, pad=(1, 1), mode="ties", extreme=True, family="gemm")      # C_out 1
+    g.conv(1, 8, 8, 16, 6, mode="slow", extreme=True, family="gemm")                  # rows, shifts >= 0
+    g.conv(1, 9, 9, 16, 32, kernel=(1, 1), stride=(2, 2), family="1x1")               # 1x1 stride 2
+    g.conv(1, 7, 7, 20, 9, kernel=(1, 1), stride=(2, 2), mode="slow", family="1x1")   # K tail of 4
+    g.conv(2, 4, 5, 40, 6, kernel=(1, 1), extreme=True, family="1x1")                 # batch 2, 40 pixels
+    g.conv(1, 2, 2, 7, 5, kernel=(1, 1), mode="ties", family="1x1")                   # 4 pixels: one past a block
+    g.fc(1, 9, 5)
+    g.fc(5, 48, 10, mode="slow", extreme=True)
+    return g
+
+
 def expected_kernel(node: Node, family: str, board: str) -> str:
     base = node.attrs["kernel"]
     if not family:
@@ -263,7 +314,22 @@ def assert_equal_int(actual: np.ndarray, expected: np.ndarray, what: str) -> Non
 @pytest.mark.parametrize("board", BOARDS)
 @pytest.mark.parametrize("cases", [gemm_cases, dw_add_cases, dsp_path_cases], ids=["gemm", "dw_add", "dsp_paths"])
 def test_variants_equal_portable_twins_on_device(board, cases, tmp_path):
-    builder = cases(seed=7)
+    check_on_device(cases(seed=7), board, tmp_path)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", BOARDS)
+def test_large_windows_equal_portable_twins_on_device(board, tmp_path):
+    check_on_device(large_window_cases(seed=7), board, tmp_path)
+
+
+@pytest.mark.qemu
+def test_mve_paths_equal_portable_twins_on_mps3_an547(tmp_path):
+    check_on_device(mve_path_cases(seed=7), "mps3-an547", tmp_path)
+
+
+def check_on_device(builder: GraphBuilder, board: str, tmp_path) -> None:
+    """The board picks the expected variants, and they compute what the portable twins do, bit for bit."""
     portable = builder.graph()
     graph = verify(select_kernels(portable, Target.of_board(load_board(board))))
     for node, before in zip(graph.nodes, portable.nodes):
@@ -295,3 +361,21 @@ def test_folded_bias_wraps_like_int32():
     folded = folded_bias(rows, np.array([INT32_MAX - 10], np.int32), 128)
     assert folded.dtype == np.int32 and int(folded[0]) == INT32_MAX - 10 + 128 * 4 * 127 - 2**32
     assert INT32_MIN <= int(folded[0]) <= INT32_MAX
+
+
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an385"])
+def test_variants_get_exactly_their_scratch(board):
+    """A variant that takes scratch gets one arena tensor of its twin's size as its second output; the others none."""
+    from mcu.codegen.passes.select_kernels import VARIANTS
+    sizes = {v.kernel: v.scratch for vs in VARIANTS.values() for v in vs}
+    graph = select_kernels(large_window_cases(seed=7).graph(), Target.of_board(load_board(board)))
+    scratched = 0
+    for node in graph.nodes:
+        size = sizes.get(node.attrs["kernel"])
+        if size is None:
+            assert len(node.outputs) == 1, node.attrs["kernel"]
+            continue
+        scratched += 1
+        assert node.outputs[1] == f"{node.name}_scratch"
+        assert graph.tensors[node.outputs[1]].shape == (max(1, size(node.attrs["params"])),)
+    assert scratched == {"mps2-an386": 10, "mps2-an385": 6}[board]  # _fast 1x1 and fc read their input in place

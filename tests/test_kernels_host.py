@@ -555,6 +555,130 @@ def test_inplace_kernels_reject_null_scratch_and_output(lib, kernel):
         getattr(conv, kernel.removeprefix("mcu_"))(*args, None)
 
 
+# ---- Variants with planned scratch (mcu_kernels.h, "Scratch of the variants") --------------------------------------
+
+def _scratch_variants():
+    from mcu.codegen.passes.select_kernels import VARIANTS
+    return {v.kernel: (base, v) for base, vs in VARIANTS.items() for v in vs
+            if v.scratch is not None and v.requires <= {"dsp", "int4"}}  # _mve kernels only compute on the target
+
+
+SCRATCH_VARIANTS = _scratch_variants()
+
+
+def _scratch_wrapper() -> str:
+    lines = ["#include <stdint.h>", '#include "mcu/mcu_kernels.h"']
+    for kernel, (base, _) in sorted(SCRATCH_VARIANTS.items()):
+        ptype = "mcu_fc_params_t" if base == "mcu_fully_connected_s8" else "mcu_conv2d_params_t"
+        lines.append(f"int32_t t_{kernel}(const {ptype} *p) {{ return {kernel}_scratch_bytes(p); }}")
+    return "\n".join(lines) + "\n"
+
+
+def _scratch_twin(kernel: str):
+    module = fc if kernel.startswith("mcu_fully_connected") else conv
+    return getattr(module, f"{kernel.removeprefix('mcu_')}_scratch_bytes")
+
+
+def test_scratch_variants_are_the_dsp_fast_and_int4_window_kernels():
+    assert sorted(SCRATCH_VARIANTS) == ["mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s4", "mcu_conv2d_s8_dsp",
+                                        "mcu_conv2d_s8_fast", "mcu_dwconv2d_3x3_s8_dsp", "mcu_dwconv2d_3x3_s8_fast",
+                                        "mcu_fully_connected_s8_dsp"]
+    for kernel, (_, v) in SCRATCH_VARIANTS.items():
+        assert v.scratch is _scratch_twin(kernel), kernel
+
+
+@pytest.mark.host_c
+def test_variant_scratch_bytes_c_equals_twin():
+    lib = hostc.build_source(_scratch_wrapper(), "variant_scratch")
+    rng = np.random.default_rng(5)
+    for i in range(200):
+        kh, kw = (int(v) for v in rng.integers(1, 12, 2))
+        c_in = int(rng.choice([1, 3, 4, 5, 16, 40, 130, 1100]))
+        params = conv_params((1, 20, 20, c_in), (8, kh, kw, c_in), (1, 4, 4, 8), pad=(i % 2, i % 3))
+        for kernel, (base, _) in SCRATCH_VARIANTS.items():
+            p = fc_params(2, kh * kw * c_in, 8) if base == "mcu_fully_connected_s8" else params
+            struct = hostc.struct("mcu_fc_params_t" if base == "mcu_fully_connected_s8" else "mcu_conv2d_params_t", p)
+            fn = getattr(lib, f"t_{kernel}")
+            fn.restype = ctypes.c_int32
+            assert fn(ctypes.byref(struct)) == _scratch_twin(kernel)(p), (kernel, p)
+    # hand-computed: the DSP conv widens an RGB 3x3 window whole (27 taps -> 28) and gathers it whole (28 bytes);
+    # a 3x3x160 window row by row (480 taps a row) through 128-byte pieces; the 1x1 pair and the fc row
+    rgb = conv_params((1, 8, 8, 3), (8, 3, 3, 3), (1, 8, 8, 8), pad=(1, 1))
+    wide = conv_params((1, 8, 8, 160), (8, 3, 3, 160), (1, 8, 8, 8), pad=(1, 1))
+    assert conv.conv2d_s8_dsp_scratch_bytes(rgb) == 4 * (28 + 2) + 2 * 28
+    assert conv.conv2d_s8_dsp_scratch_bytes(wide) == 4 * (1440 + 2) + 2 * 128
+    assert conv.conv2d_s8_fast_scratch_bytes(wide) == conv.conv2d_s4_scratch_bytes(wide) == 1440
+    assert conv.conv2d_s4_scratch_bytes(conv_params((1, 8, 8, 160), (8, 1, 1, 160), (1, 8, 8, 8))) == 0
+    assert conv.conv2d_1x1_s8_dsp_scratch_bytes(conv_params((1, 2, 2, 13), (8, 1, 1, 13), (1, 2, 2, 8))) == 16 * 4 + 8
+    assert fc.fully_connected_s8_dsp_scratch_bytes(fc_params(1, 1500, 8)) == 3000
+
+
+def prepared_variant_args(variant, params, mult, shift, x, w, bias) -> tuple:
+    """The variant's C arguments (without scratch) for portable twin arguments, prepared as select_kernels does."""
+    from mcu.codegen.ir import Node, Tensor
+    tensors = {"w": Tensor("w", tuple(w.shape), "int8", data=w), "m": Tensor("m", tuple(mult.shape), "int32", data=mult),
+               "s": Tensor("s", tuple(shift.shape), "int32", data=shift)}
+    if bias is not None:
+        tensors["b"] = Tensor("b", tuple(bias.shape), "int32", data=bias)
+    node = Node("n0", "call", ("x", "w", "b" if bias is not None else None), ("y",),
+                attrs={"kernel": variant.kernel, "path": variant.path, "params": params, "quant": ("m", "s")})
+    node, new = variant.prepare(node, tensors)
+    tensors.update(new)
+    q = node.attrs["quant"]
+    return (params, tensors[q[0]].data, tensors[q[1]].data, x,
+            *[None if t is None else tensors[t].data for t in node.inputs[1:]])
+
+
+def large_window_case(kernel: str, seed: int):
+    """Portable twin arguments with a window of more than 1024 taps (the stack bound before scratch came from the
+    arena) for the variant, weights in [-7, 7] so that every variant's prepare takes them (int4, the scalar GEMM's
+    split)."""
+    rng = np.random.default_rng(seed)
+    base = SCRATCH_VARIANTS[kernel][0]
+    in_off, out_off = rand_offsets(rng)
+    act = rand_act(rng, out_off)
+    if base == "mcu_fully_connected_s8":
+        params, taps, xs, ws, c_out = fc_params(2, 1500, 9, (in_off, out_off), act), 1500, (2, 1500), (9, 1500), 9
+    elif "dwconv" in kernel:
+        c = 1100
+        params = conv_params((1, 4, 5, c), (1, 3, 3, c), (1, 4, 5, c), pad=(1, 1), offsets=(in_off, out_off), act=act)
+        taps, xs, ws, c_out = 9, (1, 4, 5, c), (1, 3, 3, c), c
+    elif "1x1" in kernel:
+        params = conv_params((1, 3, 3, 1100), (5, 1, 1, 1100), (1, 2, 2, 5), stride=(2, 2), offsets=(in_off, out_off),
+                             act=act)
+        taps, xs, ws, c_out = 1100, (1, 3, 3, 1100), (5, 1, 1, 1100), 5
+    else:  # 3x3 over 150 channels (1350 taps, rows of 450 gathered in pieces at the border), stride 2, dilation 2
+        params = conv_params((1, 7, 6, 150), (5, 3, 3, 150), (1, 4, 3, 5), stride=(2, 2), pad=(2, 1), dilation=(2, 1),
+                             offsets=(in_off, out_off), act=act)
+        taps, xs, ws, c_out = 1350, (1, 7, 6, 150), (5, 3, 3, 150), 5
+    acc_std = math.sqrt(taps * (in_off**2 + 5500) * 16)
+    return (params, *rand_quant(rng, c_out, acc_std), rand_int8(rng, xs), rng.integers(-7, 8, ws, dtype=np.int8),
+            rand_bias(rng, c_out, acc_std))
+
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("kernel", sorted(SCRATCH_VARIANTS))
+def test_variant_with_large_window_matches_portable_in_exact_scratch(lib, kernel, seed):
+    """More than 1024 taps (channels, for depthwise): the portable result, in exactly the planned scratch (garbage on
+    entry, canaries after it untouched); a NULL scratch is MCU_ERR_ARG before anything is written."""
+    base, variant = SCRATCH_VARIANTS[kernel]
+    args = large_window_case(kernel, seed)
+    expected = (fc.fully_connected_s8 if base == "mcu_fully_connected_s8" else
+                conv.dwconv2d_s8 if "dwconv" in kernel else conv.conv2d_s8)(*args)
+    c_args = prepared_variant_args(variant, *args)
+    rng = np.random.default_rng(seed)
+    size = variant.scratch(args[0])
+    scratch = rng.integers(-128, 128, size=size + 8, dtype=np.int8)
+    canary = scratch[size:].copy()
+    out = np.full(expected.size, 0x5A, np.int8)
+    assert hostc.call(lib, kernel, *c_args, None, out=out) == hostc.MCU_ERR_ARG
+    assert (out == 0x5A).all(), "wrote before rejecting a NULL scratch"
+    assert hostc.call(lib, kernel, *c_args, scratch, out=out) == hostc.MCU_OK
+    assert_equal_int(out.reshape(expected.shape), expected)
+    assert (scratch[size:] == canary).all(), "wrote past its scratch"
+
+
 def test_twins_reject_int32_overflow():
     params = fc_params(1, 1, 1)
     with pytest.raises(OverflowError):
@@ -800,3 +924,41 @@ def test_ctypes_struct_layout_matches_c():
         fn = getattr(lib, f"size_{name}")
         fn.restype = ctypes.c_size_t
         assert fn() == ctypes.sizeof(cls), name
+
+
+# ---- Conv fused with its residual add (optimize="memory", codegen/passes/fuse_add.py) -----------------------------
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("where", ["on the residual", "apart"])
+@pytest.mark.parametrize("seed", range(16))
+def test_conv2d_add_equals_the_conv_twin_then_the_add_twin(lib, where, seed):
+    """mcu_conv2d_add_s8 == mcu_conv2d_s8's twin then mcu_add_s8's (y as input1), with the output over the residual
+    (the kernel reads residual[i] before it writes output[i]) or in its own buffer."""
+    params, mult, shift, x, filt, bias = conv_case(seed, depthwise=False)
+    size = int(np.prod(params["output"]))
+    add, _, r = add_case(seed + 500)
+    add = {**add, "size": size}
+    r = np.random.default_rng(seed).integers(-128, 128, size=params["output"], dtype=np.int8)
+    fused = conv.conv2d_add_params(params, add)
+    expected = elementwise.add_s8(add, conv.conv2d_s8(params, mult, shift, x, filt, bias), r)
+    assert_equal_int(conv.conv2d_add_s8(fused, mult, shift, x, filt, bias, r), expected)
+    out = r.copy() if where == "on the residual" else np.full(r.shape, 77, np.int8)
+    status = hostc.call(lib, "mcu_conv2d_add_s8", fused, mult, shift, x, filt, bias, out if where != "apart" else r,
+                        out=out)
+    assert status == hostc.MCU_OK
+    assert_equal_int(out, expected)
+
+
+@pytest.mark.host_c
+def test_conv2d_add_rejects_bad_add_params(lib):
+    params, mult, shift, x, filt, bias = conv_case(1, depthwise=False)
+    add = {**add_case(2)[0], "size": int(np.prod(params["output"]))}
+    r = np.zeros(params["output"], np.int8)
+    out = np.full(r.shape, 5, np.int8)
+    for key, value in (("add_left_shift", 24), ("add_input2_offset", 129), ("add_output_shift", 31),
+                       ("add_act_min", 10), ("add_input1_multiplier", -1)):
+        bad = {**conv.conv2d_add_params(params, add), key: value}
+        if key == "add_act_min":
+            bad["add_act_max"] = 9
+        assert hostc.call(lib, "mcu_conv2d_add_s8", bad, mult, shift, x, filt, bias, r, out=out) == hostc.MCU_ERR_ARG
+        assert (out == 5).all(), "wrote its output on bad arguments"

@@ -180,3 +180,27 @@ def test_compact_lowers_a_buffer_a_planner_left_high():
     done = compact(bufs, high)
     assert done.offsets == {"big": 0, "late": 0} and done.arena_bytes == 64
     verify_plan(bufs, done)
+
+
+def test_chain_bound_couples_two_overlaps():
+    # VWW's shape in small: a (32) -> b (64) may start 40 below a; b -> c (16) may start 8 below b. Step by step the
+    # bound is max(64, 40 + 32) + 0 = 72 and max(16, 8 + 64) = 72, but both at once put a 8 above b's end and c 8 below
+    # its start: 80 (module docstring), which the planners reach.
+    bufs = [Buffer("a", 32, 0, 1, 4), Buffer("b", 64, 1, 2, 4), Buffer("c", 16, 2, 3, 4)]
+    overlaps = {("b", "a"): 40, ("c", "b"): 8}
+    assert lower_bound(bufs, overlaps) == 80
+    p = plan(bufs, overlaps=overlaps)
+    assert p.arena_bytes == 80  # e.g. c at 0, b at 8, a at 48; or b at 0, a at 40, c above b at 64
+    # no plan below it: b at 0..16, a and c anywhere up to 96
+    for ob in range(0, 17, 4):
+        for oa in range(0, 97, 4):
+            for oc in range(0, 97, 4):
+                try:
+                    top = max(oa + 32, ob + 64, oc + 16)
+                    verify_plan(bufs, Plan({"a": oa, "b": ob, "c": oc}, top, "try"), overlaps)
+                except PlanError:
+                    continue
+                assert top >= 80
+    # a buffer live across the chain adds its size; one live at one end only is counted at its step
+    assert lower_bound(bufs + [Buffer("y", 12, 1, 2, 4)], overlaps) == 80 + 12
+    assert lower_bound(bufs + [Buffer("z", 20, 0, 1, 4)], overlaps) == 72 + 20  # step 1 alone, not 80 + 20

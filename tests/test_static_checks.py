@@ -21,10 +21,14 @@ STRICT = ("-Wall", "-Wextra", "-Wshadow", "-Wdouble-promotion", "-Wcast-align", 
 RUNTIME = package_root("mcu.runtime_c")
 COMMON = package_root("mcu.boards") / "common"
 BOARDS = ["mps2-an385", "mps2-an386", "mps3-an547"]  # Cortex-M3, M4F (DSP), M55 (MVE)
-# The worst model_run stack of the zoo on these boards. The optimized variants keep one output pixel's window (and
-# the DSP/Helium rows) on the stack: 1.2 KB (scalar _fast), 4.9 KB (DSP conv: a pixel pair widened), 4.5 KB
-# (Helium); the portable kernels need under 200 bytes.
-MODEL_STACK_BOUND = 5120
+# The worst model_run stack of the zoo on these boards: IC's, through mcu_add_s8_fast, whose two 256-entry int32
+# rescale tables (2 KB, mcu_kernels.h) are the one large frame left (2,296 B in all), since the variants' pixel
+# windows, widened rows and padding rows are scratch planned in the arena. Every other function keeps its frame
+# under FRAME_BOUND (the next largest: mcu_avgpool2d_s8_fast's 512 B of lanes), so a layer-sized buffer back on the
+# stack fails here in whichever model it lands; the portable kernels need under 200 bytes.
+MODEL_STACK_BOUND = 2432
+FRAME_BOUND = 640
+TABLE_FRAMES = {"mcu_add_s8_fast", "mcu_add_s8_mve"}  # the add tables
 
 needs_arm = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed")
 
@@ -139,5 +143,7 @@ def test_zoo_stack_is_bounded_and_covers_the_measured_peak(name, board):
           f"{' -> '.join(report.path)}")
     assert report.bounded, report.format()
     assert report.model <= MODEL_STACK_BOUND, report.format()
+    large = {f: b for f, b in report.frames.items() if b > FRAME_BOUND and f not in TABLE_FRAMES}
+    assert not large, (large, report.format())
     assert report.model <= res.stack_bytes <= report.firmware, (res.stack_bytes, report.format())
     assert report.firmware <= load_board(board).stack_bytes

@@ -100,7 +100,7 @@ def test_zoo_exact_on_board(name, board, compiled):
 # optimize="memory": the portable raster kernels write over inputs that die, and depthwise / 1x1 convs whose
 # input dies run in place with planned scratch (issue goals: KWS 8.5 KB, VWW 40 KB, IC 33 KB, AD 0.8 KB). KWS is
 # its 8,000 B chain plus one 384 B depthwise ring, at its lower bound.
-ARENA_MEMORY = {"kws": 8_384, "vww": 36_888, "ic": 33_312, "ad": 256}
+ARENA_MEMORY = {"kws": 8_384, "vww": 36_888, "ic": 32_768, "ad": 256}
 
 
 @pytest.mark.qemu
@@ -113,7 +113,8 @@ def test_zoo_arena_when_optimizing_memory(name, tmp_path):
     assert pkg.memory.overlaps or name == "ad"
     if name in ("kws", "vww"):  # their depthwise convs and same-width 1x1 convs run in place
         assert 0 in pkg.memory.overlaps.values()
-    if name == "kws":
-        assert pkg.arena_bytes == pkg.memory.lower_bound
+    assert pkg.arena_bytes == pkg.memory.lower_bound  # VWW: its chain bound (memory_planner/planner.py)
+    if name == "ic":  # its three residual adds run inside their convs (codegen/passes/fuse_add.py)
+        assert [n.attrs.get("kernel") for n in pkg.graph.nodes].count("mcu_conv2d_add_s8") == 3
     x = calibration_set(name, 1, seed=77)[0]
     assert np.array_equal(mcu.run(pkg, x, timeout=300).raw_outputs[0], pkg.reference(x)[0])

@@ -12,6 +12,15 @@
 - The scratch is a new int8 tensor `<node>_scratch`, the node's second output: the planner gives it
   arena bytes live during the call only, and emit passes it before the output (the C argument order).
   attrs["twin"] keeps the portable kernel, which the reference runs (the same results).
+- Concat in place (before the swaps): where every dim before the concat axis is 1 (params outer == 1) each
+  input is one contiguous slice of the output, at byte offset sum(sizes[:i]). If every input is an exact copy
+  (its qparams equal the output's: lowering's copy encoding) and is the output of a call that nothing else
+  reads (or of a reshape chain of one, each read only by the next), not a graph input or output, and the
+  concat's output is not a graph output (emit addresses arena
+  bytes only), the concat becomes a view: op "alias" with attrs["view"] = "concat" and the kernel's params.
+  No code runs; memory.storage_groups gives each input its slice of the output's buffer (group_offsets), and
+  the reference runs the concat twin. Otherwise (differing qparams, a channel concat of spatial tensors, an
+  input read elsewhere, ...) the copy stays.
 """
 from __future__ import annotations
 
@@ -19,7 +28,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from mcu.codegen.ir import Graph
-from mcu.codegen.memory import INPLACE_KERNELS, overwritable_inputs
+from mcu.codegen.memory import INPLACE_KERNELS, concat_copies_exactly, overwritable_inputs, reshape_chain
 from mcu.codegen.passes.select_kernels import Target, with_scratch
 from mcu.twins.conv import conv2d_1x1_s8_inplace_scratch_bytes, dwconv2d_s8_inplace_scratch_bytes
 
@@ -43,9 +52,34 @@ VARIANTS = {
 }
 
 
+def concat_view(graph: Graph, node) -> bool:
+    """May this concat call become a view of its inputs written in place (module docstring)?"""
+    if node.op != "call" or node.attrs.get("kernel") != "mcu_concat_s8":
+        return False
+    external = set(graph.inputs) | set(graph.outputs)
+    if (not concat_copies_exactly(node.attrs["params"]) or node.outputs[0] in external
+            or len(set(node.inputs)) != len(node.inputs)):
+        return False
+    for t in node.inputs:  # t, or the tensor it reshapes, comes from a call and is read by nothing else
+        chain = reshape_chain(graph, t)
+        producer = graph.producer(chain[-1])
+        if (graph.tensors[t].is_const or producer is None or producer.op != "call"
+                or any(u in external or len(graph.consumers(u)) != 1 for u in chain)
+                or graph.consumers(t) != [node]):
+            return False
+    return True
+
+
+def concat_views(graph: Graph) -> Graph:
+    return graph.replace(nodes=tuple(
+        n.replace(op="alias", attrs={"view": "concat", "params": n.attrs["params"]}) if concat_view(graph, n) else n
+        for n in graph.nodes))
+
+
 def use_inplace_kernels(graph: Graph, target: Target) -> Graph:
     if target.variants:  # optimize="speed": the board's fastest kernels
         return graph
+    graph = concat_views(graph)
     nodes, tensors = [], dict(graph.tensors)
     for node, dies in zip(graph.nodes, overwritable_inputs(graph)):
         v = VARIANTS.get(node.attrs.get("kernel")) if node.op == "call" else None

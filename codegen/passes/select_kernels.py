@@ -25,9 +25,13 @@
   but not emitted), and codegen/reference.py runs the portable twin on those. So the device is always
   compared with the unprepared computation, and a wrong `prepare` shows up as a mismatch; no variant
   needs a twin of its own.
-- Scratch: kernels get no scratch argument, so the im2col/widening variants keep one pixel's window (the
-  Helium conv three, the DSP convs two widened) on the stack, a fixed bound: they apply only while the
-  window, padded as their layout pads it, has at most MAX_K taps (mcu_opt.h's MCU_OPT_MAX_K).
+- Scratch: a variant that needs working memory (the DSP convs' widened pixel pair, the DSP fully connected
+  layer's widened row, the scalar and int4 convs' im2col window, the depthwise 3x3 kernels' row of padding)
+  names its size, the twin of its C `*_scratch_bytes` (mcu/twins), as `Variant.scratch`: the node gets a
+  scratch tensor sized exactly for it (with_scratch), which the planner places in the arena, live during the
+  call only. These variants (the Helium conv's 3 windows and row table too) therefore take any window
+  size. What no scratch can lift stays: the scalar GEMM's two channels per word need
+  128 * sum|w| < 2^23 for the low channel (pack_pairs_s32), or its sum would spill into the high one.
 """
 from __future__ import annotations
 
@@ -37,8 +41,11 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.ir import Graph, Node, Tensor
-
-MAX_K = 1024  # MCU_OPT_MAX_K in runtime_c/include/mcu/mcu_opt.h
+from mcu.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_s4_scratch_bytes, conv2d_s8_dsp_scratch_bytes,
+                            conv2d_s8_fast_scratch_bytes, dsp_conv_compact, dwconv2d_3x3_s8_dsp_scratch_bytes,
+                            dwconv2d_3x3_s8_fast_scratch_bytes)
+from mcu.twins.fc import fully_connected_s8_dsp_scratch_bytes
+from mcu.twins.mve import conv2d_s8_mve_scratch_bytes, dwconv2d_3x3_s8_mve_scratch_bytes
 
 
 @dataclass(frozen=True)
@@ -281,14 +288,9 @@ def window_rows(node, tensors, rows: np.ndarray, multiple: int) -> np.ndarray:
     return padded.reshape(c, -1)
 
 
-COMPACT_K = 128  # MCU_DSP_COMPACT_K in runtime_c/include/mcu/mcu_opt.h
-
-
-def compact_window(p: dict) -> bool:
-    """A general conv whose window rows are not whole 4-tap steps and whose window is small: the DSP conv widens
-    the window whole (its taps in one run), not row by row (mcu_dsp_conv_compact)."""
-    kh, kw, c_in = p["filter"][1], p["filter"][2], p["filter"][3]
-    return (kw * c_in) % 4 != 0 and kh * kw * c_in <= COMPACT_K
+# A general conv whose window rows are not whole 4-tap steps and whose window is small: the DSP conv widens the
+# window whole (its taps in one run), not row by row (mcu_dsp_conv_compact in mcu_kernels.h).
+compact_window = dsp_conv_compact
 
 
 def prepare_dsp_conv(node, tensors):
@@ -319,19 +321,18 @@ def prepare_dsp(node, tensors):
 
 
 def prepare_mve(node, tensors):
-    """Helium GEMM (3 pixels x 2 channels): folded bias; int8 weights with 2 channels interleaved per 16
-    taps, each window row (KW * C_in taps of a conv) padded to 16; multipliers and shifts repeated per pair
-    of channels as the lanes of two pixels {c, c+1, c, c+1}."""
+    """Helium GEMM (3 pixels x 4 channels, runtime_c/include/mcu/mcu_mve.h): folded bias; int8 weights with 2
+    channels interleaved per 16 taps, K padded once at its end to 16 (the conv reads window rows of KW * C_in
+    taps only when that is a multiple of 16, else a compact window); C_out padded to 4 with zero channels;
+    multipliers and shifts as they are, padded to 4."""
     rows = _w_rows(node, tensors)
-    c, c2 = rows.shape[0], round_up(rows.shape[0], 2)
+    c4 = round_up(rows.shape[0], 4)
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
-    rows = window_rows(node, tensors, rows, 16)
-    node, new = _prepared(node, tensors, "mve", weights=pack_groups_s8(rows, 2, 16), bias=pad_rows(bias, c2),
-                          records=False)
+    node, new = _prepared(node, tensors, "mve", weights=pack_groups_s8(pad_rows(rows, c4), 2, 16),
+                          bias=pad_rows(bias, c4), records=False)
     names = (f"{node.name}_mve_m", f"{node.name}_mve_s")
     for name, q in zip(names, node.attrs["quant"]):
-        pairs = pad_rows(tensors[q].data.astype(np.int32), c2).reshape(-1, 2)
-        new[name] = _new(name, np.concatenate([pairs, pairs], axis=1).reshape(-1), "int32")
+        new[name] = _new(name, pad_rows(tensors[q].data.astype(np.int32), c4), "int32")
     return node.replace(attrs={**node.attrs, "quant": names}), new
 
 
@@ -399,36 +400,13 @@ def prepare_dw_mve(node, tensors):
 
 # ---- Applicability ------------------------------------------------------------------------------------------
 
-def conv_k(p: dict) -> int:
-    return p["filter"][1] * p["filter"][2] * p["filter"][3]
-
-
 def is_1x1(p: dict) -> bool:
     return p["filter"][1] == 1 and p["filter"][2] == 1 and p["pad_top"] == 0 and p["pad_left"] == 0
 
 
-def fits_k(p: dict) -> bool:
-    return conv_k(p) <= MAX_K
-
-
-def rows_fit(multiple: int):
-    """The conv's window, KH rows of KW*C_in taps each padded to `multiple`, fits the kernels' scratch."""
-    return lambda p: p["filter"][1] * round_up(p["filter"][2] * p["filter"][3], multiple) <= MAX_K
-
-
-def is_1x1_fits(p: dict) -> bool:
-    return is_1x1(p) and fits_k(p)
-
-
 def is_dw3x3(p: dict) -> bool:
-    """3x3 depthwise with channel multiplier 1 (any stride, padding, dilation); the kernels keep one row of
-    C padding bytes on the stack."""
-    return (p["filter"][1] == 3 and p["filter"][2] == 3 and p["output"][3] == p["input"][3]
-            and p["input"][3] <= MAX_K)
-
-
-def fc_fits(p: dict) -> bool:
-    return p["in_features"] <= MAX_K
+    """3x3 depthwise with channel multiplier 1 (any stride, padding, dilation, channel count)."""
+    return p["filter"][1] == 3 and p["filter"][2] == 3 and p["output"][3] == p["input"][3]
 
 
 def _v(kernel: str, family: str, requires: set[str], applies, prepare, scratch=None) -> Variant:
@@ -448,18 +426,18 @@ MVE, DSP, INT4 = {"mve"}, {"dsp"}, {"int4"}
 # portable kernel -> variants, most preferred first
 VARIANTS: dict[str, list[Variant]] = {
     "mcu_conv2d_s8": [
-        _v("mcu_conv2d_s4", "conv", INT4, fits_k, prepare_s4),
+        _v("mcu_conv2d_s4", "conv", INT4, lambda p: True, prepare_s4, conv2d_s4_scratch_bytes),
         _v("mcu_conv2d_1x1_s8_mve", "conv", MVE, is_1x1, prepare_mve),
-        _v("mcu_conv2d_s8_mve", "conv", MVE, rows_fit(16), prepare_mve),
-        _v("mcu_conv2d_1x1_s8_dsp", "conv", DSP, is_1x1_fits, prepare_dsp_conv),
-        _v("mcu_conv2d_s8_dsp", "conv", DSP, rows_fit(4), prepare_dsp_conv),
+        _v("mcu_conv2d_s8_mve", "conv", MVE, lambda p: True, prepare_mve, conv2d_s8_mve_scratch_bytes),
+        _v("mcu_conv2d_1x1_s8_dsp", "conv", DSP, is_1x1, prepare_dsp_conv, conv2d_1x1_s8_dsp_scratch_bytes),
+        _v("mcu_conv2d_s8_dsp", "conv", DSP, lambda p: True, prepare_dsp_conv, conv2d_s8_dsp_scratch_bytes),
         _v("mcu_conv2d_1x1_s8_fast", "conv", set(), is_1x1, prepare_fast),
-        _v("mcu_conv2d_s8_fast", "conv", set(), fits_k, prepare_fast),
+        _v("mcu_conv2d_s8_fast", "conv", set(), lambda p: True, prepare_fast, conv2d_s8_fast_scratch_bytes),
     ],
     "mcu_dwconv2d_s8": [
-        _v("mcu_dwconv2d_3x3_s8_mve", "conv", MVE, is_dw3x3, prepare_dw_mve),
-        _v("mcu_dwconv2d_3x3_s8_dsp", "conv", DSP, is_dw3x3, prepare_dw_dsp),
-        _v("mcu_dwconv2d_3x3_s8_fast", "conv", set(), is_dw3x3, prepare_dw_fast),
+        _v("mcu_dwconv2d_3x3_s8_mve", "conv", MVE, is_dw3x3, prepare_dw_mve, dwconv2d_3x3_s8_mve_scratch_bytes),
+        _v("mcu_dwconv2d_3x3_s8_dsp", "conv", DSP, is_dw3x3, prepare_dw_dsp, dwconv2d_3x3_s8_dsp_scratch_bytes),
+        _v("mcu_dwconv2d_3x3_s8_fast", "conv", set(), is_dw3x3, prepare_dw_fast, dwconv2d_3x3_s8_fast_scratch_bytes),
     ],
     "mcu_add_s8": [
         _v("mcu_add_s8_mve", "elementwise", MVE, lambda p: True, None),
@@ -471,7 +449,7 @@ VARIANTS: dict[str, list[Variant]] = {
     "mcu_fully_connected_s8": [
         _v("mcu_fully_connected_s4", "fc", INT4, lambda p: True, prepare_s4),
         _v("mcu_fully_connected_s8_mve", "fc", MVE, lambda p: True, prepare_mve),
-        _v("mcu_fully_connected_s8_dsp", "fc", DSP, fc_fits, prepare_dsp),
+        _v("mcu_fully_connected_s8_dsp", "fc", DSP, lambda p: True, prepare_dsp, fully_connected_s8_dsp_scratch_bytes),
         _v("mcu_fully_connected_s8_fast", "fc", set(), lambda p: True, prepare_fast),
     ],
 }

@@ -1,6 +1,8 @@
 """Numpy twins of runtime_c/kernels/conv: mcu_conv2d_s8, mcu_dwconv2d_s8 and mcu_conv2d_grouped_s8, with the same
 integer arithmetic, and of the in-place variants mcu_dwconv2d_s8_inplace and mcu_conv2d_1x1_s8_inplace (the same
-results; their geometry limits and scratch sizes, which the code generator and the memory planner use).
+results; their geometry limits and scratch sizes, which the code generator and the memory planner use). The
+optimized variants (_dsp, _fast, int4) compute the portable results; of them only their scratch sizes are twinned
+here (`*_scratch_bytes`, as mcu_kernels.h defines them), for select_kernels to plan the scratch.
 
 - Windows are strided views of the input (+ input_offset) zero-padded on every side, so padded taps add 0,
   exactly as the C skips them; accumulation is int64 and must fit int32 (the C accumulates in int32).
@@ -160,3 +162,86 @@ def conv2d_1x1_s8_inplace(params: dict, multiplier: np.ndarray, shift: np.ndarra
                          f"{params['output']} in place")
     _check_scratch(scratch, conv2d_1x1_s8_inplace_scratch_bytes(params))
     return conv2d_s8(params, multiplier, shift, input, filter, bias)
+
+
+# ---- Conv fused with the residual add that reads it (codegen/passes/fuse_add.py) ---------------------------------
+
+CONV_FIELDS = ("input", "filter", "output", "stride_h", "stride_w", "pad_top", "pad_left", "dilation_h", "dilation_w",
+               "input_offset", "output_offset", "act_min", "act_max")
+ADD_FIELDS = ("left_shift", "input1_offset", "input1_multiplier", "input1_shift", "input2_offset",
+              "input2_multiplier", "input2_shift", "output_offset", "output_multiplier", "output_shift",
+              "act_min", "act_max")
+
+
+def conv2d_add_params(conv: dict, add: dict) -> dict:
+    """mcu_conv2d_add_params_t of a conv and the mcu_add_s8 whose input1 is the conv's output."""
+    return {**{k: conv[k] for k in CONV_FIELDS}, **{f"add_{k}": add[k] for k in ADD_FIELDS}}
+
+
+def conv2d_add_split(p: dict) -> tuple[dict, dict]:
+    """(conv params, add params) of an mcu_conv2d_add_params_t."""
+    return ({k: p[k] for k in CONV_FIELDS},
+            {"size": int(np.prod(p["output"])), **{k: p[f"add_{k}"] for k in ADD_FIELDS}})
+
+
+def conv2d_add_s8(params: dict, multiplier: np.ndarray, shift: np.ndarray, input: np.ndarray, filter: np.ndarray,
+                  bias: np.ndarray | None, residual: np.ndarray) -> np.ndarray:
+    """Twin of mcu_conv2d_add_s8: conv2d_s8, then add_s8 with the residual as input2."""
+    from .elementwise import add_s8
+    conv, add = conv2d_add_split(params)
+    y = conv2d_s8(conv, multiplier, shift, input, filter, bias)
+    return add_s8(add, y, np.asarray(residual).reshape(y.shape))
+
+
+# ---- Scratch of the optimized variants (mcu_kernels.h, "Scratch of the variants") ---------------------------------
+
+DSP_COMPACT_K = 128   # MCU_DSP_COMPACT_K
+DSP_ROW_PIECE = 128   # MCU_DSP_ROW_PIECE
+
+
+def _round4(n: int) -> int:
+    return -(-n // 4) * 4
+
+
+def dsp_conv_compact(p: dict) -> bool:
+    """Twin of mcu_dsp_conv_compact: the _dsp conv widens this window whole, its rows not being whole 4-tap steps
+    and its taps at most DSP_COMPACT_K."""
+    kh, kw, c_in = p["filter"][1], p["filter"][2], p["filter"][3]
+    return (kw * c_in) % 4 != 0 and kh * kw * c_in <= DSP_COMPACT_K
+
+
+def conv2d_1x1_s8_dsp_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_conv2d_1x1_s8_dsp_scratch_bytes: a pixel pair widened to int16, a word before and after it."""
+    return 16 * (-(-p["input"][3] // 4)) + 8
+
+
+def conv2d_s8_dsp_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_conv2d_s8_dsp_scratch_bytes: a pixel pair's windows widened to int16 (K4 taps, rows rounded up to
+    4 or a compact window whole) with a word before and after, then two gather buffers (a compact window, or a
+    piece of a row of at most DSP_ROW_PIECE bytes, rounded up to 4)."""
+    kh, seg = p["filter"][1], p["filter"][2] * p["input"][3]
+    compact = dsp_conv_compact(p)
+    k4 = _round4(kh * seg) if compact else kh * _round4(seg)
+    gather = kh * seg if compact else min(seg, DSP_ROW_PIECE)
+    return 4 * (k4 + 2) + 2 * _round4(gather)
+
+
+def conv2d_s8_fast_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_conv2d_s8_fast_scratch_bytes: one pixel's window, KH * KW * C_in bytes."""
+    return p["filter"][1] * p["filter"][2] * p["input"][3]
+
+
+def conv2d_s4_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_conv2d_s4_scratch_bytes: one pixel's window, none for a 1x1 filter without padding."""
+    one_by_one = p["filter"][1] == 1 and p["filter"][2] == 1 and p["pad_top"] == 0 and p["pad_left"] == 0
+    return 0 if one_by_one else conv2d_s8_fast_scratch_bytes(p)
+
+
+def dwconv2d_3x3_s8_dsp_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_dwconv2d_3x3_s8_dsp_scratch_bytes: C bytes of padding (the zero point)."""
+    return p["input"][3]
+
+
+def dwconv2d_3x3_s8_fast_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_dwconv2d_3x3_s8_fast_scratch_bytes: C bytes of padding (the zero point)."""
+    return p["input"][3]

@@ -77,6 +77,29 @@ mcu_status_t mcu_conv2d_1x1_s8_inplace(const mcu_conv2d_params_t *params, const 
                                        const int8_t *input, const int8_t *filter, const int32_t *bias,
                                        int8_t *scratch, int8_t *output);
 
+/* Conv fused with the residual add that reads it (optimize="memory", codegen/passes/fuse_add.py). Per output
+ * element i (NHWC order): y = mcu_conv2d_s8's int8 output (the fields up to act_max, clamp included), then
+ * output[i] = mcu_add_s8's result for input1 = y, input2 = residual[i] (the add_* fields; size = output elements).
+ * residual[i] is read before output[i] is written, so output may alias residual exactly; apart from that it
+ * follows mcu_conv2d_s8's rules (output may start raster_gap bytes below a dying input, never alias it). */
+typedef struct {
+    mcu_dims_t input, filter, output;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;
+    int32_t dilation_h, dilation_w;
+    int32_t input_offset, output_offset;
+    int32_t act_min, act_max;
+    int32_t add_left_shift;
+    int32_t add_input1_offset, add_input1_multiplier, add_input1_shift; /* the conv's output y */
+    int32_t add_input2_offset, add_input2_multiplier, add_input2_shift; /* the residual */
+    int32_t add_output_offset, add_output_multiplier, add_output_shift;
+    int32_t add_act_min, add_act_max;
+} mcu_conv2d_add_params_t;
+
+mcu_status_t mcu_conv2d_add_s8(const mcu_conv2d_add_params_t *params, const mcu_per_channel_quant_t *quant,
+                               const int8_t *input, const int8_t *filter, const int32_t *bias,
+                               const int8_t *residual, int8_t *output);
+
 /* ---- Fully connected ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -434,48 +457,137 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *            chunks of 16 (mcu_opt.h, mcu_dsp_g2_t); the two records. A window whose rows are not whole
  *            4-tap groups and that has at most 128 taps (an RGB first layer) is packed whole, K rounded
  *            up to 4 at its end, instead of row by row;
- *      mve:  int8 [C2/2][K16/16][2 channels][16 taps], C2 = C_out rounded up to 2, K16 = K rounded up to
- *            16 with zero taps; bias padded to C2; quant multiplier and shift repeated per pair of
- *            channels {m_c, m_c+1, m_c, m_c+1}.
- *  - Limits: the im2col and DSP variants keep pixel windows on the stack and need K (padded as above) <=
- *    MCU_OPT_MAX_K = 1024 (stack: _dsp conv 4 KB for a pixel pair widened + 256 B of rows, _dsp fc 2 KB,
- *    _fast 1 KB, _mve conv 3 windows, 3 KB).
+ *      mve:  int8 [C4/2][K16/16][2 channels][16 taps], C4 = C_out rounded up to 4, K16 = K rounded up to
+ *            16 with zero taps at its end (a conv's window rows are not padded: the _mve conv reads rows of
+ *            KW * C_in taps when that is a multiple of 16, else gathers the whole window compactly); fold;
+ *            bias, quant multiplier and shift padded to C4 (mcu_mve.h).
+ *  - Scratch: the _dsp, _fast and int4 variants that need working memory (a pixel's im2col window, a pixel
+ *    pair or a row widened to int16, a row of padding) take it as `int8_t *scratch` right before the
+ *    output: at least `<kernel>_scratch_bytes(params)` bytes (below, each with its layout), 4-byte aligned,
+ *    overlapping no other argument, any contents on entry. The code generator plans it in the arena, live
+ *    during the call only, so these variants have no window size limit. A NULL scratch gives MCU_ERR_ARG.
+ *    The _mve conv and depthwise take scratch likewise.
  *    The 1x1 variants need filter 1x1 and no padding (any stride). Others get MCU_ERR_SHAPE.
  *  - filter, bias and quant arrays must be 4-byte aligned (the generated weights.c aligns them).
  *  - A _dsp kernel built for a core without the DSP extension computes the same with C stand-ins; a
  *    _mve kernel built without Helium returns MCU_ERR_ARG.
  */
 
+/* Scratch of the variants that take it (twins: mcu/twins/conv.py, fc.py; codegen sizes it with them):
+ *  - conv2d_1x1_s8_dsp: a pixel pair widened to int16, 4 words per 4 input channels (C_in rounded up to 4),
+ *    with a word before and after it (the assembly's entry address and state): 16 * ceil(C_in / 4) + 8.
+ *  - conv2d_s8_dsp: the pair's windows widened likewise, K4 taps: KH rows of KW * C_in taps each rounded up
+ *    to 4, or, for a compact window (rows not whole steps, K <= MCU_DSP_COMPACT_K), K rounded up to 4 at its
+ *    end; 4 * (K4 + 2) bytes. Then two gather buffers for windows that cross the padding (or are dilated
+ *    across), one per pixel, each a compact window or a piece of a row of at most MCU_DSP_ROW_PIECE bytes,
+ *    rounded up to 4.
+ *  - conv2d_s8_fast, conv2d_s4: one pixel's window, K = KH * KW * C_in bytes (0 for the s4 kernel's 1x1
+ *    filter without padding, which reads the pixel in place).
+ *  - dwconv2d_3x3_s8_dsp, dwconv2d_3x3_s8_fast: C bytes of the input zero point, which padded taps read.
+ *  - fully_connected_s8_dsp: one input row widened to int16 with input_offset added, in_features rounded up
+ *    to 4: 2 * K4 bytes.
+ *  - conv2d_s8_mve: a table of 3 row pointers (4 bytes each) per window row, then 3 gathered windows (the
+ *    block's pixels). KW * C_in a multiple of 16: KH rows of KW * C_in bytes (pixels inside the input are read
+ *    in place), then one row of KW * C_in zero points (for rows in the vertical padding); else ("compact") a
+ *    table of K16 byte offsets (K16 = KH * KW * C_in rounded up to 16; an inside window spanning at most 256
+ *    input bytes is one VLDRB gather per 16 taps) and 3 windows of K16 bytes.
+ *  - dwconv2d_3x3_s8_mve: C bytes of the input zero point, which padded taps read. */
+#define MCU_DSP_COMPACT_K 128
+#define MCU_DSP_ROW_PIECE 128
+
+/* A conv window whose rows are not whole 4-tap steps (KW * C_in % 4 != 0, e.g. an RGB first layer) and that is
+ * small (at most MCU_DSP_COMPACT_K taps): the _dsp conv widens it whole, not row by row (select_kernels's
+ * compact_window packs the weights by the same rule). */
+static inline int mcu_dsp_conv_compact(int32_t kh, int32_t kw, int32_t c_in)
+{
+    return (kw * c_in) % 4 != 0 && kh * kw * c_in <= MCU_DSP_COMPACT_K;
+}
+
+static inline int32_t mcu_conv2d_1x1_s8_dsp_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return 16 * ((params->input.c + 3) / 4) + 8;
+}
+
+static inline int32_t mcu_conv2d_s8_dsp_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    const int32_t kh = params->filter.h, seg = params->filter.w * params->input.c;
+    const int compact = mcu_dsp_conv_compact(kh, params->filter.w, params->input.c);
+    const int32_t k4 = compact ? (kh * seg + 3) & ~3 : kh * ((seg + 3) & ~3);
+    const int32_t gather = compact ? kh * seg : (seg < MCU_DSP_ROW_PIECE ? seg : MCU_DSP_ROW_PIECE);
+    return 4 * (k4 + 2) + 2 * ((gather + 3) & ~3);
+}
+
+static inline int32_t mcu_conv2d_s8_fast_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return params->filter.h * params->filter.w * params->input.c;
+}
+
+static inline int32_t mcu_conv2d_s4_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    const int one_by_one = params->filter.h == 1 && params->filter.w == 1 && params->pad_top == 0 &&
+                           params->pad_left == 0;
+    return one_by_one ? 0 : params->filter.h * params->filter.w * params->input.c;
+}
+
+static inline int32_t mcu_dwconv2d_3x3_s8_dsp_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return params->input.c;
+}
+
+static inline int32_t mcu_dwconv2d_3x3_s8_fast_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return params->input.c;
+}
+
+static inline int32_t mcu_fully_connected_s8_dsp_scratch_bytes(const mcu_fc_params_t *params)
+{
+    return 2 * ((params->in_features + 3) & ~3);
+}
+
+static inline int32_t mcu_conv2d_s8_mve_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    const int32_t seg = params->filter.w * params->input.c, kh = params->filter.h;
+    return (seg & 15) ? 12 + 4 * ((kh * seg + 15) & ~15) : 12 * kh + 3 * kh * seg + seg;
+}
+
+static inline int32_t mcu_dwconv2d_3x3_s8_mve_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return params->input.c;
+}
+
 /* Conv, 1x1 filter, no padding: fold (fast, mve), records and c4 (fast), stream (dsp), packed filter. */
 mcu_status_t mcu_conv2d_1x1_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                     const int8_t *input, const int8_t *filter, const int32_t *bias,
                                     int8_t *output);
 mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
-                                   const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+                                   const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                   int8_t *scratch, int8_t *output);
 mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                    const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
 
-/* Conv, any geometry, im2col of one output pixel: as the 1x1 variants, K <= MCU_OPT_MAX_K. */
+/* Conv, any geometry, im2col of one output pixel: as the 1x1 variants. */
 mcu_status_t mcu_conv2d_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
-                                const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+                                const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                int8_t *scratch, int8_t *output);
 mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
-                               const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+                               const int8_t *input, const int8_t *filter, const int32_t *bias,
+                               int8_t *scratch, int8_t *output);
 mcu_status_t mcu_conv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
-                               const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+                               const int8_t *input, const int8_t *filter, const int32_t *bias,
+                               int8_t *scratch, int8_t *output);
 
-/* Fully connected: as the 1x1 conv (rows = batches); _dsp needs in_features <= MCU_OPT_MAX_K. */
+/* Fully connected: as the 1x1 conv (rows = batches). */
 mcu_status_t mcu_fully_connected_s8_fast(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
                                          const int8_t *input, const int8_t *weights, const int32_t *bias,
                                          int8_t *output);
 mcu_status_t mcu_fully_connected_s8_dsp(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
                                         const int8_t *input, const int8_t *weights, const int32_t *bias,
-                                        int8_t *output);
+                                        int8_t *scratch, int8_t *output);
 mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
                                         const int8_t *input, const int8_t *weights, const int32_t *bias,
                                         int8_t *output);
 
-/* Depthwise 3x3, channel multiplier 1, any stride/padding/dilation, C <= MCU_OPT_MAX_K (a row of C padding
- * values lives on the stack). Packed filters (C = channels):
+/* Depthwise 3x3, channel multiplier 1, any stride/padding/dilation. Packed filters (C = channels):
  *   fast: fold, records, int8 [C][9];
  *   dsp:  stream per 4 channels (C rounded up to 4): folded biases b0..b3; per tap t = ky * 3 + kx the int16
  *         words (w_c0, w_c2), (w_c1, w_c3); the 4 records (136 bytes);
@@ -483,13 +595,13 @@ mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu
  *         lane order 0, 2, 4, 6, 1, 3, 5, 7. */
 mcu_status_t mcu_dwconv2d_3x3_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                       const int8_t *input, const int8_t *filter, const int32_t *bias,
-                                      int8_t *output);
+                                      int8_t *scratch, int8_t *output);
 mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
-                                     int8_t *output);
+                                     int8_t *scratch, int8_t *output);
 mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
-                                     int8_t *output);
+                                     int8_t *scratch, int8_t *output);
 
 /* Add (no constants to prepare): the input rescales come from two 256-entry int32 tables built per call
  * (2 KB of stack; _fast computes directly below 128 elements). output may alias an input exactly. */
@@ -502,11 +614,12 @@ mcu_status_t mcu_add_s8_mve(const mcu_add_params_t *params, const int8_t *input1
  * (stack: 512 B), then the portable rounding. */
 mcu_status_t mcu_avgpool2d_s8_fast(const mcu_pool2d_params_t *params, const int8_t *input, int8_t *output);
 
-/* int4 weights (compile(weights="int4")): as the _fast conv and fully connected (fold, K <= MCU_OPT_MAX_K for
- * the conv's window) but with the portable multipliers and shifts, with each output channel's K weights packed two per byte, tap 2i in the
- * low nibble, rows padded to whole bytes (mcu_s4.h). Half the weight flash of int8, unpacked on the fly. */
+/* int4 weights (compile(weights="int4")): as the _fast conv and fully connected (fold) but with the portable
+ * multipliers and shifts, with each output channel's K weights packed two per byte, tap 2i in the low nibble,
+ * rows padded to whole bytes (mcu_s4.h). Half the weight flash of int8, unpacked on the fly. */
 mcu_status_t mcu_conv2d_s4(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
-                           const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+                           const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *scratch,
+                           int8_t *output);
 mcu_status_t mcu_fully_connected_s4(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
                                     const int8_t *input, const int8_t *weights, const int32_t *bias, int8_t *output);
 

@@ -17,8 +17,8 @@
  *    connected layer, the DSP 2x2 GEMM of the convs (2 pixels x 2 channels of SMLAD, its constants in one
  *    filter stream) and the DSP depthwise (4 channels of SMLABB/SMLATT per word, interior runs a group at a
  *    time), all with hot loops in inline assembly (LDM/LDRD, fused rotations, computed entries that GCC does
- *    not emit); the scalar GEMM (two MACs per SMLAL); the Helium GEMM (3 pixels x 2 channels of VMLADAVA)
- *    with its exact vector requantization.
+ *    not emit); the scalar GEMM (two MACs per SMLAL); Helium's exact vector requantization (the Helium GEMM
+ *    core is in mcu_mve.h).
  */
 #ifndef MCU_OPT_H
 #define MCU_OPT_H
@@ -50,9 +50,6 @@
 #else
 #define MCU_INLINE static inline
 #endif
-
-/* Most K = KH*KW*C_in an im2col variant accepts: its row scratch lives on the stack (see mcu_kernels.h). */
-#define MCU_OPT_MAX_K 1024
 
 /* ---- Argument checks (the portable kernels' rules) ------------------------------------------------ */
 
@@ -99,7 +96,7 @@ MCU_INLINE int mcu_conv_shapes_ok(const mcu_conv2d_params_t *p)
 MCU_INLINE int mcu_dw3x3_shapes_ok(const mcu_conv2d_params_t *p)
 {
     return p->output.n == p->input.n && p->filter.n == 1 && p->filter.c == p->output.c &&
-           p->output.c == p->input.c && p->filter.h == 3 && p->filter.w == 3 && p->input.c <= MCU_OPT_MAX_K;
+           p->output.c == p->input.c && p->filter.h == 3 && p->filter.w == 3;
 }
 
 /* The 9 taps of a 3x3 window at (base_y, base_x) of image in_n with c channels: each points at its pixel's
@@ -693,15 +690,8 @@ MCU_INLINE mcu_status_t mcu_dsp_g2_mode(const int8_t *w, int32_t steps, int32_t 
     return MCU_OK;
 }
 
-/* A conv window whose rows are not whole steps (KW * C_in % 4 != 0, e.g. an RGB first layer) and that is small
- * (at most MCU_DSP_COMPACT_K taps) is widened whole: its K taps in one run, padded to a step at the end, not
- * row by row. select_kernels (compact_window) packs the weights by the same rule. */
-#define MCU_DSP_COMPACT_K 128
-
-MCU_INLINE int mcu_dsp_conv_compact(int32_t kh, int32_t kw, int32_t c_in)
-{
-    return (kw * c_in) % 4 != 0 && kh * kw * c_in <= MCU_DSP_COMPACT_K;
-}
+/* A compact conv window (mcu_dsp_conv_compact in mcu_kernels.h, beside the scratch sizes it decides) is widened
+ * whole: its K taps in one run, padded to a step at the end, not row by row. */
 
 /* dst = the steps of the n int8 values at a (pixel 0) and b (pixel 1); a tail step reads only the bytes that
  * exist (its other lanes are 0, against zero weights). Returns dst past the ceil(n / 4) steps. */
@@ -1135,7 +1125,7 @@ MCU_INLINE void mcu_fast_gemm_row(const int8_t *x, int32_t k, const int8_t *w, c
     }
 }
 
-/* ---- Helium GEMM row (the _mve variants) ------------------------------------------------------------- */
+/* ---- Helium requantization (the _mve variants) ------------------------------------------------------- */
 
 #if MCU_HAVE_MVE
 /* mcu_requantize on 4 lanes, exactly. shift >= 0: VQRDMULH of the saturated acc * 2^shift is
@@ -1147,170 +1137,6 @@ MCU_INLINE int32x4_t mcu_mve_requantize(int32x4_t acc, int32x4_t mult, int32x4_t
     const int32x4_t up = vqrdmulhq_s32(vqshlq_s32(acc, vmaxq_s32(shift, zero)), mult);
     const int32x4_t down = vrshlq_s32(vqdmulhq_s32(acc, mult), vminq_s32(shift, zero));
     return vpselq_s32(up, down, vcmpgeq_n_s32(shift, 0));
-}
-
-/* What a Helium GEMM call needs besides the input rows. */
-typedef struct {
-    const int8_t *w;       /* per pair of channels, per 16 taps: the two channels' 16 weights (zero padded) */
-    const int32_t *bias;   /* padded to an even channel count */
-    const int32_t *mult;   /* per pair of channels {m0, m1, m0, m1} (the lanes of two pixels) */
-    const int32_t *shift;  /* likewise */
-    int32_t c_out;         /* output channels */
-    int32_t rows, chunks;  /* an input window is `rows` rows of `chunks` whole 16-tap chunks, */
-    int32_t tail;          /* then (one row only) `tail` taps read predicated, 0..15 */
-    int32_t zo, act_min, act_max;
-    uint32_t offsets[4];   /* output byte offsets of the lanes: {0, 1, c_out, c_out + 1} */
-} mcu_mve_gemm_t;
-
-/* The 3x2 block's accumulation (see mcu_mve_gemm_3x2): q points at its state struct, held in r9. */
-MCU_INLINE void mcu_mve_rows_3x2(void *state)
-{
-    register void *q __asm__("r9") = state;
-    /* accumulators (p0 c, p0 c+1, p1 c, p1 c+1, p2 c, p2 c+1) in r0, r2, r4, r6, r8, r10 (VMLADAVA needs
-     * even registers); row pointers r1, r3, r5; weights r7; row table r12; rows left r11; chunks lr. */
-    __asm__ volatile(
-        "ldr r12, [r9, #0]\n\t"
-        "ldr r11, [r9, #4]\n\t"
-        "ldr r7, [r9, #8]\n\t"
-        "ldr lr, [r9, #12]\n\t"
-        "ldrd r0, r2, [lr]\n\t"
-        "ldrd r4, r6, [lr]\n\t"
-        "ldrd r8, r10, [lr]\n"
-        "3:\n\t"
-        "ldm r12!, {r1, r3, r5}\n\t"
-        "ldr lr, [r9, #16]\n\t"
-        "wls lr, lr, 2f\n"
-        "1:\n\t"
-        "vldrb.8 q0, [r1], #16\n\t"
-        "vldrb.8 q1, [r3], #16\n\t"
-        "vldrb.8 q2, [r5], #16\n\t"
-        "vldrb.8 q3, [r7], #16\n\t"
-        "vmladava.s8 r0, q0, q3\n\t"
-        "vmladava.s8 r4, q1, q3\n\t"
-        "vmladava.s8 r8, q2, q3\n\t"
-        "vldrb.8 q3, [r7], #16\n\t"
-        "vmladava.s8 r2, q0, q3\n\t"
-        "vmladava.s8 r6, q1, q3\n\t"
-        "vmladava.s8 r10, q2, q3\n\t"
-        "le lr, 1b\n"
-        "2:\n\t"
-        "subs r11, r11, #1\n\t"
-        "bne 3b\n\t"
-        "str r7, [r9, #8]\n\t"
-        "ldr r12, [r9, #20]\n\t"
-        "stm r12, {r0, r2, r4, r6, r8, r10}\n\t"
-        :
-        : "r"(q)
-        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r10", "r11", "r12", "lr", "q0", "q1", "q2",
-          "q3", "cc", "memory");
-}
-
-/* Three output pixels times all channels, two channels at a time: 6 VMLADAVA accumulators per 16 taps
- * against 5 loads. row[r][j] is row r of pixel j's window; pixel j (< npix, 2 or 3; see mcu_mve_gemv for
- * one) goes to out + j * c_out.
- * Not inlined (static, so each kernel file has its own copy): its loops keep their values in registers. */
-static __attribute__((noinline, unused)) void mcu_mve_gemm_3x2(const int8_t *const (*row)[3],
-                                                              const mcu_mve_gemm_t *g, int32_t npix, int8_t *out)
-{
-    const int32_t c_out = g->c_out, zo = g->zo, done = g->chunks * 16;
-    const uint32x4_t offsets = vldrwq_u32(g->offsets);
-    const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max);
-    const mve_pred16_t tail_p = vctp8q((uint32_t)g->tail);
-    const uint32_t pix_a = npix > 1 ? 0xFFFFu : 0x00FFu; /* lanes (p0 c, p0 c+1, p1 c, p1 c+1) */
-    const uint32_t pix_b = npix > 2 ? 0x00FFu : 0x0000u; /* lanes (p2 c, p2 c+1) */
-    struct {
-        const int8_t *const (*row)[3];
-        int32_t rows;
-        const int8_t *w;
-        const int32_t *bias;
-        int32_t chunks;
-        int32_t *acc;
-    } s;
-    int32_t acc[8] = {0};
-    s.row = row;
-    s.rows = g->rows;
-    s.w = g->w;
-    s.bias = g->bias;
-    s.chunks = g->chunks;
-    s.acc = acc;
-    const int32_t *mult = g->mult, *shift = g->shift;
-    for (int32_t c = 0; c < c_out; c += 2, s.bias += 2, mult += 4, shift += 4) {
-        mcu_mve_rows_3x2(&s);
-        if (g->tail) {
-            const int8x16_t wa = vldrbq_s8(s.w), wb = vldrbq_s8(s.w + 16);
-            for (int32_t j = 0; j < 3; ++j) {
-                const int8x16_t v = vldrbq_z_s8(row[0][j] + done, tail_p);
-                acc[2 * j] = vmladavaq_s8(acc[2 * j], v, wa);
-                acc[2 * j + 1] = vmladavaq_s8(acc[2 * j + 1], v, wb);
-            }
-            s.w += 32;
-        }
-        const int32x4_t m = vldrwq_s32(mult), sh = vldrwq_s32(shift);
-        int32x4_t ya = mcu_mve_requantize(vldrwq_s32(acc), m, sh);
-        int32x4_t yb = mcu_mve_requantize(vldrwq_s32(acc + 4), m, sh);
-        ya = vminq_s32(vmaxq_s32(vaddq_n_s32(ya, zo), vmin), vmax);
-        yb = vminq_s32(vmaxq_s32(vaddq_n_s32(yb, zo), vmin), vmax);
-        const uint32_t ch = c + 1 < c_out ? 0xFFFFu : 0x0F0Fu; /* drop channel c+1 past the end */
-        vstrbq_scatter_offset_p_s32(out + c, offsets, ya, (mve_pred16_t)(pix_a & ch));
-        vstrbq_p_s32(out + 2 * c_out + c, yb, (mve_pred16_t)(pix_b & ch));
-    }
-}
-
-/* One output pixel (row[r] for r < rows) times all channels, four at a time (two pairs of the layout). */
-static __attribute__((noinline, unused)) void mcu_mve_gemv(const int8_t *const *row, const mcu_mve_gemm_t *g,
-                                                          int8_t *out)
-{
-    const int32_t c_out = g->c_out, zo = g->zo, done = g->chunks * 16;
-    const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max);
-    const mve_pred16_t tail_p = vctp8q((uint32_t)g->tail);
-    static const uint32_t quad[4] = {0, 1, 4, 5}; /* where c..c+3 sit in the quant repeated per pair */
-    const uint32x4_t lanes = vldrwq_u32(quad);
-    const int8_t *w = g->w;
-    const int32_t pair_bytes = 32 * (g->rows * g->chunks + (g->tail != 0));
-    for (int32_t c = 0; c < c_out; c += 4) {
-        const int two = c + 2 < c_out; /* a second pair exists */
-        const int8_t *w2 = two ? w + pair_bytes : w;
-        int32_t a0 = g->bias[c], a1 = g->bias[c + 1], a2 = two ? g->bias[c + 2] : 0, a3 = two ? g->bias[c + 3] : 0;
-        for (int32_t r = 0; r < g->rows; ++r) {
-            const int8_t *xp = row[r];
-            for (int32_t i = g->chunks; i > 0; --i, xp += 16, w += 32, w2 += 32) {
-                const int8x16_t v = vldrbq_s8(xp);
-                a0 = vmladavaq_s8(a0, v, vldrbq_s8(w));
-                a1 = vmladavaq_s8(a1, v, vldrbq_s8(w + 16));
-                a2 = vmladavaq_s8(a2, v, vldrbq_s8(w2));
-                a3 = vmladavaq_s8(a3, v, vldrbq_s8(w2 + 16));
-            }
-        }
-        if (g->tail) {
-            const int8x16_t v = vldrbq_z_s8(row[0] + done, tail_p);
-            a0 = vmladavaq_s8(a0, v, vldrbq_s8(w));
-            a1 = vmladavaq_s8(a1, v, vldrbq_s8(w + 16));
-            a2 = vmladavaq_s8(a2, v, vldrbq_s8(w2));
-            a3 = vmladavaq_s8(a3, v, vldrbq_s8(w2 + 16));
-            w += 32;
-        }
-        w += pair_bytes; /* past the second pair */
-        int32x4_t acc = vdupq_n_s32(a0);
-        acc = vsetq_lane_s32(a1, acc, 1);
-        acc = vsetq_lane_s32(a2, acc, 2);
-        acc = vsetq_lane_s32(a3, acc, 3);
-        const mve_pred16_t p = vctp32q((uint32_t)(c_out - c)); /* also keeps the gathers inside the arrays */
-        const int32x4_t m = vldrwq_gather_shifted_offset_z_s32(g->mult + 2 * c, lanes, p);
-        const int32x4_t sh = vldrwq_gather_shifted_offset_z_s32(g->shift + 2 * c, lanes, p);
-        int32x4_t y = mcu_mve_requantize(acc, m, sh);
-        y = vminq_s32(vmaxq_s32(vaddq_n_s32(y, zo), vmin), vmax);
-        vstrbq_p_s32(out + c, y, p);
-    }
-}
-
-/* The GEMM description of a prepared Helium kernel (see mcu_kernels.h): windows of `rows` rows of k taps. */
-MCU_INLINE mcu_mve_gemm_t mcu_mve_gemm(const int8_t *w, const int32_t *bias, const mcu_per_channel_quant_t *q,
-                                       int32_t c_out, int32_t rows, int32_t k, int32_t zo, int32_t act_min,
-                                       int32_t act_max)
-{
-    const mcu_mve_gemm_t g = {w, bias, q->multiplier, q->shift, c_out, rows, k >> 4, k & 15, zo, act_min, act_max,
-                              {0u, 1u, (uint32_t)c_out, (uint32_t)c_out + 1u}};
-    return g;
 }
 #endif
 

@@ -66,6 +66,25 @@ static inline int32_t mcu_requantize_round(int32_t acc, int32_t multiplier, int3
     return r > INT32_MAX ? INT32_MAX : (r < INT32_MIN ? INT32_MIN : (int32_t)r);
 }
 
+/* x saturated to int32 (Arm's QADD on a sum of two int32s). */
+static inline int32_t mcu_sat_i32(int64_t x)
+{
+    return x > INT32_MAX ? INT32_MAX : (x < INT32_MIN ? INT32_MIN : (int32_t)x);
+}
+
+/* TFLite's add, one input: (x + offset) << left_shift, requantized onto the two inputs' common scale. */
+static inline int32_t mcu_add_rescale(int32_t x, int32_t offset, int32_t left_shift, int32_t multiplier, int32_t shift)
+{
+    return mcu_requantize((x + offset) * ((int32_t)1 << left_shift), multiplier, shift);
+}
+
+/* TFLite's add, the output: the rescaled inputs' saturated sum (or difference) requantized and offset; the
+ * caller clamps. */
+static inline int32_t mcu_add_output(int64_t sum, int32_t multiplier, int32_t shift, int32_t offset)
+{
+    return mcu_add_offset(mcu_requantize(mcu_sat_i32(sum), multiplier, shift), offset);
+}
+
 #define MCU_Q15_MIN (-32768)
 #define MCU_Q15_MAX 32767
 

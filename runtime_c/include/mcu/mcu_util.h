@@ -58,6 +58,30 @@ static inline int mcu_window_ok(const mcu_dims_t *in, const mcu_dims_t *out, int
            dilation_w >= 1 && pad_top >= 0 && pad_left >= 0;
 }
 
+/* x clamped to [lo, hi] (a fused float ReLU / ReLU6); a NaN passes unchanged. */
+static inline float mcu_clamp_float(float x, float lo, float hi)
+{
+    x = x < lo ? lo : x;
+    return x > hi ? hi : x;
+}
+
+/* A conv params struct's (int8, int16 or float32) geometry: mcu_window_ok plus a valid filter. */
+#define MCU_CONV_GEOMETRY_OK(p)                                                                                 \
+    (mcu_window_ok(&(p)->input, &(p)->output, (p)->stride_h, (p)->stride_w, (p)->dilation_h, (p)->dilation_w, \
+                   (p)->pad_top, (p)->pad_left) && mcu_dims_ok(&(p)->filter))
+
+/* A conv's channels, filter [C_out, KH, KW, C_in / groups]: the groups divide C_in and C_out. */
+static inline int mcu_conv_groups_ok(const mcu_dims_t *in, const mcu_dims_t *filter, const mcu_dims_t *out)
+{
+    return out->n == in->n && out->c == filter->n && in->c % filter->c == 0 && out->c % (in->c / filter->c) == 0;
+}
+
+/* A depthwise conv's channels, filter [1, KH, KW, C_out]: C_out a multiple of C_in (the channel multiplier). */
+static inline int mcu_dw_shape_ok(const mcu_dims_t *in, const mcu_dims_t *filter, const mcu_dims_t *out)
+{
+    return out->n == in->n && filter->n == 1 && filter->c == out->c && out->c % in->c == 0;
+}
+
 /* A pool's shapes: the same N and C in and out, and every window holding a valid tap; windows move
  * monotonically, so that holds iff it does for the first and the last ones. */
 static inline int mcu_pool_shape_ok(const mcu_dims_t *in, const mcu_dims_t *out, int32_t kernel_h, int32_t kernel_w,

@@ -6,17 +6,17 @@
 #include "mcu/mcu_opt.h"
 
 mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
-                                   const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
+                                   const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                   int8_t *scratch, int8_t *output)
 {
     const mcu_conv2d_params_t *p = params;
     (void)bias; /* folded into the filter stream */
     mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
-    if (status != MCU_OK) {
-        return status;
+    if (status != MCU_OK || scratch == NULL) {
+        return status != MCU_OK ? status : MCU_ERR_ARG;
     }
     if (!mcu_conv_shapes_ok(p) || p->filter.h != 1 || p->filter.w != 1 || p->pad_top != 0 || p->pad_left != 0 ||
-        p->input.c > MCU_OPT_MAX_K || (p->output.h - 1) * p->stride_h >= p->input.h ||
-        (p->output.w - 1) * p->stride_w >= p->input.w) {
+        (p->output.h - 1) * p->stride_h >= p->input.h || (p->output.w - 1) * p->stride_w >= p->input.w) {
         return MCU_ERR_SHAPE;
     }
     const int32_t c_in = p->input.c, c_out = p->output.c, out_w = p->output.w, steps = (c_in + 3) / 4;
@@ -26,9 +26,9 @@ mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_
     }
     const int32_t pixels = p->output.n * p->output.h * out_w;
     const int32_t col_step = p->stride_w * c_in, row_step = p->stride_h * p->input.w * c_in;
-    uint32_t x[MCU_OPT_MAX_K + 2]; /* the entry, a pixel pair widened to int16, the state's address: 4 KB */
+    /* scratch (mcu_conv2d_1x1_s8_dsp_scratch_bytes): the entry, a pixel pair widened to int16, the state's address */
     mcu_dsp_g2_t g;
-    mcu_dsp_g2_init(&g, x + 1, steps);
+    mcu_dsp_g2_init(&g, (uint32_t *)(void *)scratch + 1, steps);
 
     /* Output pixel (n, y, x) reads input pixel (n, y * stride_h, x * stride_w): with unit strides pixel i reads
      * pixel i; else `next` walks them in order. */

@@ -1,9 +1,9 @@
-/* Helium (MVE) int8 1x1 convolution without padding: input rows in place, 3 pixels x 2 channels per VMLADAVA block. */
+/* Helium (MVE) int8 1x1 convolution without padding: input pixels read in place, 3 pixels x 4 channels per block. */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
-#include "mcu/mcu_opt.h"
+#include "mcu/mcu_mve.h"
 
 mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                    const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
@@ -22,19 +22,34 @@ mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_
     if (mcu_quant_check(quant, c_out) != MCU_OK) {
         return MCU_ERR_ARG;
     }
-    const mcu_mve_gemm_t g = mcu_mve_gemm(filter, bias, quant, c_out, 1, c_in, p->output_offset, p->act_min,
-                                          p->act_max);
+    const mcu_mve_gemm_t g = mcu_mve_gemm_of(filter, bias, quant, c_out, 1, c_in, p->output_offset, p->act_min,
+                                             p->act_max);
+    const int32_t dx = p->stride_w * c_in, dy = p->stride_h * p->input.w * c_in, plane = p->input.h * p->input.w * c_in;
     const int32_t pixels = p->output.n * oh * ow;
+    const int8_t *row_start = input, *px = input; /* output pixel (n, y, x)'s input pixel, and (n, y, 0)'s */
+    int32_t y = 0, x = 0, n = 0;
     for (int32_t i = 0; i < pixels; i += 3) {
-        const int8_t *row[1][3];
-        for (int32_t j = 0; j < 3; ++j) { /* output pixel i + j (pixel i again past the end) */
-            const int32_t q = i + j < pixels ? i + j : i, n = q / (oh * ow), y = q / ow % oh, x = q % ow;
-            row[0][j] = input + ((n * p->input.h + y * p->stride_h) * p->input.w + x * p->stride_w) * c_in;
+        const int32_t npix = pixels - i < 3 ? pixels - i : 3;
+        const int8_t *rows[3];
+        for (int32_t j = 0; j < 3; ++j) {
+            rows[j] = j < npix ? px : rows[0]; /* past the end: pixel 0 again */
+            if (j < npix) {
+                px += dx;
+                if (++x == ow) {
+                    x = 0;
+                    row_start += dy;
+                    if (++y == oh) {
+                        y = 0;
+                        row_start = input + ++n * plane;
+                    }
+                    px = row_start;
+                }
+            }
         }
-        if (pixels - i == 1) {
-            mcu_mve_gemv(row[0], &g, output + i * c_out);
+        if (npix == 1) {
+            mcu_mve_gemv(rows[0], &g, output + i * c_out);
         } else {
-            mcu_mve_gemm_3x2(row, &g, pixels - i, output + i * c_out);
+            mcu_mve_gemm_block(rows, &g, npix, output + i * c_out);
         }
     }
     return MCU_OK;

@@ -5,9 +5,6 @@
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
 
-/* Bytes of a window row gathered at a time (border pixels; interior rows are read in place). */
-#define ROW_PIECE 128
-
 /* Bytes [from, from + len) of window row ky of the output pixel whose window starts at (base_y, base_x) of image
  * in_n: in place when that row lies inside the image, else gathered into buf with padding as the zero point. */
 static const int8_t *window_row(const mcu_conv2d_params_t *p, const int8_t *in_n, int32_t base_y, int32_t base_x,
@@ -37,19 +34,20 @@ static const int8_t *window_row(const mcu_conv2d_params_t *p, const int8_t *in_n
 }
 
 mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
-                               const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
+                               const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *scratch,
+                               int8_t *output)
 {
     const mcu_conv2d_params_t *p = params;
     (void)bias; /* folded into the filter stream */
     mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
-    if (status != MCU_OK) {
-        return status;
+    if (status != MCU_OK || scratch == NULL) {
+        return status != MCU_OK ? status : MCU_ERR_ARG;
     }
     const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c, c_out = p->output.c;
     const int32_t kh = p->filter.h, kw = p->filter.w, seg = kw * c_in;
     const int compact = mcu_dsp_conv_compact(kh, kw, c_in);
     const int32_t k = compact ? kh * seg : kh * ((seg + 3) & ~3); /* taps of the widened window */
-    if (!mcu_conv_shapes_ok(p) || k > MCU_OPT_MAX_K) {
+    if (!mcu_conv_shapes_ok(p)) {
         return MCU_ERR_SHAPE;
     }
     const int32_t steps = (k + 3) / 4;
@@ -65,14 +63,18 @@ mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_
     const int8_t *input_end = input + p->input.n * in_h * in_w * c_in;
     (void)nine;
     (void)input_end;
-    uint32_t x[MCU_OPT_MAX_K + 2];  /* the entry, a pixel pair's windows widened to int16, the state's address */
-    uint32_t rows[2][ROW_PIECE / 4]; /* gathered window rows, or (compact) whole windows */
+    /* scratch (mcu_conv2d_s8_dsp_scratch_bytes): the entry, a pixel pair's windows widened to int16 and the
+     * state's address (4 * steps + 2 words); then per pixel a buffer of `piece` bytes (rounded up to 4) for its
+     * gathered window rows, or (compact) its whole window */
+    uint32_t *x = (uint32_t *)(void *)scratch;
+    const int32_t piece = compact ? k : (seg < MCU_DSP_ROW_PIECE ? seg : MCU_DSP_ROW_PIECE);
+    int8_t *rows[2] = {scratch + 4 * (4 * steps + 2), scratch + 4 * (4 * steps + 2) + ((piece + 3) & ~3)};
     mcu_dsp_g2_t g;
     mcu_dsp_g2_init(&g, x + 1, steps);
 
     /* Each pixel of a pair is (n, y, x) with its window at (base_y, base_x). A window lies inside the image, or
      * is gathered with the zero point as padding: compact windows whole (one run of k taps), others row by row
-     * in pieces of ROW_PIECE bytes. */
+     * in pieces of `piece` bytes. */
     struct {
         int32_t n, y, x, base_y, base_x;
         const int8_t *in_n;
@@ -107,7 +109,7 @@ mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_
 #endif
         if (compact) {
             for (int32_t j = 0; j < 2; ++j) {
-                int8_t *buf = (int8_t *)rows[j];
+                int8_t *buf = rows[j];
                 if (inside) {
                     for (int32_t ky = 0; ky < kh; ++ky) {
                         mcu_copy_s8(buf + ky * seg, win[j] + ky * row_step, seg);
@@ -116,7 +118,7 @@ mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_
                     mcu_im2col_s8(p, px[j].in_n, px[j].y, px[j].x, zero_point, buf);
                 }
             }
-            mcu_dsp_expand2((const int8_t *)rows[0], (const int8_t *)rows[1], k, g.x);
+            mcu_dsp_expand2(rows[0], rows[1], k, g.x);
         } else if (inside) {
             uint32_t *d = g.x;
             for (int32_t ky = 0; ky < kh; ++ky) {
@@ -125,12 +127,12 @@ mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_
         } else {
             uint32_t *d = g.x;
             for (int32_t ky = 0; ky < kh; ++ky) {
-                for (int32_t from = 0; from < seg; from += ROW_PIECE) {
-                    const int32_t len = seg - from < ROW_PIECE ? seg - from : ROW_PIECE;
+                for (int32_t from = 0; from < seg; from += piece) {
+                    const int32_t len = seg - from < piece ? seg - from : piece;
                     const int8_t *src[2];
                     for (int32_t j = 0; j < 2; ++j) {
                         src[j] = window_row(p, px[j].in_n, px[j].base_y, px[j].base_x, ky, from, len, zero_point,
-                                            (int8_t *)rows[j]);
+                                            rows[j]);
                     }
                     d = mcu_dsp_expand2(src[0], src[1], len, d);
                 }

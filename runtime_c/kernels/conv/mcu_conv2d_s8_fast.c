@@ -6,15 +6,16 @@
 #include "mcu/mcu_opt.h"
 
 mcu_status_t mcu_conv2d_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
-                                const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
+                                const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *scratch,
+                                int8_t *output)
 {
     const mcu_conv2d_params_t *p = params;
     mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
-    if (status != MCU_OK || bias == NULL) {
+    if (status != MCU_OK || bias == NULL || scratch == NULL) {
         return status != MCU_OK ? status : MCU_ERR_ARG;
     }
     const int32_t c_out = p->output.c, k = p->filter.h * p->filter.w * p->input.c;
-    if (!mcu_conv_shapes_ok(p) || k > MCU_OPT_MAX_K) {
+    if (!mcu_conv_shapes_ok(p)) {
         return MCU_ERR_SHAPE;
     }
     if (mcu_records_check(quant->multiplier, c_out) != MCU_OK) {
@@ -22,7 +23,7 @@ mcu_status_t mcu_conv2d_s8_fast(const mcu_conv2d_params_t *params, const mcu_per
     }
     const mcu_rq_mode_t mode = mcu_rq_mode(quant->multiplier, c_out, p->output_offset, p->act_min, p->act_max);
     const int8_t zero_point = (int8_t)(-p->input_offset);
-    int8_t window[MCU_OPT_MAX_K]; /* 1 KB */
+    int8_t *window = scratch; /* K bytes (mcu_conv2d_s8_fast_scratch_bytes) */
     int8_t *out = output;
 
     for (int32_t n = 0; n < p->output.n; ++n) {

@@ -49,13 +49,13 @@ static void pixels(const mcu_conv2d_params_t *p, const int8_t *const row[3], int
 
 mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
-                                     int8_t *output)
+                                     int8_t *scratch, int8_t *output)
 {
     const mcu_conv2d_params_t *p = params;
     (void)bias; /* folded into the filter stream */
     mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
-    if (status != MCU_OK) {
-        return status;
+    if (status != MCU_OK || scratch == NULL) {
+        return status != MCU_OK ? status : MCU_ERR_ARG;
     }
     if (!mcu_dw3x3_shapes_ok(p)) {
         return MCU_ERR_SHAPE;
@@ -72,8 +72,7 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
     mode.fast = mode.records_fast && p->act_min == MCU_Q7_MIN && p->act_max == MCU_Q7_MAX;
     const int32_t dh = p->dilation_h, sw = p->stride_w;
     (void)sw;
-    uint32_t pad_words[MCU_OPT_MAX_K / 4]; /* a padded tap reads the zero point: the bias is folded */
-    int8_t *pad = (int8_t *)pad_words;
+    int8_t *pad = scratch; /* C bytes: a padded tap reads the zero point, the bias is folded */
     mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
     /* The assembly does whole groups of 4 channels in fast mode: runs of interior pixels [x0, x1) of the rows
      * inside the image a group at a time (dilation_w 1, stride_w 1 or 2), other pixels one at a time. */

@@ -7,11 +7,11 @@
 
 mcu_status_t mcu_dwconv2d_3x3_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                       const int8_t *input, const int8_t *filter, const int32_t *bias,
-                                      int8_t *output)
+                                      int8_t *scratch, int8_t *output)
 {
     const mcu_conv2d_params_t *p = params;
     mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
-    if (status != MCU_OK || bias == NULL) {
+    if (status != MCU_OK || bias == NULL || scratch == NULL) {
         return status != MCU_OK ? status : MCU_ERR_ARG;
     }
     if (!mcu_dw3x3_shapes_ok(p)) {
@@ -23,7 +23,7 @@ mcu_status_t mcu_dwconv2d_3x3_s8_fast(const mcu_conv2d_params_t *params, const m
     }
     const int32_t *rec = quant->multiplier;
     const mcu_rq_mode_t mode = mcu_rq_mode(rec, c, p->output_offset, p->act_min, p->act_max);
-    int8_t pad[MCU_OPT_MAX_K]; /* a padded tap reads the zero point: the bias is folded */
+    int8_t *pad = scratch; /* C bytes: a padded tap reads the zero point, the bias is folded */
     mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
     int8_t *out = output;
 

@@ -7,12 +7,12 @@
 
 mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
-                                     int8_t *output)
+                                     int8_t *scratch, int8_t *output)
 {
 #if MCU_HAVE_MVE
     const mcu_conv2d_params_t *p = params;
     mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
-    if (status != MCU_OK || bias == NULL) {
+    if (status != MCU_OK || bias == NULL || scratch == NULL) {
         return status != MCU_OK ? status : MCU_ERR_ARG;
     }
     if (!mcu_dw3x3_shapes_ok(p)) {
@@ -22,7 +22,7 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
     if (mcu_quant_check(quant, c) != MCU_OK) { /* lane order permutes channels, not values */
         return MCU_ERR_ARG;
     }
-    int8_t pad[MCU_OPT_MAX_K]; /* a padded tap reads the zero point: the bias is folded */
+    int8_t *pad = scratch; /* C bytes (mcu_dwconv2d_3x3_s8_mve_scratch_bytes): a padded tap reads the zero point */
     mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
     const int32x4_t vmin = vdupq_n_s32(p->act_min), vmax = vdupq_n_s32(p->act_max);
     const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
@@ -63,7 +63,7 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
     }
     return MCU_OK;
 #else
-    (void)params, (void)quant, (void)input, (void)filter, (void)bias, (void)output;
+    (void)params, (void)quant, (void)input, (void)filter, (void)bias, (void)scratch, (void)output;
     return MCU_ERR_ARG;
 #endif
 }

@@ -1,10 +1,26 @@
-/* Reference int8 depthwise 2-d convolution (channel multiplier >= 1), per-output-channel requantization. */
+/* Reference int8 depthwise 2-d convolution (channel multiplier >= 1): NHWC input, [1, KH, KW, C_out] filter. */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
-#include "mcu/mcu_util.h"
 #include "mcu/mcu_quant.h"
+#include "mcu/mcu_util.h"
+
+#define MCU_CONV_LOOP conv_loop
+#define MCU_PARAMS_T mcu_conv2d_params_t
+#define MCU_IN_T int8_t
+#define MCU_W_T int8_t
+#define MCU_BIAS_T int32_t
+#define MCU_ACC_T int32_t
+#define MCU_OUT_T int8_t
+#define MCU_INPUT_OFFSET(p) ((p)->input_offset)
+#define MCU_START(co) (bias != NULL ? bias[co] : 0)
+#define MCU_MAC(acc, x, w) ((acc) + ((int32_t)(x) + in_off) * (int32_t)(w))
+#define MCU_FINISH(acc, co)                                                                                \
+    (int8_t)mcu_clamp_i32(mcu_add_offset(mcu_requantize(acc, quant->multiplier[co], quant->shift[co]),   \
+                                         p->output_offset),                                              \
+                          p->act_min, p->act_max)
+#include "mcu/mcu_conv_loop.h"
 
 mcu_status_t mcu_dwconv2d_s8(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                              const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
@@ -14,66 +30,15 @@ mcu_status_t mcu_dwconv2d_s8(const mcu_conv2d_params_t *params, const mcu_per_ch
         return MCU_ERR_ARG;
     }
     const mcu_conv2d_params_t *p = params;
-    if (!mcu_window_ok(&p->input, &p->output, p->stride_h, p->stride_w, p->dilation_h, p->dilation_w, p->pad_top,
-                       p->pad_left) || !mcu_dims_ok(&p->filter) ||
-        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
+    if (!MCU_CONV_GEOMETRY_OK(p) || !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
         return MCU_ERR_ARG;
     }
-    if (p->output.n != p->input.n || p->filter.n != 1 || p->filter.c != p->output.c ||
-        p->output.c % p->input.c != 0) {
+    if (!mcu_dw_shape_ok(&p->input, &p->filter, &p->output)) {
         return MCU_ERR_SHAPE;
     }
-    const int32_t c_out = p->output.c;
-    for (int32_t co = 0; co < c_out; ++co) {
-        if (quant->multiplier[co] < 0 || quant->shift[co] < -31 || quant->shift[co] > 30) {
-            return MCU_ERR_ARG;
-        }
+    if (!mcu_quant_ok(quant, p->output.c)) {
+        return MCU_ERR_ARG;
     }
-
-    const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c;
-    const int32_t ch_mult = c_out / c_in;
-    const int32_t kh = p->filter.h, kw = p->filter.w;
-    const int32_t dh = p->dilation_h, dw = p->dilation_w;
-    const int32_t in_off = p->input_offset;
-    const int32_t in_row_step = dh * in_w * c_in, in_col_step = dw * c_in;
-    const int32_t w_row_step = kw * c_out;
-    int8_t *out = output;
-
-    for (int32_t n = 0; n < p->output.n; ++n) {
-        const int8_t *in_n = input + n * in_h * in_w * c_in;
-        for (int32_t y = 0; y < p->output.h; ++y) {
-            const int32_t base_y = y * p->stride_h - p->pad_top;
-            int32_t ky0, ky1;
-            mcu_tap_range(base_y, dh, kh, in_h, &ky0, &ky1);
-            for (int32_t x = 0; x < p->output.w; ++x) {
-                const int32_t base_x = x * p->stride_w - p->pad_left;
-                int32_t kx0, kx1;
-                mcu_tap_range(base_x, dw, kw, in_w, &kx0, &kx1);
-                /* Offsets into in_n / filter; only in-range taps are ever read. */
-                const int32_t in_win = ((base_y + ky0 * dh) * in_w + base_x + kx0 * dw) * c_in;
-                const int32_t w_win = (ky0 * kw + kx0) * c_out;
-                for (int32_t ci = 0; ci < c_in; ++ci) {
-                    for (int32_t m = 0; m < ch_mult; ++m) {
-                        const int32_t co = ci * ch_mult + m;
-                        int32_t acc = bias != NULL ? bias[co] : 0;
-                        int32_t in_row = in_win + ci, w_row = w_win + co;
-                        for (int32_t ky = ky0; ky < ky1; ++ky) {
-                            int32_t in_px = in_row, w_px = w_row;
-                            for (int32_t kx = kx0; kx < kx1; ++kx) {
-                                acc += ((int32_t)in_n[in_px] + in_off) * (int32_t)filter[w_px];
-                                in_px += in_col_step;
-                                w_px += c_out;
-                            }
-                            in_row += in_row_step;
-                            w_row += w_row_step;
-                        }
-                        acc = mcu_requantize(acc, quant->multiplier[co], quant->shift[co]);
-                        acc = mcu_add_offset(acc, p->output_offset);
-                        *out++ = (int8_t)mcu_clamp_i32(acc, p->act_min, p->act_max);
-                    }
-                }
-            }
-        }
-    }
+    conv_loop(p, quant, input, filter, bias, NULL, output, 1, 1, p->output.c);
     return MCU_OK;
 }

@@ -30,7 +30,6 @@ mcu_status_t mcu_add_broadcast_s8(const mcu_add_broadcast_params_t *params, cons
     int32_t s1[4], s2[4];
     mcu_broadcast_strides(&p->input1, s1);
     mcu_broadcast_strides(&p->input2, s2);
-    const int32_t scale = (int32_t)1 << p->left_shift;
     int8_t *out = output;
     for (int32_t n = 0; n < o->n; ++n) {
         for (int32_t h = 0; h < o->h; ++h) {
@@ -38,14 +37,12 @@ mcu_status_t mcu_add_broadcast_s8(const mcu_add_broadcast_params_t *params, cons
                 const int8_t *a = input1 + n * s1[0] + h * s1[1] + w * s1[2];
                 const int8_t *b = input2 + n * s2[0] + h * s2[1] + w * s2[2];
                 for (int32_t c = 0; c < o->c; ++c) {
-                    const int32_t a1 = mcu_requantize(((int32_t)a[c * s1[3]] + p->input1_offset) * scale,
-                                                      p->input1_multiplier, p->input1_shift);
-                    const int32_t a2 = mcu_requantize(((int32_t)b[c * s2[3]] + p->input2_offset) * scale,
-                                                      p->input2_multiplier, p->input2_shift);
-                    const int64_t wide = p->subtract ? (int64_t)a1 - a2 : (int64_t)a1 + a2;
-                    const int32_t sum = wide > INT32_MAX ? INT32_MAX : (wide < INT32_MIN ? INT32_MIN : (int32_t)wide);
-                    const int32_t r = mcu_requantize(sum, p->output_multiplier, p->output_shift);
-                    const int32_t q = mcu_add_offset(r, p->output_offset);
+                    const int32_t a1 = mcu_add_rescale(a[c * s1[3]], p->input1_offset, p->left_shift,
+                                                       p->input1_multiplier, p->input1_shift);
+                    const int32_t a2 = mcu_add_rescale(b[c * s2[3]], p->input2_offset, p->left_shift,
+                                                       p->input2_multiplier, p->input2_shift);
+                    const int32_t q = mcu_add_output(p->subtract ? (int64_t)a1 - a2 : (int64_t)a1 + a2,
+                                                     p->output_multiplier, p->output_shift, p->output_offset);
                     *out++ = (int8_t)mcu_clamp_i32(q, p->act_min, p->act_max);
                 }
             }

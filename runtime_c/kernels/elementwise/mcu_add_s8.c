@@ -22,18 +22,14 @@ mcu_status_t mcu_add_s8(const mcu_add_params_t *params, const int8_t *input1, co
         return MCU_ERR_ARG;
     }
 
-    const int32_t scale = (int32_t)1 << p->left_shift;
-    /* Element i is read before it is written, so output may alias either input exactly. */
+    /* Element i is read before it is written, so output may alias either input exactly. The sum saturates (like
+     * Arm's QADD) instead of overflowing when both inputs are scaled up. */
     for (int32_t i = 0; i < p->size; ++i) {
-        const int32_t a1 =
-            mcu_requantize(((int32_t)input1[i] + p->input1_offset) * scale, p->input1_multiplier, p->input1_shift);
-        const int32_t a2 =
-            mcu_requantize(((int32_t)input2[i] + p->input2_offset) * scale, p->input2_multiplier, p->input2_shift);
-        /* The sum saturates (like Arm's QADD) instead of overflowing when both inputs are scaled up. */
-        const int64_t wide = (int64_t)a1 + a2;
-        const int32_t sum = wide > INT32_MAX ? INT32_MAX : (wide < INT32_MIN ? INT32_MIN : (int32_t)wide);
-        const int32_t r = mcu_requantize(sum, p->output_multiplier, p->output_shift);
-        const int32_t out = mcu_add_offset(r, p->output_offset);
+        const int32_t a1 = mcu_add_rescale(input1[i], p->input1_offset, p->left_shift, p->input1_multiplier,
+                                           p->input1_shift);
+        const int32_t a2 = mcu_add_rescale(input2[i], p->input2_offset, p->left_shift, p->input2_multiplier,
+                                           p->input2_shift);
+        const int32_t out = mcu_add_output((int64_t)a1 + a2, p->output_multiplier, p->output_shift, p->output_offset);
         output[i] = (int8_t)mcu_clamp_i32(out, p->act_min, p->act_max);
     }
     return MCU_OK;

@@ -14,8 +14,7 @@ MCU_INLINE int32_t add_sat(int32_t a1, int32_t a2, const int sat)
     if (!sat) {
         return (int32_t)((uint32_t)a1 + (uint32_t)a2);
     }
-    const int64_t wide = (int64_t)a1 + a2;
-    return wide > INT32_MAX ? INT32_MAX : (wide < INT32_MIN ? INT32_MIN : (int32_t)wide);
+    return mcu_sat_i32((int64_t)a1 + a2);
 }
 
 /* A separate function keeps the per-element loop's values in registers. */
@@ -44,7 +43,7 @@ static uint32_t build_table(int32_t offset, int32_t left_shift, int32_t mult, in
 {
     uint32_t max_abs = 0;
     for (int32_t v = -128; v < 128; ++v) {
-        t[v] = mcu_requantize((v + offset) * ((int32_t)1 << left_shift), mult, shift);
+        t[v] = mcu_add_rescale(v, offset, left_shift, mult, shift);
         const uint32_t a = t[v] < 0 ? 0u - (uint32_t)t[v] : (uint32_t)t[v];
         max_abs = a > max_abs ? a : max_abs;
     }
@@ -64,12 +63,11 @@ mcu_status_t mcu_add_s8_fast(const mcu_add_params_t *params, const int8_t *input
     const mcu_rq_mode_t mode = mcu_rq_mode(rec, 1, p->output_offset, p->act_min, p->act_max);
 
     if (p->size < TABLE_MIN_SIZE) {
-        const int32_t scale = (int32_t)1 << p->left_shift;
         for (int32_t i = 0; i < p->size; ++i) {
-            const int32_t a1 = mcu_requantize((input1[i] + p->input1_offset) * scale, p->input1_multiplier,
-                                              p->input1_shift);
-            const int32_t a2 = mcu_requantize((input2[i] + p->input2_offset) * scale, p->input2_multiplier,
-                                              p->input2_shift);
+            const int32_t a1 = mcu_add_rescale(input1[i], p->input1_offset, p->left_shift, p->input1_multiplier,
+                                               p->input1_shift);
+            const int32_t a2 = mcu_add_rescale(input2[i], p->input2_offset, p->left_shift, p->input2_multiplier,
+                                               p->input2_shift);
             output[i] = mcu_rq_out(add_sat(a1, a2, 1), rec, &mode, 0);
         }
         return MCU_OK;

@@ -1,9 +1,9 @@
-/* Helium (MVE) int8 fully connected layer: 3 input rows x 2 output features per VMLADAVA block, offset folded. */
+/* Helium (MVE) int8 fully connected layer: 3 input rows x 4 output features per VMLADAVA block, offset folded. */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
-#include "mcu/mcu_opt.h"
+#include "mcu/mcu_mve.h"
 
 mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
                                         const int8_t *input, const int8_t *weights, const int32_t *bias,
@@ -19,17 +19,18 @@ mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu
     if (mcu_quant_check(quant, n_out) != MCU_OK) {
         return MCU_ERR_ARG;
     }
-    const mcu_mve_gemm_t g = mcu_mve_gemm(weights, bias, quant, n_out, 1, k, p->output_offset, p->act_min,
-                                          p->act_max);
+    const mcu_mve_gemm_t g = mcu_mve_gemm_of(weights, bias, quant, n_out, 1, k, p->output_offset, p->act_min,
+                                             p->act_max);
     for (int32_t b = 0; b < p->batches; b += 3) {
-        const int8_t *row[1][3];
+        const int32_t npix = p->batches - b < 3 ? p->batches - b : 3;
+        const int8_t *rows[3];
         for (int32_t j = 0; j < 3; ++j) {
-            row[0][j] = input + (b + j < p->batches ? b + j : b) * k;
+            rows[j] = input + (j < npix ? b + j : b) * k;
         }
-        if (p->batches - b == 1) {
-            mcu_mve_gemv(row[0], &g, output + b * n_out);
+        if (npix == 1) {
+            mcu_mve_gemv(rows[0], &g, output + b * n_out);
         } else {
-            mcu_mve_gemm_3x2(row, &g, p->batches - b, output + b * n_out);
+            mcu_mve_gemm_block(rows, &g, npix, output + b * n_out);
         }
     }
     return MCU_OK;

@@ -3,7 +3,21 @@
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
+#include "mcu/mcu_quant.h"
 #include "mcu/mcu_util.h"
+
+#define MCU_CONV_LOOP conv_loop
+#define MCU_PARAMS_T mcu_conv2d_f32_params_t
+#define MCU_IN_T float
+#define MCU_W_T float
+#define MCU_BIAS_T float
+#define MCU_ACC_T float
+#define MCU_OUT_T float
+#define MCU_INPUT_OFFSET(p) 0
+#define MCU_START(co) 0.0f
+#define MCU_MAC(acc, x, w) ((acc) + (x) * (w))
+#define MCU_FINISH(acc, co) mcu_clamp_float(bias != NULL ? (acc) + bias[co] : (acc), p->act_min, p->act_max)
+#include "mcu/mcu_conv_loop.h"
 
 mcu_status_t mcu_conv2d_f32(const mcu_conv2d_f32_params_t *params, const float *input, const float *filter,
                             const float *bias, float *output)
@@ -12,71 +26,13 @@ mcu_status_t mcu_conv2d_f32(const mcu_conv2d_f32_params_t *params, const float *
         return MCU_ERR_ARG;
     }
     const mcu_conv2d_f32_params_t *p = params;
-    if (!mcu_window_ok(&p->input, &p->output, p->stride_h, p->stride_w, p->dilation_h, p->dilation_w, p->pad_top,
-                       p->pad_left) || !mcu_dims_ok(&p->filter) ||
-        !(p->act_min <= p->act_max)) {
+    if (!MCU_CONV_GEOMETRY_OK(p) || !(p->act_min <= p->act_max)) {
         return MCU_ERR_ARG;
     }
-    const int32_t c_in = p->input.c, c_out = p->output.c, c_group = p->filter.c;
-    if (p->output.n != p->input.n || p->output.c != p->filter.n || c_in % c_group != 0 ||
-        c_out % (c_in / c_group) != 0) {
+    if (!mcu_conv_groups_ok(&p->input, &p->filter, &p->output)) {
         return MCU_ERR_SHAPE;
     }
-
-    const int32_t in_h = p->input.h, in_w = p->input.w;
-    const int32_t kh = p->filter.h, kw = p->filter.w;
-    const int32_t dh = p->dilation_h, dw = p->dilation_w;
-    const int32_t out_per_group = c_out / (c_in / c_group);
-    const int32_t filter_size = kh * kw * c_group;
-    const int32_t in_row_step = dh * in_w * c_in, in_col_step = dw * c_in;
-    float *out = output;
-
-    for (int32_t n = 0; n < p->output.n; ++n) {
-        const float *in_n = input + n * in_h * in_w * c_in;
-        for (int32_t y = 0; y < p->output.h; ++y) {
-            const int32_t base_y = y * p->stride_h - p->pad_top;
-            int32_t ky0, ky1;
-            mcu_tap_range(base_y, dh, kh, in_h, &ky0, &ky1);
-            for (int32_t x = 0; x < p->output.w; ++x) {
-                const int32_t base_x = x * p->stride_w - p->pad_left;
-                int32_t kx0, kx1;
-                mcu_tap_range(base_x, dw, kw, in_w, &kx0, &kx1);
-                /* Offsets into in_n / the filter row; only in-range taps are ever read. */
-                const int32_t in_win = ((base_y + ky0 * dh) * in_w + base_x + kx0 * dw) * c_in;
-                const int32_t w_win = (ky0 * kw + kx0) * c_group;
-                for (int32_t co = 0; co < c_out; ++co) {
-                    const float *w_co = filter + co * filter_size;
-                    const int32_t ci0 = (co / out_per_group) * c_group;
-                    float acc = 0.0f;
-                    int32_t in_row = in_win + ci0, w_row = w_win;
-                    for (int32_t ky = ky0; ky < ky1; ++ky) {
-                        int32_t in_px = in_row, w_px = w_row;
-                        for (int32_t kx = kx0; kx < kx1; ++kx) {
-                            const float *x_t = in_n + in_px, *w_t = w_co + w_px;
-                            int32_t ci = 0;
-                            for (; ci + 4 <= c_group; ci += 4) { /* unrolled; the sum keeps its order */
-                                acc += x_t[ci] * w_t[ci];
-                                acc += x_t[ci + 1] * w_t[ci + 1];
-                                acc += x_t[ci + 2] * w_t[ci + 2];
-                                acc += x_t[ci + 3] * w_t[ci + 3];
-                            }
-                            for (; ci < c_group; ++ci) {
-                                acc += x_t[ci] * w_t[ci];
-                            }
-                            in_px += in_col_step;
-                            w_px += c_group;
-                        }
-                        in_row += in_row_step;
-                        w_row += kw * c_group;
-                    }
-                    if (bias != NULL) {
-                        acc += bias[co];
-                    }
-                    acc = acc < p->act_min ? p->act_min : acc;
-                    *out++ = acc > p->act_max ? p->act_max : acc;
-                }
-            }
-        }
-    }
+    conv_loop(p, NULL, input, filter, bias, NULL, output, p->filter.c, p->filter.h * p->filter.w * p->filter.c,
+              p->filter.c);
     return MCU_OK;
 }

@@ -5,6 +5,16 @@
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_util.h"
 
+#define MCU_POOL_LOOP pool_loop
+#define MCU_PARAMS_T mcu_pool2d_f32_params_t
+#define MCU_IN_T float
+#define MCU_ACC_T float
+#define MCU_OUT_T float
+#define MCU_START(first) (first)
+#define MCU_TAP(acc, x) ((x) > (acc) ? (x) : (acc))
+#define MCU_FINISH(acc, taps, d) mcu_clamp_float(acc, p->act_min, p->act_max)
+#include "mcu/mcu_pool_loop.h"
+
 mcu_status_t mcu_maxpool2d_f32(const mcu_pool2d_f32_params_t *params, const float *input, float *output)
 {
     if (params == NULL || input == NULL || output == NULL) {
@@ -21,31 +31,6 @@ mcu_status_t mcu_maxpool2d_f32(const mcu_pool2d_f32_params_t *params, const floa
         return MCU_ERR_SHAPE;
     }
 
-    const int32_t in_h = p->input.h, in_w = p->input.w, c = p->input.c;
-    float *out = output;
-    for (int32_t n = 0; n < p->output.n; ++n) {
-        const float *in_n = input + n * in_h * in_w * c;
-        for (int32_t y = 0; y < p->output.h; ++y) {
-            const int32_t base_y = y * p->stride_h - p->pad_top;
-            int32_t ky0, ky1;
-            mcu_tap_range(base_y, 1, p->kernel_h, in_h, &ky0, &ky1);
-            for (int32_t x = 0; x < p->output.w; ++x) {
-                const int32_t base_x = x * p->stride_w - p->pad_left;
-                int32_t kx0, kx1;
-                mcu_tap_range(base_x, 1, p->kernel_w, in_w, &kx0, &kx1);
-                const int32_t in_win = ((base_y + ky0) * in_w + base_x + kx0) * c;
-                for (int32_t ch = 0; ch < c; ++ch) {
-                    float best = in_n[in_win + ch];
-                    for (int32_t row = in_win + ch, ky = ky0; ky < ky1; ++ky, row += in_w * c) {
-                        for (int32_t px = row, kx = kx0; kx < kx1; ++kx, px += c) {
-                            best = in_n[px] > best ? in_n[px] : best;
-                        }
-                    }
-                    best = best < p->act_min ? p->act_min : best;
-                    *out++ = best > p->act_max ? p->act_max : best;
-                }
-            }
-        }
-    }
+    pool_loop(p, input, output);
     return MCU_OK;
 }

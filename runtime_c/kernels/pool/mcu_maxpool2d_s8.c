@@ -6,6 +6,16 @@
 #include "mcu/mcu_util.h"
 #include "mcu/mcu_quant.h"
 
+#define MCU_POOL_LOOP pool_loop
+#define MCU_PARAMS_T mcu_pool2d_params_t
+#define MCU_IN_T int8_t
+#define MCU_ACC_T int32_t
+#define MCU_OUT_T int8_t
+#define MCU_START(first) (int32_t)(first)
+#define MCU_TAP(acc, x) ((x) > (acc) ? (int32_t)(x) : (acc))
+#define MCU_FINISH(acc, taps, d) (int8_t)mcu_clamp_i32(acc, p->act_min, p->act_max)
+#include "mcu/mcu_pool_loop.h"
+
 mcu_status_t mcu_maxpool2d_s8(const mcu_pool2d_params_t *params, const int8_t *input, int8_t *output)
 {
     if (params == NULL || input == NULL || output == NULL) {
@@ -22,30 +32,6 @@ mcu_status_t mcu_maxpool2d_s8(const mcu_pool2d_params_t *params, const int8_t *i
         return MCU_ERR_SHAPE;
     }
 
-    const int32_t in_h = p->input.h, in_w = p->input.w, c = p->input.c;
-    int8_t *out = output;
-    for (int32_t n = 0; n < p->output.n; ++n) {
-        const int8_t *in_n = input + n * in_h * in_w * c;
-        for (int32_t y = 0; y < p->output.h; ++y) {
-            const int32_t base_y = y * p->stride_h - p->pad_top;
-            int32_t ky0, ky1;
-            mcu_tap_range(base_y, 1, p->kernel_h, in_h, &ky0, &ky1);
-            for (int32_t x = 0; x < p->output.w; ++x) {
-                const int32_t base_x = x * p->stride_w - p->pad_left;
-                int32_t kx0, kx1;
-                mcu_tap_range(base_x, 1, p->kernel_w, in_w, &kx0, &kx1);
-                const int32_t in_win = ((base_y + ky0) * in_w + base_x + kx0) * c;
-                for (int32_t ch = 0; ch < c; ++ch) {
-                    int32_t best = MCU_Q7_MIN;
-                    for (int32_t row = in_win + ch, ky = ky0; ky < ky1; ++ky, row += in_w * c) {
-                        for (int32_t px = row, kx = kx0; kx < kx1; ++kx, px += c) {
-                            best = in_n[px] > best ? in_n[px] : best;
-                        }
-                    }
-                    *out++ = (int8_t)mcu_clamp_i32(best, p->act_min, p->act_max);
-                }
-            }
-        }
-    }
+    pool_loop(p, input, output);
     return MCU_OK;
 }

@@ -21,14 +21,11 @@ mcu_status_t mcu_add_s16(const mcu_add_params_t *params, const int16_t *input1, 
         return MCU_ERR_ARG;
     }
 
-    const int32_t scale = (int32_t)1 << p->left_shift;
     /* Element i is read before it is written, so output may alias either input exactly. */
     for (int32_t i = 0; i < p->size; ++i) {
-        const int32_t a1 = mcu_requantize((int32_t)input1[i] * scale, p->input1_multiplier, p->input1_shift);
-        const int32_t a2 = mcu_requantize((int32_t)input2[i] * scale, p->input2_multiplier, p->input2_shift);
-        const int64_t wide = (int64_t)a1 + a2;
-        const int32_t sum = wide > INT32_MAX ? INT32_MAX : (wide < INT32_MIN ? INT32_MIN : (int32_t)wide);
-        const int32_t r = mcu_requantize(sum, p->output_multiplier, p->output_shift);
+        const int32_t a1 = mcu_add_rescale(input1[i], 0, p->left_shift, p->input1_multiplier, p->input1_shift);
+        const int32_t a2 = mcu_add_rescale(input2[i], 0, p->left_shift, p->input2_multiplier, p->input2_shift);
+        const int32_t r = mcu_add_output((int64_t)a1 + a2, p->output_multiplier, p->output_shift, 0);
         output[i] = (int16_t)mcu_clamp_i32(r, p->act_min, p->act_max);
     }
     return MCU_OK;

@@ -89,7 +89,8 @@ mcu_status_t mcu_softmax_s16(const mcu_softmax_s16_params_t *params, const int16
         for (int32_t i = 0; i < cols; ++i) {
             sum += exp_q30((uint32_t)(max - in[i]), mult);
         }
-        const uint64_t recip = ((uint64_t)1 << 61) / sum; /* <= 2^31 */
+        /* <= 2^31; sum >= 2^30 always, the guard only tells static analysis so */
+        const uint64_t recip = ((uint64_t)1 << 61) / (sum > 0 ? sum : 1);
         /* Element i is read before it is written and nothing after it reads it: output may alias input. */
         for (int32_t i = 0; i < cols; ++i) {
             const uint64_t e = exp_q30((uint32_t)(max - in[i]), mult);
