@@ -329,7 +329,9 @@ class McuQuantizer(Quantizer):
             elif node.target in OWN_OUTPUT_OPS:
                 _annotate(node, {node.args[0]: act}, act)
             elif node.target == aten.cat.default:
-                _annotate(node, {a: act for a in node.args[0] if isinstance(a, Node)}, act)
+                ins = [a for a in node.args[0] if isinstance(a, Node)]
+                first = SharedQuantizationSpec((ins[0], node))
+                _annotate(node, {ins[0]: act, **{a: first for a in ins[1:] if a is not ins[0]}}, first)
             elif node.target in SHARED_QPARAM_OPS:
                 src = node.args[0]
                 if isinstance(src, Node):
