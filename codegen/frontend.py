@@ -237,6 +237,17 @@ def _q_dtype(n: FxNode) -> str:
     return INT_DTYPES[dtype]
 
 
+def _reader_line(q: FxNode) -> str:
+    """The source line of the first op that reads quantize node q's value (through its dequantize), for the
+    requantizations torchao inserts between ops, which have no line of their own."""
+    for dq in q.users:
+        for user in dq.users:
+            line = source_line(user)
+            if line:
+                return line
+    return ""
+
+
 def _is_float_op(n: FxNode) -> bool:
     return n.meta.get("mcu_precision") == "float32"
 
@@ -357,10 +368,10 @@ def import_quantized(gm: GraphModule) -> Graph:
                 tensors[name] = Tensor(name, x.shape, dtype, QParams.tensor(scale, zp))
                 if x.dtype == dtype == "int8":
                     nodes.append(Node(f"n{len(nodes)}_lut", "lut", (x.name,), (name,),
-                                      {"fn": ("clone.default", (...,), ())}, source_line(src)))
+                                      {"fn": ("clone.default", (...,), ())}, _reader_line(n)))
                 else:
                     nodes.append(Node(f"n{len(nodes)}_convert", "convert", (x.name,), (name,), {},
-                                      source_line(src)))
+                                      _reader_line(n)))
             else:
                 raise QuantizationError(f"quantize of {src.name} has no producer we can lower")
             value[n] = name
