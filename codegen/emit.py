@@ -13,7 +13,7 @@ import numpy as np
 
 from mcu.codegen.ir import C_TYPES, DTYPES, Graph, Tensor
 from mcu.codegen.lowering import kernel_paths
-from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan
+from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan, output_extent
 from mcu.errors import McuError
 
 ARENA_GUARD_BYTES = 16  # debug builds: guard bytes after the arena, checked after every op (model.c)
@@ -117,7 +117,8 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
         comment = f"{node.name}: {a['kernel']} -> [{', '.join(map(str, out.shape))}]"
         if node.source:
             comment += f"  ({node.source.replace('*/', '* /')})"
-        calls.append({"output": expr(node.outputs[0]), "output_bytes": out.nbytes,
+        # the debug dump takes every byte a strided output spans (mcu/debug.py gathers its pixels)
+        calls.append({"output": expr(node.outputs[0]), "output_bytes": output_extent(graph, node),
                       "params_type": a["params_type"], "params_name": f"{name}_p{i}",
                       "params_c": c_struct(a["params"]), "call": f"{a['kernel']}({', '.join(args)})",
                       "comment": comment})

@@ -17,9 +17,12 @@
   its dying input's very offset (gap 0: in place) or below it; only for the geometry the kernel runs
   (mcu_kernels.h, the twins' `*_fits`). Its scratch is the node's second output: a tensor live during
   the call only.
-- Concat views (optimize="memory", codegen/passes/inplace.py): each input of a concat that copies contiguous
-  slices unchanged is written by its producer straight into its slice of the output's buffer, at the offset
-  `group_offsets` gives; the concat runs no code.
+- Concat views (optimize="memory", codegen/passes/inplace.py): each input of a concat that copies its inputs
+  unchanged is written by its producer straight into its slice of the output's buffer, at the offset
+  `group_offsets` gives; the concat runs no code. A slice is contiguous (every dim before the axis is 1) or, for
+  a channel concat of NHWC tensors, interleaved: its producer (a STRIDED_KERNELS call) writes each pixel's
+  C_i channels output_pixel_stride = C_total elements after the previous pixel's, starting c_offset elements
+  into the buffer. Such a tensor's bytes run over `output_extent`, not its size; it never overlaps its input.
 - Schedule: the ops are reordered (memory_planner.schedule) to minimize the peak of live groups.
 - `verify_tensor_plan` checks the result tensor by tensor: two tensors live at the same step may
   share bytes only under one of the rules above, and only exactly as that rule says; an overlap's gap
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcu.codegen.ir import Graph
+from mcu.codegen.ir import DTYPES, Graph
 from mcu.errors import McuError
 from mcu.memory_planner import Buffer, Plan, PlanError, lower_bound, plan
 from mcu.memory_planner.schedule import Op, best_order, peak
@@ -40,6 +43,11 @@ from mcu.twins.conv import conv2d_1x1_s8_inplace_fits, dwconv2d_s8_inplace_fits
 # Kernels whose loops run n, y, x (output pixels in order) with all channels of a pixel computed from
 # its window before the next pixel; optimized variants join only once their loop order is checked.
 RASTER_KERNELS = {"mcu_conv2d_s8", "mcu_dwconv2d_s8", "mcu_maxpool2d_s8", "mcu_avgpool2d_s8", "mcu_conv2d_add_s8"}
+# Kernels that honour params["output_pixel_stride"] (the portable conv and pool loop nests, mcu_kernels.h).
+STRIDED_KERNELS = {"mcu_conv2d_s8", "mcu_conv2d_grouped_s8", "mcu_dwconv2d_s8", "mcu_maxpool2d_s8",
+                   "mcu_avgpool2d_s8", "mcu_conv2d_s16", "mcu_dwconv2d_s16", "mcu_maxpool2d_s16",
+                   "mcu_avgpool2d_s16", "mcu_conv2d_f32", "mcu_dwconv2d_f32", "mcu_maxpool2d_f32",
+                   "mcu_avgpool2d_f32"}
 # In-place kernels -> the geometry they run in place (their params); other geometry: MCU_ERR_SHAPE.
 INPLACE_KERNELS = {"mcu_dwconv2d_s8_inplace": dwconv2d_s8_inplace_fits,
                    "mcu_conv2d_1x1_s8_inplace": conv2d_1x1_s8_inplace_fits}
@@ -114,17 +122,52 @@ def storage_groups(graph: Graph) -> dict[str, str]:
     return {t: find(t) for t in graph.tensors}
 
 
+def concat_is_copy(params: dict) -> bool:
+    """Every input of the concat is copied unchanged (its qparams equal the output's: lowering._requant's
+    copy encoding)."""
+    return all(m == 1 << 30 and s == 1 and off == -params["output_offset"]
+               for m, s, off in zip(params["multiplier"], params["shift"], params["input_offset"]))
+
+
 def concat_copies_exactly(params: dict) -> bool:
     """A concat whose inputs are each one contiguous slice of its output (every dim before the axis is 1) and
-    copied unchanged (each input's qparams equal the output's: the copy encoding of lowering._requant)."""
-    return params["outer"] == 1 and all(
-        m == 1 << 30 and s == 1 and off == -params["output_offset"]
-        for m, s, off in zip(params["multiplier"], params["shift"], params["input_offset"]))
+    copied unchanged."""
+    return params["outer"] == 1 and concat_is_copy(params)
 
 
-def concat_offsets(node) -> dict[str, int]:
-    """input -> its byte offset in the output of a concat view (outer == 1: sizes laid end to end)."""
-    starts = np.cumsum((0,) + tuple(node.attrs["params"]["sizes"][:-1]))
+def is_channel_concat(graph: Graph, node) -> bool:
+    """A concat (call or view) over the last axis of 4-d NHWC tensors with more than one pixel: each input is
+    interleaved in the output, pixel by pixel."""
+    out = graph.tensors[node.outputs[0]]
+    p = node.attrs["params"]
+    return (len(out.shape) == 4 and out.layout == "NHWC" and p["outer"] > 1
+            and p["outer"] == int(np.prod(out.shape[:3])) and sum(p["sizes"]) == out.shape[3]
+            and all(tuple(graph.tensors[t].shape) == (*out.shape[:3], c) for t, c in zip(node.inputs, p["sizes"])))
+
+
+def pixel_stride(node) -> int | None:
+    """The output pixel stride (elements) of a call that writes its pixels apart (stride > C_out), else None."""
+    params = node.attrs.get("params") or {} if node.op == "call" else {}
+    stride = params.get("output_pixel_stride", 0)
+    return stride if stride and stride > params["output"][3] else None
+
+
+def output_extent(graph: Graph, node) -> int:
+    """Bytes from a call's first output byte past its last one: the tensor's size, or for a strided output
+    ((pixels - 1) * stride + C_out) elements."""
+    out = graph.tensors[node.outputs[0]]
+    stride = pixel_stride(node)
+    if stride is None:
+        return out.nbytes
+    n, h, w, c = node.attrs["params"]["output"]
+    return ((n * h * w - 1) * stride + c) * (out.nbytes // (n * h * w * c))
+
+
+def concat_offsets(graph: Graph, node) -> dict[str, int]:
+    """input -> byte offset of its first element in the output of a concat view: the sizes laid end to end
+    (outer == 1: whole slices; a channel concat: the channel offset of each pixel's slice)."""
+    itemsize = np.dtype(DTYPES[graph.tensors[node.outputs[0]].dtype]).itemsize
+    starts = np.cumsum((0,) + tuple(node.attrs["params"]["sizes"][:-1])) * itemsize
     return {t: int(o) for t, o in zip(node.inputs, starts)}
 
 
@@ -140,7 +183,7 @@ def group_offsets(graph: Graph) -> dict[str, int]:
     """tensor -> byte offset of its bytes in its storage group's buffer: a concat view's inputs (and what they
     reshape) sit at their slices (concat_offsets); every other tensor at 0."""
     return {u: o for n in graph.nodes if n.op == "alias" and n.attrs.get("view") == "concat"
-            for t, o in concat_offsets(n).items() for u in reshape_chain(graph, t)}
+            for t, o in concat_offsets(graph, n).items() for u in reshape_chain(graph, t)}
 
 
 def raster_gap(params: dict) -> int:
@@ -161,6 +204,8 @@ def overlap_gap(node) -> int | None:
     at the call: 0 for an in-place kernel on geometry it runs, raster_gap for a raster kernel; None when
     the kernel's output may not overlap its input."""
     kernel = node.attrs.get("kernel") if node.op == "call" else None
+    if pixel_stride(node) is not None:  # raster_gap assumes contiguous pixels
+        return None
     if kernel in INPLACE_KERNELS:
         return 0 if INPLACE_KERNELS[kernel](node.attrs["params"]) else None
     if kernel in RASTER_KERNELS:
@@ -340,7 +385,8 @@ def _apart_or_raster(graph: Graph, mem: MemoryPlan, node) -> bool:
 def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:
     """Raise PlanError unless every pair of arena tensors live at one step either uses disjoint bytes
     or shares bytes exactly as an alias, an in-place elementwise op (or fused residual), a concat view (each
-    input at its slice of the output), a raster overlap or an in-place kernel allows (the last two only over
+    input at its slice of the output; a channel view's slices interleaved as its producers' output_pixel_stride
+    says, each tensor spanning its output_extent), a raster overlap or an in-place kernel allows (the last two only over
     a first input that no later node reads). Tensors linked by the exact-position rules form components
     whose members sit where the rules put them relative to each other, so they may share bytes."""
     span: dict[str, tuple[int, int]] = {}
@@ -359,9 +405,19 @@ def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:
             p, at = n.attrs["params"], mem.locations.get(out)
             if (concat_copies_exactly(p) and at is not None and at.kind == "arena"
                     and sum(p["sizes"]) == graph.tensors[out].nbytes):
-                for (t, o), size in zip(concat_offsets(n).items(), p["sizes"]):
+                for (t, o), size in zip(concat_offsets(graph, n).items(), p["sizes"]):
                     if (mem.locations.get(t) == Location("arena", at.index + o) and graph.tensors[t].nbytes == size
                             and span[t][1] == step):
+                        allowed.add(frozenset((t, out)))
+            elif concat_is_copy(p) and at is not None and at.kind == "arena" and is_channel_concat(graph, n):
+                # interleaved: each input written by a strided kernel whose params put pixel q's C_i channels at
+                # q * C_total + c_offset; the sizes tile the channel axis (is_channel_concat)
+                for (t, o), c in zip(concat_offsets(graph, n).items(), p["sizes"]):
+                    prod = graph.producer(t)
+                    if (prod is not None and prod.op == "call" and prod.attrs["kernel"] in STRIDED_KERNELS
+                            and tuple(prod.attrs["params"]["output"]) == tuple(graph.tensors[t].shape)
+                            and prod.attrs["params"].get("output_pixel_stride", 0) == graph.tensors[out].shape[3]
+                            and mem.locations.get(t) == Location("arena", at.index + o) and span[t][1] == step):
                         allowed.add(frozenset((t, out)))
             continue
         for t in n.inputs:
@@ -394,12 +450,13 @@ def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:
         a, b = tuple(pair)
         if a in comp and b in comp:
             comp[find(a)] = find(b)
+    extent = {n.outputs[0]: output_extent(graph, n) for n in graph.nodes if n.op == "call"}  # strided: more
     for i, a in enumerate(arena):
-        oa, na = mem.locations[a].index, graph.tensors[a].nbytes
+        oa, na = mem.locations[a].index, extent.get(a, graph.tensors[a].nbytes)
         if oa + na > mem.arena_bytes:
             raise PlanError(f"{a} [{oa}, {oa + na}) ends past the {mem.arena_bytes}-byte arena")
         for b in arena[i + 1:]:
-            ob, nb = mem.locations[b].index, graph.tensors[b].nbytes
+            ob, nb = mem.locations[b].index, extent.get(b, graph.tensors[b].nbytes)
             live_together = span[a][0] <= span[b][1] and span[b][0] <= span[a][1]
             if (a, b) in raster and ob - oa >= raster[a, b] or (b, a) in raster and oa - ob >= raster[b, a]:
                 continue

@@ -8,6 +8,8 @@
 - One row per call: op, kernel, the user's source line, max |device - reference| in LSB, and the
   SQNR of the dequantized device tensor against the float activation. The first row whose LSB error
   is not zero is where device and reference part ways.
+- A producer writing into a channel concat in place (output_pixel_stride) dumps every byte its output spans,
+  the other producers' channels between its pixels included; its own pixels are gathered before comparing.
 - The debug build also checks the guard bytes after the arena after every op (model.h); a run that stops with
   MCU_ERR_ARENA_GUARD raises an McuError naming the op that wrote past the arena (the last one dumped).
 """
@@ -21,6 +23,7 @@ import numpy as np
 import torch
 
 from mcu.codegen.ir import DTYPES
+from mcu.codegen.memory import pixel_stride
 from mcu.codegen.reference import run_reference
 from mcu.errors import MCU_STATUS, McuError
 from mcu.metrics import sqnr_db
@@ -98,7 +101,7 @@ def compare(pkg, inputs, dump: dict[int, bytes]) -> list[DebugRow]:
         raw = dump.get(i)
         if raw is None:
             break  # the device stopped before this call
-        device = np.frombuffer(raw, dtype=DTYPES[t.dtype]).reshape(t.shape)
+        device = _gather(np.frombuffer(raw, dtype=DTYPES[t.dtype]), node).reshape(t.shape)
         if t.dtype == "float32":  # float32 kernels (quantize="none"): units in the last place
             max_lsb = max_ulp(device, ref[t.name])
         else:
@@ -116,6 +119,15 @@ def compare(pkg, inputs, dump: dict[int, bytes]) -> list[DebugRow]:
                 sq = sqnr_db(fv.reshape(-1), real.reshape(-1))
         rows.append(DebugRow(i, node.name, node.attrs["kernel"], node.source, max_lsb, sq))
     return rows
+
+
+def _gather(flat: np.ndarray, node) -> np.ndarray:
+    """A call's output elements from its dump: for a strided output, pixel q's C_out channels at q * stride."""
+    stride = pixel_stride(node)
+    if stride is None:
+        return flat
+    n, h, w, c = node.attrs["params"]["output"]
+    return flat[(np.arange(n * h * w) * stride)[:, None] + np.arange(c)]
 
 
 def max_ulp(a: np.ndarray, b: np.ndarray) -> int:

@@ -121,11 +121,17 @@ STATUS, STRUCTS, PROTOTYPES = _parse_headers()
 MCU_OK, MCU_ERR_ARG, MCU_ERR_SHAPE = STATUS["MCU_OK"], STATUS["MCU_ERR_ARG"], STATUS["MCU_ERR_SHAPE"]
 
 
+# Fields the generated code leaves to its designated initializers (0) unless a pass sets them (mcu_kernels.h).
+DEFAULT_FIELDS = {"output_pixel_stride": 0}
+
+
 def struct(name: str, values: dict) -> ctypes.Structure:
-    """The C struct `name` filled from a twin's dict; every field must be given, no unknown keys allowed.
+    """The C struct `name` filled from a twin's dict; every field must be given (but DEFAULT_FIELDS), no unknown
+    keys allowed.
     Arrays behind pointer fields are kept alive on the returned object (attribute _keep)."""
     cls = STRUCTS[name]
     names = [f for f, _ in cls._fields_]
+    values = {**{f: v for f, v in DEFAULT_FIELDS.items() if f in names}, **values}
     if set(values) != set(names):
         raise KeyError(f"{name}: missing {sorted(set(names) - set(values))}, unknown {sorted(set(values) - set(names))}")
     obj, keep = cls(), []

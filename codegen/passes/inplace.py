@@ -19,8 +19,13 @@
   concat's output is not a graph output (emit addresses arena
   bytes only), the concat becomes a view: op "alias" with attrs["view"] = "concat" and the kernel's params.
   No code runs; memory.storage_groups gives each input its slice of the output's buffer (group_offsets), and
-  the reference runs the concat twin. Otherwise (differing qparams, a channel concat of spatial tensors, an
-  input read elsewhere, ...) the copy stays.
+  the reference runs the concat twin. Otherwise (differing qparams, an input read elsewhere, ...) the copy stays.
+- Channel concat in place: a concat over the last axis of 4-d NHWC tensors (memory.is_channel_concat) under the
+  same conditions, where every input comes straight from a call of a kernel that writes strided output
+  (memory.STRIDED_KERNELS: the portable conv and pool loops) not already strided, becomes a view too: each
+  producer's params get output_pixel_stride = C_total, so it writes pixel q's C_i channels at
+  q * C_total + c_offset of the concat's buffer (its tensor sits c_offset elements into it). Such a producer
+  never overlaps its input (memory.overlap_gap) nor runs as an in-place variant (its output is a slice).
 """
 from __future__ import annotations
 
@@ -28,7 +33,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from mcu.codegen.ir import Graph
-from mcu.codegen.memory import INPLACE_KERNELS, concat_copies_exactly, overwritable_inputs, reshape_chain
+from mcu.codegen.memory import (INPLACE_KERNELS, STRIDED_KERNELS, concat_copies_exactly, concat_is_copy,
+                                 is_channel_concat, overwritable_inputs, reshape_chain)
 from mcu.codegen.passes.select_kernels import Target, with_scratch
 from mcu.twins.conv import conv2d_1x1_s8_inplace_scratch_bytes, dwconv2d_s8_inplace_scratch_bytes
 
@@ -57,9 +63,18 @@ def concat_view(graph: Graph, node) -> bool:
     if node.op != "call" or node.attrs.get("kernel") != "mcu_concat_s8":
         return False
     external = set(graph.inputs) | set(graph.outputs)
-    if (not concat_copies_exactly(node.attrs["params"]) or node.outputs[0] in external
+    channels = concat_is_copy(node.attrs["params"]) and is_channel_concat(graph, node)
+    if (not (concat_copies_exactly(node.attrs["params"]) or channels) or node.outputs[0] in external
             or len(set(node.inputs)) != len(node.inputs)):
         return False
+    if channels:  # each input straight from a strided-capable call that writes it contiguously today
+        for t in node.inputs:
+            producer = graph.producer(t)
+            if (producer is None or producer.op != "call" or producer.attrs.get("kernel") not in STRIDED_KERNELS
+                    or producer.attrs["params"].get("output_pixel_stride", 0) != 0 or producer.outputs != (t,)
+                    or t in external or graph.consumers(t) != [node]):
+                return False
+        return True
     for t in node.inputs:  # t, or the tensor it reshapes, comes from a call and is read by nothing else
         chain = reshape_chain(graph, t)
         producer = graph.producer(chain[-1])
@@ -71,8 +86,16 @@ def concat_view(graph: Graph, node) -> bool:
 
 
 def concat_views(graph: Graph) -> Graph:
+    views = [n for n in graph.nodes if concat_view(graph, n)]
+    stride = {}  # producer of a channel concat's input -> C_total
+    for n in views:
+        if n.attrs["params"]["outer"] > 1:
+            stride.update({graph.producer(t).name: graph.tensors[n.outputs[0]].shape[3] for t in n.inputs})
+    names = {n.name for n in views}
     return graph.replace(nodes=tuple(
-        n.replace(op="alias", attrs={"view": "concat", "params": n.attrs["params"]}) if concat_view(graph, n) else n
+        n.replace(op="alias", attrs={"view": "concat", "params": n.attrs["params"]}) if n.name in names else
+        n.replace(attrs={**n.attrs, "params": {**n.attrs["params"], "output_pixel_stride": stride[n.name]}})
+        if n.name in stride else n
         for n in graph.nodes))
 
 

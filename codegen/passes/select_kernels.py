@@ -46,6 +46,7 @@ from mcu.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_s4_scratch_b
                             dwconv2d_3x3_s8_fast_scratch_bytes)
 from mcu.twins.fc import fully_connected_s8_dsp_scratch_bytes
 from mcu.twins.mve import conv2d_s8_mve_scratch_bytes, dwconv2d_3x3_s8_mve_scratch_bytes
+from mcu.twins.s16 import conv2d_s16_dsp_scratch_bytes, fully_connected_s16_dsp_scratch_bytes
 
 
 @dataclass(frozen=True)
@@ -398,6 +399,42 @@ def prepare_dw_mve(node, tensors):
     return node.replace(attrs={**node.attrs, "quant": names}), new
 
 
+def pack_taps_s16(w_rows: np.ndarray, group: int) -> np.ndarray:
+    """int8 [C, K] -> int16 [C_g / group][K4 / 2][group channels][2 taps] as little-endian bytes (int8), C_g = C
+    rounded up to `group` and K4 = K rounded up to 4, with zeros: the int16-activation DSP GEMMs' layout (group 2
+    for the conv, 4 for the fully connected layer)."""
+    c, k = w_rows.shape
+    k4 = round_up(max(k, 1), 4)
+    w = np.zeros((round_up(c, group), k4), np.int16)
+    w[:c, :k] = w_rows
+    w = np.ascontiguousarray(w.reshape(-1, group, k4 // 2, 2).transpose(0, 2, 1, 3)).astype("<i2")
+    return w.reshape(-1).view(np.int8)
+
+
+def _with_filter(node: Node, name: str, data: np.ndarray) -> tuple[Node, dict[str, Tensor]]:
+    """The node reading `name` (new int8 bytes) as its filter; input, bias and quant unchanged."""
+    return node.replace(inputs=(node.inputs[0], name) + tuple(node.inputs[2:])), {name: _new(name, data, "int8")}
+
+
+def prepare_s16_conv_dsp(node, tensors):
+    """int16-activation DSP conv: weights widened to int16 in channel pairs (pack_taps_s16, group 2); the int64
+    bias and the portable multipliers and shifts as they are (zero point 0: nothing to fold)."""
+    return _with_filter(node, f"{node.name}_dsp16_w", pack_taps_s16(_w_rows(node, tensors), 2))
+
+
+def prepare_s16_fc_dsp(node, tensors):
+    """int16-activation DSP fully connected layer: weights widened to int16 in quads (pack_taps_s16, group 4)."""
+    return _with_filter(node, f"{node.name}_dsp16_w", pack_taps_s16(_w_rows(node, tensors), 4))
+
+
+def prepare_s16_dw_dsp(node, tensors):
+    """int16-activation DSP depthwise: int16 words (w_c, w_c+1) per channel pair and tap, [C2 / 2][KH * KW][2]."""
+    taps = _dw_taps(node, tensors)
+    w = pad_rows(taps.astype(np.int16), round_up(taps.shape[0], 2))
+    w = np.ascontiguousarray(w.reshape(-1, 2, taps.shape[1]).transpose(0, 2, 1)).astype("<i2")
+    return _with_filter(node, f"{node.name}_dsp16_w", w.reshape(-1).view(np.int8))
+
+
 # ---- Applicability ------------------------------------------------------------------------------------------
 
 def is_1x1(p: dict) -> bool:
@@ -407,6 +444,18 @@ def is_1x1(p: dict) -> bool:
 def is_dw3x3(p: dict) -> bool:
     """3x3 depthwise with channel multiplier 1 (any stride, padding, dilation, channel count)."""
     return p["filter"][1] == 3 and p["filter"][2] == 3 and p["output"][3] == p["input"][3]
+
+
+def is_groups1(p: dict) -> bool:
+    return p["filter"][3] == p["input"][3]
+
+
+S16_DW_MAX_TAPS = 511  # MCU_S16_DW_MAX_TAPS: the window's products summed in int32 must fit
+
+
+def is_dw_s16(p: dict) -> bool:
+    """Channel multiplier 1 and at most 511 taps (mcu_dwconv2d_s16_dsp)."""
+    return p["output"][3] == p["input"][3] and p["filter"][1] * p["filter"][2] <= S16_DW_MAX_TAPS
 
 
 def _v(kernel: str, family: str, requires: set[str], applies, prepare, scratch=None) -> Variant:
@@ -445,6 +494,16 @@ VARIANTS: dict[str, list[Variant]] = {
     ],
     "mcu_avgpool2d_s8": [
         _v("mcu_avgpool2d_s8_fast", "pool", set(), lambda p: True, None),
+    ],
+    "mcu_conv2d_s16": [
+        _v("mcu_conv2d_s16_dsp", "s16", DSP, is_groups1, prepare_s16_conv_dsp, conv2d_s16_dsp_scratch_bytes),
+    ],
+    "mcu_dwconv2d_s16": [
+        _v("mcu_dwconv2d_s16_dsp", "s16", DSP, is_dw_s16, prepare_s16_dw_dsp),
+    ],
+    "mcu_fully_connected_s16": [
+        _v("mcu_fully_connected_s16_dsp", "s16", DSP, lambda p: True, prepare_s16_fc_dsp,
+           fully_connected_s16_dsp_scratch_bytes),
     ],
     "mcu_fully_connected_s8": [
         _v("mcu_fully_connected_s4", "fc", INT4, lambda p: True, prepare_s4),

@@ -332,3 +332,19 @@ def transpose_s16(params: dict, input: np.ndarray) -> np.ndarray:
     if x.size != int(np.prod(dims)):
         raise ValueError(f"input must hold {int(np.prod(dims))} values, got {x.size}")
     return np.ascontiguousarray(x.reshape(dims).transpose(perm))
+
+
+def _round4(n: int) -> int:
+    return -(-n // 4) * 4
+
+
+def conv2d_s16_dsp_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_conv2d_s16_dsp_scratch_bytes: a pixel pair's windows, K = KH * KW * C_in rounded up to 4 int16
+    taps each."""
+    _, kh, kw, c = p["filter"]
+    return 4 * _round4(kh * kw * c)
+
+
+def fully_connected_s16_dsp_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_fully_connected_s16_dsp_scratch_bytes: one input row, in_features rounded up to 4 int16."""
+    return 2 * _round4(p["in_features"])

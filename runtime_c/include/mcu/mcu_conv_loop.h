@@ -14,12 +14,15 @@
  * extra[out - output], the element at the output's own flat index.
  *
  * Output element (n, y, x, co) sums its window's taps inside the input, in (ky, kx, ci) order (the float
- * kernels depend on the order); taps in the padding are skipped. The weights of channel co, tap t (ky * KW + kx)
+ * kernels depend on the order); taps in the padding are skipped. `kind` (mcu_util.h) picks the filter layout.
+ * The weights of channel co, tap t (ky * KW + kx)
  * and input channel ci of its group sit at co * w_chan + t * w_tap + ci:
  *   - conv (OHWI, [C_out, KH, KW, C_in / groups]): w_chan = KH * KW * C_in / groups, w_tap = C_in / groups;
  *   - depthwise ([1, KH, KW, C_out]): w_chan = 1, w_tap = C_out, one input channel per group.
  * Channel co reads input channels [g * c_group, (g + 1) * c_group), g = co / (C_out / groups). Output pixels
  * are written in raster order, each from its own window (what codegen/memory.py's raster overlap relies on).
+ * Pixel q's channels start at output + q * stride, stride = p->output_pixel_stride or C_out when that is 0 (the
+ * caller has checked stride >= C_out); the elements between pixels are not written.
  */
 #include <stdint.h>
 
@@ -31,14 +34,18 @@
 
 static void MCU_CONV_LOOP(const MCU_PARAMS_T *p, const mcu_per_channel_quant_t *quant, const MCU_IN_T *input,
                           const MCU_W_T *filter, const MCU_BIAS_T *bias, const MCU_EXTRA_T *extra, MCU_OUT_T *output,
-                          int32_t c_group, int32_t w_chan, int32_t w_tap)
+                          mcu_conv_kind_t kind)
 {
     const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c, c_out = p->output.c;
     const int32_t kh = p->filter.h, kw = p->filter.w;
+    const int depthwise = kind == MCU_CONV_DEPTHWISE;
+    const int32_t c_group = depthwise ? 1 : p->filter.c;
+    const int32_t w_chan = depthwise ? 1 : kh * kw * c_group, w_tap = depthwise ? c_out : c_group;
     const int32_t dh = p->dilation_h, dw = p->dilation_w;
     const int32_t out_per_group = c_out / (c_in / c_group);
     const int32_t in_row_step = dh * in_w * c_in, in_col_step = dw * c_in;
     const int32_t in_off = MCU_INPUT_OFFSET(p);
+    const int32_t pixel_skip = p->output_pixel_stride > 0 ? p->output_pixel_stride - c_out : 0;
     MCU_OUT_T *out = output;
     (void)quant;
     (void)bias;
@@ -86,6 +93,7 @@ static void MCU_CONV_LOOP(const MCU_PARAMS_T *p, const mcu_per_channel_quant_t *
                     *out = MCU_FINISH(acc, co);
                     ++out;
                 }
+                out += pixel_skip;
             }
         }
     }

@@ -16,6 +16,14 @@
  *  - Zero or negative dims, strides, dilations or counts, a shift outside [-31, 30] or a negative
  *    multiplier give MCU_ERR_ARG, and the output is left untouched.
  *  - No kernel allocates or prints. Each has a numpy twin in mcu/twins with the same arithmetic.
+ *  - Strided output (output_pixel_stride, the last field of the conv and pool params structs): the elements from
+ *    one output pixel (n, y, x) to the next. 0 (what a designated initializer leaves) means contiguous, C_out.
+ *    The portable conv, grouped conv, depthwise and pool kernels (int8, int16, float32) take any stride >= C_out:
+ *    pixel q's C_out channels go to output[q * stride ...], and the stride - C_out elements after them are not
+ *    written (so producers of a channel concat write their channels of each pixel straight into it, see
+ *    codegen/memory.py). A stride in [1, C_out) or negative gives MCU_ERR_ARG. Every variant (_dsp, _fast,
+ *    _mve, _s4, _inplace, mcu_conv2d_add_s8) writes contiguously: a stride other than 0 or C_out gives
+ *    MCU_ERR_ARG. A strided output never overlaps its input (the raster rule above assumes contiguous pixels).
  */
 #ifndef MCU_KERNELS_H
 #define MCU_KERNELS_H
@@ -35,6 +43,7 @@ typedef struct {
     int32_t dilation_h, dilation_w;
     int32_t input_offset, output_offset;
     int32_t act_min, act_max;
+    int32_t output_pixel_stride; /* elements from one output pixel to the next; 0: contiguous (C_out). See below */
 } mcu_conv2d_params_t;
 
 /* Regular 2-d convolution (groups == 1). Output element (n, y, x, co):
@@ -94,6 +103,7 @@ typedef struct {
     int32_t add_input2_offset, add_input2_multiplier, add_input2_shift; /* the residual */
     int32_t add_output_offset, add_output_multiplier, add_output_shift;
     int32_t add_act_min, add_act_max;
+    int32_t output_pixel_stride; /* 0 or C_out only (contiguous output), else MCU_ERR_ARG */
 } mcu_conv2d_add_params_t;
 
 mcu_status_t mcu_conv2d_add_s8(const mcu_conv2d_add_params_t *params, const mcu_per_channel_quant_t *quant,
@@ -127,6 +137,7 @@ typedef struct {
     int32_t zero_point;       /* avg pool: the (shared) zero point of input and output */
     int32_t divisor;          /* avg pool: > 0 divides every window by it; 0 divides by the count of valid taps */
     int32_t act_min, act_max;
+    int32_t output_pixel_stride; /* elements from one output pixel to the next; 0: contiguous (C). See above */
 } mcu_pool2d_params_t;
 
 /* Max over the valid taps of each window (padding never wins). Input and output share qparams.
@@ -350,6 +361,7 @@ typedef struct {
     int32_t pad_top, pad_left;
     int32_t dilation_h, dilation_w;
     float act_min, act_max;
+    int32_t output_pixel_stride; /* as in mcu_conv2d_params_t */
 } mcu_conv2d_f32_params_t;
 
 /* 2-d convolution, regular or grouped: groups = input.c / filter.c, and output channel co reads input
@@ -383,6 +395,7 @@ typedef struct {
     int32_t pad_top, pad_left;
     int32_t divisor;   /* avg pool: > 0 divides every window by it; 0 by the count of valid taps */
     float act_min, act_max;
+    int32_t output_pixel_stride; /* as in mcu_pool2d_params_t */
 } mcu_pool2d_f32_params_t;
 
 /* Max over the valid taps of each window (padding never wins); a window entirely in the padding gives
@@ -723,5 +736,42 @@ mcu_status_t mcu_quantize_f32_s16(const mcu_quantize_params_t *params, const flo
 
 /* out = in.transpose(perm) for an int16 tensor of rank <= 4 (mcu_transpose_params_t). */
 mcu_status_t mcu_transpose_s16(const mcu_transpose_params_t *params, const int16_t *input, int16_t *output);
+
+/* ---- int16-activation DSP variants (codegen/passes/select_kernels.py picks them on cores with "dsp") ----
+ * Same arguments, checks and results (bit for bit) as the portable kernel named, except:
+ *  - filter: the int8 weights widened to int16 at compile time (pack_taps_s16 / prepare_s16_dw_dsp), as
+ *    little-endian bytes, 4-byte aligned, padded with zero channels and zero taps:
+ *      conv2d_s16_dsp:          [C2/2][K4/2][2 channels][2 taps], C2 = C_out rounded up to 2, K = KH*KW*C_in
+ *                               in OHWI order, K4 = K rounded up to 4;
+ *      fully_connected_s16_dsp: [N4/4][K4/2][4 features][2 taps], N4 = out_features rounded up to 4;
+ *      dwconv2d_s16_dsp:        [C2/2][KH*KW][2 channels], the taps of channels (2j, 2j+1) as one word each.
+ *    bias (int64, may be NULL), multiplier and shift are the portable arrays.
+ *  - scratch (conv, fully connected): at least `<kernel>_scratch_bytes(params)` bytes, 4-byte aligned, any
+ *    contents, overlapping no other argument; NULL gives MCU_ERR_ARG. conv: the windows of a pixel pair, their
+ *    int16 taps interleaved by word (p0 taps k, k+1; p1 taps k, k+1; ...), padding as 0; fc: one input row.
+ *  - conv2d_s16_dsp takes groups 1 only, dwconv2d_s16_dsp channel multiplier 1 and KH*KW <= 511 (else
+ *    MCU_ERR_SHAPE). Both take any output_pixel_stride >= C_out, as the portable kernels; the output must not
+ *    overlap the input (no raster rule).
+ *  - Arithmetic: int32 sums of at most 511 products (|in * w| <= 2^22, so exact), added into int64
+ *    (mcu_opt_s16.h); requantization equals mcu_requantize64. Built without the DSP extension, C stand-ins. */
+mcu_status_t mcu_conv2d_s16_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                const int16_t *input, const int8_t *filter, const int64_t *bias, int8_t *scratch,
+                                int16_t *output);
+mcu_status_t mcu_dwconv2d_s16_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                  const int16_t *input, const int8_t *filter, const int64_t *bias, int16_t *output);
+mcu_status_t mcu_fully_connected_s16_dsp(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
+                                         const int16_t *input, const int8_t *weights, const int64_t *bias,
+                                         int8_t *scratch, int16_t *output);
+
+/* Scratch twins: mcu/twins/s16.py. */
+static inline int32_t mcu_conv2d_s16_dsp_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return 4 * ((params->filter.h * params->filter.w * params->filter.c + 3) & ~3);
+}
+
+static inline int32_t mcu_fully_connected_s16_dsp_scratch_bytes(const mcu_fc_params_t *params)
+{
+    return 2 * ((params->in_features + 3) & ~3);
+}
 
 #endif /* MCU_KERNELS_H */

@@ -63,7 +63,8 @@ MCU_INLINE mcu_status_t mcu_conv_check(const mcu_conv2d_params_t *p, const mcu_p
     }
     if (!mcu_dims_ok(&p->input) || !mcu_dims_ok(&p->filter) || !mcu_dims_ok(&p->output) || p->stride_h < 1 ||
         p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 || p->pad_top < 0 || p->pad_left < 0 ||
-        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
+        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max) ||
+        !mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c)) {
         return MCU_ERR_ARG;
     }
     return MCU_OK;

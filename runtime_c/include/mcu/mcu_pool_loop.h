@@ -10,7 +10,9 @@
  *                                  (p->divisor, or the count when that is 0); may use `p`
  * Taps in the padding are skipped, so padding never wins a max nor counts in an average by the valid taps;
  * each window's taps are visited row by row (the float average's sum depends on the order). Output pixels are
- * written in raster order, each from its own window (codegen/memory.py's raster overlap relies on it).
+ * written in raster order, each from its own window (codegen/memory.py's raster overlap relies on it). Pixel q's
+ * channels start at output + q * stride, stride = p->output_pixel_stride or C when that is 0 (the caller has
+ * checked stride >= C); the elements between pixels are not written.
  */
 #include <stdint.h>
 
@@ -19,6 +21,7 @@
 static void MCU_POOL_LOOP(const MCU_PARAMS_T *p, const MCU_IN_T *input, MCU_OUT_T *output)
 {
     const int32_t in_h = p->input.h, in_w = p->input.w, c = p->input.c;
+    const int32_t pixel_skip = p->output_pixel_stride > 0 ? p->output_pixel_stride - c : 0;
     MCU_OUT_T *out = output;
     for (int32_t n = 0; n < p->output.n; ++n) {
         const MCU_IN_T *in_n = input + n * in_h * in_w * c;
@@ -44,6 +47,7 @@ static void MCU_POOL_LOOP(const MCU_PARAMS_T *p, const MCU_IN_T *input, MCU_OUT_
                     }
                     *out++ = MCU_FINISH(acc, taps, d);
                 }
+                out += pixel_skip;
             }
         }
     }

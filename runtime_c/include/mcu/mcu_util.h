@@ -58,6 +58,18 @@ static inline int mcu_window_ok(const mcu_dims_t *in, const mcu_dims_t *out, int
            dilation_w >= 1 && pad_top >= 0 && pad_left >= 0;
 }
 
+/* An output pixel stride a portable conv or pool honours: 0 (contiguous) or at least the pixel's channels. */
+static inline int mcu_pixel_stride_ok(int32_t stride, int32_t channels)
+{
+    return stride == 0 || stride >= channels;
+}
+
+/* An output pixel stride that means contiguous output (what every variant kernel requires). */
+static inline int mcu_pixel_stride_contiguous(int32_t stride, int32_t channels)
+{
+    return stride == 0 || stride == channels;
+}
+
 /* x clamped to [lo, hi] (a fused float ReLU / ReLU6); a NaN passes unchanged. */
 static inline float mcu_clamp_float(float x, float lo, float hi)
 {
@@ -65,10 +77,12 @@ static inline float mcu_clamp_float(float x, float lo, float hi)
     return x > hi ? hi : x;
 }
 
-/* A conv params struct's (int8, int16 or float32) geometry: mcu_window_ok plus a valid filter. */
+/* A conv params struct's (int8, int16 or float32) geometry: mcu_window_ok plus a valid filter and a pixel stride
+ * the portable loop honours. */
 #define MCU_CONV_GEOMETRY_OK(p)                                                                                 \
     (mcu_window_ok(&(p)->input, &(p)->output, (p)->stride_h, (p)->stride_w, (p)->dilation_h, (p)->dilation_w, \
-                   (p)->pad_top, (p)->pad_left) && mcu_dims_ok(&(p)->filter))
+                   (p)->pad_top, (p)->pad_left) && mcu_dims_ok(&(p)->filter) &&                               \
+     mcu_pixel_stride_ok((p)->output_pixel_stride, (p)->output.c))
 
 /* A conv's channels, filter [C_out, KH, KW, C_in / groups]: the groups divide C_in and C_out. */
 static inline int mcu_conv_groups_ok(const mcu_dims_t *in, const mcu_dims_t *filter, const mcu_dims_t *out)
@@ -80,6 +94,22 @@ static inline int mcu_conv_groups_ok(const mcu_dims_t *in, const mcu_dims_t *fil
 static inline int mcu_dw_shape_ok(const mcu_dims_t *in, const mcu_dims_t *filter, const mcu_dims_t *out)
 {
     return out->n == in->n && filter->n == 1 && filter->c == out->c && out->c % in->c == 0;
+}
+
+/* The portable convolutions' filter layouts (mcu_conv_loop.h) and channel rules. */
+typedef enum {
+    MCU_CONV_REGULAR,  /* groups 1, OHWI [C_out, KH, KW, C_in] */
+    MCU_CONV_GROUPED,  /* OHWI [C_out, KH, KW, C_in / groups] */
+    MCU_CONV_DEPTHWISE /* [1, KH, KW, C_out], C_out a multiple of C_in */
+} mcu_conv_kind_t;
+
+static inline int mcu_conv_channels_ok(const mcu_dims_t *in, const mcu_dims_t *filter, const mcu_dims_t *out,
+                                       mcu_conv_kind_t kind)
+{
+    if (kind == MCU_CONV_DEPTHWISE) {
+        return mcu_dw_shape_ok(in, filter, out);
+    }
+    return mcu_conv_groups_ok(in, filter, out) && (kind == MCU_CONV_GROUPED || filter->c == in->c);
 }
 
 /* A pool's shapes: the same N and C in and out, and every window holding a valid tap; windows move

@@ -17,7 +17,8 @@ mcu_status_t mcu_conv2d_1x1_s8_inplace(const mcu_conv2d_params_t *params, const 
     const mcu_conv2d_params_t *p = params;
     if (!mcu_window_ok(&p->input, &p->output, p->stride_h, p->stride_w, p->dilation_h, p->dilation_w, p->pad_top,
                        p->pad_left) || !mcu_dims_ok(&p->filter) ||
-        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
+        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max) ||
+        !mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c)) {
         return MCU_ERR_ARG;
     }
     const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c, c_out = p->output.c;

@@ -57,16 +57,15 @@ mcu_status_t mcu_conv2d_add_s8(const mcu_conv2d_add_params_t *params, const mcu_
     }
     const mcu_conv2d_add_params_t *p = params;
     if (!MCU_CONV_GEOMETRY_OK(p) || !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max) ||
-        !add_params_ok(p)) {
+        !add_params_ok(p) || !mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c)) {
         return MCU_ERR_ARG;
     }
-    if (!mcu_conv_groups_ok(&p->input, &p->filter, &p->output) || p->filter.c != p->input.c) {
+    if (!mcu_conv_channels_ok(&p->input, &p->filter, &p->output, MCU_CONV_REGULAR)) {
         return MCU_ERR_SHAPE;
     }
     if (!mcu_quant_ok(quant, p->output.c)) {
         return MCU_ERR_ARG;
     }
-    conv_add_loop(p, quant, input, filter, bias, residual, output, p->filter.c,
-                  p->filter.h * p->filter.w * p->filter.c, p->filter.c);
+    conv_add_loop(p, quant, input, filter, bias, residual, output, MCU_CONV_REGULAR);
     return MCU_OK;
 }

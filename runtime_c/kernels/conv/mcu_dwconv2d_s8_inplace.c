@@ -22,7 +22,8 @@ mcu_status_t mcu_dwconv2d_s8_inplace(const mcu_conv2d_params_t *params, const mc
     const mcu_conv2d_params_t *p = params;
     if (!mcu_window_ok(&p->input, &p->output, p->stride_h, p->stride_w, p->dilation_h, p->dilation_w, p->pad_top,
                        p->pad_left) || !mcu_dims_ok(&p->filter) ||
-        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
+        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max) ||
+        !mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c)) {
         return MCU_ERR_ARG;
     }
     if (!same_dims(&p->output, &p->input) || p->filter.n != 1 || p->filter.c != p->output.c || p->stride_h != 1 ||

@@ -1,37 +1,12 @@
 /* Float32 depthwise 2-d convolution (channel multiplier >= 1): NHWC input, [1, KH, KW, C_out] filter. */
-#include <stddef.h>
-#include <stdint.h>
-
-#include "mcu/mcu_kernels.h"
-#include "mcu/mcu_quant.h"
-#include "mcu/mcu_util.h"
-
-#define MCU_CONV_LOOP conv_loop
-#define MCU_PARAMS_T mcu_conv2d_f32_params_t
-#define MCU_IN_T float
-#define MCU_W_T float
-#define MCU_BIAS_T float
-#define MCU_ACC_T float
-#define MCU_OUT_T float
-#define MCU_INPUT_OFFSET(p) 0
-#define MCU_START(co) 0.0f
-#define MCU_MAC(acc, x, w) ((acc) + (x) * (w))
-#define MCU_FINISH(acc, co) mcu_clamp_float(bias != NULL ? (acc) + bias[co] : (acc), p->act_min, p->act_max)
-#include "mcu/mcu_conv_loop.h"
+#include "mcu/mcu_conv_f32.h"
 
 mcu_status_t mcu_dwconv2d_f32(const mcu_conv2d_f32_params_t *params, const float *input, const float *filter,
                               const float *bias, float *output)
 {
-    if (params == NULL || input == NULL || filter == NULL || output == NULL) {
-        return MCU_ERR_ARG;
+    const mcu_status_t status = mcu_conv_f32_check(params, input, filter, output, MCU_CONV_DEPTHWISE);
+    if (status == MCU_OK) {
+        mcu_conv_loop_f32(params, NULL, input, filter, bias, NULL, output, MCU_CONV_DEPTHWISE);
     }
-    const mcu_conv2d_f32_params_t *p = params;
-    if (!MCU_CONV_GEOMETRY_OK(p) || !(p->act_min <= p->act_max)) {
-        return MCU_ERR_ARG;
-    }
-    if (!mcu_dw_shape_ok(&p->input, &p->filter, &p->output)) {
-        return MCU_ERR_SHAPE;
-    }
-    conv_loop(p, NULL, input, filter, bias, NULL, output, 1, 1, p->output.c);
-    return MCU_OK;
+    return status;
 }

@@ -22,7 +22,8 @@ mcu_status_t mcu_maxpool2d_f32(const mcu_pool2d_f32_params_t *params, const floa
     }
     const mcu_pool2d_f32_params_t *p = params;
     if (!mcu_window_ok(&p->input, &p->output, p->stride_h, p->stride_w, 1, 1, p->pad_top, p->pad_left) ||
-        p->kernel_h < 1 || p->kernel_w < 1 || p->divisor < 0 ||
+        p->kernel_h < 1 || p->kernel_w < 1 ||
+        !mcu_pixel_stride_ok(p->output_pixel_stride, p->output.c) || p->divisor < 0 ||
         !(p->act_min <= p->act_max)) {
         return MCU_ERR_ARG;
     }

@@ -31,7 +31,8 @@ mcu_status_t mcu_avgpool2d_s8(const mcu_pool2d_params_t *params, const int8_t *i
     }
     const mcu_pool2d_params_t *p = params;
     if (!mcu_window_ok(&p->input, &p->output, p->stride_h, p->stride_w, 1, 1, p->pad_top, p->pad_left) ||
-        p->kernel_h < 1 || p->kernel_w < 1 || p->divisor < 0 ||
+        p->kernel_h < 1 || p->kernel_w < 1 ||
+        !mcu_pixel_stride_ok(p->output_pixel_stride, p->output.c) || p->divisor < 0 ||
         p->zero_point < MCU_Q7_MIN || p->zero_point > MCU_Q7_MAX || p->act_min < MCU_Q7_MIN ||
         p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
         return MCU_ERR_ARG;

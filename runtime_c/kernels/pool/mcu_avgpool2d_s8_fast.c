@@ -17,7 +17,8 @@ mcu_status_t mcu_avgpool2d_s8_fast(const mcu_pool2d_params_t *params, const int8
     }
     if (!mcu_dims_ok(&p->input) || !mcu_dims_ok(&p->output) || p->kernel_h < 1 || p->kernel_w < 1 ||
         p->stride_h < 1 || p->stride_w < 1 || p->pad_top < 0 || p->pad_left < 0 || p->divisor < 0 ||
-        !mcu_io_offsets_ok(0, p->zero_point, p->act_min, p->act_max)) {
+        !mcu_io_offsets_ok(0, p->zero_point, p->act_min, p->act_max) ||
+        !mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c)) {
         return MCU_ERR_ARG;
     }
     if (p->output.n != p->input.n || p->output.c != p->input.c || p->pad_top >= p->kernel_h ||

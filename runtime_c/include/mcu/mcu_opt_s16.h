@@ -1,0 +1,157 @@
+/* Inline helpers of the int16-activation DSP variants (runtime_c/kernels/s16/ *_dsp.c); not a public API.
+ *
+ *  - Exact int32 accumulation: |x * w| <= 2^22 for int16 x and int8 w, so a sum of at most 511 products fits
+ *    int32 whatever their order (SMLAD/SMLABB wrap modulo 2^32, which is exact when the true sum fits). The
+ *    GEMMs accumulate chunks of MCU_S16_CHUNK taps in int32 (SMLAD, two 16x16 products per instruction) and
+ *    add each chunk to int64, so the result equals the portable kernels' int64 sum for any K.
+ *  - Requantization: mcu_s16_rq equals mcu_requantize64 for every int64 acc (proof at the function).
+ *  - DSP intrinsics from arm_acle.h (via mcu_opt.h), C stand-ins without the DSP extension.
+ */
+#ifndef MCU_OPT_S16_H
+#define MCU_OPT_S16_H
+
+#include <stdint.h>
+
+#include "mcu/mcu_opt.h"
+
+#define MCU_S16_CHUNK 508 /* taps per int32 chunk: a multiple of 4, at most 511 */
+#define MCU_S16_DW_MAX_TAPS 511 /* the depthwise variant's window, accumulated in int32 whole */
+
+#if MCU_HAVE_DSP
+#define mcu_smlabb(x, y, acc) __smlabb((int32_t)(x), (int32_t)(y), (acc))
+#define mcu_smlatt(x, y, acc) __smlatt((int32_t)(x), (int32_t)(y), (acc))
+#else
+/* acc + lo16(x) * lo16(y) / hi16(x) * hi16(y), wrapping like SMLABB / SMLATT. */
+MCU_INLINE int32_t mcu_smlabb(uint32_t x, uint32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_lo16(x) * mcu_lo16(y)));
+}
+
+MCU_INLINE int32_t mcu_smlatt(uint32_t x, uint32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_hi16(x) * mcu_hi16(y)));
+}
+#endif
+
+/* clamp(mcu_requantize64(acc, mult, shift), act_min, act_max), exact. When shift <= -2 and acc fits int32 it
+ * takes h = floor(acc * mult / 2^32) (one SMULL) and returns (h + 2^(s-1)) >> s, s = -1 - shift in [1, 30].
+ * mcu_requantize64 with r = 31 - shift > 32 computes the same: with acc = hi 2^32 + lo its H is
+ * hi * mult + floor(lo * mult / 2^32) = floor(acc * mult / 2^32) = h, and it returns (H + 2^(s-1)) >> s
+ * saturated; here |acc| <= 2^31 and 0 <= mult < 2^31 give |h| <= 2^30, so h + 2^(s-1) and the result fit
+ * int32 and the saturation never acts. Everything else goes to mcu_requantize64. */
+MCU_INLINE int16_t mcu_s16_rq(int64_t acc, int32_t mult, int32_t shift, int32_t act_min, int32_t act_max)
+{
+    int32_t q, a = (int32_t)acc;
+    if (shift <= -2 && (int64_t)a == acc) {
+        MCU_OPAQUE(a); /* else GCC multiplies the whole int64 acc (3 multiplies, not one SMULL) */
+        const int32_t h = (int32_t)(((int64_t)a * mult) >> 32);
+        const int32_t s = -1 - shift;
+        q = (h + ((int32_t)1 << (s - 1))) >> s;
+    } else {
+        q = mcu_requantize64(acc, mult, shift);
+    }
+    return (int16_t)mcu_clamp_i32(q, act_min, act_max);
+}
+
+/* Two pixels x two channels: acc[2 p + c] += sum over k < 4 * steps of x_p[k] * w_c[k]. x holds the two
+ * pixels' int16 taps interleaved by word: per 2 taps p0 (k, k+1), p1 (k, k+1); w the pair's weights likewise,
+ * per 2 taps c0 (k, k+1), c1 (k, k+1) (mcu_conv2d_s16_dsp's layouts). */
+MCU_INLINE void mcu_s16_dot_2x2(const uint32_t *x, const uint32_t *w, int32_t steps, int64_t acc[4])
+{
+    while (steps > 0) {
+        int32_t n = steps < MCU_S16_CHUNK / 4 ? steps : MCU_S16_CHUNK / 4;
+        steps -= n;
+        int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0;
+#if MCU_DSP_ASM
+        uint32_t xa, xb, wa, wb;
+        __asm__ volatile(
+            "1:\n\t"
+            "ldrd %[xa], %[xb], [%[x]], #8\n\t"
+            "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+            "smlad %[a00], %[xa], %[wa], %[a00]\n\t"
+            "smlad %[a01], %[xa], %[wb], %[a01]\n\t"
+            "smlad %[a10], %[xb], %[wa], %[a10]\n\t"
+            "smlad %[a11], %[xb], %[wb], %[a11]\n\t"
+            "ldrd %[xa], %[xb], [%[x]], #8\n\t"
+            "ldrd %[wa], %[wb], [%[w]], #8\n\t"
+            "smlad %[a00], %[xa], %[wa], %[a00]\n\t"
+            "smlad %[a01], %[xa], %[wb], %[a01]\n\t"
+            "smlad %[a10], %[xb], %[wa], %[a10]\n\t"
+            "smlad %[a11], %[xb], %[wb], %[a11]\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b\n"
+            : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [x] "+r"(x), [w] "+r"(w),
+              [n] "+r"(n), [xa] "=&r"(xa), [xb] "=&r"(xb), [wa] "=&r"(wa), [wb] "=&r"(wb)
+            :
+            : "cc", "memory");
+#else
+        do {
+            for (int32_t j = 0; j < 4; j += 2) {
+                const uint32_t xa = x[j], xb = x[j + 1], wa = w[j], wb = w[j + 1];
+                a00 = mcu_smlad(xa, wa, a00);
+                a01 = mcu_smlad(xa, wb, a01);
+                a10 = mcu_smlad(xb, wa, a10);
+                a11 = mcu_smlad(xb, wb, a11);
+            }
+            x += 4;
+            w += 4;
+        } while (--n > 0);
+#endif
+        acc[0] += a00;
+        acc[1] += a01;
+        acc[2] += a10;
+        acc[3] += a11;
+    }
+}
+
+/* One row x four channels: acc[c] += sum over k < 4 * steps of x[k] * w_c[k]; x the row's int16 taps, w per
+ * 2 taps the words c0 (k, k+1), c1 (k, k+1), c2 (k, k+1), c3 (k, k+1) (mcu_fully_connected_s16_dsp's layout). */
+MCU_INLINE void mcu_s16_dot_1x4(const uint32_t *x, const uint32_t *w, int32_t steps, int64_t acc[4])
+{
+    while (steps > 0) {
+        int32_t n = steps < MCU_S16_CHUNK / 4 ? steps : MCU_S16_CHUNK / 4;
+        steps -= n;
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+#if MCU_DSP_ASM
+        uint32_t xa;
+        __asm__ volatile(
+            "1:\n\t"
+            "ldr %[xa], [%[x]], #4\n\t"
+            "ldm %[w]!, {r4, r5, r6, r7}\n\t"
+            "smlad %[a0], %[xa], r4, %[a0]\n\t"
+            "smlad %[a1], %[xa], r5, %[a1]\n\t"
+            "smlad %[a2], %[xa], r6, %[a2]\n\t"
+            "smlad %[a3], %[xa], r7, %[a3]\n\t"
+            "ldr %[xa], [%[x]], #4\n\t"
+            "ldm %[w]!, {r4, r5, r6, r7}\n\t"
+            "smlad %[a0], %[xa], r4, %[a0]\n\t"
+            "smlad %[a1], %[xa], r5, %[a1]\n\t"
+            "smlad %[a2], %[xa], r6, %[a2]\n\t"
+            "smlad %[a3], %[xa], r7, %[a3]\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b\n"
+            : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "+r"(x), [w] "+r"(w), [n] "+r"(n),
+              [xa] "=&r"(xa)
+            :
+            : "r4", "r5", "r6", "r7", "cc", "memory");
+#else
+        do {
+            for (int32_t j = 0; j < 2; ++j) {
+                const uint32_t xa = x[j];
+                a0 = mcu_smlad(xa, w[4 * j], a0);
+                a1 = mcu_smlad(xa, w[4 * j + 1], a1);
+                a2 = mcu_smlad(xa, w[4 * j + 2], a2);
+                a3 = mcu_smlad(xa, w[4 * j + 3], a3);
+            }
+            x += 2;
+            w += 8;
+        } while (--n > 0);
+#endif
+        acc[0] += a0;
+        acc[1] += a1;
+        acc[2] += a2;
+        acc[3] += a3;
+    }
+}
+
+#endif /* MCU_OPT_S16_H */

@@ -1,0 +1,405 @@
+"""A channel concat written in place (optimize="memory"): its producers write their pixels output_pixel_stride apart
+straight into the concat's buffer. The strided kernels equal their contiguous twins at the strided positions and
+leave the gaps alone, every variant refuses a stride, the rule fires on inception / fire blocks exactly (host and
+QEMU) and stays off where it must; the tensor verifier re-derives the interleaved slices from the kernels' params."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import hostc
+import mcu
+from mcu.codegen import memory
+from mcu.codegen.memory import Location, overlap_gap, overwritable_inputs, raster_gap, verify_tensor_plan
+from mcu.codegen.passes import inplace
+from mcu.memory_planner import PlanError
+from mcu.twins import conv, float32, pool, s16
+from test_float32 import conv_case as f32_conv_case, pool_case as f32_pool_case
+from test_kernels_host import conv_case as s8_conv_case, conv_params, pool_case as s8_pool_case, pool_params
+from test_kernels_s16_host import _conv_case as s16_conv_case, _pool_case as s16_pool_case
+
+# ---- Kernels: a strided call writes the contiguous twin's values at the strided positions, nothing else -------------
+
+STRIDED = {  # kernel -> (twin, twin args for a seed, output dtype)
+    "mcu_conv2d_s8": (conv.conv2d_s8, lambda s: s8_conv_case(s, depthwise=False), np.int8),
+    "mcu_dwconv2d_s8": (conv.dwconv2d_s8, lambda s: s8_conv_case(1000 + s, depthwise=True), np.int8),
+    "mcu_maxpool2d_s8": (pool.maxpool2d_s8, lambda s: s8_pool_case(s, avg=False), np.int8),
+    "mcu_avgpool2d_s8": (pool.avgpool2d_s8, lambda s: s8_pool_case(s, avg=True), np.int8),
+    "mcu_conv2d_s16": (s16.conv2d_s16, lambda s: s16_conv_case(s, "conv"), np.int16),
+    "mcu_dwconv2d_s16": (s16.dwconv2d_s16, lambda s: s16_conv_case(s, "dwconv"), np.int16),
+    "mcu_maxpool2d_s16": (s16.maxpool2d_s16, lambda s: s16_pool_case(s, False), np.int16),
+    "mcu_avgpool2d_s16": (s16.avgpool2d_s16, lambda s: s16_pool_case(s, True), np.int16),
+    "mcu_conv2d_f32": (float32.conv2d_f32, lambda s: f32_conv_case(s)[0], np.float32),
+    "mcu_dwconv2d_f32": (float32.dwconv2d_f32, lambda s: f32_conv_case(s, depthwise=True)[0], np.float32),
+    "mcu_maxpool2d_f32": (float32.maxpool2d_f32, lambda s: f32_pool_case(s, "max")[0], np.float32),
+    "mcu_avgpool2d_f32": (float32.avgpool2d_f32, lambda s: f32_pool_case(s, "avg")[0], np.float32),
+}
+CANARY = 0x5A
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return hostc.build(hostc.kernel_sources())
+
+
+def _grouped_case(seed):
+    """A grouped int8 conv (2 groups) from the regular case's generator."""
+    p, mult, shift, x, _, bias = s8_conv_case(seed, depthwise=False)
+    n, h, w, _ = p["input"]
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, size=(n, h, w, 4), dtype=np.int8)
+    c_out = p["output"][3] * 2
+    filt = rng.integers(-128, 128, size=(c_out, *p["filter"][1:3], 2), dtype=np.int8)
+    p = {**p, "input": (n, h, w, 4), "filter": filt.shape, "output": (*p["output"][:3], c_out)}
+    return p, np.tile(mult, 2), np.tile(shift, 2), x, filt, None if bias is None else np.tile(bias, 2)
+
+
+STRIDED["mcu_conv2d_grouped_s8"] = (conv.conv2d_grouped_s8, _grouped_case, np.int8)
+
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("extra", [1, 5])
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("kernel", sorted(STRIDED))
+def test_strided_output_is_the_contiguous_twin_at_its_pixels(lib, kernel, seed, extra):
+    twin, case, dtype = STRIDED[kernel]
+    args = case(seed)
+    expected = np.asarray(twin(*args), dtype)  # the twin ignores the stride: the contiguous result
+    n, h, w, c = args[0]["output"]
+    stride, pixels = c + extra, n * h * w
+    out = np.zeros(pixels * stride + 3, dtype)
+    out.view(np.uint8)[:] = CANARY
+    canary = out.copy()
+    params = {**args[0], "output_pixel_stride": stride}
+    assert hostc.call(lib, kernel, params, *args[1:], out=out) == hostc.MCU_OK
+    at = (np.arange(pixels) * stride)[:, None] + np.arange(c)
+    got = out[at].reshape(expected.shape)
+    assert got.tobytes() == expected.tobytes(), f"{kernel}: first mismatch at {np.argwhere(got != expected)[:1]}"
+    gaps = np.ones(out.size, bool)
+    gaps[at.ravel()] = False
+    assert out[gaps].tobytes() == canary[gaps].tobytes(), "wrote into the gaps between its pixels"
+
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("kernel", ["mcu_conv2d_s8", "mcu_maxpool2d_s16", "mcu_avgpool2d_f32"])
+def test_portable_kernels_refuse_a_stride_below_the_channels(lib, kernel):
+    twin, case, dtype = STRIDED[kernel]
+    args = case(1)
+    c = args[0]["output"][3]
+    out = np.full(1 << 12, 7, dtype)
+    for stride in (-1, *range(1, c)):
+        assert hostc.call(lib, kernel, {**args[0], "output_pixel_stride": stride}, *args[1:], out=out) == \
+            hostc.MCU_ERR_ARG
+    assert (out == 7).all()
+
+
+def _variants():
+    """Every variant of a strided-capable kernel's params struct: _dsp, _fast, _mve, _s4, _inplace, conv2d_add."""
+    for name, args in sorted(hostc.PROTOTYPES.items()):
+        kind = args[0][0]
+        if kind in ("mcu_conv2d_params_t", "mcu_pool2d_params_t", "mcu_conv2d_add_params_t") and (
+                any(v in name for v in ("_dsp", "_fast", "_mve", "_s4", "_inplace")) or name == "mcu_conv2d_add_s8"):
+            yield name
+
+
+VARIANTS = list(_variants())
+
+
+def _variant_args(kernel, stride):
+    """Valid scalar params (4x4x8 -> 4x4x8, 1x1 or 3x3 'same') with `stride`, and dummy arrays for every pointer."""
+    kind = hostc.PROTOTYPES[kernel][0][0]
+    if kind == "mcu_pool2d_params_t":
+        params = pool_params((1, 4, 4, 8), (1, 4, 4, 8), (3, 3), pad=(1, 1))
+    else:
+        k = 3 if "3x3" in kernel or "dwconv" in kernel else 1
+        filt = (1, k, k, 8) if "dwconv" in kernel else (8, k, k, 8)
+        params = conv_params((1, 4, 4, 8), filt, (1, 4, 4, 8), pad=(k // 2, k // 2))
+    if kind == "mcu_conv2d_add_params_t":
+        params.update(add_left_shift=20, add_input1_offset=0, add_input1_multiplier=1 << 30, add_input1_shift=1,
+                      add_input2_offset=0, add_input2_multiplier=1 << 30, add_input2_shift=1, add_output_offset=0,
+                      add_output_multiplier=1 << 30, add_output_shift=-19, add_act_min=-128, add_act_max=127)
+    args = [{**params, "output_pixel_stride": stride}]
+    for ctype, _ in hostc.PROTOTYPES[kernel][1:-1]:
+        if ctype == "mcu_per_channel_quant_t":
+            args += [np.full(64, 1 << 30, np.int32), np.zeros(64, np.int32)]
+        else:
+            args.append(np.zeros(1 << 14, hostc._DTYPES[ctype]))
+    return args
+
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("kernel", VARIANTS)
+def test_variants_refuse_a_pixel_stride(lib, kernel):
+    assert {"mcu_conv2d_s8_dsp", "mcu_conv2d_1x1_s8_inplace", "mcu_conv2d_add_s8", "mcu_avgpool2d_s8_fast",
+            "mcu_conv2d_s4"} <= set(VARIANTS)
+    out = np.zeros(1 << 12, hostc._DTYPES[hostc.PROTOTYPES[kernel][-1][0]])
+    out.view(np.uint8)[:] = CANARY
+    assert hostc.call(lib, kernel, *_variant_args(kernel, 8 + 4), out=out) == hostc.MCU_ERR_ARG
+    assert (out.view(np.uint8) == CANARY).all(), "wrote before refusing the stride"
+
+
+# ---- The rule on models -----------------------------------------------------------------------------------------------
+# Inputs calibrated in [0, 6] and ReLU6 branches saturated at both ends: every branch, the pool of the input and the
+# concat observe [0, 6], so the concat's inputs share its qparams (whatever mcu/quantize.py gives aten.cat).
+
+SCALE = 30.0
+
+
+def _calib(shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    xs = [torch.clamp(torch.randn(*shape, generator=g) * SCALE, 0.0, 6.0) for _ in range(4)]
+    for x in xs:
+        x.view(-1)[:2] = torch.tensor([0.0, 6.0])
+    return xs
+
+
+def _compile(model, shape, out_dir, optimize="memory"):
+    torch.manual_seed(0)
+    calib = [(x,) for x in _calib(shape)]
+    return mcu.compile(model.eval(), calib[0], calibration=calib, out_dir=out_dir, optimize=optimize)
+
+
+def _copy_arena(model, shape, out_dir, monkeypatch):
+    """The arena with the channel rule off (the concat copies)."""
+    with monkeypatch.context() as m:
+        m.setattr(inplace, "is_channel_concat", lambda g, n: False)
+        return _compile(model, shape, out_dir)
+
+
+def _inputs(shape, seed):
+    return [_calib(shape, seed)[0]]
+
+
+def _exact_on_host(pkg, shape, seed=4):
+    from mcu.hostbuild import run_host
+    x = _inputs(shape, seed)
+    got, want = run_host(pkg, x).raw_outputs[0], pkg.reference(x)[0]
+    bad = np.argwhere(got != want)
+    assert not len(bad), f"first mismatch at {tuple(bad[0])}: host {got[tuple(bad[0])]}, reference {want[tuple(bad[0])]}"
+
+
+def _views(pkg):
+    return [n for n in pkg.graph.nodes if n.op == "alias" and n.attrs.get("view") == "concat"]
+
+
+def _kernels(pkg):
+    return [n.attrs["kernel"] for n in pkg.graph.nodes if n.op == "call"]
+
+
+class Inception(nn.Module):
+    """1x1, 3x3 and a 3x3 max pool of the input, concatenated over channels, then a 1x1 conv."""
+
+    def __init__(self, c=8):
+        super().__init__()
+        self.a = nn.Conv2d(c, 8, 1)
+        self.b = nn.Conv2d(c, 12, 3, padding=1)
+        self.c = nn.Conv2d(8 + 12 + c, 4, 1)
+
+    def forward(self, x):
+        r6 = nn.functional.relu6
+        return self.c(torch.cat([r6(self.a(x)), r6(self.b(x)), nn.functional.max_pool2d(x, 3, 1, 1)], dim=1))
+
+
+class Fire(nn.Module):
+    """SqueezeNet's fire module (squeeze 1x1, expand 1x1 and 3x3 concatenated), then a 1x1 conv."""
+
+    def __init__(self, c=16, squeeze=16, expand=64, relu=nn.functional.relu6):
+        super().__init__()
+        self.s = nn.Conv2d(c, squeeze, 1)
+        self.e1 = nn.Conv2d(squeeze, expand, 1)
+        self.e3 = nn.Conv2d(squeeze, expand, 3, padding=1)
+        self.c = nn.Conv2d(2 * expand, 8, 1)
+        self.relu = relu
+
+    def forward(self, x):
+        y = nn.functional.relu6(self.s(x))
+        return self.c(torch.cat([self.relu(self.e1(y)), self.relu(self.e3(y))], dim=1))
+
+
+class ReadElsewhere(Inception):
+    """The 1x1 branch is also read by another conv: its bytes cannot be a strided slice."""
+
+    def __init__(self):
+        super().__init__()
+        self.d = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        r6 = nn.functional.relu6
+        a = r6(self.a(x))
+        return self.c(torch.cat([a, r6(self.b(x)), nn.functional.max_pool2d(x, 3, 1, 1)], dim=1)) + self.d(a)
+
+
+class CatIsOutput(Inception):
+    def forward(self, x):
+        r6 = nn.functional.relu6
+        return torch.cat([r6(self.a(x)), r6(self.b(x)), nn.functional.max_pool2d(x, 3, 1, 1)], dim=1)
+
+
+class CatOfInput(Inception):
+    """The graph input itself is a concat input (no producer writes it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(8 + 8, 4, 1)
+
+    def forward(self, x):
+        return self.c(torch.cat([nn.functional.relu6(self.a(x)), x], dim=1))
+
+
+INCEPTION = (1, 8, 6, 7)
+FIRE = (1, 16, 8, 8)
+
+
+@pytest.fixture(scope="module")
+def inception(tmp_path_factory):
+    return _compile(Inception(), INCEPTION, tmp_path_factory.mktemp("inception"))
+
+
+@pytest.fixture(scope="module")
+def fire(tmp_path_factory):
+    return _compile(Fire(), FIRE, tmp_path_factory.mktemp("fire"))
+
+
+def test_inception_concat_is_written_in_place(inception, tmp_path, monkeypatch):
+    g, mem = inception.graph, inception.memory
+    assert "mcu_concat_s8" not in _kernels(inception)
+    (view,) = _views(inception)
+    out = mem.locations[view.outputs[0]].index
+    c_total = g.tensors[view.outputs[0]].shape[3]
+    assert c_total == 28
+    producers = [g.producer(t) for t in view.inputs]
+    assert [p.attrs["kernel"] for p in producers] == ["mcu_conv2d_s8", "mcu_conv2d_s8", "mcu_maxpool2d_s8"]
+    assert [p.attrs["params"]["output_pixel_stride"] for p in producers] == [28, 28, 28]
+    assert [mem.locations[t] for t in view.inputs] == [Location("arena", out + o) for o in (0, 8, 20)]
+    assert "output_pixel_stride = 28" in (inception.out_dir / "model.c").read_text()
+    # the input and output are the caller's: the arena is the concat's buffer alone
+    cat_bytes = g.tensors[view.outputs[0]].nbytes
+    assert inception.arena_bytes == mem.lower_bound == cat_bytes
+    copy = _copy_arena(Inception(), INCEPTION, tmp_path / "copy", monkeypatch)
+    assert "mcu_concat_s8" in _kernels(copy)
+    assert copy.arena_bytes - inception.arena_bytes == sum(g.tensors[t].nbytes for t in view.inputs)
+
+
+def test_fire_concat_is_written_in_place(fire, tmp_path, monkeypatch):
+    g, mem = fire.graph, fire.memory
+    (view,) = _views(fire)
+    assert all(g.producer(t).attrs["params"]["output_pixel_stride"] == 128 for t in view.inputs)
+    # the concat's buffer is live from its first producer: the planner sees it beside the squeeze output
+    first = min(i for i, n in enumerate(g.nodes) if view.inputs[0] in n.outputs or view.inputs[1] in n.outputs)
+    buf = next(b for b in mem.buffers if b.name == memory.storage_groups(g)[view.outputs[0]])
+    assert buf.first == first and buf.size == g.tensors[view.outputs[0]].nbytes
+    copy = _copy_arena(Fire(), FIRE, tmp_path / "copy", monkeypatch)
+    assert fire.arena_bytes < copy.arena_bytes
+    verify_tensor_plan(g, mem)
+
+
+@pytest.mark.host_c
+def test_channel_concat_in_place_is_exact(inception, fire):
+    _exact_on_host(inception, INCEPTION)
+    _exact_on_host(fire, FIRE)
+
+
+@pytest.mark.qemu
+def test_channel_concat_in_place_is_exact_on_the_board(inception):
+    assert inception.board == "mps2-an386"
+    x = _inputs(INCEPTION, 5)
+    got, want = mcu.run(inception, x).raw_outputs[0], inception.reference(x)[0]
+    bad = np.argwhere(got != want)
+    assert not len(bad), f"first mismatch at {tuple(bad[0])}: device {got[tuple(bad[0])]}, reference {want[tuple(bad[0])]}"
+
+
+@pytest.mark.parametrize("model, shape, why", [
+    (ReadElsewhere(), INCEPTION, "a producer's output is read elsewhere"),
+    (CatIsOutput(), INCEPTION, "the concat is a graph output"),
+    (CatOfInput(), INCEPTION, "a concat input is the graph input"),
+])
+def test_channel_concat_keeps_its_copy(model, shape, why, tmp_path):
+    pkg = _compile(model, shape, tmp_path)
+    assert "mcu_concat_s8" in _kernels(pkg) and not _views(pkg), why
+    assert not any(n.attrs.get("params", {}).get("output_pixel_stride") for n in pkg.graph.nodes if n.op == "call")
+    verify_tensor_plan(pkg.graph, pkg.memory)
+
+
+def test_no_strided_producers_in_speed_mode(tmp_path):
+    pkg = _compile(Fire(), FIRE, tmp_path, optimize="speed")
+    assert "mcu_concat_s8" in _kernels(pkg) and not _views(pkg)
+    assert not any(n.attrs["params"].get("output_pixel_stride") for n in pkg.graph.nodes if n.op == "call")
+
+
+def _as_call(pkg, view, **params):
+    """The graph with the view turned back into its concat call (params changed as given)."""
+    cat = view.replace(op="call", attrs={"kernel": "mcu_concat_s8", "params": {**view.attrs["params"], **params}})
+    nodes = []
+    for n in pkg.graph.nodes:
+        if n is view:
+            n = cat
+        elif n.op == "call" and "output_pixel_stride" in n.attrs["params"]:
+            n = n.replace(attrs={**n.attrs, "params": {k: v for k, v in n.attrs["params"].items()
+                                                         if k != "output_pixel_stride"}})
+        nodes.append(n)
+    return pkg.graph.replace(nodes=tuple(nodes)), cat
+
+
+def test_channel_concat_view_needs_equal_qparams_and_portable_producers(inception):
+    (view,) = _views(inception)
+    g, cat = _as_call(inception, view)
+    assert inplace.concat_view(g, cat)
+    p = view.attrs["params"]
+    g2, cat2 = _as_call(inception, view, multiplier=(p["multiplier"][0], 1 << 29, p["multiplier"][2]))
+    assert not inplace.concat_view(g2, cat2)  # a requantizing input: qparams differ
+    a = g.producer(cat.inputs[0])
+    variant = a.replace(attrs={**a.attrs, "kernel": "mcu_conv2d_1x1_s8_fast"})
+    g3 = g.replace(nodes=tuple(variant if n is a else n for n in g.nodes))
+    assert not inplace.concat_view(g3, cat)  # a variant cannot stride its output
+    assert not inplace.concat_view(g.replace(outputs=g.outputs + (cat.inputs[1],)), cat)  # a slice is an output
+
+
+def test_verifier_checks_the_interleaved_slices(inception):
+    g, mem = inception.graph, inception.memory
+    (view,) = _views(inception)
+    a, b, c = view.inputs
+    verify_tensor_plan(g, mem)
+    moved = dataclasses.replace(mem, locations={**mem.locations, b: Location("arena", mem.locations[b].index + 1)})
+    with pytest.raises(PlanError, match="overlap while both are live"):
+        verify_tensor_plan(g, moved)  # one channel late: over the pool's first channel of every pixel
+    prod = g.producer(b)
+    for stride in (27, 29, 0):  # the kernel's params, not the plan, say where each pixel goes
+        bent = prod.replace(attrs={**prod.attrs, "params": {**prod.attrs["params"], "output_pixel_stride": stride}})
+        with pytest.raises(PlanError):
+            verify_tensor_plan(g.replace(nodes=tuple(bent if n is prod else n for n in g.nodes)), mem)
+    p = view.attrs["params"]
+    requant = view.replace(attrs={**view.attrs, "params": {**p, "multiplier": (p["multiplier"][0], 1 << 29,
+                                                                               p["multiplier"][2])}})
+    with pytest.raises(PlanError, match="overlap while both are live"):
+        verify_tensor_plan(g.replace(nodes=tuple(requant if n is view else n for n in g.nodes)), mem)
+
+
+def test_strided_producer_never_overlaps_its_input(fire):
+    """The expand convs read the squeeze output, which dies at the second: a contiguous output could slide under it
+    by the raster gap; a strided one may not (raster_gap assumes contiguous pixels)."""
+    g, mem = fire.graph, fire.memory
+    (view,) = _views(fire)
+    steps = {n.name: i for i, n in enumerate(g.nodes)}
+    last = max((g.producer(t) for t in view.inputs), key=lambda n: steps[n.name])
+    assert overlap_gap(last) is None
+    contiguous = last.replace(attrs={**last.attrs, "params": {**last.attrs["params"], "output_pixel_stride": 0}})
+    assert overlap_gap(contiguous) == raster_gap(contiguous.attrs["params"])
+    y = last.inputs[0]
+    assert sum(y in n.inputs for n in g.nodes[steps[last.name] + 1:]) == 0  # y dies at the last producer
+    assert not overwritable_inputs(g)[steps[last.name]]
+    # y placed where the contiguous rule would allow: raster_gap above the producer's output
+    at = mem.locations[last.outputs[0]].index + raster_gap(contiguous.attrs["params"])
+    with pytest.raises(PlanError, match="overlap while both are live"):
+        verify_tensor_plan(g, dataclasses.replace(mem, locations={**mem.locations, y: Location("arena", at)}))
+
+
+def test_debug_gathers_a_strided_producers_pixels(inception):
+    from mcu.debug import _gather
+    (view,) = _views(inception)
+    b = inception.graph.producer(view.inputs[1])
+    n, h, w, c = b.attrs["params"]["output"]
+    flat = np.arange((n * h * w - 1) * 28 + c)
+    assert memory.output_extent(inception.graph, b) == flat.size
+    assert (_gather(flat, b) == (np.arange(n * h * w) * 28)[:, None] + np.arange(c)).all()
