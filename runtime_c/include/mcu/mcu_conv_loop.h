@@ -65,24 +65,29 @@ static void MCU_CONV_LOOP(const MCU_PARAMS_T *p, const mcu_per_channel_quant_t *
                 /* Offsets of the first valid tap in in_n / a channel's weights; only those taps are read. */
                 const int32_t in_win = ((base_y + ky0 * dh) * in_w + base_x + kx0 * dw) * c_in;
                 const int32_t w_win = (ky0 * kw + kx0) * w_tap;
+                int32_t group_in = in_win, group_left = out_per_group; /* channel co's group: no division */
                 for (int32_t co = 0; co < c_out; ++co) {
                     const MCU_W_T *w_co = filter + co * w_chan;
                     MCU_ACC_T acc = MCU_START(co);
-                    int32_t in_row = in_win + (co / out_per_group) * c_group, w_row = w_win;
+                    int32_t in_row = group_in, w_row = w_win;
                     for (int32_t ky = ky0; ky < ky1; ++ky) {
                         int32_t in_px = in_row, w_px = w_row;
                         for (int32_t kx = kx0; kx < kx1; ++kx) {
                             const MCU_IN_T *x_t = in_n + in_px;
                             const MCU_W_T *w_t = w_co + w_px;
-                            int32_t ci = 0;
-                            for (; ci + 4 <= c_group; ci += 4) { /* unrolled; the sum keeps its order */
-                                acc = MCU_MAC(acc, x_t[ci], w_t[ci]);
-                                acc = MCU_MAC(acc, x_t[ci + 1], w_t[ci + 1]);
-                                acc = MCU_MAC(acc, x_t[ci + 2], w_t[ci + 2]);
-                                acc = MCU_MAC(acc, x_t[ci + 3], w_t[ci + 3]);
-                            }
-                            for (; ci < c_group; ++ci) {
-                                acc = MCU_MAC(acc, x_t[ci], w_t[ci]);
+                            if (c_group == 1) { /* one input channel a tap (depthwise, or C_in 1) */
+                                acc = MCU_MAC(acc, x_t[0], w_t[0]);
+                            } else {
+                                int32_t ci = 0;
+                                for (; ci + 4 <= c_group; ci += 4) { /* unrolled; the sum keeps its order */
+                                    acc = MCU_MAC(acc, x_t[ci], w_t[ci]);
+                                    acc = MCU_MAC(acc, x_t[ci + 1], w_t[ci + 1]);
+                                    acc = MCU_MAC(acc, x_t[ci + 2], w_t[ci + 2]);
+                                    acc = MCU_MAC(acc, x_t[ci + 3], w_t[ci + 3]);
+                                }
+                                for (; ci < c_group; ++ci) {
+                                    acc = MCU_MAC(acc, x_t[ci], w_t[ci]);
+                                }
                             }
                             in_px += in_col_step;
                             w_px += w_tap;
@@ -92,6 +97,10 @@ static void MCU_CONV_LOOP(const MCU_PARAMS_T *p, const mcu_per_channel_quant_t *
                     }
                     *out = MCU_FINISH(acc, co);
                     ++out;
+                    if (--group_left == 0) {
+                        group_left = out_per_group;
+                        group_in += c_group;
+                    }
                 }
                 out += pixel_skip;
             }
