@@ -6,6 +6,23 @@
 #include "mcu/mcu_util.h"
 #include "mcu/mcu_quant.h"
 
+/* TFLite's int8 add (or subtract) of one element pair: mcu_add_s8's arithmetic. */
+static inline int8_t add_element(const mcu_add_broadcast_params_t *p, int32_t x1, int32_t x2)
+{
+    const int32_t a1 = mcu_add_rescale(x1, p->input1_offset, p->left_shift, p->input1_multiplier, p->input1_shift);
+    const int32_t a2 = mcu_add_rescale(x2, p->input2_offset, p->left_shift, p->input2_multiplier, p->input2_shift);
+    const int32_t q = mcu_add_output(p->subtract ? (int64_t)a1 - a2 : (int64_t)a1 + a2, p->output_multiplier,
+                                     p->output_shift, p->output_offset);
+    return (int8_t)mcu_clamp_i32(q, p->act_min, p->act_max);
+}
+
+#define MCU_BROADCAST_LOOP broadcast_loop
+#define MCU_PARAMS_T mcu_add_broadcast_params_t
+#define MCU_IN_T int8_t
+#define MCU_OUT_T int8_t
+#define MCU_ELEMENT(x1, x2) add_element(p, x1, x2)
+#include "mcu/mcu_broadcast_loop.h"
+
 mcu_status_t mcu_add_broadcast_s8(const mcu_add_broadcast_params_t *params, const int8_t *input1,
                                   const int8_t *input2, int8_t *output)
 {
@@ -27,26 +44,6 @@ mcu_status_t mcu_add_broadcast_s8(const mcu_add_broadcast_params_t *params, cons
         return MCU_ERR_SHAPE;
     }
 
-    int32_t s1[4], s2[4];
-    mcu_broadcast_strides(&p->input1, s1);
-    mcu_broadcast_strides(&p->input2, s2);
-    int8_t *out = output;
-    for (int32_t n = 0; n < o->n; ++n) {
-        for (int32_t h = 0; h < o->h; ++h) {
-            for (int32_t w = 0; w < o->w; ++w) {
-                const int8_t *a = input1 + n * s1[0] + h * s1[1] + w * s1[2];
-                const int8_t *b = input2 + n * s2[0] + h * s2[1] + w * s2[2];
-                for (int32_t c = 0; c < o->c; ++c) {
-                    const int32_t a1 = mcu_add_rescale(a[c * s1[3]], p->input1_offset, p->left_shift,
-                                                       p->input1_multiplier, p->input1_shift);
-                    const int32_t a2 = mcu_add_rescale(b[c * s2[3]], p->input2_offset, p->left_shift,
-                                                       p->input2_multiplier, p->input2_shift);
-                    const int32_t q = mcu_add_output(p->subtract ? (int64_t)a1 - a2 : (int64_t)a1 + a2,
-                                                     p->output_multiplier, p->output_shift, p->output_offset);
-                    *out++ = (int8_t)mcu_clamp_i32(q, p->act_min, p->act_max);
-                }
-            }
-        }
-    }
+    broadcast_loop(p, input1, input2, output);
     return MCU_OK;
 }

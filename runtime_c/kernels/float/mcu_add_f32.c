@@ -5,6 +5,13 @@
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_util.h"
 
+#define MCU_BROADCAST_LOOP broadcast_loop
+#define MCU_PARAMS_T mcu_binary_f32_params_t
+#define MCU_IN_T float
+#define MCU_OUT_T float
+#define MCU_ELEMENT(x1, x2) mcu_clamp_float(p->subtract ? (x1) - (x2) : (x1) + (x2), p->act_min, p->act_max)
+#include "mcu/mcu_broadcast_loop.h"
+
 mcu_status_t mcu_add_f32(const mcu_binary_f32_params_t *params, const float *input1, const float *input2,
                          float *output)
 {
@@ -21,22 +28,6 @@ mcu_status_t mcu_add_f32(const mcu_binary_f32_params_t *params, const float *inp
         return MCU_ERR_SHAPE;
     }
 
-    int32_t s1[4], s2[4];
-    mcu_broadcast_strides(&p->input1, s1);
-    mcu_broadcast_strides(&p->input2, s2);
-    float *out = output;
-    for (int32_t n = 0; n < o->n; ++n) {
-        for (int32_t h = 0; h < o->h; ++h) {
-            for (int32_t w = 0; w < o->w; ++w) {
-                const float *a = input1 + n * s1[0] + h * s1[1] + w * s1[2];
-                const float *b = input2 + n * s2[0] + h * s2[1] + w * s2[2];
-                for (int32_t c = 0; c < o->c; ++c) {
-                    float v = p->subtract ? a[c * s1[3]] - b[c * s2[3]] : a[c * s1[3]] + b[c * s2[3]];
-                    v = v < p->act_min ? p->act_min : v;
-                    *out++ = v > p->act_max ? p->act_max : v;
-                }
-            }
-        }
-    }
+    broadcast_loop(p, input1, input2, output);
     return MCU_OK;
 }

@@ -6,6 +6,20 @@
 #include "mcu/mcu_util.h"
 #include "mcu/mcu_quant.h"
 
+/* The int16 product of one element pair, requantized (int32 product, exact in the int64 requantization). */
+static inline int16_t mul_element(const mcu_mul_params_t *p, int32_t x1, int32_t x2)
+{
+    const int32_t r = mcu_requantize64((int64_t)(x1 * x2), p->output_multiplier, p->output_shift);
+    return (int16_t)mcu_clamp_i32(r, p->act_min, p->act_max);
+}
+
+#define MCU_BROADCAST_LOOP broadcast_loop
+#define MCU_PARAMS_T mcu_mul_params_t
+#define MCU_IN_T int16_t
+#define MCU_OUT_T int16_t
+#define MCU_ELEMENT(x1, x2) mul_element(p, x1, x2)
+#include "mcu/mcu_broadcast_loop.h"
+
 mcu_status_t mcu_mul_s16(const mcu_mul_params_t *params, const int16_t *input1, const int16_t *input2,
                          int16_t *output)
 {
@@ -23,22 +37,6 @@ mcu_status_t mcu_mul_s16(const mcu_mul_params_t *params, const int16_t *input1, 
         return MCU_ERR_SHAPE;
     }
 
-    int32_t s1[4], s2[4];
-    mcu_broadcast_strides(&p->input1, s1);
-    mcu_broadcast_strides(&p->input2, s2);
-    int16_t *out = output;
-    for (int32_t n = 0; n < o->n; ++n) {
-        for (int32_t h = 0; h < o->h; ++h) {
-            for (int32_t w = 0; w < o->w; ++w) {
-                const int16_t *a = input1 + n * s1[0] + h * s1[1] + w * s1[2];
-                const int16_t *b = input2 + n * s2[0] + h * s2[1] + w * s2[2];
-                for (int32_t c = 0; c < o->c; ++c) {
-                    const int32_t prod = (int32_t)a[c * s1[3]] * (int32_t)b[c * s2[3]];
-                    const int32_t r = mcu_requantize64(prod, p->output_multiplier, p->output_shift);
-                    *out++ = (int16_t)mcu_clamp_i32(r, p->act_min, p->act_max);
-                }
-            }
-        }
-    }
+    broadcast_loop(p, input1, input2, output);
     return MCU_OK;
 }
