@@ -36,7 +36,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "conv/mcu_conv2d_add_s8": 2944,
     "conv/mcu_conv2d_grouped_s8": 1728,
     "conv/mcu_conv2d_s4": 2880,
-    "conv/mcu_conv2d_s8": 1664,
+    "conv/mcu_conv2d_s8": 1792,
     "conv/mcu_conv2d_s8_dsp": 5920,
     "conv/mcu_conv2d_s8_fast": 3072,
     "conv/mcu_conv2d_s8_mve": 4672,
