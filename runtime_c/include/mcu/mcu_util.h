@@ -121,6 +121,15 @@ static inline int mcu_pool_shape_ok(const mcu_dims_t *in, const mcu_dims_t *out,
            (out->h - 1) * stride_h - pad_top < in->h && (out->w - 1) * stride_w - pad_left < in->w;
 }
 
+/* A pool params struct's (int8, int16 or float32) geometry: the window (no dilation), a kernel of at least one
+ * tap, a valid output pixel stride; and its shapes (mcu_pool_shape_ok). */
+#define MCU_POOL_GEOMETRY_OK(p)                                                                                 \
+    (mcu_window_ok(&(p)->input, &(p)->output, (p)->stride_h, (p)->stride_w, 1, 1, (p)->pad_top, (p)->pad_left) && \
+     (p)->kernel_h >= 1 && (p)->kernel_w >= 1 && mcu_pixel_stride_ok((p)->output_pixel_stride, (p)->output.c))
+#define MCU_POOL_SHAPE_OK(p)                                                                                    \
+    mcu_pool_shape_ok(&(p)->input, &(p)->output, (p)->kernel_h, (p)->kernel_w, (p)->stride_h, (p)->stride_w,    \
+                      (p)->pad_top, (p)->pad_left)
+
 /* in broadcasts to out: every dim is positive and equals out's or is 1. */
 static inline int mcu_broadcasts(const mcu_dims_t *in, const mcu_dims_t *out)
 {

@@ -22,17 +22,12 @@ mcu_status_t mcu_maxpool2d_s8(const mcu_pool2d_params_t *params, const int8_t *i
         return MCU_ERR_ARG;
     }
     const mcu_pool2d_params_t *p = params;
-    if (!mcu_window_ok(&p->input, &p->output, p->stride_h, p->stride_w, 1, 1, p->pad_top, p->pad_left) ||
-        p->kernel_h < 1 || p->kernel_w < 1 ||
-        !mcu_pixel_stride_ok(p->output_pixel_stride, p->output.c) || p->act_min < MCU_Q7_MIN ||
-        p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
+    if (!MCU_POOL_GEOMETRY_OK(p) || p->act_min < MCU_Q7_MIN || p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
         return MCU_ERR_ARG;
     }
-    if (!mcu_pool_shape_ok(&p->input, &p->output, p->kernel_h, p->kernel_w, p->stride_h, p->stride_w, p->pad_top,
-                           p->pad_left)) {
+    if (!MCU_POOL_SHAPE_OK(p)) {
         return MCU_ERR_SHAPE;
     }
-
     pool_loop(p, input, output);
     return MCU_OK;
 }

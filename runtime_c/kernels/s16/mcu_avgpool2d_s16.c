@@ -33,18 +33,13 @@ mcu_status_t mcu_avgpool2d_s16(const mcu_pool2d_params_t *params, const int16_t 
     }
     const mcu_pool2d_params_t *p = params;
     /* At most 65536 taps keeps the int32 sum of int16 values exact: |acc| <= 2^16 * 2^15. */
-    if (!mcu_window_ok(&p->input, &p->output, p->stride_h, p->stride_w, 1, 1, p->pad_top, p->pad_left) ||
-        p->kernel_h < 1 || p->kernel_w < 1 ||
-        !mcu_pixel_stride_ok(p->output_pixel_stride, p->output.c) || p->kernel_h > 65536 / p->kernel_w ||
-        p->divisor < 0 ||
+    if (!MCU_POOL_GEOMETRY_OK(p) || p->kernel_h > 65536 / p->kernel_w || p->divisor < 0 ||
         !mcu_io16_ok(p->zero_point, 0, p->act_min, p->act_max)) {
         return MCU_ERR_ARG;
     }
-    if (!mcu_pool_shape_ok(&p->input, &p->output, p->kernel_h, p->kernel_w, p->stride_h, p->stride_w, p->pad_top,
-                           p->pad_left)) {
+    if (!MCU_POOL_SHAPE_OK(p)) {
         return MCU_ERR_SHAPE;
     }
-
     pool_loop(p, input, output);
     return MCU_OK;
 }
