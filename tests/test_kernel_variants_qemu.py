@@ -275,13 +275,34 @@ def mve_path_cases(seed: int) -> GraphBuilder:
     return g
 
 
+def avgpool_mve_cases(seed: int) -> GraphBuilder:
+    """The Helium average pool: channel counts around its vectors (1, 3, 4, 5, 16, 17) and 32-channel passes (64,
+    100), global pools, 2x2 / 3x3 windows with stride and padding (border windows: fewer taps, divisor by count),
+    divisor overrides (the vector division, and d = 1 and huge d: the scalar one), > 256 taps (int16 lanes flushed),
+    batch 2, narrow clamps."""
+    g = GraphBuilder(seed)
+    g.avgpool(1, 8, 8, 64, (8, 8), (1, 1))                                     # IC's global pool
+    g.avgpool(2, 5, 6, 100, (5, 6), (1, 1), extreme=True)                      # 3 passes + tail of 4, batch 2
+    g.avgpool(1, 7, 7, 1, (7, 7), (1, 1))
+    g.avgpool(1, 20, 20, 17, (20, 20), (1, 1), extreme=True)                   # 400 taps: flushed
+    for c in (1, 3, 4, 5, 16, 17):
+        g.avgpool(1, 7, 8, c, (3, 3), (2, 2), pad=(1, 1), extreme=c % 2 == 1)  # padding skipped
+        g.avgpool(2, 6, 5, c, (2, 2), (2, 1))
+    g.avgpool(1, 9, 9, 64, (3, 3), (1, 1), pad=(1, 1), divisor=9)             # count_include_pad-like
+    g.avgpool(2, 6, 6, 100, (2, 2), (2, 2), divisor=3, extreme=True)
+    g.avgpool(1, 5, 5, 17, (3, 3), (2, 2), pad=(1, 1), divisor=1)             # d = 1: scalar division
+    g.avgpool(1, 4, 4, 5, (2, 2), (1, 1), divisor=70000)                      # n * d >= 2^32: scalar division
+    g.avgpool(1, 6, 7, 33, (1, 1), (1, 1))                                     # 1 tap, count 1
+    return g
+
+
 def expected_kernel(node: Node, family: str, board: str) -> str:
     base = node.attrs["kernel"]
     if not family:
         return base
     stem = {"1x1": "mcu_conv2d_1x1_s8", "gemm": "mcu_conv2d_s8", "fc": "mcu_fully_connected_s8",
             "dw": "mcu_dwconv2d_3x3_s8", "add": "mcu_add_s8", "avgpool": "mcu_avgpool2d_s8"}[family]
-    if family == "avgpool" or (family == "add" and board == "mps2-an386"):
+    if (family == "avgpool" and board != "mps3-an547") or (family == "add" and board == "mps2-an386"):
         return stem + "_fast"  # one scalar kernel serves these cores
     return stem + SUFFIX[board]
 
@@ -326,6 +347,11 @@ def test_large_windows_equal_portable_twins_on_device(board, tmp_path):
 @pytest.mark.qemu
 def test_mve_paths_equal_portable_twins_on_mps3_an547(tmp_path):
     check_on_device(mve_path_cases(seed=7), "mps3-an547", tmp_path)
+
+
+@pytest.mark.qemu
+def test_avgpool_mve_equals_portable_twin_on_mps3_an547(tmp_path):
+    check_on_device(avgpool_mve_cases(seed=7), "mps3-an547", tmp_path)
 
 
 def check_on_device(builder: GraphBuilder, board: str, tmp_path) -> None:

@@ -493,6 +493,7 @@ VARIANTS: dict[str, list[Variant]] = {
         _v("mcu_add_s8_fast", "elementwise", set(), lambda p: True, None),
     ],
     "mcu_avgpool2d_s8": [
+        _v("mcu_avgpool2d_s8_mve", "pool", MVE, lambda p: True, None),
         _v("mcu_avgpool2d_s8_fast", "pool", set(), lambda p: True, None),
     ],
     "mcu_conv2d_s16": [
