@@ -53,6 +53,32 @@
 
 /* ---- Argument checks (the portable kernels' rules) ------------------------------------------------ */
 
+/* An int8 average pool variant's arguments, as mcu_avgpool2d_s8 checks them, and a contiguous output. */
+MCU_INLINE mcu_status_t mcu_avgpool_check(const mcu_pool2d_params_t *p, const int8_t *input, const int8_t *output)
+{
+    if (p == NULL || input == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    if (!MCU_POOL_GEOMETRY_OK(p) || p->divisor < 0 || !mcu_io_offsets_ok(0, p->zero_point, p->act_min, p->act_max) ||
+        !mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c)) {
+        return MCU_ERR_ARG;
+    }
+    return MCU_POOL_SHAPE_OK(p) ? MCU_OK : MCU_ERR_SHAPE;
+}
+
+/* Output pixel (y, x)'s valid window taps as absolute input rows [*y0, *y1) and columns [*x0, *x1). */
+MCU_INLINE void mcu_pool_window(const mcu_pool2d_params_t *p, int32_t y, int32_t x, int32_t *y0, int32_t *y1,
+                                int32_t *x0, int32_t *x1)
+{
+    const int32_t top = y * p->stride_h - p->pad_top, left = x * p->stride_w - p->pad_left;
+    mcu_tap_range(top, 1, p->kernel_h, p->input.h, y0, y1);
+    mcu_tap_range(left, 1, p->kernel_w, p->input.w, x0, x1);
+    *y0 += top;
+    *y1 += top;
+    *x0 += left;
+    *x1 += left;
+}
+
 /* Pointers and scalar parameters of a conv (the shape agreement is checked by the caller). */
 MCU_INLINE mcu_status_t mcu_conv_check(const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *q,
                                        const void *input, const void *filter, const void *output)

@@ -98,34 +98,18 @@ mcu_status_t mcu_avgpool2d_s8_mve(const mcu_pool2d_params_t *params, const int8_
 {
 #if MCU_HAVE_MVE
     const mcu_pool2d_params_t *p = params;
-    if (p == NULL || input == NULL || output == NULL) {
-        return MCU_ERR_ARG;
-    }
-    if (!mcu_dims_ok(&p->input) || !mcu_dims_ok(&p->output) || p->kernel_h < 1 || p->kernel_w < 1 ||
-        p->stride_h < 1 || p->stride_w < 1 || p->pad_top < 0 || p->pad_left < 0 || p->divisor < 0 ||
-        !mcu_io_offsets_ok(0, p->zero_point, p->act_min, p->act_max) ||
-        !mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c)) {
-        return MCU_ERR_ARG;
-    }
-    if (p->output.n != p->input.n || p->output.c != p->input.c || p->pad_top >= p->kernel_h ||
-        p->pad_left >= p->kernel_w || (p->output.h - 1) * p->stride_h - p->pad_top >= p->input.h ||
-        (p->output.w - 1) * p->stride_w - p->pad_left >= p->input.w) {
-        return MCU_ERR_SHAPE;
+    const mcu_status_t status = mcu_avgpool_check(p, input, output);
+    if (status != MCU_OK) {
+        return status;
     }
     const int32_t in_h = p->input.h, in_w = p->input.w, c = p->input.c;
     int8_t *out = output;
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
         for (int32_t y = 0; y < p->output.h; ++y) {
-            int32_t ky0, ky1;
-            mcu_tap_range(y * p->stride_h - p->pad_top, 1, p->kernel_h, in_h, &ky0, &ky1);
-            ky0 += y * p->stride_h - p->pad_top;
-            ky1 += y * p->stride_h - p->pad_top;
             for (int32_t x = 0; x < p->output.w; ++x, out += c) {
-                int32_t kx0, kx1;
-                mcu_tap_range(x * p->stride_w - p->pad_left, 1, p->kernel_w, in_w, &kx0, &kx1);
-                kx0 += x * p->stride_w - p->pad_left;
-                kx1 += x * p->stride_w - p->pad_left;
+                int32_t ky0, ky1, kx0, kx1;
+                mcu_pool_window(p, y, x, &ky0, &ky1, &kx0, &kx1);
                 const int32_t count = (ky1 - ky0) * (kx1 - kx0), d = p->divisor > 0 ? p->divisor : count;
                 for (int32_t c0 = 0; c0 < c; c0 += CHUNK) {
                     const int32_t nc = c - c0 < CHUNK ? c - c0 : CHUNK;
