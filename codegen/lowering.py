@@ -266,17 +266,21 @@ def _requant(s_in: float, zp_in: int, s_out: float, zp_out: int) -> tuple[int, i
     return -zp_in, mult, shift
 
 
-def _concat(ctx: _Ctx, node: Node) -> Node:
-    t = ctx.tensors
-    ins, out, dim = [t[i] for i in node.inputs], t[node.outputs[0]], node.attrs["dim"]
+def concat_params(tensors: dict, node: Node) -> dict:
+    """mcu_concat_params_t of a concat node (int8 and int16 alike): rows of `outer`, each input's slice size and
+    its requantization onto the output."""
+    ins, out, dim = [tensors[i] for i in node.inputs], tensors[node.outputs[0]], node.attrs["dim"]
     if len(ins) > CONCAT_MAX_INPUTS:
         raise LoweringError(f"concat of {len(ins)} inputs at {node.source} was not split (decompose pass)")
     quant = [_requant(x.qparams.s, x.qparams.zp, out.qparams.s, out.qparams.zp) for x in ins]
-    params = {"num_inputs": len(ins), "outer": int(np.prod(out.shape[:dim], dtype=np.int64)),
-              "sizes": tuple(int(np.prod(x.shape[dim:], dtype=np.int64)) for x in ins),
-              "input_offset": tuple(q[0] for q in quant), "multiplier": tuple(q[1] for q in quant),
-              "shift": tuple(q[2] for q in quant), "output_offset": out.qparams.zp}
-    call = _call(node, "mcu_concat_s8", params, node.inputs)
+    return {"num_inputs": len(ins), "outer": int(np.prod(out.shape[:dim], dtype=np.int64)),
+            "sizes": tuple(int(np.prod(x.shape[dim:], dtype=np.int64)) for x in ins),
+            "input_offset": tuple(q[0] for q in quant), "multiplier": tuple(q[1] for q in quant),
+            "shift": tuple(q[2] for q in quant), "output_offset": out.qparams.zp}
+
+
+def _concat(ctx: _Ctx, node: Node) -> Node:
+    call = _call(node, "mcu_concat_s8", concat_params(ctx.tensors, node), node.inputs)
     return call.replace(attrs={**call.attrs, "input_array": True})
 
 

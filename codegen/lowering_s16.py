@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.ir import Graph, Node, QParams, Tensor
-from mcu.codegen.lowering import Kernel, conv_geometry, pool_geometry, transpose_params
+from mcu.codegen.lowering import Kernel, concat_params, conv_geometry, pool_geometry, transpose_params
 from mcu.codegen.passes.canonicalize import LoweringError
 from mcu.twins.activation import unary_function
 from mcu.twins.quant import quantize_multiplier, quantize_multipliers
@@ -34,6 +34,8 @@ S16_KERNELS = {k.name: k for k in [
     Kernel("mcu_softmax_s16", "s16/mcu_softmax_s16", "mcu_softmax_s16_params_t"),
     Kernel("mcu_lut_s16", "s16/mcu_lut_s16", "mcu_lut_params_t", inplace="elementwise"),
     Kernel("mcu_transpose_s16", "s16/mcu_transpose_s16", "mcu_transpose_params_t"),
+    Kernel("mcu_concat_s16", "s16/mcu_concat_s16", "mcu_concat_params_t"),
+    Kernel("mcu_layer_norm_f32", "fallback/mcu_layer_norm_f32", "mcu_layer_norm_params_t", inplace="elementwise"),
     Kernel("mcu_convert_s8_s16", "s16/mcu_convert_s8_s16", "mcu_convert_params_t"),
     Kernel("mcu_convert_s16_s8", "s16/mcu_convert_s16_s8", "mcu_convert_params_t"),
     Kernel("mcu_convert_s16_s16", "s16/mcu_convert_s16_s16", "mcu_convert_params_t"),
@@ -176,6 +178,26 @@ def _transpose(ctx: _Ctx, node: Node) -> Node:
     return _call(node, "mcu_transpose_s16", transpose_params(x.shape, node.attrs["perm"]), (x.name,))
 
 
+def _concat(ctx: _Ctx, node: Node) -> Node:
+    call = _call(node, "mcu_concat_s16", concat_params(ctx.tensors, node), node.inputs)
+    return call.replace(attrs={**call.attrs, "input_array": True})
+
+
+def _layer_norm(ctx: _Ctx, node: Node) -> list[Node]:
+    """Float fallback, as for int8: dequantize -> mcu_layer_norm_f32 -> quantize, float temporaries planned."""
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    size = int(np.prod(x.shape))
+    cols = int(np.prod(x.shape[len(x.shape) - node.attrs["normalized"]:]))
+    xf, yf = (f"{node.name}_{k}_f32" for k in ("in", "out"))
+    ctx.tensors[xf] = Tensor(xf, x.shape, "float32")
+    ctx.tensors[yf] = Tensor(yf, x.shape, "float32")
+    dq = _dequantize(ctx, node.replace(name=f"{node.name}_dequantize", outputs=(xf,)))
+    ln = _call(node.replace(outputs=(yf,)), "mcu_layer_norm_f32",
+               {"rows": size // cols, "cols": cols, "eps": _f32(node.attrs["eps"])}, (xf, *node.inputs[1:3]))
+    q = _quantize(ctx, node.replace(name=f"{node.name}_quantize", inputs=(yf,)))
+    return [dq, ln.replace(attrs={**ln.attrs, "fallback": "layer_norm"}), q]
+
+
 def _convert(ctx: _Ctx, node: Node) -> Node:
     """int8 <-> int16, int16 -> int16: out = round((in - zp_in) * s_in / s_out) + zp_out, clamped."""
     x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
@@ -207,7 +229,8 @@ def _quantize(ctx: _Ctx, node: Node) -> Node:
 
 S16_LOWERINGS: dict[str, Callable[[_Ctx, Node], Node]] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
-    "add": _add, "softmax": _softmax, "lut": _lut, "clamp": _lut, "transpose": _transpose,
+    "add": _add, "softmax": _softmax, "lut": _lut, "clamp": _lut, "transpose": _transpose, "concat": _concat,
+    "layer_norm": _layer_norm,
 }
 CONVERTS: dict[str, Callable[[_Ctx, Node], Node]] = {
     "convert": _convert, "dequantize": _dequantize, "quantize": _quantize,
@@ -232,9 +255,10 @@ def lower_s16(graph: Graph) -> Graph:
         elif n.op == "reshape":
             nodes.append(n.replace(op="alias"))
         elif n.op in S16_LOWERINGS:
-            nodes.append(S16_LOWERINGS[n.op](ctx, n))
+            lowered = S16_LOWERINGS[n.op](ctx, n)
+            nodes.extend(lowered if isinstance(lowered, list) else [lowered])
         else:
             raise LoweringError(f"op '{n.op}' at {n.source} has no int16 kernel (a16w8 runs conv, depthwise, "
-                                f"linear, add, pools, softmax, elementwise functions and transposes); keep it "
-                                f"int8 with mixed={{'<module>': 'int8'}}")
+                                f"linear, add, pools, softmax, elementwise functions, concat, layer norm and "
+                                f"transposes); keep it int8 with mixed={{'<module>': 'int8'}}")
     return graph.replace(nodes=tuple(nodes), tensors=ctx.tensors)

@@ -76,6 +76,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "pool/mcu_maxpool2d_s8": 832,
     "reduce/mcu_reduce_sum_s8": 1280,
     "s16/mcu_avgpool2d_s16": 960,
+    "s16/mcu_concat_s16": 1024,
     "s16/mcu_conv2d_s16": 1920,
     "s16/mcu_conv2d_s16_dsp": 5312,
     "s16/mcu_convert_s16_s16": 512,

@@ -166,3 +166,49 @@ def test_zoo_kws_a16w8_op_by_op_and_sqnr(tmp_path):
     with torch.no_grad():
         want = [model(*x).numpy() for x in xs]
     assert sqnr_db(want, [pkg.dequantize_outputs(pkg.reference(x))[0] for x in xs]) >= 50
+
+
+class Branches(nn.Module):
+    """A fire-style channel concat of two convs, then a layer norm (the float fallback) under a16w8."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 1)
+        self.b = nn.Conv2d(3, 6, 3, padding=1)
+        self.norm = nn.LayerNorm(10)
+
+    def forward(self, x):
+        return self.norm(torch.cat([torch.relu(self.a(x)), self.b(x)], 1).mean((2, 3)))
+
+
+@pytest.mark.qemu
+def test_a16w8_concat_and_layer_norm_are_exact_and_near_torchao(tmp_path):
+    torch.manual_seed(1)
+    model, calib = Branches().eval(), _data(8)
+    pkg = mcu.compile(model, calib[0], calibration=calib, quantize="a16w8", out_dir=tmp_path / "p")
+    kernels = [op["kernel"] for op in pkg.manifest["ops"]]
+    assert "mcu_concat_s16" in kernels and "mcu_layer_norm_f32" in kernels, kernels
+    spec = pkg.manifest["outputs"][0]
+    for x in _data(3, seed=7):
+        raw = pkg.reference(x)[0]
+        assert lsb_error(raw, pkg.torchao_reference(x)[0], spec["scale"], spec["zero_point"]).max() <= 1
+    x = _data(1, seed=8)[0]
+    assert np.array_equal(mcu.run(pkg, x).raw_outputs[0], pkg.reference(x)[0])
+
+
+@pytest.mark.host_c
+def test_concat_s16_matches_its_twin_including_requantized_inputs():
+    import tests.hostc as hostc
+    from mcu.twins.s16 import concat_s16
+    lib = hostc.build([hostc.KERNELS / "s16" / "mcu_concat_s16.c"])
+    rng = np.random.default_rng(3)
+    a = rng.integers(-32768, 32768, size=(3, 4), dtype=np.int16)
+    b = rng.integers(-32768, 32768, size=(3, 5), dtype=np.int16)
+    params = {"num_inputs": 2, "outer": 3, "sizes": (4, 5) + (0,) * 6, "input_offset": (0,) * 8,
+              "multiplier": (1 << 30, 1518500250) + (0,) * 6, "shift": (1, 1) + (0,) * 6, "output_offset": 0}
+    want = concat_s16(params, a, b)
+    assert np.array_equal(want[:, :4], a)  # the copy
+    assert np.array_equal(want[:, 4:], np.clip(np.round(b.astype(np.float64) * 1518500250 / 2**30), -32768, 32767))
+    out = np.zeros(27, np.int16)
+    assert hostc.call(lib, "mcu_concat_s16", params, a, b, out=out) == 0
+    assert np.array_equal(out.reshape(3, 9), want)

@@ -348,3 +348,22 @@ def conv2d_s16_dsp_scratch_bytes(p: dict) -> int:
 def fully_connected_s16_dsp_scratch_bytes(p: dict) -> int:
     """Twin of mcu_fully_connected_s16_dsp_scratch_bytes: one input row, in_features rounded up to 4 int16."""
     return 2 * _round4(p["in_features"])
+
+
+def concat_s16(params: dict, *inputs: np.ndarray) -> np.ndarray:
+    """Twin of mcu_concat_s16: input i holds outer * sizes[i] values; returns int16 [outer, sum(sizes)]."""
+    from mcu.twins.shape import CONCAT_MAX_INPUTS
+    p = params
+    k, outer = p["num_inputs"], p["outer"]
+    if not 1 <= k <= CONCAT_MAX_INPUTS or outer < 1 or p["output_offset"] != 0 or len(inputs) != k:
+        raise ValueError(f"num_inputs in [1, {CONCAT_MAX_INPUTS}] matching the inputs, outer >= 1, output_offset 0")
+    parts = []
+    for i, x in enumerate(inputs):
+        size, off, mult, shift = p["sizes"][i], p["input_offset"][i], p["multiplier"][i], p["shift"][i]
+        if size < 1 or off != 0 or mult < 0 or not -31 <= shift <= 30:
+            raise ValueError(f"input {i}: bad size, offset or requantization")
+        x = np.asarray(x, dtype=np.int64)
+        if x.size != outer * size:
+            raise ValueError(f"input {i} must hold {outer * size} values, got {x.size}")
+        parts.append(saturate(requantize_round(x.reshape(outer, size), mult, shift), Q15_MIN, Q15_MAX, np.int16))
+    return np.concatenate(parts, axis=1).astype(np.int16)

@@ -741,6 +741,11 @@ mcu_status_t mcu_quantize_f32_s16(const mcu_quantize_params_t *params, const flo
 /* out = in.transpose(perm) for an int16 tensor of rank <= 4 (mcu_transpose_params_t). */
 mcu_status_t mcu_transpose_s16(const mcu_transpose_params_t *params, const int16_t *input, int16_t *output);
 
+/* mcu_concat_s8's contract for int16 (offsets 0): element x of input i becomes
+ * clamp(mcu_requantize_round(x, multiplier[i], shift[i])) to int16; an input on the output's scale (multiplier
+ * 2^30, shift 1) is copied. */
+mcu_status_t mcu_concat_s16(const mcu_concat_params_t *params, const int16_t *const inputs[], int16_t *output);
+
 /* ---- int16-activation DSP variants (codegen/passes/select_kernels.py picks them on cores with "dsp") ----
  * Same arguments, checks and results (bit for bit) as the portable kernel named, except:
  *  - filter: the int8 weights widened to int16 at compile time (pack_taps_s16 / prepare_s16_dw_dsp), as
