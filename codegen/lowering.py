@@ -56,13 +56,15 @@ KERNELS = {k.name: k for k in [
     Kernel("mcu_matmul_s8", "fc/mcu_matmul_s8", "mcu_matmul_params_t"),
     Kernel("mcu_dequantize_s8_f32", "fallback/mcu_dequantize_s8_f32", "mcu_dequantize_params_t"),
     Kernel("mcu_quantize_f32_s8", "fallback/mcu_quantize_f32_s8", "mcu_quantize_params_t"),
+    Kernel("mcu_dequantize_s16_f32", "s16/mcu_dequantize_s16_f32", "mcu_dequantize_params_t"),
+    Kernel("mcu_quantize_f32_s16", "s16/mcu_quantize_f32_s16", "mcu_quantize_params_t"),
     Kernel("mcu_layer_norm_f32", "fallback/mcu_layer_norm_f32", "mcu_layer_norm_params_t", inplace="elementwise"),
 ]}
 
 
-def act_range(qp: QParams, act: tuple[float, float] | None) -> tuple[int, int]:
-    """The int8 clamp [act_min, act_max] of a fused real-valued activation range."""
-    lo, hi = -128, 127
+def act_range(qp: QParams, act: tuple[float, float] | None, lo: int = -128, hi: int = 127) -> tuple[int, int]:
+    """The clamp [act_min, act_max] of a fused real-valued activation range, inside the output type's [lo, hi]
+    (int8 by default; the int16 lowering passes its range)."""
     if act is not None:
         if act[0] != float("-inf"):
             lo = max(lo, qp.zp + int(round(act[0] / qp.s)))
@@ -78,7 +80,7 @@ def _dims(shape) -> tuple[int, int, int, int]:
     return (int(np.prod(shape[:-1])), 1, 1, int(shape[-1]))
 
 
-class _Ctx:
+class Ctx:
     """Collects the constants a lowering creates (multipliers, shifts, tables)."""
 
     def __init__(self, graph: Graph):
@@ -99,11 +101,15 @@ class _Ctx:
         return (self.const(f"{node.name}_mult", mult, "int32"), self.const(f"{node.name}_shift", shift, "int32"))
 
 
-def _call(node: Node, kernel: str, params: dict, inputs, quant=None) -> Node:
-    k = KERNELS[kernel]
+def call_node(k: Kernel, node: Node, params: dict, inputs, quant=None) -> Node:
+    """`node` as a call of kernel k (every lowering's table: int8 here, float32, int16)."""
     return node.replace(op="call", inputs=tuple(inputs), attrs={
         "kernel": k.name, "path": k.path, "params_type": k.params_type, "params": params, "quant": quant,
         "inplace": k.inplace, "float_node": node.attrs.get("float_node")})
+
+
+def _call(node: Node, kernel: str, params: dict, inputs, quant=None) -> Node:
+    return call_node(KERNELS[kernel], node, params, inputs, quant)
 
 
 def conv_geometry(x, w, out, a: dict) -> dict:
@@ -131,7 +137,7 @@ def transpose_params(shape, perm) -> dict:
             "perm": tuple(range(pad)) + tuple(p + pad for p in perm)}
 
 
-def _conv(ctx: _Ctx, node: Node) -> Node:
+def _conv(ctx: Ctx, node: Node) -> Node:
     t = ctx.tensors
     x, w, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
     bias = node.inputs[2] if len(node.inputs) > 2 else None
@@ -145,7 +151,7 @@ def _conv(ctx: _Ctx, node: Node) -> Node:
     return _call(node, kernel, params, (x.name, w.name, bias), ctx.per_channel(node, reals))
 
 
-def _linear(ctx: _Ctx, node: Node) -> Node:
+def _linear(ctx: Ctx, node: Node) -> Node:
     t = ctx.tensors
     x, w, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
     bias = node.inputs[2] if len(node.inputs) > 2 else None
@@ -157,7 +163,7 @@ def _linear(ctx: _Ctx, node: Node) -> Node:
     return _call(node, "mcu_fully_connected_s8", params, (x.name, w.name, bias), ctx.per_channel(node, reals))
 
 
-def _pool(ctx: _Ctx, node: Node) -> Node:
+def _pool(ctx: Ctx, node: Node) -> Node:
     t = ctx.tensors
     x, out = t[node.inputs[0]], t[node.outputs[0]]
     lo, hi = act_range(out.qparams, node.attrs.get("act"))
@@ -166,7 +172,7 @@ def _pool(ctx: _Ctx, node: Node) -> Node:
     return _call(node, kernel, params, (x.name,))
 
 
-def _add(ctx: _Ctx, node: Node) -> Node:
+def _add(ctx: Ctx, node: Node) -> Node:
     t = ctx.tensors
     a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
     if a.shape != b.shape or node.op == "sub":
@@ -185,7 +191,7 @@ def _add(ctx: _Ctx, node: Node) -> Node:
     return _call(node, "mcu_add_s8", params, (a.name, b.name))
 
 
-def _softmax(ctx: _Ctx, node: Node) -> Node:
+def _softmax(ctx: Ctx, node: Node) -> Node:
     x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
     if node.attrs["dim"] != len(x.shape) - 1:
         raise LoweringError(f"softmax over dim {node.attrs['dim']} at {node.source}: only the last dim "
@@ -195,12 +201,12 @@ def _softmax(ctx: _Ctx, node: Node) -> Node:
     return _call(node, "mcu_softmax_s8", params, (table, x.name))
 
 
-def _transpose(ctx: _Ctx, node: Node) -> Node:
+def _transpose(ctx: Ctx, node: Node) -> Node:
     x = ctx.tensors[node.inputs[0]]
     return _call(node, "mcu_transpose_s8", transpose_params(x.shape, node.attrs["perm"]), (x.name,))
 
 
-def _alias(ctx: _Ctx, node: Node) -> Node:
+def _alias(ctx: Ctx, node: Node) -> Node:
     return node.replace(op="alias")
 
 
@@ -213,7 +219,7 @@ def _dims4(shape, source: str) -> tuple[int, int, int, int]:
     return (1,) * (4 - len(shape)) + tuple(int(d) for d in shape)
 
 
-def _add_broadcast(ctx: _Ctx, node: Node) -> Node:
+def _add_broadcast(ctx: Ctx, node: Node) -> Node:
     t = ctx.tensors
     a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
     left_shift = 20
@@ -231,7 +237,7 @@ def _add_broadcast(ctx: _Ctx, node: Node) -> Node:
     return _call(node, "mcu_add_broadcast_s8", params, (a.name, b.name))
 
 
-def _mul(ctx: _Ctx, node: Node) -> Node:
+def _mul(ctx: Ctx, node: Node) -> Node:
     t = ctx.tensors
     a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
     mult, shift = quantize_multiplier(a.qparams.s * b.qparams.s / out.qparams.s)
@@ -243,7 +249,7 @@ def _mul(ctx: _Ctx, node: Node) -> Node:
     return _call(node, "mcu_mul_s8", params, (a.name, b.name))
 
 
-def _lut(ctx: _Ctx, node: Node) -> Node:
+def _lut(ctx: Ctx, node: Node) -> Node:
     """Any int8 -> int8 elementwise function: the table is torch's Q/DQ result for each of the 256 inputs."""
     x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
     if node.op == "clamp":
@@ -279,12 +285,12 @@ def concat_params(tensors: dict, node: Node) -> dict:
             "shift": tuple(q[2] for q in quant), "output_offset": out.qparams.zp}
 
 
-def _concat(ctx: _Ctx, node: Node) -> Node:
+def _concat(ctx: Ctx, node: Node) -> Node:
     call = _call(node, "mcu_concat_s8", concat_params(ctx.tensors, node), node.inputs)
     return call.replace(attrs={**call.attrs, "input_array": True})
 
 
-def _upsample(ctx: _Ctx, node: Node) -> Node:
+def _upsample(ctx: Ctx, node: Node) -> Node:
     x = ctx.tensors[node.inputs[0]]
     if len(x.shape) != 4:
         raise LoweringError(f"nearest upsampling of a {len(x.shape)}-d tensor at {node.source}")
@@ -293,7 +299,7 @@ def _upsample(ctx: _Ctx, node: Node) -> Node:
                                                    "scale_w": int(sw)}, (x.name,))
 
 
-def _reduce(ctx: _Ctx, node: Node) -> Node:
+def _reduce(ctx: Ctx, node: Node) -> Node:
     """mean / sum over any dims: one sum kernel whose multiplier carries the scales (and 1 / count)."""
     x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
     dims_in = _dims4(x.shape, node.source)
@@ -308,7 +314,7 @@ def _reduce(ctx: _Ctx, node: Node) -> Node:
     return _call(node, "mcu_reduce_sum_s8", params, (x.name,))
 
 
-def _matmul(ctx: _Ctx, node: Node) -> Node:
+def _matmul(ctx: Ctx, node: Node) -> Node:
     t = ctx.tensors
     a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
     sa = (1, *a.shape) if len(a.shape) == 1 else a.shape
@@ -330,39 +336,54 @@ def _matmul(ctx: _Ctx, node: Node) -> Node:
     return _call(node, "mcu_matmul_s8", params, (a.name, b.name))
 
 
-def _f32(v: float) -> float:
+def f32(v: float) -> float:
     """v rounded to float32 (the C parameter's value), as a Python float."""
     return float(np.float32(v))
 
 
-def _layer_norm(ctx: _Ctx, node: Node) -> list[Node]:
-    """Float fallback: dequantize -> mcu_layer_norm_f32 -> quantize."""
+# Entry into and exit from float32, per integer type: fallbacks (layer norm) and mixed precision (mixed=).
+FLOAT_CONVERTS = {"int8": ("mcu_dequantize_s8_f32", "mcu_quantize_f32_s8"),
+                  "int16": ("mcu_dequantize_s16_f32", "mcu_quantize_f32_s16")}
+
+
+def dequantize_call(node: Node, x: Tensor) -> Node:
+    """`node` (its output the float32 tensor) as the dequantize of integer tensor x."""
+    params = {"size": int(np.prod(x.shape)), "scale": f32(x.qparams.s), "zero_point": x.qparams.zp}
+    return _call(node, FLOAT_CONVERTS[x.dtype][0], params, (x.name,))
+
+
+def quantize_call(node: Node, src: str, out: Tensor) -> Node:
+    """`node` (its output the integer tensor out) as the quantize of float32 tensor src."""
+    params = {"size": int(np.prod(out.shape)), "inv_scale": f32(1.0 / out.qparams.s), "zero_point": out.qparams.zp}
+    return _call(node, FLOAT_CONVERTS[out.dtype][1], params, (src,))
+
+
+def layer_norm(ctx: Ctx, node: Node) -> list[Node]:
+    """Float fallback (int8 and int16 alike): dequantize -> mcu_layer_norm_f32 -> quantize."""
     x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
     size = int(np.prod(x.shape))
     cols = int(np.prod(x.shape[len(x.shape) - node.attrs["normalized"]:]))
     xf = ctx.temp(f"{node.name}_in_f32", x.shape, "float32")
     yf = ctx.temp(f"{node.name}_out_f32", x.shape, "float32")
-    dq = _call(node.replace(name=f"{node.name}_dequantize", outputs=(xf,)), "mcu_dequantize_s8_f32",
-               {"size": size, "scale": _f32(x.qparams.s), "zero_point": x.qparams.zp}, (x.name,))
+    dq = dequantize_call(node.replace(name=f"{node.name}_dequantize", outputs=(xf,)), x)
     ln = _call(node.replace(outputs=(yf,)), "mcu_layer_norm_f32",
-               {"rows": size // cols, "cols": cols, "eps": _f32(node.attrs["eps"])}, (xf, *node.inputs[1:3]))
-    q = _call(node.replace(name=f"{node.name}_quantize"), "mcu_quantize_f32_s8",
-              {"size": size, "inv_scale": _f32(1.0 / out.qparams.s), "zero_point": out.qparams.zp}, (yf,))
+               {"rows": size // cols, "cols": cols, "eps": f32(node.attrs["eps"])}, (xf, *node.inputs[1:3]))
+    q = quantize_call(node.replace(name=f"{node.name}_quantize"), yf, out)
     return [dq, ln.replace(attrs={**ln.attrs, "fallback": "layer_norm"}), q]
 
 
-LOWERINGS: dict[str, Callable[[_Ctx, Node], Node]] = {
+LOWERINGS: dict[str, Callable[[Ctx, Node], Node]] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear,
     "max_pool2d": _pool, "avg_pool2d": _pool, "add": _add, "softmax": _softmax,
     "transpose": _transpose, "reshape": _alias,
     "sub": _add_broadcast, "mul": _mul, "lut": _lut, "clamp": _lut, "concat": _concat, "upsample_nearest": _upsample,
-    "mean": _reduce, "sum": _reduce, "matmul": _matmul, "layer_norm": _layer_norm,
+    "mean": _reduce, "sum": _reduce, "matmul": _matmul, "layer_norm": layer_norm,
 }
 
 
 def lower(graph: Graph) -> Graph:
     """Replace every op by its kernel call (pass: Graph -> Graph)."""
-    ctx = _Ctx(graph)
+    ctx = Ctx(graph)
     nodes = []
     for n in graph.nodes:
         if n.op in ("call", "alias"):  # lowered already (lower_float: the float32 ops)

@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.ir import Graph, Node
-from mcu.codegen.lowering import Kernel, _dims4, conv_geometry, pool_geometry, transpose_params
+from mcu.codegen.lowering import Kernel, _dims4, call_node, conv_geometry, pool_geometry, transpose_params
 from mcu.codegen.passes.canonicalize import LoweringError
 
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -37,10 +37,7 @@ def _act(node: Node) -> dict:
 
 
 def _call(node: Node, kernel: str, params: dict, inputs) -> Node:
-    k = FLOAT_KERNELS[kernel]
-    return node.replace(op="call", inputs=tuple(inputs), attrs={
-        "kernel": k.name, "path": k.path, "params_type": k.params_type, "params": params, "quant": None,
-        "inplace": k.inplace, "float_node": node.attrs.get("float_node")})
+    return call_node(FLOAT_KERNELS[kernel], node, params, inputs)
 
 
 def _conv(g: Graph, node: Node) -> Node:

@@ -15,11 +15,12 @@ from typing import Callable
 
 import numpy as np
 
-from mcu.codegen.ir import Graph, Node, QParams, Tensor
-from mcu.codegen.lowering import Kernel, concat_params, conv_geometry, pool_geometry, transpose_params
+from mcu.codegen.ir import Graph, Node, QParams
+from mcu.codegen.lowering import (Ctx, Kernel, act_range, call_node, concat_params, conv_geometry,
+                                  dequantize_call, layer_norm, pool_geometry, quantize_call, transpose_params)
 from mcu.codegen.passes.canonicalize import LoweringError
 from mcu.twins.activation import unary_function
-from mcu.twins.quant import quantize_multiplier, quantize_multipliers
+from mcu.twins.quant import quantize_multiplier
 
 INT16_MIN, INT16_MAX = -32768, 32767
 ADD_LEFT_SHIFT = 15  # int16 inputs << 15 keep 16 bits of headroom below int32 (TFLite's 16x8 add)
@@ -35,43 +36,19 @@ S16_KERNELS = {k.name: k for k in [
     Kernel("mcu_lut_s16", "s16/mcu_lut_s16", "mcu_lut_params_t", inplace="elementwise"),
     Kernel("mcu_transpose_s16", "s16/mcu_transpose_s16", "mcu_transpose_params_t"),
     Kernel("mcu_concat_s16", "s16/mcu_concat_s16", "mcu_concat_params_t"),
-    Kernel("mcu_layer_norm_f32", "fallback/mcu_layer_norm_f32", "mcu_layer_norm_params_t", inplace="elementwise"),
     Kernel("mcu_convert_s8_s16", "s16/mcu_convert_s8_s16", "mcu_convert_params_t"),
     Kernel("mcu_convert_s16_s8", "s16/mcu_convert_s16_s8", "mcu_convert_params_t"),
     Kernel("mcu_convert_s16_s16", "s16/mcu_convert_s16_s16", "mcu_convert_params_t"),
-    Kernel("mcu_dequantize_s16_f32", "s16/mcu_dequantize_s16_f32", "mcu_dequantize_params_t"),
-    Kernel("mcu_quantize_f32_s16", "s16/mcu_quantize_f32_s16", "mcu_quantize_params_t"),
-    Kernel("mcu_dequantize_s8_f32", "fallback/mcu_dequantize_s8_f32", "mcu_dequantize_params_t"),
-    Kernel("mcu_quantize_f32_s8", "fallback/mcu_quantize_f32_s8", "mcu_quantize_params_t"),
 ]}
 
 
 def act_range16(qp: QParams, act: tuple[float, float] | None) -> tuple[int, int]:
     """The int16 clamp [act_min, act_max] of a fused real-valued activation range (zero point 0)."""
-    lo, hi = INT16_MIN, INT16_MAX
-    if act is not None:
-        if act[0] != float("-inf"):
-            lo = max(lo, int(round(act[0] / qp.s)))
-        if act[1] != float("inf"):
-            hi = min(hi, int(round(act[1] / qp.s)))
-    return lo, hi
+    return act_range(qp, act, INT16_MIN, INT16_MAX)
 
 
-def _f32(x: float) -> float:
-    return float(np.float32(x))
-
-
-class _Ctx:
-    def __init__(self, graph: Graph):
-        self.tensors = dict(graph.tensors)
-
-    def const(self, name: str, data: np.ndarray, dtype: str) -> str:
-        self.tensors[name] = Tensor(name, tuple(data.shape), dtype, data=data)
-        return name
-
-    def per_channel(self, node: Node, reals: np.ndarray) -> tuple[str, str]:
-        mult, shift = quantize_multipliers(reals)
-        return (self.const(f"{node.name}_mult", mult, "int32"), self.const(f"{node.name}_shift", shift, "int32"))
+class _Ctx(Ctx):
+    """lowering.Ctx, and the int64 biases of a16w8."""
 
     def bias64(self, node: Node, bias: str | None, s_in: float, s_w) -> str | None:
         """The float bias as int64 at s_in * s_w[c]."""
@@ -88,10 +65,7 @@ class _Ctx:
 
 
 def _call(node: Node, kernel: str, params: dict, inputs, quant=None) -> Node:
-    k = S16_KERNELS[kernel]
-    return node.replace(op="call", inputs=tuple(inputs), attrs={
-        "kernel": k.name, "path": k.path, "params_type": k.params_type, "params": params, "quant": quant,
-        "inplace": k.inplace, "float_node": node.attrs.get("float_node")})
+    return call_node(S16_KERNELS[kernel], node, params, inputs, quant)
 
 
 def _conv(ctx: _Ctx, node: Node) -> Node:
@@ -183,21 +157,6 @@ def _concat(ctx: _Ctx, node: Node) -> Node:
     return call.replace(attrs={**call.attrs, "input_array": True})
 
 
-def _layer_norm(ctx: _Ctx, node: Node) -> list[Node]:
-    """Float fallback, as for int8: dequantize -> mcu_layer_norm_f32 -> quantize, float temporaries planned."""
-    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
-    size = int(np.prod(x.shape))
-    cols = int(np.prod(x.shape[len(x.shape) - node.attrs["normalized"]:]))
-    xf, yf = (f"{node.name}_{k}_f32" for k in ("in", "out"))
-    ctx.tensors[xf] = Tensor(xf, x.shape, "float32")
-    ctx.tensors[yf] = Tensor(yf, x.shape, "float32")
-    dq = _dequantize(ctx, node.replace(name=f"{node.name}_dequantize", outputs=(xf,)))
-    ln = _call(node.replace(outputs=(yf,)), "mcu_layer_norm_f32",
-               {"rows": size // cols, "cols": cols, "eps": _f32(node.attrs["eps"])}, (xf, *node.inputs[1:3]))
-    q = _quantize(ctx, node.replace(name=f"{node.name}_quantize", inputs=(yf,)))
-    return [dq, ln.replace(attrs={**ln.attrs, "fallback": "layer_norm"}), q]
-
-
 def _convert(ctx: _Ctx, node: Node) -> Node:
     """int8 <-> int16, int16 -> int16: out = round((in - zp_in) * s_in / s_out) + zp_out, clamped."""
     x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
@@ -214,23 +173,17 @@ def _convert(ctx: _Ctx, node: Node) -> Node:
 
 
 def _dequantize(ctx: _Ctx, node: Node) -> Node:
-    x = ctx.tensors[node.inputs[0]]
-    kernel = {"int8": "mcu_dequantize_s8_f32", "int16": "mcu_dequantize_s16_f32"}[x.dtype]
-    params = {"size": int(np.prod(x.shape)), "scale": _f32(x.qparams.s), "zero_point": x.qparams.zp}
-    return _call(node, kernel, params, (x.name,))
+    return dequantize_call(node, ctx.tensors[node.inputs[0]])
 
 
 def _quantize(ctx: _Ctx, node: Node) -> Node:
-    out = ctx.tensors[node.outputs[0]]
-    kernel = {"int8": "mcu_quantize_f32_s8", "int16": "mcu_quantize_f32_s16"}[out.dtype]
-    params = {"size": int(np.prod(out.shape)), "inv_scale": _f32(1.0 / out.qparams.s), "zero_point": out.qparams.zp}
-    return _call(node, kernel, params, tuple(node.inputs[:1]))
+    return quantize_call(node, node.inputs[0], ctx.tensors[node.outputs[0]])
 
 
 S16_LOWERINGS: dict[str, Callable[[_Ctx, Node], Node]] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
     "add": _add, "softmax": _softmax, "lut": _lut, "clamp": _lut, "transpose": _transpose, "concat": _concat,
-    "layer_norm": _layer_norm,
+    "layer_norm": layer_norm,
 }
 CONVERTS: dict[str, Callable[[_Ctx, Node], Node]] = {
     "convert": _convert, "dequantize": _dequantize, "quantize": _quantize,
