@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 import mcu
 from mcu.errors import McuError
@@ -24,9 +25,9 @@ def bench_one(name: str, board: str, out_root: Path, quantize: str = "int8") -> 
     suffix = "" if quantize == "int8" else "-f32"
     pkg = mcu.compile(model, example, board=board, calibration=calibration_set(name), force=True,
                       out_dir=out_root / f"{name}-{board}{suffix}", quantize=quantize)
-    xs = [calibration_set(name, 1, seed=50 + s)[0] for s in range(10)]
-    x = xs[0]
-    res = mcu.run(pkg, x)
+    xs, want = _eval_set(name, model)
+    refs = [pkg.reference(x)[0] for x in xs]  # raw: integer, or float32 (quantize="none")
+    res = mcu.run(pkg, xs[0])
     size = mcu.size(pkg)
     n_macs = macs(model, example)
     row = {
@@ -36,9 +37,8 @@ def bench_one(name: str, board: str, out_root: Path, quantize: str = "int8") -> 
         "flash_runtime": size.flash_runtime, "flash_glue": size.flash_generated, "flash_other": size.flash_other,
         "flash_total": size.flash_total, "ram_static": size.ram_static, "ram_stack_reserved": size.ram_stack,
         "instructions": res.instructions, "macs": n_macs, "macs_per_instruction": n_macs / res.instructions,
-        "exact": bool(np.array_equal(res.raw_outputs[0], pkg.reference(x)[0])),
-        "sqnr_db": sqnr_db([model(*x).detach().numpy() for x in xs],  # pooled over 10 inputs
-                           [pkg.dequantize_outputs(pkg.reference(x))[0] for x in xs]),
+        "exact": bool(np.array_equal(res.raw_outputs[0], refs[0])),
+        "sqnr_db": sqnr_db(want, [pkg.dequantize_outputs([r])[0] for r in refs]),  # pooled over 10 inputs
         "kernels": sorted({op["kernel"] for op in pkg.manifest["ops"]} - {"alias"}),
     }
     if quantize == "int8":  # the smallest arena: optimize="memory" (portable and in-place kernels), compiled only
@@ -47,9 +47,8 @@ def bench_one(name: str, board: str, out_root: Path, quantize: str = "int8") -> 
         row["arena_memory"] = small.arena_bytes
         row["arena_memory_lower_bound"] = small.manifest["arena_lower_bound"]
     if quantize == "none":  # float32: max |error| / max |torch|, of the device (one input) and the twin (10)
-        row["rel_error_device"] = relative_error(res.outputs[0], model(*x).detach().numpy())
-        row["rel_error_reference"] = relative_error([pkg.reference(x)[0] for x in xs],
-                                                    [model(*x).detach().numpy() for x in xs])
+        row["rel_error_device"] = relative_error(res.outputs[0], want[0])
+        row["rel_error_reference"] = relative_error(refs, want)
     return row
 
 
@@ -104,6 +103,13 @@ def bench(models: list[str] | None = None, boards: list[str] | None = None,
     return rows
 
 
+def _eval_set(name: str, model) -> tuple[list, list]:
+    """The 10 inputs SQNR is measured on (drawn like the calibration data) and the float model's outputs."""
+    xs = [calibration_set(name, 1, seed=50 + s)[0] for s in range(10)]
+    with torch.no_grad():
+        return xs, [model(*x).numpy() for x in xs]
+
+
 def observer_sqnr(models: list[str] | None = None, out: str | Path = "out/bench") -> list[dict]:
     """SQNR vs float of each zoo model under each activation observer (mcu.quantize.OBSERVERS), from the numpy
     reference (which the device equals bit for bit) on 10 inputs drawn like the calibration data."""
@@ -112,8 +118,7 @@ def observer_sqnr(models: list[str] | None = None, out: str | Path = "out/bench"
     rows = []
     for name in models:
         model, example = MODELS[name]()
-        xs = [calibration_set(name, 1, seed=50 + s)[0] for s in range(10)]
-        want = [model(*x).detach().numpy() for x in xs]
+        xs, want = _eval_set(name, model)
         row = {"model": name}
         for obs in OBSERVERS:
             pkg = mcu.compile(model, example, calibration=calibration_set(name), observer=obs, force=True,
@@ -133,31 +138,39 @@ def observer_sqnr(models: list[str] | None = None, out: str | Path = "out/bench"
 MODES = {"int8": {}, "a16w8": {"quantize": "a16w8"}, "int4": {"weights": "int4"}, "float32": {"quantize": "none"}}
 
 
+NUMERICS_HEAD = "| model | mode | SQNR vs float, dB | weights B | flash B | arena B | instructions | device = reference |"
+
+
+def format_numerics(rows: list[dict]) -> list[str]:
+    """The numerics table's markdown lines (printed by `mcu bench --numerics`, written to the README)."""
+    lines = [NUMERICS_HEAD, "|---|---|---:|---:|---:|---:|---:|---|"]
+    return lines + [f"| {r['model']} | {r['mode']} | {r['sqnr_db']:.1f} | {r['flash_weights']:,} | "
+                    f"{r['flash_total']:,} | {r['arena_bytes']:,} | {r['instructions']:,} | "
+                    f"{'yes' if r['exact'] else 'NO'} |" for r in rows]
+
+
 def numerics(models: list[str] | None = None, board: str = "mps2-an386", out: str | Path = "out/bench") -> list[dict]:
-    """Per model and numeric mode (MODES) on one board: SQNR vs float (the numpy reference, which the device
-    equals, or for float32 the device itself, over 10 inputs), weight and total flash, arena and instructions.
-    Writes numerics.json."""
+    """Per model and numeric mode (MODES) on one board: SQNR vs float of the numpy reference (which the device equals
+    bit for bit in every mode; "exact" says so for the first input) over 10 inputs, weight and total flash, arena
+    and instructions. Writes numerics.json."""
     models, out = models or list(MODELS), Path(out)
     rows = []
     for name in models:
         model, example = MODELS[name]()
-        xs = [calibration_set(name, 1, seed=50 + s)[0] for s in range(10)]
-        want = [model(*x).detach().numpy() for x in xs]
+        xs, want = _eval_set(name, model)
         for mode, options in MODES.items():
             t = time.time()
             pkg = mcu.compile(model, example, board=board, calibration=calibration_set(name), force=True,
                               out_dir=out / f"{name}-{board}-{mode}", **options)
             res, size = mcu.run(pkg, xs[0]), mcu.size(pkg)
-            got = [pkg.dequantize_outputs(pkg.reference(x))[0] for x in xs]
-            rows.append({"model": name, "mode": mode, "board": board, "sqnr_db": sqnr_db(want, got),
+            refs = [pkg.reference(x)[0] for x in xs]
+            rows.append({"model": name, "mode": mode, "board": board,
+                         "sqnr_db": sqnr_db(want, [pkg.dequantize_outputs([r])[0] for r in refs]),
                          "flash_weights": size.flash_weights, "flash_total": size.flash_total,
                          "arena_bytes": pkg.arena_bytes, "instructions": res.instructions,
-                         "exact": bool(np.array_equal(res.raw_outputs[0], pkg.reference(xs[0])[0]))})
+                         "exact": bool(np.array_equal(res.raw_outputs[0], refs[0]))})
             print(f"{name} {mode}: {res.instructions:,} instructions ({time.time() - t:.0f} s)", file=sys.stderr)
-    lines = ["| model | mode | SQNR dB | weights B | flash B | arena B | instructions | device = reference |",
-             "|---|---|---:|---:|---:|---:|---:|---|"]
-    lines += [f"| {r['model']} | {r['mode']} | {r['sqnr_db']:.1f} | {r['flash_weights']:,} | {r['flash_total']:,} | "
-              f"{r['arena_bytes']:,} | {r['instructions']:,} | {'yes' if r['exact'] else 'NO'} |" for r in rows]
+    lines = format_numerics(rows)
     out.mkdir(parents=True, exist_ok=True)
     (out / "numerics.json").write_text(json.dumps(rows, indent=2) + "\n")
     print("\n".join(lines))

@@ -7,23 +7,16 @@ import json
 import sys
 from pathlib import Path
 
-HEAD = "| model | mode | SQNR vs float, dB | weights B | flash B | arena B | instructions | device = reference |"
-
-
-def table(rows: list[dict]) -> list[str]:
-    lines = [HEAD, "|---|---|---:|---:|---:|---:|---:|---|"]
-    lines += [f"| {r['model']} | {r['mode']} | {r['sqnr_db']:.1f} | {r['flash_weights']:,} | {r['flash_total']:,} | "
-              f"{r['arena_bytes']:,} | {r['instructions']:,} | {'yes' if r['exact'] else 'NO'} |" for r in rows]
-    return lines
+from mcu.bench import NUMERICS_HEAD, format_numerics
 
 
 def main(numerics_json: str, readme: str = "README.md") -> None:
     lines = Path(readme).read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(HEAD))
+    start = next(i for i, line in enumerate(lines) if line.startswith(NUMERICS_HEAD))
     end = start + 2
     while end < len(lines) and lines[end].startswith("| "):
         end += 1
-    lines[start:end] = table(json.loads(Path(numerics_json).read_text()))
+    lines[start:end] = format_numerics(json.loads(Path(numerics_json).read_text()))
     Path(readme).write_text("\n".join(lines) + "\n")
 
 
