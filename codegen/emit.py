@@ -14,7 +14,7 @@ import numpy as np
 from mcu.codegen.ir import C_TYPES, DTYPES, Graph, Tensor
 from mcu.codegen.lowering import kernel_paths
 from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan, output_extent
-from mcu.errors import McuError
+from mcu.codegen.errors import McuError
 
 ARENA_GUARD_BYTES = 16  # debug builds: guard bytes after the arena, checked after every op (model.c)
 IO_DOC = {"int8": "int8 tensors quantized as below:\n * real = (q - ZERO_POINT) * SCALE.",

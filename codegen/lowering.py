@@ -22,10 +22,10 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.ir import Graph, Node, QParams, Tensor
-from mcu.twins.activation import lut_table, softmax_exp_table, unary_function
-from mcu.codegen.passes.canonicalize import LoweringError
-from mcu.twins.quant import quantize_multiplier, quantize_multipliers
-from mcu.twins.shape import CONCAT_MAX_INPUTS
+from mcu.codegen.twins.activation import lut_table, softmax_exp_table, unary_function
+from mcu.codegen.errors import LoweringError
+from mcu.codegen.twins.quant import quantize_multiplier, quantize_multipliers
+from mcu.codegen.twins.shape import CONCAT_MAX_INPUTS
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy as np
 
 from mcu.codegen.ir import Graph, Node
 from mcu.codegen.lowering import Kernel, _dims4, call_node, conv_geometry, pool_geometry, transpose_params
-from mcu.codegen.passes.canonicalize import LoweringError
+from mcu.codegen.errors import LoweringError
 
 FLT_MAX = float(np.finfo(np.float32).max)
 

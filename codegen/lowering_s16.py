@@ -18,9 +18,9 @@ import numpy as np
 from mcu.codegen.ir import Graph, Node, QParams
 from mcu.codegen.lowering import (Ctx, Kernel, act_range, call_node, concat_params, conv_geometry,
                                   dequantize_call, layer_norm, pool_geometry, quantize_call, transpose_params)
-from mcu.codegen.passes.canonicalize import LoweringError
-from mcu.twins.activation import unary_function
-from mcu.twins.quant import quantize_multiplier
+from mcu.codegen.errors import LoweringError
+from mcu.codegen.twins.activation import unary_function
+from mcu.codegen.twins.quant import quantize_multiplier
 
 INT16_MIN, INT16_MAX = -32768, 32767
 ADD_LEFT_SHIFT = 15  # int16 inputs << 15 keep 16 bits of headroom below int32 (TFLite's 16x8 add)
@@ -118,7 +118,7 @@ def _add(ctx: _Ctx, node: Node) -> Node:
 
 
 def _softmax(ctx: _Ctx, node: Node) -> Node:
-    from mcu.twins.s16 import softmax_s16_params
+    from mcu.codegen.twins.s16 import softmax_s16_params
     x = ctx.tensors[node.inputs[0]]
     if node.attrs["dim"] != len(x.shape) - 1:
         raise LoweringError(f"softmax over dim {node.attrs['dim']} at {node.source}: only the last dim "
@@ -136,7 +136,7 @@ def _lut(ctx: _Ctx, node: Node) -> Node:
     else:
         torch_fn = unary_function(node.attrs["fn"])
     import torch
-    from mcu.twins.s16 import lut_s16_table
+    from mcu.codegen.twins.s16 import lut_s16_table
 
     def fn(v: np.ndarray) -> np.ndarray:  # the torch op in float64 on the table's grid
         with torch.no_grad():

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcu.codegen.ir import DTYPES, Graph
-from mcu.errors import McuError
+from mcu.codegen.errors import McuError
 from mcu.memory_planner import Buffer, Plan, PlanError, lower_bound, plan
 from mcu.memory_planner.schedule import Op, best_order, peak
-from mcu.twins.conv import conv2d_1x1_s8_inplace_fits, dwconv2d_s8_inplace_fits
+from mcu.codegen.twins.conv import conv2d_1x1_s8_inplace_fits, dwconv2d_s8_inplace_fits
 
 # Kernels whose loops run n, y, x (output pixels in order) with all channels of a pixel computed from
 # its window before the next pixel; optimized variants join only once their loop order is checked.

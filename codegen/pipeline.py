@@ -15,7 +15,8 @@ from mcu.codegen.passes.fuse_add import fuse_residual_adds
 from mcu.codegen.passes.fuse_clamp import fuse_clamp
 from mcu.codegen.passes.inplace import use_inplace_kernels
 from mcu.codegen.passes.layout import to_nhwc
-from mcu.codegen.passes.select_kernels import Target, select_kernels
+from mcu.codegen.target import Target
+from mcu.codegen.passes.select_kernels import select_kernels
 
 
 def passes(target: Target = Target()) -> list:

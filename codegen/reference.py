@@ -12,10 +12,10 @@ TWIN_MODULES = ["conv", "fc", "pool", "elementwise", "activation", "shape", "red
 
 
 def twin(kernel: str):
-    """The numpy twin of C kernel `mcu_<name>`: the function `<name>` in one of mcu.twins' modules."""
+    """The numpy twin of C kernel `mcu_<name>`: the function `<name>` in one of mcu.codegen.twins' modules."""
     name = kernel.removeprefix("mcu_")
     for mod in TWIN_MODULES:
-        fn = getattr(importlib.import_module(f"mcu.twins.{mod}"), name, None)
+        fn = getattr(importlib.import_module(f"mcu.codegen.twins.{mod}"), name, None)
         if fn is not None:
             return fn
     raise KeyError(f"no numpy twin for {kernel}")

@@ -15,11 +15,11 @@ import numpy as np
 import torch
 
 from mcu.codegen.emit import emit
-from mcu.codegen.frontend import import_quantized
-from mcu.codegen.frontend_float import import_float
+from mcu.frontend import import_quantized
+from mcu.frontend_float import import_float
 from mcu.codegen.ir import DTYPES, Graph
 from mcu.codegen.memory import MemoryPlan, picture, plan_graph
-from mcu.codegen.passes.select_kernels import Target
+from mcu.codegen.target import Target
 from mcu.codegen.pipeline import run_passes
 from mcu.codegen.reference import run_reference
 from mcu.errors import McuError, status_name

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 
-class McuError(Exception):
-    """Base class of every error mcu raises on purpose."""
+from mcu.codegen.errors import LoweringError, McuError  # noqa: F401  (the base lives with the compiler)
 
 
 class UnknownBoardError(McuError):

@@ -199,7 +199,7 @@ def test_a16w8_concat_and_layer_norm_are_exact_and_near_torchao(tmp_path):
 @pytest.mark.host_c
 def test_concat_s16_matches_its_twin_including_requantized_inputs():
     import tests.hostc as hostc
-    from mcu.twins.s16 import concat_s16
+    from mcu.codegen.twins.s16 import concat_s16
     lib = hostc.build([hostc.KERNELS / "s16" / "mcu_concat_s16.c"])
     rng = np.random.default_rng(3)
     a = rng.integers(-32768, 32768, size=(3, 4), dtype=np.int16)

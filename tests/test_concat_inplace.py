@@ -15,7 +15,7 @@ from mcu.codegen import memory
 from mcu.codegen.memory import Location, overlap_gap, overwritable_inputs, raster_gap, verify_tensor_plan
 from mcu.codegen.passes import inplace
 from mcu.memory_planner import PlanError
-from mcu.twins import conv, float32, pool, s16
+from mcu.codegen.twins import conv, float32, pool, s16
 from test_float32 import conv_case as f32_conv_case, pool_case as f32_pool_case
 from test_kernels_host import conv_case as s8_conv_case, conv_params, pool_case as s8_pool_case, pool_params
 from test_kernels_s16_host import _conv_case as s16_conv_case, _pool_case as s16_pool_case

@@ -19,10 +19,10 @@ from torch import nn
 
 import hostc
 import mcu
-from mcu.codegen.frontend_float import import_float
+from mcu.frontend_float import import_float
 from mcu.export import UnsupportedOpError, export
 from mcu.metrics import FLOAT_TOLERANCE, relative_error
-from mcu.twins import float32 as twins
+from mcu.codegen.twins import float32 as twins
 from mcu.zoo import MODELS, example_cnn
 
 F32 = np.float32

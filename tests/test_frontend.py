@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 import mcu
-from mcu.codegen.frontend import import_quantized
+from mcu.frontend import import_quantized
 from mcu.codegen.ir import Graph, IRError, Node, Tensor, verify
 from mcu.codegen.pipeline import PASSES
 from mcu.errors import McuError

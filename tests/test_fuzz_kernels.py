@@ -1,6 +1,6 @@
 """Property-based fuzzing of every C kernel against its numpy twin, the C built with ASan + UBSan.
 
-- Kernels are discovered from runtime_c/kernels/*/*.c; each is fuzzed when its twin is known: mcu.twins.<family>.<name
+- Kernels are discovered from runtime_c/kernels/*/*.c; each is fuzzed when its twin is known: mcu.codegen.twins.<family>.<name
   without mcu_> for a portable kernel, the portable kernel's twin for a variant listed in select_kernels.VARIANTS
   (whose `prepare` turns the portable constants into the variant's, exactly as the code generator does).
 - The C runs in a sanitized driver process (DRIVER below, generated from the header's prototypes): it reads one call
@@ -35,8 +35,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import hostc
-import mcu.twins
-import mcu.twins.conv as conv_twins
+import mcu.codegen.twins
+import mcu.codegen.twins.conv as conv_twins
 from mcu.codegen.ir import Node, Tensor
 from mcu.codegen.passes.select_kernels import VARIANTS
 from mcu.hostbuild import SANITIZER_ENV, compile_executable
@@ -63,10 +63,10 @@ PTR = ctypes.sizeof(ctypes.c_void_p)
 # ---- Discovery --------------------------------------------------------------------------------------------------
 
 def _twin_functions() -> dict[str, object]:
-    """mcu_<name> -> the twin function <name> in any mcu.twins module."""
+    """mcu_<name> -> the twin function <name> in any mcu.codegen.twins module."""
     twins = {}
-    for mod in pkgutil.iter_modules(mcu.twins.__path__):
-        module = importlib.import_module(f"mcu.twins.{mod.name}")
+    for mod in pkgutil.iter_modules(mcu.codegen.twins.__path__):
+        module = importlib.import_module(f"mcu.codegen.twins.{mod.name}")
         for name, fn in vars(module).items():
             if callable(fn) and getattr(fn, "__module__", "") == module.__name__ and not name.startswith("_"):
                 twins.setdefault(f"mcu_{name}", fn)
@@ -496,7 +496,7 @@ def add_requant(draw):
         s1, s2 = (math.exp(draw(st.floats(-8, 0))) for _ in range(2))
         so = max(s1, s2) * math.exp(draw(st.floats(-1, 3)))
         twice = 2 * max(s1, s2)
-        from mcu.twins.quant import quantize_multiplier
+        from mcu.codegen.twins.quant import quantize_multiplier
         return 20, quantize_multiplier(s1 / twice), quantize_multiplier(s2 / twice), \
             quantize_multiplier(twice / ((1 << 20) * so))
     pair = st.tuples(MULT, st.integers(-31, 30))
@@ -548,7 +548,7 @@ def mul_case(draw):
 
 @st.composite
 def softmax_case(draw):
-    from mcu.twins.activation import softmax_exp_table
+    from mcu.codegen.twins.activation import softmax_exp_table
     rows, cols = draw(st.integers(1, 4)), draw(st.one_of(st.integers(1, 300), st.sampled_from([1, 2, 65535])))
     if cols == 65535:
         rows = 1
@@ -732,7 +732,7 @@ def fuzz_target(kernel: str):
         to_c = (lambda c: _prepare_variant(variant, c)) if variant.prepare else (lambda c: c.args)
         return TWINS[base], strategy, to_c
     if kernel not in TWINS:
-        return f"{kernel} has no numpy twin in mcu.twins"
+        return f"{kernel} has no numpy twin in mcu.codegen.twins"
     if kernel not in STRATEGIES:
         return f"no hypothesis strategy for {kernel}: add one to STRATEGIES in tests/test_fuzz_kernels.py"
     return TWINS[kernel], STRATEGIES[kernel], lambda c: c.args

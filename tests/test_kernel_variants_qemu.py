@@ -18,10 +18,11 @@ from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
 from mcu.codegen.lowering import KERNELS
 from mcu.codegen.memory import plan_graph
-from mcu.codegen.passes.select_kernels import Target, select_kernels
+from mcu.codegen.target import Target
+from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.reference import run_reference
 from mcu.qemu.runner import run_firmware
-from mcu.twins.quant import INT32_MAX, INT32_MIN, quantize_multipliers
+from mcu.codegen.twins.quant import INT32_MAX, INT32_MIN, quantize_multipliers
 
 BOARDS = ["mps2-an386", "mps3-an547", "mps2-an385"]
 SUFFIX = {"mps2-an386": "_dsp", "mps3-an547": "_mve", "mps2-an385": "_fast"}

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import hostc
-from mcu.twins import activation, conv, elementwise, fc, pool, quant, shape
+from mcu.codegen.twins import activation, conv, elementwise, fc, pool, quant, shape
 
 TWINS = {
     "mcu_conv2d_s8": conv.conv2d_s8,
@@ -802,7 +802,7 @@ def test_twin_rejects_bad_arguments(case):
         TWINS[kernel](*args)
 
 
-# ---- mcu_quant.h == mcu/twins/quant.py -------------------------------------------------------------------------
+# ---- mcu_quant.h == codegen/twins/quant.py -------------------------------------------------------------------------
 
 QUANT_WRAPPER = """
 #include <stdint.h>

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import hostc
-from mcu.twins import activation, conv, elementwise, fallback, fc, quant, reduce, shape
+from mcu.codegen.twins import activation, conv, elementwise, fallback, fc, quant, reduce, shape
 from test_kernels_host import (Q30, assert_equal_int, conv_params, rand_act, rand_bias, rand_int8, rand_offsets,
                                rand_quant)
 

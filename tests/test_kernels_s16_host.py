@@ -1,4 +1,4 @@
-"""The int16-activation ("a16w8") C kernels built with the host gcc equal their numpy twins (mcu/twins/s16.py) bit for
+"""The int16-activation ("a16w8") C kernels built with the host gcc equal their numpy twins (codegen/twins/s16.py) bit for
 bit; hand-computed cases pin the twins, rational arithmetic pins mcu_requantize64, float references bound softmax
 and the LUT, and a hypothesis fuzz runs every kernel under ASan + UBSan (tests/test_fuzz_kernels.py's driver)."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import hostc
-from mcu.twins import quant, s16
+from mcu.codegen.twins import quant, s16
 from test_fuzz_kernels import FUZZ, MULT, Case, act_range, check, driver, ints  # noqa: F401  (driver: a fixture)
 from test_kernels_host import Q30, assert_equal_int, conv_params, fc_params, pool_params
 

@@ -8,9 +8,9 @@ import torch.nn.functional as F
 
 import mcu
 from mcu.cli import main as cli_main
-from mcu.codegen.frontend import QuantizationError, import_quantized
+from mcu.frontend import QuantizationError, import_quantized
 from mcu.codegen.ir import verify
-from mcu.codegen.passes.canonicalize import LoweringError
+from mcu.codegen.errors import LoweringError
 from mcu.codegen.pipeline import PASSES
 from mcu.export import SUPPORTED_OPS, UnsupportedOpError, export
 from mcu.quantize import quantize

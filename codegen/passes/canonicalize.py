@@ -4,11 +4,7 @@ other grouped convs for the grouped conv kernel)."""
 from __future__ import annotations
 
 from mcu.codegen.ir import Graph, Node
-from mcu.errors import McuError
-
-
-class LoweringError(McuError):
-    """An op's parameters have no int8 kernel."""
+from mcu.codegen.errors import LoweringError  # noqa: F401  (re-exported: the passes import it from here)
 
 
 def _avg_pool(node: Node, kernel, stride) -> Node:

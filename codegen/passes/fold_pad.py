@@ -4,7 +4,7 @@ Asymmetric pads (TF 'same' with stride 2) come out right because the output size
 from __future__ import annotations
 
 from mcu.codegen.ir import Graph
-from mcu.codegen.passes.canonicalize import LoweringError
+from mcu.codegen.errors import LoweringError
 
 CONVS = {"conv2d", "depthwise_conv2d"}
 

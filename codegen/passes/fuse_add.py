@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from mcu.codegen.ir import Graph, Node
 from mcu.codegen.memory import schedule
-from mcu.codegen.passes.select_kernels import Target
-from mcu.twins.conv import conv2d_add_params
+from mcu.codegen.target import Target
+from mcu.codegen.twins.conv import conv2d_add_params
 
 FUSED = "mcu_conv2d_add_s8"
 

@@ -35,8 +35,9 @@ from typing import Callable
 from mcu.codegen.ir import Graph
 from mcu.codegen.memory import (INPLACE_KERNELS, STRIDED_KERNELS, concat_copies_exactly, concat_is_copy,
                                  is_channel_concat, overwritable_inputs, reshape_chain)
-from mcu.codegen.passes.select_kernels import Target, with_scratch
-from mcu.twins.conv import conv2d_1x1_s8_inplace_scratch_bytes, dwconv2d_s8_inplace_scratch_bytes
+from mcu.codegen.target import Target
+from mcu.codegen.passes.select_kernels import with_scratch
+from mcu.codegen.twins.conv import conv2d_1x1_s8_inplace_scratch_bytes, dwconv2d_s8_inplace_scratch_bytes
 
 
 @dataclass(frozen=True)

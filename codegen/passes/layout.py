@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.codegen.ir import Graph, Node, Tensor
-from mcu.codegen.passes.canonicalize import LoweringError
+from mcu.codegen.errors import LoweringError
 
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)

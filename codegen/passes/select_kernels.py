@@ -27,7 +27,7 @@
   needs a twin of its own.
 - Scratch: a variant that needs working memory (the DSP convs' widened pixel pair, the DSP fully connected
   layer's widened row, the scalar and int4 convs' im2col window, the depthwise 3x3 kernels' row of padding)
-  names its size, the twin of its C `*_scratch_bytes` (mcu/twins), as `Variant.scratch`: the node gets a
+  names its size, the twin of its C `*_scratch_bytes` (codegen/twins), as `Variant.scratch`: the node gets a
   scratch tensor sized exactly for it (with_scratch), which the planner places in the arena, live during the
   call only. These variants (the Helium conv's 3 windows and row table too) therefore take any window
   size. What no scratch can lift stays: the scalar GEMM's two channels per word need
@@ -41,25 +41,13 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.ir import Graph, Node, Tensor
-from mcu.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_s4_scratch_bytes, conv2d_s8_dsp_scratch_bytes,
+from mcu.codegen.target import Target
+from mcu.codegen.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_s4_scratch_bytes, conv2d_s8_dsp_scratch_bytes,
                             conv2d_s8_fast_scratch_bytes, dsp_conv_compact, dwconv2d_3x3_s8_dsp_scratch_bytes,
                             dwconv2d_3x3_s8_fast_scratch_bytes)
-from mcu.twins.fc import fully_connected_s8_dsp_scratch_bytes
-from mcu.twins.mve import conv2d_s8_mve_scratch_bytes, dwconv2d_3x3_s8_mve_scratch_bytes
-from mcu.twins.s16 import conv2d_s16_dsp_scratch_bytes, fully_connected_s16_dsp_scratch_bytes
-
-
-@dataclass(frozen=True)
-class Target:
-    """What the code generator may assume about the core."""
-    name: str = "portable"
-    features: frozenset[str] = frozenset()  # "dsp", "mve", "fpu"; "int4": int4 weight kernels wanted
-    variants: bool = True  # False: portable kernels (outputs may overlap dying inputs) and in-place variants
-
-    @staticmethod
-    def of_board(board) -> "Target":
-        feats = {f for f, on in (("dsp", board.dsp), ("mve", board.mve), ("fpu", bool(board.fpu))) if on}
-        return Target(board.name, frozenset(feats))
+from mcu.codegen.twins.fc import fully_connected_s8_dsp_scratch_bytes
+from mcu.codegen.twins.mve import conv2d_s8_mve_scratch_bytes, dwconv2d_3x3_s8_mve_scratch_bytes
+from mcu.codegen.twins.s16 import conv2d_s16_dsp_scratch_bytes, fully_connected_s16_dsp_scratch_bytes
 
 
 @dataclass(frozen=True)

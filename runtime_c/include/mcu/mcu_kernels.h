@@ -15,7 +15,7 @@
  *    window under 2^16 taps, 255 * 127 * 2^16 < 2^31).
  *  - Zero or negative dims, strides, dilations or counts, a shift outside [-31, 30] or a negative
  *    multiplier give MCU_ERR_ARG, and the output is left untouched.
- *  - No kernel allocates or prints. Each has a numpy twin in mcu/twins with the same arithmetic.
+ *  - No kernel allocates or prints. Each has a numpy twin in codegen/twins with the same arithmetic.
  *  - Strided output (output_pixel_stride, the last field of the conv and pool params structs): the elements from
  *    one output pixel (n, y, x) to the next. 0 (what a designated initializer leaves) means contiguous, C_out.
  *    The portable conv, grouped conv, depthwise and pool kernels (int8, int16, float32) take any stride >= C_out:
@@ -348,7 +348,7 @@ mcu_status_t mcu_layer_norm_f32(const mcu_layer_norm_params_t *params, const flo
  *  - act_min <= act_max clamp the output (a fused ReLU / ReLU6); -FLT_MAX and FLT_MAX clamp nothing. A NaN
  *    passes the clamp unchanged.
  *  - Every sum runs from 0.0f in the order stated, one IEEE single rounding per operation (no fused
- *    multiply-add: ISO C modes default to -ffp-contract=off), so the numpy twins in mcu/twins/float32.py
+ *    multiply-add: ISO C modes default to -ffp-contract=off), so the numpy twins in codegen/twins/float32.py
  *    give the same bits with an FPU or in soft float (libgcc's, on cores without one).
  *  - Taps outside the input (zero padding) are skipped; they would add +-0.0f.
  * ================================================================================================= */
@@ -486,7 +486,7 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *    _mve kernel built without Helium returns MCU_ERR_ARG.
  */
 
-/* Scratch of the variants that take it (twins: mcu/twins/conv.py, fc.py; codegen sizes it with them):
+/* Scratch of the variants that take it (twins: codegen/twins/conv.py, fc.py; codegen sizes it with them):
  *  - conv2d_1x1_s8_dsp: a pixel pair widened to int16, 4 words per 4 input channels (C_in rounded up to 4),
  *    with a word before and after it (the assembly's entry address and state): 16 * ceil(C_in / 4) + 8.
  *  - conv2d_s8_dsp: the pair's windows widened likewise, K4 taps: KH rows of KW * C_in taps each rounded up
@@ -642,7 +642,7 @@ mcu_status_t mcu_fully_connected_s4(const mcu_fc_params_t *params, const mcu_per
 
 /* ==== int16 activations (a16w8) ===================================================================
  * quantize="a16w8": int16 activations, int8 weights, int64 bias. Kernels in runtime_c/kernels/s16/, numpy twins
- * in mcu/twins/s16.py. Conventions as for the int8 kernels (output last, status code, arguments checked first,
+ * in codegen/twins/s16.py. Conventions as for the int8 kernels (output last, status code, arguments checked first,
  * output untouched on error, output must not overlap an input unless stated), and:
  *  - Activations are int16 NHWC, symmetric: real = q * scale, zero point 0. The input_offset, output_offset
  *    and zero_point fields of the reused structs must be 0 (else MCU_ERR_ARG).
@@ -702,7 +702,7 @@ typedef struct {
  *  - m = max(in); for each element d = m - in_i (0 .. 65535) and y = d * input_multiplier (uint64, Q32), the
  *    exponent in base 2: e^(-s_in d) = 2^-y. k = y >> 32, f = y mod 2^32, j = f >> 24, t = f mod 2^24;
  *  - v = T[j] - (((T[j] - T[j + 1]) * t + 2^23) >> 24), with T[j] = round(2^30 * 2^(-j / 256)), j = 0..256, a
- *    static table in the kernel (1 KB; mcu.twins.s16.softmax_s16_exp2_table): 2^-f to within 1e-6 relative;
+ *    static table in the kernel (1 KB; mcu.codegen.twins.s16.softmax_s16_exp2_table): 2^-f to within 1e-6 relative;
  *  - e_i = (v + 2^(k-1)) >> k for k < 31, else 0 (so e = 2^30 at the maximum); s = sum e_i (uint64);
  *  - R = floor(2^61 / s) (one 64-bit division per row); out_i = min((e_i * R + 2^45) >> 46, 32767).
  * Accuracy against p = softmax(s_in * in): |out - 32768 p| <= 0.65 + cols * 2^-16 LSB (the final rounding 0.5; R's
@@ -714,7 +714,7 @@ mcu_status_t mcu_softmax_s16(const mcu_softmax_s16_params_t *params, const int16
 
 /* Any int16 -> int16 elementwise function through a 513-entry table with linear interpolation:
  * u = in + 32768, j = u >> 7, f = u & 127; out = table[j] + (((table[j + 1] - table[j]) * f + 64) >> 7) (int32,
- * arithmetic shift). table[j] = clamp(round(fn(s_in * (128 j - 32768)) / s_out)) (mcu.twins.s16.lut_s16_table).
+ * arithmetic shift). table[j] = clamp(round(fn(s_in * (128 j - 32768)) / s_out)) (mcu.codegen.twins.s16.lut_s16_table).
  * output may alias input exactly. */
 mcu_status_t mcu_lut_s16(const mcu_lut_params_t *params, const int16_t *table, const int16_t *input,
                          int16_t *output);
@@ -772,7 +772,7 @@ mcu_status_t mcu_fully_connected_s16_dsp(const mcu_fc_params_t *params, const mc
                                          const int16_t *input, const int8_t *weights, const int64_t *bias,
                                          int8_t *scratch, int16_t *output);
 
-/* Scratch twins: mcu/twins/s16.py. */
+/* Scratch twins: codegen/twins/s16.py. */
 static inline int32_t mcu_conv2d_s16_dsp_scratch_bytes(const mcu_conv2d_params_t *params)
 {
     return 4 * ((params->filter.h * params->filter.w * params->filter.c + 3) & ~3);

@@ -2,7 +2,7 @@
  * once, ties up (TFLite's and CMSIS-NN's "single rounding"). One rounding of the exact product is what a float
  * reference computes, so outputs match torchao's converted model instead of drifting 1 LSB at a time through
  * deep networks, as the gemmlowp double rounding (SRDHM, then a rounding shift) does. Every kernel uses these;
- * the numpy twin is mcu/twins/quant.py. */
+ * the numpy twin is codegen/twins/quant.py. */
 #ifndef MCU_QUANT_H
 #define MCU_QUANT_H
 

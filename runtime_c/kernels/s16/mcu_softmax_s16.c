@@ -4,7 +4,7 @@
 
 #include "mcu/mcu_kernels.h"
 
-/* round(2^30 * 2^(-j / 256)), j = 0..256 (mcu.twins.s16.softmax_s16_exp2_table() prints it). */
+/* round(2^30 * 2^(-j / 256)), j = 0..256 (mcu.codegen.twins.s16.softmax_s16_exp2_table() prints it). */
 static const uint32_t exp2_table[257] = {
     1073741824u, 1070838486u, 1067942999u, 1065055341u, 1062175491u, 1059303428u,
     1056439131u, 1053582579u, 1050733751u, 1047892626u, 1045059183u, 1042233401u,

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.fx import Node as FxNode
 
-from mcu.codegen.frontend import IDENTITY_OPS, UNARY_IR_OPS, QuantizationError, _attrs, _first, _shape
+from mcu.frontend import IDENTITY_OPS, UNARY_IR_OPS, QuantizationError, _attrs, _first, _shape
 from mcu.codegen.ir import Graph, Node, Tensor, verify
 from mcu.export import UnsupportedOpError, op_name, source_line
 from mcu.rewrites import fold_batch_norms

@@ -352,7 +352,7 @@ def fully_connected_s16_dsp_scratch_bytes(p: dict) -> int:
 
 def concat_s16(params: dict, *inputs: np.ndarray) -> np.ndarray:
     """Twin of mcu_concat_s16: input i holds outer * sizes[i] values; returns int16 [outer, sum(sizes)]."""
-    from mcu.twins.shape import CONCAT_MAX_INPUTS
+    from mcu.codegen.twins.shape import CONCAT_MAX_INPUTS
     p = params
     k, outer = p["num_inputs"], p["outer"]
     if not 1 <= k <= CONCAT_MAX_INPUTS or outer < 1 or p["output_offset"] != 0 or len(inputs) != k:
