@@ -12,7 +12,7 @@ import jinja2
 import numpy as np
 
 from mcu.codegen.ir import C_TYPES, DTYPES, Graph, Tensor
-from mcu.codegen.lowering import kernel_paths
+from mcu.codegen.kernels import KERNELS
 from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan, output_extent
 from mcu.codegen.errors import McuError
 
@@ -107,7 +107,8 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
         if a["quant"]:
             quants.append({"cname": f"{name}_q{i}", "mult": cname(a["quant"][0]), "shift": cname(a["quant"][1])})
             args.append(f"&{name}_q{i}")
-        if a.get("input_array"):  # one `const T *const inputs[]` argument, as a C99 compound literal
+        spec = KERNELS[a["kernel"]]
+        if spec.input_array:  # one `const T *const inputs[]` argument, as a C99 compound literal
             ctype = C_TYPES[graph.tensors[node.inputs[0]].dtype]
             args.append(f"(const {ctype} *const[]){{{', '.join(expr(t) for t in node.inputs)}}}")
             args.append(expr(node.outputs[0]))
@@ -119,7 +120,7 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
             comment += f"  ({node.source.replace('*/', '* /')})"
         # the debug dump takes every byte a strided output spans (mcu/debug.py gathers its pixels)
         calls.append({"output": expr(node.outputs[0]), "output_bytes": output_extent(graph, node),
-                      "params_type": a["params_type"], "params_name": f"{name}_p{i}",
+                      "params_type": spec.params_type, "params_name": f"{name}_p{i}",
                       "params_c": c_struct(a["params"]), "call": f"{a['kernel']}({', '.join(args)})",
                       "comment": comment})
 
@@ -150,7 +151,7 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
            "total_bytes": sum(c["bytes"] for c in consts)}
     env = _env()
     manifest = {
-        "name": name, "board": board, "kernels": kernel_paths(graph), "arena_bytes": mem.arena_bytes,
+        "name": name, "board": board, "kernels": sorted({KERNELS[n.attrs["kernel"]].path for n in graph.nodes if n.op == "call"}), "arena_bytes": mem.arena_bytes,
         "arena_lower_bound": mem.lower_bound, "planner": mem.plan.algorithm,
         "schedule_peak_before": mem.peak_before_schedule, "schedule_peak_after": mem.peak_after_schedule, "weights_bytes": ctx["total_bytes"],
         "inputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}

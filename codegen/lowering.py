@@ -1,9 +1,15 @@
-"""Lowering is data: each IR op maps to a C kernel, a parameter builder and the twin that mirrors it.
+"""Lowering is data: each (IR op, element type) maps to a parameter builder that names its C kernel.
+
+- INT8 below is the table; codegen/lowering_s16.py (int16 activations) and codegen/lowering_float.py
+  (float32) are INT8's builders that hold for every integer type plus their own overrides, and
+  codegen/passes/lower.py is the one pass that dispatches on (op, element type). The builders here that
+  serve int8 and int16 alike name their kernel by the element type (`kernel_name`) and clamp to its range.
+- A kernel's facts (source, params struct, twin, scratch, variants, aliasing) live in its registry entry,
+  codegen/kernels/<family>.py; a lowered node names the kernel only.
 
 A lowered node has op "call" and attrs:
-- kernel: the C function name (also the twin's name without the `mcu_` prefix);
-- path: the kernel source under runtime_c/kernels, without `.c` (selective build reads these);
-- params_type / params: the C parameter struct and its field values (a dict the twin takes as is);
+- kernel: the C function name (its registry entry: codegen/kernels);
+- params: the C parameter struct's field values (a dict the twin takes as is);
 - quant: (multiplier tensor, shift tensor) for per-channel kernels, else None.
 node.inputs are the kernel's array arguments in C order (None for a NULL pointer), then the output;
 node.outputs is the output, then any scratch the kernel takes (codegen/passes/inplace.py), which the C
@@ -11,60 +17,34 @@ receives right before the output.
 Reshapes stay as op "alias": no code, the planner gives their output the input's storage.
 A lowering may return several calls: an op without an int8 kernel (layer norm) runs as dequantize ->
 float32 kernel -> quantize, with float temporaries planned like any tensor and attrs["fallback"] naming
-the op on the float call (emit lists them in manifest["fallbacks"]). attrs["input_array"] passes all
-inputs as one `const int8_t *const inputs[]` argument (concat).
+the op on the float call (emit lists them in manifest["fallbacks"]).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from mcu.codegen.ir import Graph, Node, QParams, Tensor
+from mcu.codegen.kernels import KERNELS
 from mcu.codegen.twins.activation import lut_table, softmax_exp_table, unary_function
 from mcu.codegen.errors import LoweringError
 from mcu.codegen.twins.quant import quantize_multiplier, quantize_multipliers
 from mcu.codegen.twins.shape import CONCAT_MAX_INPUTS
 
 
-@dataclass(frozen=True)
-class Kernel:
-    name: str
-    path: str
-    params_type: str
-    inplace: str = ""  # "elementwise": the output may take the bytes of a same-sized input that dies here
+SUFFIX = {"int8": "s8", "int16": "s16", "float32": "f32"}
+RANGE = {"int8": (-128, 127), "int16": (-32768, 32767)}
 
 
-KERNELS = {k.name: k for k in [
-    Kernel("mcu_conv2d_s8", "conv/mcu_conv2d_s8", "mcu_conv2d_params_t"),
-    Kernel("mcu_dwconv2d_s8", "conv/mcu_dwconv2d_s8", "mcu_conv2d_params_t"),
-    Kernel("mcu_fully_connected_s8", "fc/mcu_fully_connected_s8", "mcu_fc_params_t"),
-    Kernel("mcu_maxpool2d_s8", "pool/mcu_maxpool2d_s8", "mcu_pool2d_params_t"),
-    Kernel("mcu_avgpool2d_s8", "pool/mcu_avgpool2d_s8", "mcu_pool2d_params_t"),
-    Kernel("mcu_add_s8", "elementwise/mcu_add_s8", "mcu_add_params_t", inplace="elementwise"),
-    Kernel("mcu_softmax_s8", "activation/mcu_softmax_s8", "mcu_softmax_params_t"),
-    Kernel("mcu_transpose_s8", "shape/mcu_transpose_s8", "mcu_transpose_params_t"),
-    # op breadth
-    Kernel("mcu_add_broadcast_s8", "elementwise/mcu_add_broadcast_s8", "mcu_add_broadcast_params_t"),
-    Kernel("mcu_mul_s8", "elementwise/mcu_mul_s8", "mcu_mul_params_t"),
-    Kernel("mcu_lut_s8", "activation/mcu_lut_s8", "mcu_lut_params_t", inplace="elementwise"),
-    Kernel("mcu_concat_s8", "shape/mcu_concat_s8", "mcu_concat_params_t"),
-    Kernel("mcu_upsample_nearest_s8", "shape/mcu_upsample_nearest_s8", "mcu_upsample_params_t"),
-    Kernel("mcu_reduce_sum_s8", "reduce/mcu_reduce_sum_s8", "mcu_reduce_params_t"),
-    Kernel("mcu_conv2d_grouped_s8", "conv/mcu_conv2d_grouped_s8", "mcu_conv2d_params_t"),
-    Kernel("mcu_matmul_s8", "fc/mcu_matmul_s8", "mcu_matmul_params_t"),
-    Kernel("mcu_dequantize_s8_f32", "fallback/mcu_dequantize_s8_f32", "mcu_dequantize_params_t"),
-    Kernel("mcu_quantize_f32_s8", "fallback/mcu_quantize_f32_s8", "mcu_quantize_params_t"),
-    Kernel("mcu_dequantize_s16_f32", "s16/mcu_dequantize_s16_f32", "mcu_dequantize_params_t"),
-    Kernel("mcu_quantize_f32_s16", "s16/mcu_quantize_f32_s16", "mcu_quantize_params_t"),
-    Kernel("mcu_layer_norm_f32", "fallback/mcu_layer_norm_f32", "mcu_layer_norm_params_t", inplace="elementwise"),
-]}
+def kernel_name(op: str, dtype: str) -> str:
+    """mcu_<op>_<s8|s16|f32>: the portable kernel of `op` for tensors of `dtype`."""
+    return f"mcu_{op}_{SUFFIX[dtype]}"
 
 
-def act_range(qp: QParams, act: tuple[float, float] | None, lo: int = -128, hi: int = 127) -> tuple[int, int]:
-    """The clamp [act_min, act_max] of a fused real-valued activation range, inside the output type's [lo, hi]
-    (int8 by default; the int16 lowering passes its range)."""
+def act_range(qp: QParams, act: tuple[float, float] | None, dtype: str = "int8") -> tuple[int, int]:
+    """The clamp [act_min, act_max] of a fused real-valued activation range, inside the output type's range."""
+    lo, hi = RANGE[dtype]
     if act is not None:
         if act[0] != float("-inf"):
             lo = max(lo, qp.zp + int(round(act[0] / qp.s)))
@@ -100,16 +80,35 @@ class Ctx:
         mult, shift = quantize_multipliers(reals)
         return (self.const(f"{node.name}_mult", mult, "int32"), self.const(f"{node.name}_shift", shift, "int32"))
 
+    def dtype(self, node: Node) -> str:
+        """The element type a node computes in: its output's."""
+        return self.tensors[node.outputs[0]].dtype
 
-def call_node(k: Kernel, node: Node, params: dict, inputs, quant=None) -> Node:
-    """`node` as a call of kernel k (every lowering's table: int8 here, float32, int16)."""
+    def bias(self, node: Node, x: Tensor, w: Tensor) -> str | None:
+        """The bias input of a conv or linear in its kernel's form: int8's int32 constant as it is; for int16
+        activations the float bias (a16w8 leaves it float) as int64 at s_in * s_w[c], rounded half to even
+        as torch rounds."""
+        bias = node.inputs[2] if len(node.inputs) > 2 else None
+        if bias is None or self.dtype(node) != "int16":
+            return bias
+        b = self.tensors[bias]
+        if b.dtype != "float32":
+            raise LoweringError(f"an int16 {node.op} at {node.source} has a {b.dtype} bias; a16w8 keeps biases float")
+        q = np.round(b.data.astype(np.float64) / (x.qparams.s * np.asarray(w.qparams.scale, np.float64)))
+        if np.abs(q).max(initial=0) >= 2.0**62:
+            raise LoweringError(f"the bias of {node.op} at {node.source} does not fit int64 at scale s_in * s_w")
+        return self.const(f"{node.name}_bias64", q.astype(np.int64), "int64")
+
+
+def call_node(node: Node, kernel: str, params: dict, inputs, quant=None) -> Node:
+    """`node` as a call of C kernel `kernel` (a registry entry) with these params, array inputs and quant."""
+    if kernel not in KERNELS:
+        raise KeyError(f"{kernel} is not in the kernel registry (codegen/kernels)")
     return node.replace(op="call", inputs=tuple(inputs), attrs={
-        "kernel": k.name, "path": k.path, "params_type": k.params_type, "params": params, "quant": quant,
-        "inplace": k.inplace, "float_node": node.attrs.get("float_node")})
+        "kernel": kernel, "params": params, "quant": quant, "float_node": node.attrs.get("float_node")})
 
 
-def _call(node: Node, kernel: str, params: dict, inputs, quant=None) -> Node:
-    return call_node(KERNELS[kernel], node, params, inputs, quant)
+_call = call_node
 
 
 def conv_geometry(x, w, out, a: dict) -> dict:
@@ -138,57 +137,66 @@ def transpose_params(shape, perm) -> dict:
 
 
 def _conv(ctx: Ctx, node: Node) -> Node:
-    t = ctx.tensors
+    """int8 and int16: the int16 conv takes any groups; int8 has its own grouped kernel."""
+    t, dtype = ctx.tensors, ctx.dtype(node)
     x, w, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
-    bias = node.inputs[2] if len(node.inputs) > 2 else None
-    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
     reals = x.qparams.s * np.asarray(w.qparams.scale, dtype=np.float64) / out.qparams.s
     params = {**conv_geometry(x, w, out, node.attrs), "input_offset": -x.qparams.zp,
               "output_offset": out.qparams.zp, "act_min": lo, "act_max": hi}
-    kernel = "mcu_conv2d_s8" if node.op == "conv2d" else "mcu_dwconv2d_s8"
-    if node.op == "conv2d" and node.attrs.get("groups", 1) > 1:
-        kernel = "mcu_conv2d_grouped_s8"
-    return _call(node, kernel, params, (x.name, w.name, bias), ctx.per_channel(node, reals))
+    op = "dwconv2d" if node.op == "depthwise_conv2d" else "conv2d"
+    if op == "conv2d" and node.attrs.get("groups", 1) > 1 and dtype == "int8":
+        op = "conv2d_grouped"
+    return _call(node, kernel_name(op, dtype), params, (x.name, w.name, ctx.bias(node, x, w)),
+                 ctx.per_channel(node, reals))
 
 
 def _linear(ctx: Ctx, node: Node) -> Node:
-    t = ctx.tensors
+    t, dtype = ctx.tensors, ctx.dtype(node)
     x, w, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
-    bias = node.inputs[2] if len(node.inputs) > 2 else None
-    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
     reals = x.qparams.s * np.asarray(w.qparams.scale, dtype=np.float64) / out.qparams.s
     params = {"batches": int(np.prod(x.shape[:-1])), "in_features": int(x.shape[-1]),
               "out_features": int(w.shape[0]), "input_offset": -x.qparams.zp, "output_offset": out.qparams.zp,
               "act_min": lo, "act_max": hi}
-    return _call(node, "mcu_fully_connected_s8", params, (x.name, w.name, bias), ctx.per_channel(node, reals))
+    return _call(node, kernel_name("fully_connected", dtype), params, (x.name, w.name, ctx.bias(node, x, w)),
+                 ctx.per_channel(node, reals))
 
 
 def _pool(ctx: Ctx, node: Node) -> Node:
-    t = ctx.tensors
+    t, dtype = ctx.tensors, ctx.dtype(node)
     x, out = t[node.inputs[0]], t[node.outputs[0]]
-    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
     params = {**pool_geometry(x, out, node), "zero_point": x.qparams.zp, "act_min": lo, "act_max": hi}
-    kernel = "mcu_maxpool2d_s8" if node.op == "max_pool2d" else "mcu_avgpool2d_s8"
+    kernel = kernel_name("maxpool2d" if node.op == "max_pool2d" else "avgpool2d", dtype)
     return _call(node, kernel, params, (x.name,))
 
 
+ADD_LEFT_SHIFT = {"int8": 20, "int16": 15}  # int16 inputs << 15 keep 16 bits of headroom (TFLite's 16x8 add)
+
+
 def _add(ctx: Ctx, node: Node) -> Node:
-    t = ctx.tensors
+    """Same shapes: mcu_add (TFLite's add encoding); int8 broadcasts and subtracts through _add_broadcast."""
+    t, dtype = ctx.tensors, ctx.dtype(node)
     a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
     if a.shape != b.shape or node.op == "sub":
-        return _add_broadcast(ctx, node)
-    left_shift = 20
+        if dtype == "int8":
+            return _add_broadcast(ctx, node)
+        raise LoweringError(f"an int16 {node.op} of {list(a.shape)} and {list(b.shape)} at {node.source}: a16w8 "
+                            f"adds tensors of one shape (no broadcasting or subtraction yet); keep this op int8 "
+                            f"with mixed=")
+    left_shift = ADD_LEFT_SHIFT[dtype]
     twice_max = 2 * max(a.qparams.s, b.qparams.s)
     m1, s1 = quantize_multiplier(a.qparams.s / twice_max)
     m2, s2 = quantize_multiplier(b.qparams.s / twice_max)
     mo, so = quantize_multiplier(twice_max / ((1 << left_shift) * out.qparams.s))
-    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
     params = {"size": int(np.prod(a.shape)), "left_shift": left_shift,
               "input1_offset": -a.qparams.zp, "input1_multiplier": m1, "input1_shift": s1,
               "input2_offset": -b.qparams.zp, "input2_multiplier": m2, "input2_shift": s2,
               "output_offset": out.qparams.zp, "output_multiplier": mo, "output_shift": so,
               "act_min": lo, "act_max": hi}
-    return _call(node, "mcu_add_s8", params, (a.name, b.name))
+    return _call(node, kernel_name("add", dtype), params, (a.name, b.name))
 
 
 def _softmax(ctx: Ctx, node: Node) -> Node:
@@ -203,7 +211,8 @@ def _softmax(ctx: Ctx, node: Node) -> Node:
 
 def _transpose(ctx: Ctx, node: Node) -> Node:
     x = ctx.tensors[node.inputs[0]]
-    return _call(node, "mcu_transpose_s8", transpose_params(x.shape, node.attrs["perm"]), (x.name,))
+    return _call(node, kernel_name("transpose", ctx.dtype(node)), transpose_params(x.shape, node.attrs["perm"]),
+                 (x.name,))
 
 
 def _alias(ctx: Ctx, node: Node) -> Node:
@@ -238,15 +247,16 @@ def _add_broadcast(ctx: Ctx, node: Node) -> Node:
 
 
 def _mul(ctx: Ctx, node: Node) -> Node:
-    t = ctx.tensors
+    """Broadcasting product, int8 or int16 (a squeeze-excite gate x * gate)."""
+    t, dtype = ctx.tensors, ctx.dtype(node)
     a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
     mult, shift = quantize_multiplier(a.qparams.s * b.qparams.s / out.qparams.s)
-    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
     params = {"input1": _dims4(a.shape, node.source), "input2": _dims4(b.shape, node.source),
               "output": _dims4(out.shape, node.source), "input1_offset": -a.qparams.zp,
               "input2_offset": -b.qparams.zp, "output_offset": out.qparams.zp, "output_multiplier": mult,
               "output_shift": shift, "act_min": lo, "act_max": hi}
-    return _call(node, "mcu_mul_s8", params, (a.name, b.name))
+    return _call(node, kernel_name("mul", dtype), params, (a.name, b.name))
 
 
 def _lut(ctx: Ctx, node: Node) -> Node:
@@ -286,8 +296,7 @@ def concat_params(tensors: dict, node: Node) -> dict:
 
 
 def _concat(ctx: Ctx, node: Node) -> Node:
-    call = _call(node, "mcu_concat_s8", concat_params(ctx.tensors, node), node.inputs)
-    return call.replace(attrs={**call.attrs, "input_array": True})
+    return _call(node, kernel_name("concat", ctx.dtype(node)), concat_params(ctx.tensors, node), node.inputs)
 
 
 def _upsample(ctx: Ctx, node: Node) -> Node:
@@ -372,30 +381,13 @@ def layer_norm(ctx: Ctx, node: Node) -> list[Node]:
     return [dq, ln.replace(attrs={**ln.attrs, "fallback": "layer_norm"}), q]
 
 
-LOWERINGS: dict[str, Callable[[Ctx, Node], Node]] = {
+# op -> builder, for int8 activations; INTEGER: those that serve int16 as they are (codegen/lowering_s16.py)
+INT8: dict[str, Callable[[Ctx, Node], Node | list[Node]]] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear,
     "max_pool2d": _pool, "avg_pool2d": _pool, "add": _add, "softmax": _softmax,
     "transpose": _transpose, "reshape": _alias,
-    "sub": _add_broadcast, "mul": _mul, "lut": _lut, "clamp": _lut, "concat": _concat, "upsample_nearest": _upsample,
+    "sub": _add, "mul": _mul, "lut": _lut, "clamp": _lut, "concat": _concat, "upsample_nearest": _upsample,
     "mean": _reduce, "sum": _reduce, "matmul": _matmul, "layer_norm": layer_norm,
 }
-
-
-def lower(graph: Graph) -> Graph:
-    """Replace every op by its kernel call (pass: Graph -> Graph)."""
-    ctx = Ctx(graph)
-    nodes = []
-    for n in graph.nodes:
-        if n.op in ("call", "alias"):  # lowered already (lower_float: the float32 ops)
-            nodes.append(n)
-            continue
-        if n.op not in LOWERINGS:
-            raise LoweringError(f"op '{n.op}' at {n.source} has no lowering")
-        lowered = LOWERINGS[n.op](ctx, n)
-        nodes.extend(lowered if isinstance(lowered, list) else [lowered])
-    return graph.replace(nodes=tuple(nodes), tensors=ctx.tensors)
-
-
-def kernel_paths(graph: Graph) -> list[str]:
-    """The selective-build manifest: sorted kernel sources the graph calls."""
-    return sorted({n.attrs["path"] for n in graph.nodes if n.op == "call"})
+INTEGER = ("conv2d", "depthwise_conv2d", "linear", "max_pool2d", "avg_pool2d", "add", "mul", "transpose",
+           "reshape", "concat", "layer_norm")

@@ -12,7 +12,7 @@
   pixel p, only input pixels at or after the window corner of p (and of every later pixel). Its
   output may then start `gap` bytes below an input that dies there and overlap it (`raster_gap`), if the
   output is born at the node (not the bytes of a residual it took in place).
-- In place: a kernel in INPLACE_KERNELS (optimize="memory", codegen/passes/inplace.py) writes each
+- In place: an in-place variant (its spec's `overwrites`; optimize="memory", codegen/passes/inplace.py) writes each
   output byte only once no later read needs the input bytes at or below it, so its output may start at
   its dying input's very offset (gap 0: in place) or below it; only for the geometry the kernel runs
   (mcu_kernels.h, the twins' `*_fits`). Its scratch is the node's second output: a tensor live during
@@ -38,25 +38,26 @@ from mcu.codegen.ir import DTYPES, Graph
 from mcu.codegen.errors import McuError
 from mcu.memory_planner import Buffer, Plan, PlanError, lower_bound, plan
 from mcu.memory_planner.schedule import Op, best_order, peak
-from mcu.codegen.twins.conv import conv2d_1x1_s8_inplace_fits, dwconv2d_s8_inplace_fits
+from mcu.codegen.kernels import KERNELS, names
 
-# Kernels whose loops run n, y, x (output pixels in order) with all channels of a pixel computed from
-# its window before the next pixel; optimized variants join only once their loop order is checked.
-RASTER_KERNELS = {"mcu_conv2d_s8", "mcu_dwconv2d_s8", "mcu_maxpool2d_s8", "mcu_avgpool2d_s8", "mcu_conv2d_add_s8"}
-# Kernels that honour params["output_pixel_stride"] (the portable conv and pool loop nests, mcu_kernels.h).
-STRIDED_KERNELS = {"mcu_conv2d_s8", "mcu_conv2d_grouped_s8", "mcu_dwconv2d_s8", "mcu_maxpool2d_s8",
-                   "mcu_avgpool2d_s8", "mcu_conv2d_s16", "mcu_dwconv2d_s16", "mcu_maxpool2d_s16",
-                   "mcu_avgpool2d_s16", "mcu_conv2d_f32", "mcu_dwconv2d_f32", "mcu_maxpool2d_f32",
-                   "mcu_avgpool2d_f32"}
-# In-place kernels -> the geometry they run in place (their params); other geometry: MCU_ERR_SHAPE.
-INPLACE_KERNELS = {"mcu_dwconv2d_s8_inplace": dwconv2d_s8_inplace_fits,
-                   "mcu_conv2d_1x1_s8_inplace": conv2d_1x1_s8_inplace_fits}
+# Kernel properties, from the registry (codegen/kernels): `raster` kernels run n, y, x (output pixels in order)
+# with all channels of a pixel computed from its window before the next pixel (optimized variants join only once
+# their loop order is checked); `strided` ones honour params["output_pixel_stride"] (the portable conv and pool
+# loop nests, mcu_kernels.h); an in-place variant's `overwrites` is the geometry it runs over its dying input.
+RASTER_KERNELS = names(raster=True)
+STRIDED_KERNELS = names(strided=True)
 
-# attrs["inplace"] -> the inputs whose bytes the output may take exactly, if one dies at the node: any same-sized
+# a spec's `inplace` -> the inputs whose bytes the output may take exactly, if one dies at the node: any same-sized
 # input of an elementwise kernel; the residual (last input) of a conv fused with its add (passes/fuse_add.py)
 # (never the conv's input as well: its windows read ahead of the writes)
 IN_PLACE_INPUTS = {"elementwise": lambda n: n.inputs,
                    "residual": lambda n: n.inputs[-1:] if n.inputs[-1] not in n.inputs[:-1] else ()}
+
+
+def inplace_kind(node) -> str:
+    """The registry's `inplace` property of a call's kernel ("" for anything else)."""
+    return KERNELS[node.attrs["kernel"]].inplace if node.op == "call" else ""
+
 
 ARENA_ALIGN = 16   # the arena base
 BUFFER_ALIGN = 4   # every buffer inside it: word accesses are aligned on every core
@@ -105,14 +106,14 @@ def storage_groups(graph: Graph) -> dict[str, str]:
                 last_read[find(t)] = step
     pinned = {find(t) for t in graph.inputs + graph.outputs}
     for step, n in enumerate(graph.nodes):
-        if (n.attrs.get("inplace") not in IN_PLACE_INPUTS or find(n.outputs[0]) in pinned
+        if (inplace_kind(n) not in IN_PLACE_INPUTS or find(n.outputs[0]) in pinned
                 or find(n.outputs[0]) != n.outputs[0]):  # a concat slice keeps its slice
             continue
         out = graph.tensors[n.outputs[0]]
-        for t in IN_PLACE_INPUTS[n.attrs["inplace"]](n):
+        for t in IN_PLACE_INPUTS[inplace_kind(n)](n):
             if t is None or graph.tensors[t].is_const or graph.tensors[t].nbytes != out.nbytes:
                 continue
-            if n.attrs["inplace"] == "residual" and find(n.inputs[0]) == find(t):
+            if inplace_kind(n) == "residual" and find(n.inputs[0]) == find(t):
                 continue  # the conv's input in other words (a reshape of it)
             g = find(t)
             if g not in pinned and last_read.get(g) == step:
@@ -206,8 +207,9 @@ def overlap_gap(node) -> int | None:
     kernel = node.attrs.get("kernel") if node.op == "call" else None
     if pixel_stride(node) is not None:  # raster_gap assumes contiguous pixels
         return None
-    if kernel in INPLACE_KERNELS:
-        return 0 if INPLACE_KERNELS[kernel](node.attrs["params"]) else None
+    overwrites = KERNELS[kernel].overwrites if kernel else None
+    if overwrites is not None:
+        return 0 if overwrites(node.attrs["params"]) else None
     if kernel in RASTER_KERNELS:
         return raster_gap(node.attrs["params"])
     return None
@@ -426,9 +428,9 @@ def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:
             same = mem.locations.get(t) == mem.locations.get(out)
             if n.op == "alias" and same:
                 allowed.add(frozenset((t, out)))
-            elif (n.attrs.get("inplace") in IN_PLACE_INPUTS and t in IN_PLACE_INPUTS[n.attrs["inplace"]](n) and same
+            elif (inplace_kind(n) in IN_PLACE_INPUTS and t in IN_PLACE_INPUTS[inplace_kind(n)](n) and same
                   and span[t][1] == step and graph.tensors[t].nbytes == graph.tensors[out].nbytes
-                  and (n.attrs["inplace"] != "residual" or _apart_or_raster(graph, mem, n))):
+                  and (inplace_kind(n) != "residual" or _apart_or_raster(graph, mem, n))):
                 allowed.add(frozenset((t, out)))
     # (output tensor, input tensor) -> gap, re-derived from the kernels, not from the plan, for an input
     # last read here (a reshape of it read later is another tensor: its own pair check below catches it)

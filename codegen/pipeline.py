@@ -4,9 +4,6 @@ from __future__ import annotations
 from functools import partial
 
 from mcu.codegen.ir import Graph, verify
-from mcu.codegen.lowering import lower
-from mcu.codegen.lowering_float import lower_float
-from mcu.codegen.lowering_s16 import lower_s16
 from mcu.codegen.passes.cancel_transposes import cancel_transposes
 from mcu.codegen.passes.canonicalize import canonicalize
 from mcu.codegen.passes.decompose import decompose
@@ -15,6 +12,7 @@ from mcu.codegen.passes.fuse_add import fuse_residual_adds
 from mcu.codegen.passes.fuse_clamp import fuse_clamp
 from mcu.codegen.passes.inplace import use_inplace_kernels
 from mcu.codegen.passes.layout import to_nhwc
+from mcu.codegen.passes.lower import lower
 from mcu.codegen.target import Target
 from mcu.codegen.passes.select_kernels import select_kernels
 
@@ -27,9 +25,7 @@ def passes(target: Target = Target()) -> list:
         fold_pad,                             # zero pads -> the consuming conv's padding
         to_nhwc,                              # NCHW -> NHWC activations, OHWI weights, transposes around reshapes
         cancel_transposes,                    # drop transposes that undo each other or move only size-1 dims
-        lower_float,                          # float32 ops (quantize="none", mixed=) -> float kernel calls
-        lower_s16,                            # int16 ops (a16w8) and precision converts -> their kernel calls
-        lower,                                # ops -> portable kernel calls with baked parameters
+        lower,                                # ops -> portable kernel calls, on (op, element type); converts
         partial(select_kernels, target=target),  # portable -> the board's fastest variant
         partial(use_inplace_kernels, target=target),  # optimize="memory": in-place variants over dying inputs
         partial(fuse_residual_adds, target=target),  # optimize="memory": conv + residual add in one call

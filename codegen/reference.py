@@ -2,23 +2,15 @@
 The device must match it bit for bit."""
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
 from mcu.codegen.ir import DTYPES, Graph
-
-TWIN_MODULES = ["conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback", "float32", "s16"]
+from mcu.codegen.kernels import KERNELS
 
 
 def twin(kernel: str):
-    """The numpy twin of C kernel `mcu_<name>`: the function `<name>` in one of mcu.codegen.twins' modules."""
-    name = kernel.removeprefix("mcu_")
-    for mod in TWIN_MODULES:
-        fn = getattr(importlib.import_module(f"mcu.codegen.twins.{mod}"), name, None)
-        if fn is not None:
-            return fn
-    raise KeyError(f"no numpy twin for {kernel}")
+    """The numpy twin of C kernel `kernel` (its registry entry's; a variant's is its portable kernel's)."""
+    return KERNELS[kernel].twin
 
 
 def run_reference(graph: Graph, inputs: list[np.ndarray], *, every_tensor: bool = False, override=None):

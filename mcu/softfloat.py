@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.codegen.ir import Graph
+from mcu.codegen.kernels import KERNELS
 from mcu.fit import FLOAT_FAMILIES
 from mcu.profile import op_macs
 
@@ -24,7 +25,7 @@ DEFAULT_SOFT = (180, 170)  # a soft-float core not measured: the slower figures
 
 
 def float_calls(graph: Graph) -> list:
-    return [n for n in graph.nodes if n.op == "call" and n.attrs["path"].startswith(FLOAT_FAMILIES)]
+    return [n for n in graph.nodes if n.op == "call" and KERNELS[n.attrs["kernel"]].path.startswith(FLOAT_FAMILIES)]
 
 
 def float_work(graph: Graph) -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """Property-based fuzzing of every C kernel against its numpy twin, the C built with ASan + UBSan.
 
 - Kernels are discovered from runtime_c/kernels/*/*.c; each is fuzzed when its twin is known: mcu.codegen.twins.<family>.<name
-  without mcu_> for a portable kernel, the portable kernel's twin for a variant listed in select_kernels.VARIANTS
+  without mcu_> for a portable kernel, the portable kernel's twin for a variant in the registry (codegen/kernels)
   (whose `prepare` turns the portable constants into the variant's, exactly as the code generator does).
 - The C runs in a sanitized driver process (DRIVER below, generated from the header's prototypes): it reads one call
   at a time from stdin, copies every array into a heap buffer of exactly its size (so ASan flags any access past
@@ -38,7 +38,7 @@ import hostc
 import mcu.codegen.twins
 import mcu.codegen.twins.conv as conv_twins
 from mcu.codegen.ir import Node, Tensor
-from mcu.codegen.passes.select_kernels import VARIANTS
+from mcu.codegen.kernels import KERNELS as REGISTRY
 from mcu.hostbuild import SANITIZER_ENV, compile_executable
 
 pytestmark = pytest.mark.host_c
@@ -74,7 +74,7 @@ def _twin_functions() -> dict[str, object]:
 
 
 TWINS = _twin_functions()
-VARIANT_OF = {v.kernel: (base, v) for base, vs in VARIANTS.items() for v in vs}
+VARIANT_OF = {v.name: (v.portable, v) for v in REGISTRY.values() if v.portable and v.mode == "speed"}
 KERNELS = [src.stem for src in hostc.kernel_sources() if src.stem in hostc.PROTOTYPES]
 
 
@@ -702,7 +702,7 @@ def _prepare_variant(variant, case: Case) -> tuple:
     if bias is not None:
         tensors["b"] = Tensor("b", tuple(bias.shape), "int32", data=bias)
     node = Node("n0", "call", ("x", "w", "b" if bias is not None else None), ("y",),
-                attrs={"kernel": variant.kernel, "path": variant.path, "params": params, "quant": ("m", "s")})
+                attrs={"kernel": variant.name, "params": params, "quant": ("m", "s")})
     prepared = variant.prepare(node, tensors)
     assume(prepared is not None)  # the variant declines these constants; the code generator keeps another kernel
     node, new = prepared
@@ -794,7 +794,7 @@ def test_kernel_matches_twin_under_sanitizers(driver, kernel, data):
 
 def test_required_kernels_are_fuzzed():
     """The kernels the issue names (and the op-breadth ones) all have a twin and a strategy; new kernels that have
-    a twin are picked up automatically (variants through select_kernels.VARIANTS)."""
+    a twin are picked up automatically (variants through the registry)."""
     missing = sorted(k for k in REQUIRED if isinstance(fuzz_target(k), str) or k not in KERNELS)
     assert not missing, {k: fuzz_target(k) for k in missing}
 

@@ -16,7 +16,7 @@ from mcu.boards import load_board
 from mcu.build import build_firmware
 from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
-from mcu.codegen.lowering import KERNELS
+from mcu.codegen.kernels import KERNELS
 from mcu.codegen.memory import plan_graph
 from mcu.codegen.target import Target
 from mcu.codegen.passes.select_kernels import select_kernels
@@ -73,11 +73,9 @@ class GraphBuilder:
         return int(self.rng.integers(-127, 129)), zo, act_min, 127
 
     def _call(self, kernel: str, params: dict, inputs, output: str, quant=None, family: str = "") -> None:
-        k = KERNELS[kernel]
         name = f"n{len(self.nodes)}"
         self.nodes.append(Node(name, "call", tuple(inputs), (output,), {
-            "kernel": k.name, "path": k.path, "params_type": k.params_type, "params": params, "quant": quant,
-            "inplace": k.inplace}))
+            "kernel": KERNELS[kernel].name, "params": params, "quant": quant}))
         self.expect[name] = family
 
     def conv(self, n, h, w, c_in, c_out, kernel=(3, 3), stride=(1, 1), pad=(0, 0), dil=(1, 1), bias=True,
@@ -383,7 +381,7 @@ def test_fast_gemm_declines_weights_too_large_for_the_split():
 
 
 def test_folded_bias_wraps_like_int32():
-    from mcu.codegen.passes.select_kernels import folded_bias
+    from mcu.codegen.kernels.packing import folded_bias
     rows = np.full((1, 4), 127, np.int8)
     folded = folded_bias(rows, np.array([INT32_MAX - 10], np.int32), 128)
     assert folded.dtype == np.int32 and int(folded[0]) == INT32_MAX - 10 + 128 * 4 * 127 - 2**32
@@ -393,8 +391,8 @@ def test_folded_bias_wraps_like_int32():
 @pytest.mark.parametrize("board", ["mps2-an386", "mps2-an385"])
 def test_variants_get_exactly_their_scratch(board):
     """A variant that takes scratch gets one arena tensor of its twin's size as its second output; the others none."""
-    from mcu.codegen.passes.select_kernels import VARIANTS
-    sizes = {v.kernel: v.scratch for vs in VARIANTS.values() for v in vs}
+    from mcu.codegen.kernels import KERNELS
+    sizes = {v.name: v.scratch for v in KERNELS.values() if v.portable and v.mode == "speed"}
     graph = select_kernels(large_window_cases(seed=7).graph(), Target.of_board(load_board(board)))
     scratched = 0
     for node in graph.nodes:

@@ -558,10 +558,11 @@ def test_inplace_kernels_reject_null_scratch_and_output(lib, kernel):
 # ---- Variants with planned scratch (mcu_kernels.h, "Scratch of the variants") --------------------------------------
 
 def _scratch_variants():
-    from mcu.codegen.passes.select_kernels import VARIANTS
+    from mcu.codegen.kernels import KERNELS
     # _mve kernels only compute on the target; the int16 variants have their own tests (tests/test_s16_variants.py)
-    return {v.kernel: (base, v) for base, vs in VARIANTS.items() for v in vs
-            if v.scratch is not None and v.requires <= {"dsp", "int4"} and not base.endswith("_s16")}
+    return {v.name: (v.portable, v) for v in KERNELS.values()
+            if v.portable and v.mode == "speed" and v.scratch is not None and v.requires <= {"dsp", "int4"}
+            and not v.portable.endswith("_s16")}
 
 
 SCRATCH_VARIANTS = _scratch_variants()
@@ -622,7 +623,7 @@ def prepared_variant_args(variant, params, mult, shift, x, w, bias) -> tuple:
     if bias is not None:
         tensors["b"] = Tensor("b", tuple(bias.shape), "int32", data=bias)
     node = Node("n0", "call", ("x", "w", "b" if bias is not None else None), ("y",),
-                attrs={"kernel": variant.kernel, "path": variant.path, "params": params, "quant": ("m", "s")})
+                attrs={"kernel": variant.name, "params": params, "quant": ("m", "s")})
     node, new = variant.prepare(node, tensors)
     tensors.update(new)
     q = node.attrs["quant"]

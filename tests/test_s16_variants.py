@@ -19,7 +19,7 @@ from torch import nn
 
 import hostc
 import mcu
-from mcu.codegen.passes.select_kernels import pack_taps_s16
+from mcu.codegen.kernels.packing import pack_taps_s16
 from mcu.codegen.twins import s16
 from test_kernels_host import assert_equal_int, fc_params
 from test_kernels_s16_host import conv16, _conv_case, _rand16, _rand_act, _rand_bias, _rand_quant

@@ -21,7 +21,7 @@ from mcu.codegen.memory import schedule
 from mcu.codegen.target import Target
 from mcu.codegen.twins.conv import conv2d_add_params
 
-FUSED = "mcu_conv2d_add_s8"
+FUSED = "mcu_conv2d_add_s8"  # its registry entry (codegen/kernels/conv.py) gives its aliasing: "residual"
 
 
 def _swapped(add: dict) -> dict:
@@ -53,9 +53,8 @@ def fuse(graph: Graph, add: Node, conv: Node) -> Graph:
     summed = {"kernel": "mcu_add_s8", "params": add.attrs["params"], "quant": None, "inputs": add.inputs,
               "output": add.outputs[0]}
     fused = add.replace(inputs=(*conv.inputs, r), outputs=add.outputs, attrs={
-        "kernel": FUSED, "path": f"conv/{FUSED}", "params_type": "mcu_conv2d_add_params_t",
-        "params": conv2d_add_params(conv.attrs["params"], add_params), "quant": conv.attrs["quant"],
-        "inplace": "residual", "float_node": add.attrs.get("float_node"), "unfused": (portable, summed)})
+        "kernel": FUSED, "params": conv2d_add_params(conv.attrs["params"], add_params), "quant": conv.attrs["quant"],
+        "float_node": add.attrs.get("float_node"), "unfused": (portable, summed)})
     tensors = {k: v for k, v in graph.tensors.items() if k != y and k not in conv.outputs[1:]}
     nodes = tuple(fused if n is add else n for n in graph.nodes if n is not conv)
     return graph.replace(nodes=nodes, tensors=tensors)

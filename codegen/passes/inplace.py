@@ -4,8 +4,9 @@
   input (codegen/memory.py). Along a chain each such overlap moves the next tensor down by its gap, so
   the arena grows by the sum of the gaps. An in-place kernel's output may start at its input's very
   offset instead: a chain of them stays put, and costs its largest scratch, not the sum of its gaps.
-- VARIANTS: portable kernel -> its in-place variant, the geometry that variant runs (mcu_kernels.h; the
-  twins' `*_fits`) and its scratch size (the twin of its `*_scratch_bytes`).
+- The registry (codegen/kernels) gives each portable kernel's in-place variant (mode "memory"), the geometry
+  it runs (`overwrites`, the twins' `*_fits`; mcu_kernels.h) and its scratch size (the twin of its
+  `*_scratch_bytes`).
 - A node is swapped only where its input dies there in the current order and both tensors live in the
   arena (memory.overwritable_inputs): elsewhere the variant could not overwrite the input and its
   scratch would be bytes for nothing.
@@ -22,41 +23,21 @@
   the reference runs the concat twin. Otherwise (differing qparams, an input read elsewhere, ...) the copy stays.
 - Channel concat in place: a concat over the last axis of 4-d NHWC tensors (memory.is_channel_concat) under the
   same conditions, where every input comes straight from a call of a kernel that writes strided output
-  (memory.STRIDED_KERNELS: the portable conv and pool loops) not already strided, becomes a view too: each
+  (a `strided` kernel: the portable conv and pool loops) not already strided, becomes a view too: each
   producer's params get output_pixel_stride = C_total, so it writes pixel q's C_i channels at
   q * C_total + c_offset of the concat's buffer (its tensor sits c_offset elements into it). Such a producer
   never overlaps its input (memory.overlap_gap) nor runs as an in-place variant (its output is a slice).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 from mcu.codegen.ir import Graph
-from mcu.codegen.memory import (INPLACE_KERNELS, STRIDED_KERNELS, concat_copies_exactly, concat_is_copy,
-                                 is_channel_concat, overwritable_inputs, reshape_chain)
+from mcu.codegen.kernels import names, variants_of
+from mcu.codegen.memory import (concat_copies_exactly, concat_is_copy, is_channel_concat, overwritable_inputs,
+                                 reshape_chain)
 from mcu.codegen.target import Target
 from mcu.codegen.passes.select_kernels import with_scratch
-from mcu.codegen.twins.conv import conv2d_1x1_s8_inplace_scratch_bytes, dwconv2d_s8_inplace_scratch_bytes
 
-
-@dataclass(frozen=True)
-class InPlace:
-    kernel: str
-    path: str
-    scratch_bytes: Callable[[dict], int]
-
-    @property
-    def fits(self) -> Callable[[dict], bool]:
-        return INPLACE_KERNELS[self.kernel]
-
-
-VARIANTS = {
-    "mcu_dwconv2d_s8": InPlace("mcu_dwconv2d_s8_inplace", "conv/mcu_dwconv2d_s8_inplace",
-                               dwconv2d_s8_inplace_scratch_bytes),
-    "mcu_conv2d_s8": InPlace("mcu_conv2d_1x1_s8_inplace", "conv/mcu_conv2d_1x1_s8_inplace",
-                             conv2d_1x1_s8_inplace_scratch_bytes),
-}
+STRIDED = names(strided=True)
 
 
 def concat_view(graph: Graph, node) -> bool:
@@ -71,7 +52,7 @@ def concat_view(graph: Graph, node) -> bool:
     if channels:  # each input straight from a strided-capable call that writes it contiguously today
         for t in node.inputs:
             producer = graph.producer(t)
-            if (producer is None or producer.op != "call" or producer.attrs.get("kernel") not in STRIDED_KERNELS
+            if (producer is None or producer.op != "call" or producer.attrs.get("kernel") not in STRIDED
                     or producer.attrs["params"].get("output_pixel_stride", 0) != 0 or producer.outputs != (t,)
                     or t in external or graph.consumers(t) != [node]):
                 return False
@@ -106,9 +87,9 @@ def use_inplace_kernels(graph: Graph, target: Target) -> Graph:
     graph = concat_views(graph)
     nodes, tensors = [], dict(graph.tensors)
     for node, dies in zip(graph.nodes, overwritable_inputs(graph)):
-        v = VARIANTS.get(node.attrs.get("kernel")) if node.op == "call" else None
-        if v is not None and dies and v.fits(node.attrs["params"]):
-            node = with_scratch(tensors, node, v.scratch_bytes(node.attrs["params"])).replace(attrs={
-                **node.attrs, "kernel": v.kernel, "path": v.path, "twin": node.attrs["kernel"]})
+        v = next(iter(variants_of(node.attrs["kernel"], "memory")), None) if node.op == "call" else None
+        if v is not None and dies and v.applies(node.attrs["params"]):
+            node = with_scratch(tensors, node, v.scratch(node.attrs["params"])).replace(attrs={
+                **node.attrs, "kernel": v.name, "twin": node.attrs["kernel"]})
         nodes.append(node)
     return graph.replace(nodes=tuple(nodes), tensors=tensors)

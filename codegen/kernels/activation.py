@@ -1,0 +1,14 @@
+"""Activations: softmax and elementwise functions through tables (int8: 256 entries; int16: 513, interpolated),
+float32 softmax and clamp. C: runtime_c/kernels/activation, s16, float."""
+from __future__ import annotations
+
+from mcu.codegen.kernels import kernel
+
+SPECS = [
+    kernel("mcu_softmax_s8", "activation", "mcu_softmax_params_t"),
+    kernel("mcu_lut_s8", "activation", "mcu_lut_params_t", inplace="elementwise"),
+    kernel("mcu_softmax_s16", "s16", "mcu_softmax_s16_params_t"),
+    kernel("mcu_lut_s16", "s16", "mcu_lut_params_t", inplace="elementwise"),
+    kernel("mcu_softmax_f32", "float", "mcu_softmax_params_t", inplace="elementwise"),
+    kernel("mcu_clamp_f32", "float", "mcu_clamp_f32_params_t", inplace="elementwise"),
+]

@@ -1,0 +1,59 @@
+"""Convolutions: portable conv2d (groups 1, grouped), depthwise and the conv fused with its residual add, in int8,
+int16 and float32; the int8 variants (int4 weights, Helium, DSP, scalar) and in-place variants; the int16 DSP
+variants. Constants for the variants: codegen/kernels/packing.py; C: runtime_c/kernels/conv, s16, float."""
+from __future__ import annotations
+
+from mcu.codegen.kernels import kernel, variant
+from mcu.codegen.kernels.packing import (INT4, is_1x1, is_dw3x3, is_dw_s16, is_groups1, prepare_dsp_conv,
+                                         prepare_dw_dsp, prepare_dw_fast, prepare_dw_mve, prepare_fast, prepare_mve,
+                                         prepare_s4, prepare_s16_conv_dsp, prepare_s16_dw_dsp)
+from mcu.codegen.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_1x1_s8_inplace_fits,
+                                    conv2d_1x1_s8_inplace_scratch_bytes, conv2d_s4_scratch_bytes,
+                                    conv2d_s8_dsp_scratch_bytes, conv2d_s8_fast_scratch_bytes,
+                                    dwconv2d_3x3_s8_dsp_scratch_bytes, dwconv2d_3x3_s8_fast_scratch_bytes,
+                                    dwconv2d_s8_inplace_fits, dwconv2d_s8_inplace_scratch_bytes)
+from mcu.codegen.twins.mve import conv2d_s8_mve_scratch_bytes, dwconv2d_3x3_s8_mve_scratch_bytes
+from mcu.codegen.twins.s16 import conv2d_s16_dsp_scratch_bytes
+
+MVE, DSP = ("mve",), ("dsp",)
+CONV, CONV_F32 = "mcu_conv2d_params_t", "mcu_conv2d_f32_params_t"
+
+SPECS = [
+    # portable loop nests (mcu_conv_loop.h): raster order, strided output
+    kernel("mcu_conv2d_s8", "conv", CONV, raster=True, strided=True),
+    kernel("mcu_conv2d_grouped_s8", "conv", CONV, strided=True),
+    kernel("mcu_dwconv2d_s8", "conv", CONV, raster=True, strided=True),
+    kernel("mcu_conv2d_add_s8", "conv", "mcu_conv2d_add_params_t", inplace="residual", raster=True),
+    kernel("mcu_conv2d_s16", "s16", CONV, strided=True),
+    kernel("mcu_dwconv2d_s16", "s16", CONV, strided=True),
+    kernel("mcu_conv2d_f32", "float", CONV_F32, strided=True),
+    kernel("mcu_dwconv2d_f32", "float", CONV_F32, strided=True),
+    # int8 conv variants, most preferred first
+    variant("mcu_conv2d_s4", "conv", "mcu_conv2d_s8", INT4, prepare=prepare_s4, scratch=conv2d_s4_scratch_bytes),
+    variant("mcu_conv2d_1x1_s8_mve", "conv", "mcu_conv2d_s8", MVE, is_1x1, prepare_mve),
+    variant("mcu_conv2d_s8_mve", "conv", "mcu_conv2d_s8", MVE, prepare=prepare_mve,
+            scratch=conv2d_s8_mve_scratch_bytes),
+    variant("mcu_conv2d_1x1_s8_dsp", "conv", "mcu_conv2d_s8", DSP, is_1x1, prepare_dsp_conv,
+            conv2d_1x1_s8_dsp_scratch_bytes),
+    variant("mcu_conv2d_s8_dsp", "conv", "mcu_conv2d_s8", DSP, prepare=prepare_dsp_conv,
+            scratch=conv2d_s8_dsp_scratch_bytes),
+    variant("mcu_conv2d_1x1_s8_fast", "conv", "mcu_conv2d_s8", (), is_1x1, prepare_fast),
+    variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes),
+    variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3, prepare_dw_mve,
+            dwconv2d_3x3_s8_mve_scratch_bytes),
+    variant("mcu_dwconv2d_3x3_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp,
+            dwconv2d_3x3_s8_dsp_scratch_bytes),
+    variant("mcu_dwconv2d_3x3_s8_fast", "conv", "mcu_dwconv2d_s8", (), is_dw3x3, prepare_dw_fast,
+            dwconv2d_3x3_s8_fast_scratch_bytes),
+    # optimize="memory": in place over a dying input, on the geometry `overwrites` accepts
+    variant("mcu_dwconv2d_s8_inplace", "conv", "mcu_dwconv2d_s8", mode="memory",
+            applies=dwconv2d_s8_inplace_fits, overwrites=dwconv2d_s8_inplace_fits,
+            scratch=dwconv2d_s8_inplace_scratch_bytes),
+    variant("mcu_conv2d_1x1_s8_inplace", "conv", "mcu_conv2d_s8", mode="memory",
+            applies=conv2d_1x1_s8_inplace_fits, overwrites=conv2d_1x1_s8_inplace_fits,
+            scratch=conv2d_1x1_s8_inplace_scratch_bytes),
+    # int16 activations (a16w8)
+    variant("mcu_conv2d_s16_dsp", "s16", "mcu_conv2d_s16", DSP, is_groups1, prepare_s16_conv_dsp,
+            conv2d_s16_dsp_scratch_bytes),
+    variant("mcu_dwconv2d_s16_dsp", "s16", "mcu_dwconv2d_s16", DSP, is_dw_s16, prepare_s16_dw_dsp),
+]

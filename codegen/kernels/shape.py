@@ -1,0 +1,14 @@
+"""Data movement: transpose, concat (inputs as one array argument), nearest upsampling.
+C: runtime_c/kernels/shape, s16, float."""
+from __future__ import annotations
+
+from mcu.codegen.kernels import kernel
+
+SPECS = [
+    kernel("mcu_transpose_s8", "shape", "mcu_transpose_params_t"),
+    kernel("mcu_transpose_s16", "s16", "mcu_transpose_params_t"),
+    kernel("mcu_transpose_f32", "float", "mcu_transpose_params_t"),
+    kernel("mcu_concat_s8", "shape", "mcu_concat_params_t", input_array=True),
+    kernel("mcu_concat_s16", "s16", "mcu_concat_params_t", input_array=True),
+    kernel("mcu_upsample_nearest_s8", "shape", "mcu_upsample_params_t"),
+]
