@@ -196,6 +196,31 @@ def test_a16w8_concat_and_layer_norm_are_exact_and_near_torchao(tmp_path):
     assert np.array_equal(mcu.run(pkg, x).raw_outputs[0], pkg.reference(x)[0])
 
 
+class SqueezeExcite(nn.Module):
+    """y * sigmoid(fc(mean(y))): the gate broadcasts over H and W."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.fc = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        return y * torch.sigmoid(self.fc(y.mean((2, 3), keepdim=True)))
+
+
+@pytest.mark.qemu
+def test_a16w8_squeeze_excite_broadcast_mul_is_exact_and_near_torchao(tmp_path):
+    torch.manual_seed(2)
+    model, calib = SqueezeExcite().eval(), [(torch.randn(1, 3, 8, 8),) for _ in range(8)]
+    pkg = mcu.compile(model, calib[0], calibration=calib, quantize="a16w8", out_dir=tmp_path / "p")
+    assert "mcu_mul_s16" in [op["kernel"] for op in pkg.manifest["ops"]]
+    spec = pkg.manifest["outputs"][0]
+    for x in calib[:3]:  # the interpolated sigmoid table's 1 LSB, then the product's rounding: 2 LSB of int16
+        assert lsb_error(pkg.reference(x)[0], pkg.torchao_reference(x)[0], spec["scale"], spec["zero_point"]).max() <= 2
+    x = (torch.randn(1, 3, 8, 8),)
+    assert np.array_equal(mcu.run(pkg, x).raw_outputs[0], pkg.reference(x)[0])
+
+
 @pytest.mark.host_c
 def test_concat_s16_matches_its_twin_including_requantized_inputs():
     import tests.hostc as hostc
