@@ -219,6 +219,16 @@ def _alias(ctx: Ctx, node: Node) -> Node:
     return node.replace(op="alias")
 
 
+def _slice(ctx: Ctx, node: Node) -> Node:
+    """Keep indices start, start + step, ... of one dim (any rank, any element type): mcu_slice."""
+    x, out, a = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]], node.attrs
+    d = a["dim"]
+    params = {"outer": int(np.prod(x.shape[:d], dtype=np.int64)), "in_len": int(x.shape[d]),
+              "out_len": int(out.shape[d]), "start": int(a["start"]), "step": int(a["step"]),
+              "inner": int(np.prod(x.shape[d + 1:], dtype=np.int64))}
+    return _call(node, kernel_name("slice", ctx.dtype(node)), params, (x.name,))
+
+
 # ---- op breadth ---------------------------------------------------------------------------------------------
 
 def _dims4(shape, source: str) -> tuple[int, int, int, int]:
@@ -385,9 +395,9 @@ def layer_norm(ctx: Ctx, node: Node) -> list[Node]:
 INT8: dict[str, Callable[[Ctx, Node], Node | list[Node]]] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear,
     "max_pool2d": _pool, "avg_pool2d": _pool, "add": _add, "softmax": _softmax,
-    "transpose": _transpose, "reshape": _alias,
+    "transpose": _transpose, "reshape": _alias, "slice": _slice,
     "sub": _add, "mul": _mul, "lut": _lut, "clamp": _lut, "concat": _concat, "upsample_nearest": _upsample,
     "mean": _reduce, "sum": _reduce, "matmul": _matmul, "layer_norm": layer_norm,
 }
 INTEGER = ("conv2d", "depthwise_conv2d", "linear", "max_pool2d", "avg_pool2d", "add", "mul", "transpose",
-           "reshape", "concat", "layer_norm")
+           "reshape", "slice", "concat", "layer_norm")

@@ -79,5 +79,5 @@ def _reduce(ctx, node: Node) -> Node:
 FLOAT32: dict[str, Callable] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
     "add": _binary, "sub": _binary, "mul": _binary, "softmax": _softmax, "clamp": _clamp,
-    "transpose": INT8["transpose"], "reshape": INT8["reshape"], "mean": _reduce, "sum": _reduce,
+    "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "mean": _reduce, "sum": _reduce,
 }

@@ -1,6 +1,7 @@
 """Export stage: nn.Module / ExportedProgram / .pt2 file -> a checked torch.export ExportedProgram."""
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import re
@@ -33,7 +34,7 @@ SUPPORTED_OPS = {
     aten.neg.default, aten.abs.default, aten.exp.default,
     aten.cat.default, aten.permute.default, aten.transpose.int, aten.upsample_nearest2d.vec,
     aten.upsample_nearest1d.vec, aten.sum.dim_IntList, aten.conv1d.default, aten.max_pool1d.default,
-    aten.avg_pool1d.default, aten.matmul.default, aten.bmm.default, aten.layer_norm.default,
+    aten.avg_pool1d.default, aten.matmul.default, aten.bmm.default, aten.layer_norm.default, aten.slice.Tensor,
 }
 
 # The nearest supported way to express an unsupported op.
@@ -194,7 +195,12 @@ def export(model, example_inputs: tuple | None = None) -> torch.export.ExportedP
     else:
         raise ExportError(f"cannot export a {type(model).__name__}; pass an nn.Module, an "
                           f"ExportedProgram or a .pt2 path")
+    from mcu.rewrites import REWRITTEN_OPS, views_as_slices
     check_static(ep)
+    if any(n.op == "call_function" and n.target in REWRITTEN_OPS for n in ep.graph.nodes):
+        if isinstance(model, torch.export.ExportedProgram):
+            ep = copy.deepcopy(ep)  # the user's program stays as it was
+        views_as_slices(ep.graph_module)
     check_supported(ep)
     return ep
 

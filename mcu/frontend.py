@@ -48,7 +48,7 @@ BINARY_OPS = {aten.add.Tensor: "add", aten.add_.Tensor: "add", aten.sub.Tensor: 
               aten.mul.Tensor: "mul", aten.mul_.Tensor: "mul", aten.div.Tensor: "div", aten.div_.Tensor: "div"}
 FLOAT_PARAM_OPS = {aten.layer_norm.default}  # run in the float32 fallback, parameters stay float
 # IR ops that read only their first tensor argument
-UNARY_IR_OPS = ("reshape", "pad", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mean", "clamp",
+UNARY_IR_OPS = ("reshape", "slice", "pad", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mean", "clamp",
                 "lut", "permute", "upsample_nearest", "upsample_nearest1d", "sum", "max_pool1d", "avg_pool1d")
 
 
@@ -111,6 +111,13 @@ def _breadth_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | N
         lo = a[1] if len(a) > 1 else n.kwargs.get("min")
         hi = a[2] if len(a) > 2 else n.kwargs.get("max")
         return "clamp", {"act": _clamp_range(lo, hi)}
+    if t == aten.slice.Tensor:
+        dim = int(a[1] if len(a) > 1 else 0) % rank
+        size = shape_in[dim]
+        start, end = (a[2] if len(a) > 2 else None), (a[3] if len(a) > 3 else None)
+        start = 0 if start is None else min(max(int(start) + (size if int(start) < 0 else 0), 0), size)
+        step = int(a[4]) if len(a) > 4 else 1
+        return "slice", {"dim": dim, "start": start, "step": step}
     if t == aten.cat.default:
         return "concat", {"dim": int(a[1] if len(a) > 1 else n.kwargs.get("dim", 0)) % rank}
     if t == aten.permute.default:

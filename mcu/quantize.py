@@ -206,7 +206,7 @@ SHARED_QPARAM_OPS = {
     aten._unsafe_view.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
     aten.permute.default, aten.transpose.int, aten.contiguous.default, aten.dropout.default,
     aten.clone.default, aten.pad.default, aten.constant_pad_nd.default, aten.max_pool1d.default,
-    aten.avg_pool1d.default, aten.upsample_nearest2d.vec, aten.upsample_nearest1d.vec,
+    aten.avg_pool1d.default, aten.upsample_nearest2d.vec, aten.upsample_nearest1d.vec, aten.slice.Tensor,
 } | FUSABLE_ACTIVATIONS
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
 

@@ -4,6 +4,8 @@
   that op's weight and bias; any other BatchNorm becomes a depthwise 1x1 conv2d (viewed to 4-d when
   its input is 2-d or 3-d), so it quantizes and runs like every other conv.
 prepare_pt2e already folds conv2d+BatchNorm2d; this catches the rest (Linear+BatchNorm1d, standalone BN).
+- views_as_slices (on the exported program, mcu.export): split, chunk, unbind, narrow and select become slices,
+  eval-mode dropout and alias vanish, a training-mode BatchNorm is refused.
 """
 from __future__ import annotations
 
@@ -89,3 +91,92 @@ def _bn_as_depthwise(gm: GraphModule, bn: Node, scale: torch.Tensor, shift: torc
             out = g.call_function(aten.view.default, (conv, shape))
             out.meta = dict(bn.meta)
     bn.replace_all_uses_with(out)
+
+
+# ---- Views as slices, identities removed (run on the exported program, before any other stage) -------------
+
+PIECE_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int}
+REWRITTEN_OPS = PIECE_OPS | {aten.narrow.default, aten.select.int, aten.dropout.default, aten.alias.default,
+                             aten.batch_norm.default}
+
+
+def _pieces(n: Node) -> list[tuple[int, int]]:
+    """[(start, end)] along the dim of a split / split_with_sizes / chunk / unbind node, from its input's shape."""
+    x = n.args[0]
+    size = int(x.meta["val"].shape[_dim(n)])
+    if n.target == aten.unbind.int:
+        return [(i, i + 1) for i in range(size)]
+    if n.target == aten.split_with_sizes.default:
+        sizes = [int(s) for s in n.args[1]]
+    else:
+        step = int(n.args[1]) if n.target == aten.split.Tensor else -(-size // int(n.args[1]))
+        sizes = [min(step, size - i) for i in range(0, size, step)]
+    ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+    return list(zip([0] + ends[:-1], ends))
+
+
+def _dim(n: Node) -> int:
+    rank = len(n.args[0].meta["val"].shape)
+    default = 0
+    dim = n.args[2] if n.target != aten.unbind.int and len(n.args) > 2 else \
+        (n.args[1] if n.target == aten.unbind.int and len(n.args) > 1 else n.kwargs.get("dim", default))
+    return int(dim) % rank
+
+
+def _slice_node(graph, x: Node, dim: int, start: int, end: int, before: Node) -> Node:
+    with graph.inserting_before(before):
+        s = graph.call_function(aten.slice.Tensor, (x, dim, start, end))
+    val = x.meta["val"]
+    with val.fake_mode:
+        s.meta["val"] = val.narrow(dim, start, end - start)
+    s.meta["stack_trace"] = before.meta.get("stack_trace")
+    return s
+
+
+def views_as_slices(gm: GraphModule) -> bool:
+    """Rewrite split, split_with_sizes, chunk, unbind, narrow and select as aten.slice.Tensor (+ squeeze.dims for
+    unbind and select), and drop eval-mode dropout and alias: one view op for every later stage. Each piece keeps
+    its node (name, value, source line): a getitem becomes the slice (or the squeeze of one). In place; True when
+    anything changed. A BatchNorm in training mode is refused (its batch statistics are not eval maths)."""
+    from mcu.export import UnsupportedOpError, source_line
+
+    graph, changed = gm.graph, False
+    for n in list(graph.nodes):
+        if n.op != "call_function":
+            continue
+        if n.target == aten.batch_norm.default and len(n.args) > 5 and n.args[5] is True:
+            raise UnsupportedOpError(
+                f"batch_norm in training mode at {source_line(n) or '(no source line recorded)'}: it normalizes with "
+                f"the batch's own statistics, which a compiled model cannot reproduce; call model.eval() (or pass "
+                f"training=False to F.batch_norm) so the running statistics are used")
+        if n.target in PIECE_OPS:
+            dim, pieces = _dim(n), _pieces(n)
+            for user in list(n.users):
+                start, end = pieces[int(user.args[1])]
+                if n.target == aten.unbind.int:
+                    s = _slice_node(graph, n.args[0], dim, start, end, user)
+                    user.target, user.args, user.kwargs = aten.squeeze.dims, (s, [dim]), {}
+                else:
+                    user.target, user.args, user.kwargs = aten.slice.Tensor, (n.args[0], dim, start, end), {}
+            graph.erase_node(n)
+            changed = True
+        elif n.target == aten.narrow.default:
+            x, dim, start, length = n.args[:4]
+            n.target, n.args = aten.slice.Tensor, (x, dim, int(start), int(start) + int(length))
+            changed = True
+        elif n.target == aten.select.int:
+            x, dim, index = n.args[:3]
+            dim = int(dim) % len(x.meta["val"].shape)
+            index = int(index) % int(x.meta["val"].shape[dim])
+            s = _slice_node(graph, x, dim, index, index + 1, n)
+            n.target, n.args = aten.squeeze.dims, (s, [dim])
+            changed = True
+        elif (n.target in (aten.dropout.default, aten.alias.default) and not any(u.op == "output" for u in n.users)
+              and (n.target == aten.alias.default or not (len(n.args) > 2 and n.args[2]))):
+            n.replace_all_uses_with(n.args[0])
+            graph.erase_node(n)
+            changed = True
+    if changed:
+        graph.lint()
+        gm.recompile()
+    return changed

@@ -1,4 +1,4 @@
-"""Data movement: transpose, concat (inputs as one array argument), nearest upsampling.
+"""Data movement: transpose, concat (inputs as one array argument), nearest upsampling, slice along one dim.
 C: runtime_c/kernels/shape, s16, float."""
 from __future__ import annotations
 
@@ -11,4 +11,7 @@ SPECS = [
     kernel("mcu_concat_s8", "shape", "mcu_concat_params_t", input_array=True),
     kernel("mcu_concat_s16", "s16", "mcu_concat_params_t", input_array=True),
     kernel("mcu_upsample_nearest_s8", "shape", "mcu_upsample_params_t"),
+    kernel("mcu_slice_s8", "shape", "mcu_slice_params_t"),
+    kernel("mcu_slice_s16", "s16", "mcu_slice_params_t"),
+    kernel("mcu_slice_f32", "float", "mcu_slice_params_t"),
 ]

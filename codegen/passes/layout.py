@@ -6,7 +6,7 @@
 - A reshape whose NHWC side is not trivially ordered (C > 1 and H*W > 1) gets an explicit transpose
   to or from torch order, so reshapes always move bytes in torch order.
 - softmax over the channel dim of a 4-d tensor becomes softmax over the last (NHWC) dim.
-- Axis attributes of 4-d ops are remapped: concat's dim, mean/sum dims, permute's perm (composed with
+- Axis attributes of 4-d ops are remapped: concat's and slice's dim, mean/sum dims, permute's perm (composed with
   the layout permutations into one transpose). Upsample, clamp and look-up tables are layout-free.
 - Broadcasting add/sub/mul with a 4-d output see every operand as 4-d NHWC: constants are transposed at
   compile time, lower-rank activations are viewed (or transposed) to the padded 4-d shape.
@@ -122,6 +122,8 @@ def to_nhwc(graph: Graph) -> Graph:
         elif node.op == "concat" and rank == 4:
             ins = tuple(nhwc_operand(i) for i in node.inputs)
             nodes.append(node.replace(inputs=ins, attrs={**node.attrs, "dim": TO_NCHW[node.attrs["dim"]]}))
+        elif node.op == "slice" and rank == 4:
+            nodes.append(node.replace(attrs={**node.attrs, "dim": TO_NCHW[node.attrs["dim"]]}))
         elif node.op in ("mean", "sum") and rank == 4:
             dims = tuple(sorted(TO_NCHW[d] for d in node.attrs["dims"]))
             nodes.append(node.replace(attrs={**node.attrs, "dims": dims}))

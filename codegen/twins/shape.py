@@ -17,6 +17,22 @@ def transpose_s8(params: dict, input: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x.reshape(dims).transpose(perm))
 
 
+def slice_s8(params: dict, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_slice_s8 (and _s16, _f32: the same copy): [outer, in_len, inner] -> [outer, out_len, inner],
+    keeping indices start, start + step, ... along the middle axis."""
+    p = params
+    last = p["start"] + (p["out_len"] - 1) * p["step"]
+    if min(p["outer"], p["inner"], p["out_len"], p["step"]) < 1 or p["start"] < 0 or last >= p["in_len"]:
+        raise ValueError(f"bad slice params {p}")
+    x = np.asarray(input)
+    if x.size != p["outer"] * p["in_len"] * p["inner"]:
+        raise ValueError(f"input must hold {p['outer'] * p['in_len'] * p['inner']} values, got {x.size}")
+    return np.ascontiguousarray(x.reshape(p["outer"], p["in_len"], p["inner"])[:, p["start"]:last + 1:p["step"]])
+
+
+slice_s16 = slice_f32 = slice_s8
+
+
 CONCAT_MAX_INPUTS = 8
 
 

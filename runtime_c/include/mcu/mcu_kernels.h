@@ -190,6 +190,20 @@ typedef struct {
 /* out = in.transpose(perm) for any int8 tensor of rank <= 4; perm must be a permutation of 0..3. */
 mcu_status_t mcu_transpose_s8(const mcu_transpose_params_t *params, const int8_t *input, int8_t *output);
 
+typedef struct {
+    int32_t outer;   /* product of the dims before the sliced one */
+    int32_t in_len;  /* the sliced dim's size in the input */
+    int32_t out_len; /* ... in the output: elements start, start + step, ..., start + (out_len - 1) * step */
+    int32_t start;
+    int32_t step;    /* >= 1 */
+    int32_t inner;   /* product of the dims after the sliced one */
+} mcu_slice_params_t;
+
+/* out = in.narrow-by-step along one dim, any rank (viewed as [outer, in_len, inner] -> [outer, out_len, inner]):
+ * slice, select, split, chunk, unbind and narrow. Requires 0 <= start, start + (out_len - 1) * step < in_len;
+ * output must not overlap input. One function per element type; the same contract. */
+mcu_status_t mcu_slice_s8(const mcu_slice_params_t *params, const int8_t *input, int8_t *output);
+
 /* ==== Op breadth ================================================================================
  * Broadcasting elementwise ops, look-up-table activations, concat, upsample, reductions, grouped conv,
  * matmul of two activations, and the float32 fallback. Same conventions as above; in addition:
@@ -433,6 +447,9 @@ mcu_status_t mcu_clamp_f32(const mcu_clamp_f32_params_t *params, const float *in
 
 /* out = in.transpose(perm) for a float tensor of rank <= 4 (mcu_transpose_params_t). */
 mcu_status_t mcu_transpose_f32(const mcu_transpose_params_t *params, const float *input, float *output);
+
+/* mcu_slice_s8 for float tensors (mcu_slice_params_t). */
+mcu_status_t mcu_slice_f32(const mcu_slice_params_t *params, const float *input, float *output);
 
 typedef struct {
     mcu_dims_t input;  /* any 4-d axis order */
@@ -740,6 +757,9 @@ mcu_status_t mcu_quantize_f32_s16(const mcu_quantize_params_t *params, const flo
 
 /* out = in.transpose(perm) for an int16 tensor of rank <= 4 (mcu_transpose_params_t). */
 mcu_status_t mcu_transpose_s16(const mcu_transpose_params_t *params, const int16_t *input, int16_t *output);
+
+/* mcu_slice_s8 for int16 tensors (mcu_slice_params_t). */
+mcu_status_t mcu_slice_s16(const mcu_slice_params_t *params, const int16_t *input, int16_t *output);
 
 /* mcu_concat_s8's contract for int16 (offsets 0): element x of input i becomes
  * clamp(mcu_requantize_round(x, multiplier[i], shift[i])) to int16; an input on the output's scale (multiplier

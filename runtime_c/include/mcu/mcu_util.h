@@ -146,6 +146,32 @@ static inline void mcu_broadcast_strides(const mcu_dims_t *d, int32_t st[4])
     st[0] = d->n == 1 ? 0 : d->h * d->w * d->c;
 }
 
+/* The copy of mcu_slice_s8 / _s16 / _f32 for elements of `elem` bytes: one run of `inner` elements per kept index. */
+static inline mcu_status_t mcu_slice_elems(const mcu_slice_params_t *params, const void *input, void *output,
+                                           size_t elem)
+{
+    if (params == NULL || input == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_slice_params_t *p = params;
+    if (p->outer < 1 || p->inner < 1 || p->out_len < 1 || p->step < 1 || p->start < 0 ||
+        p->start + (int64_t)(p->out_len - 1) * p->step >= p->in_len) {
+        return MCU_ERR_SHAPE;
+    }
+    const size_t run = (size_t)p->inner * elem;
+    const uint8_t *in = (const uint8_t *)input + (size_t)p->start * run;
+    uint8_t *out = (uint8_t *)output;
+    for (int32_t o = 0; o < p->outer; ++o) {
+        const uint8_t *src = in + (size_t)o * (size_t)p->in_len * run;
+        for (int32_t i = 0; i < p->out_len; ++i) {
+            memcpy(out, src, run);
+            out += run;
+            src += (size_t)p->step * run;
+        }
+    }
+    return MCU_OK;
+}
+
 /* The transpose of mcu_transpose_s8 / _f32 for elements of `elem` bytes: walks the output in order. */
 static inline mcu_status_t mcu_transpose_elems(const mcu_transpose_params_t *params, const void *input, void *output,
                                                size_t elem)
