@@ -99,3 +99,20 @@ def test_training_mode_batch_norm_is_refused_with_the_fix(tmp_path):
 
     with pytest.raises(UnsupportedOpError, match=r"batch_norm in training mode at .*test_views.py:\d+.*training=False"):
         mcu.compile(TrainBN(), (torch.randn(2, 4, 3, 3),), quantize="none", out_dir=tmp_path / "p")
+
+
+@pytest.mark.parametrize("op", ["split", "split_with_sizes", "chunk", "unbind", "narrow", "select"])
+@pytest.mark.parametrize("mode", ["float32", "int8"])
+def test_opinfo_samples_of_the_view_ops_pass(op, mode, tmp_path):
+    """PyTorch's own first float32 sample of each view op (op_db), through scripts/opinfo_coverage.py's check."""
+    pytest.importorskip("expecttest", reason="op_db imports only with expecttest (the test extras)")
+    import importlib.util
+    import pathlib
+
+    from torch.testing._internal.common_methods_invocations import op_db
+    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "opinfo_coverage.py"
+    spec = importlib.util.spec_from_file_location("opinfo_coverage", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    info = next(i for i in op_db if i.name == op)
+    assert script.check(info, mode, None, str(tmp_path)) == (True, "")
