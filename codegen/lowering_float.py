@@ -8,7 +8,8 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.ir import Node
-from mcu.codegen.lowering import INT8, _dims4, call_node, conv_geometry, pool_geometry
+from mcu.codegen.lowering import INT8, _dims4, call_node, conv_geometry, f32, pool_geometry
+from mcu.codegen.twins.float32 import UNARY_OPS
 from mcu.codegen.errors import LoweringError
 
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -76,8 +77,98 @@ def _reduce(ctx, node: Node) -> Node:
     return _call(node, "mcu_reduce_f32", {"input": dims_in, "output": dims_out, "divisor": divisor}, (x.name,))
 
 
+# aten overload of a `lut` node -> (MCU_UNARY_* name, (a, b, c) from the op's scalar args and kwargs)
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+
+
+def _unary_spec(fn, source: str) -> tuple[str, tuple[float, float, float]]:
+    """The mcu_unary_f32 function and scalars of a `lut` node's (aten overload, args, kwargs)."""
+    name, args, kwargs = fn
+    op, kw = name.split(".")[0], dict(kwargs)
+    scalars = [a for a in args if a is not ...]
+
+    def arg(i, key, default):
+        return args[i] if len(args) > i else kw.get(key, default)
+
+    if args and args[0] is not ... and op in ("add", "mul"):  # scalar first: the same sum or product
+        args = (..., args[0], *args[2:])
+    plain = {"abs", "neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "sigmoid", "tanh",
+             "floor", "ceil", "trunc", "sign", "erf", "hardswish", "hardsigmoid", "silu", "mish", "log1p", "expm1"}
+    if op in plain:
+        return op, (0.0, 0.0, 0.0)
+    if op == "log_sigmoid":
+        return "log_sigmoid", (0.0, 0.0, 0.0)
+    if op == "round" and arg(1, "decimals", 0) == 0:
+        return "round", (0.0, 0.0, 0.0)
+    if op == "leaky_relu":
+        return "leaky_relu", (float(arg(1, "negative_slope", 0.01)), 0.0, 0.0)
+    if op == "rrelu" and not arg(3, "training", False):
+        return "leaky_relu", ((float(arg(1, "lower", 1 / 8)) + float(arg(2, "upper", 1 / 3))) / 2, 0.0, 0.0)
+    if op == "elu":
+        return "elu", (float(arg(1, "alpha", 1.0)), float(arg(2, "scale", 1.0)), float(arg(3, "input_scale", 1.0)))
+    if op == "selu":
+        return "elu", (SELU_ALPHA, SELU_SCALE, 1.0)
+    if op == "celu":
+        alpha = float(arg(1, "alpha", 1.0))
+        return "elu", (alpha, 1.0, 1.0 / alpha)
+    if op == "softplus":
+        return "softplus", (float(arg(1, "beta", 1.0)), float(arg(2, "threshold", 20.0)), 0.0)
+    if op == "gelu":
+        return ("gelu_tanh" if kw.get("approximate", "none") == "tanh" else "gelu"), (0.0, 0.0, 0.0)
+    if op in ("hardshrink", "softshrink"):
+        return op, (float(arg(1, "lambd", 0.5)), 0.0, 0.0)
+    if op == "threshold":
+        return "threshold", (float(args[1]), float(args[2]), 0.0)
+    if op in ("add", "sub") and args[0] is ... and len(scalars) == 1:
+        s = float(scalars[0]) * float(kw.get("alpha", 1))
+        return "affine", (1.0, s if op == "add" else -s, 0.0)
+    if op == "mul" and args[0] is ... and len(scalars) == 1:
+        return "affine", (float(scalars[0]), 0.0, 0.0)
+    if op == "rsub" and args[0] is ...:
+        return "affine", (-float(arg(2, "alpha", 1)), float(args[1]), 0.0)
+    if op == "div" and args[0] is ... and len(scalars) == 1 and kw.get("rounding_mode") is None:
+        return "div", (float(scalars[0]), 0.0, 0.0)
+    if op == "pow" and args[0] is ...:
+        e = float(args[1])
+        special = {2.0: "square", 0.5: "sqrt", -1.0: "reciprocal", -0.5: "rsqrt"}
+        if e in special:
+            return special[e], (0.0, 0.0, 0.0)
+        return ("affine", (1.0, 0.0, 0.0)) if e == 1.0 else ("pow", (e, 0.0, 0.0))
+    raise LoweringError(f"the elementwise function {name} with arguments {scalars} at {source} has no float32 "
+                        f"form in mcu_unary_f32; compile with quantize='int8' (it runs through a table there)")
+
+
+def _unary(ctx, node: Node) -> Node:
+    x = ctx.tensors[node.inputs[0]]
+    name, (a, b, c) = _unary_spec(node.attrs["fn"], node.source)
+    params = {"size": int(np.prod(x.shape)), "op": UNARY_OPS.index(name), "a": f32(a), "b": f32(b), "c": f32(c)}
+    if node.attrs.get("act") is None:
+        return _call(node, "mcu_unary_f32", params, (x.name,))
+    # a ReLU fused into the function (passes/fuse_clamp.py): the function into a temporary, then the clamp
+    tmp = ctx.temp(f"{node.name}_unclamped", x.shape, "float32")
+    return [_call(node.replace(outputs=(tmp,), attrs={**node.attrs, "float_node": None}), "mcu_unary_f32", params,
+                  (x.name,)),
+            _call(node.replace(name=f"{node.name}_clamp"), "mcu_clamp_f32",
+                  {"size": params["size"], **_act(node)}, (tmp,))]
+
+
+def _concat(ctx, node: Node) -> Node:
+    ins, out, dim = [ctx.tensors[i] for i in node.inputs], ctx.tensors[node.outputs[0]], node.attrs["dim"]
+    sizes = tuple(int(np.prod(x.shape[dim:], dtype=np.int64)) for x in ins)
+    params = {"num_inputs": len(ins), "outer": int(np.prod(out.shape[:dim], dtype=np.int64)),
+              "sizes": sizes + (0,) * (8 - len(sizes))}
+    return _call(node, "mcu_concat_f32", params, node.inputs)
+
+
+def _layer_norm(ctx, node: Node) -> Node:
+    x = ctx.tensors[node.inputs[0]]
+    cols = int(np.prod(x.shape[len(x.shape) - node.attrs["normalized"]:]))
+    return _call(node, "mcu_layer_norm_f32", {"rows": int(np.prod(x.shape)) // cols, "cols": cols,
+                                              "eps": f32(node.attrs["eps"])}, node.inputs[:3])
+
+
 FLOAT32: dict[str, Callable] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
     "add": _binary, "sub": _binary, "mul": _binary, "softmax": _softmax, "clamp": _clamp,
-    "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "mean": _reduce, "sum": _reduce,
+    "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "mean": _reduce, "sum": _reduce,
 }

@@ -14,6 +14,19 @@ from mcu.errors import McuError
 
 aten = torch.ops.aten
 
+# Elementwise functions of one activation (and of a tensor and a scalar): int8 and int16 run them through a look-up
+# table computed with the op itself (mcu.frontend LUT_OPS), float32 through mcu_unary_f32 (codegen/lowering_float).
+ELEMENTWISE_OPS = {
+    aten.hardswish.default, aten.hardswish_.default, aten.hardsigmoid.default, aten.hardsigmoid_.default,
+    aten.leaky_relu.default, aten.leaky_relu_.default, aten.gelu.default, aten.silu.default, aten.silu_.default,
+    aten.elu.default, aten.elu_.default, aten.softplus.default, aten.neg.default, aten.abs.default, aten.exp.default,
+    aten.log.default, aten.log1p.default, aten.expm1.default, aten.sqrt.default, aten.rsqrt.default,
+    aten.reciprocal.default, aten.square.default, aten.sin.default, aten.cos.default, aten.floor.default,
+    aten.ceil.default, aten.round.default, aten.trunc.default, aten.sign.default, aten.erf.default,
+    aten.mish.default, aten.selu.default, aten.celu.default, aten.log_sigmoid.default, aten.hardshrink.default,
+    aten.softshrink.default, aten.threshold.default, aten.rrelu.default, aten.pow.Tensor_Scalar,
+}
+
 # Every aten op the int8 flow accepts at export time (before quantization).
 SUPPORTED_OPS = {
     aten.conv2d.default, aten.linear.default, aten.batch_norm.default,
@@ -31,7 +44,7 @@ SUPPORTED_OPS = {
     aten.tanh_.default, aten.hardswish.default, aten.hardswish_.default, aten.hardsigmoid.default,
     aten.hardsigmoid_.default, aten.leaky_relu.default, aten.leaky_relu_.default, aten.gelu.default,
     aten.silu.default, aten.silu_.default, aten.elu.default, aten.elu_.default, aten.softplus.default,
-    aten.neg.default, aten.abs.default, aten.exp.default,
+    *ELEMENTWISE_OPS,
     aten.cat.default, aten.permute.default, aten.transpose.int, aten.upsample_nearest2d.vec,
     aten.upsample_nearest1d.vec, aten.sum.dim_IntList, aten.conv1d.default, aten.max_pool1d.default,
     aten.avg_pool1d.default, aten.matmul.default, aten.bmm.default, aten.layer_norm.default, aten.slice.Tensor,
@@ -40,7 +53,7 @@ SUPPORTED_OPS = {
 # The nearest supported way to express an unsupported op.
 ALTERNATIVES = {
     "log_softmax": "softmax", "upsample_bilinear2d": "nearest upsampling (F.interpolate mode='nearest')",
-    "max_pool3d": "max_pool2d", "conv3d": "conv2d", "mish": "silu or hardswish", "selu": "elu",
+    "max_pool3d": "max_pool2d", "conv3d": "conv2d",
     "group_norm": "layer_norm or BatchNorm2d", "instance_norm": "BatchNorm2d", "stack": "cat of unsqueezed tensors",
     "amax": "max_pool2d over the reduced dims",
 }

@@ -69,6 +69,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "float/mcu_mul_f32": 960,
     "float/mcu_reduce_f32": 768,
     "float/mcu_softmax_f32": 768,
+    "float/mcu_unary_f32": 12864,
     "float/mcu_transpose_f32": 512,
     "pool/mcu_avgpool2d_s8": 1024,
     "pool/mcu_avgpool2d_s8_fast": 1280,

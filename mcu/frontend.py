@@ -27,7 +27,7 @@ from torchao.quantization.pt2e import quantize_pt2e  # noqa: F401  (registers qu
 
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
 from mcu.errors import McuError
-from mcu.export import op_name, source_line
+from mcu.export import ELEMENTWISE_OPS, op_name, source_line
 
 aten = torch.ops.aten
 qd = torch.ops.quantized_decomposed
@@ -39,11 +39,8 @@ RESHAPE_OPS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default,
                aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default}
 ACTIVATIONS = {aten.relu.default: (0.0, float("inf")), aten.relu_.default: (0.0, float("inf")),
                aten.relu6.default: (0.0, 6.0)}
-LUT_OPS = {aten.sigmoid.default, aten.sigmoid_.default, aten.tanh.default, aten.tanh_.default,
-           aten.hardswish.default, aten.hardswish_.default, aten.hardsigmoid.default, aten.hardsigmoid_.default,
-           aten.leaky_relu.default, aten.leaky_relu_.default, aten.gelu.default, aten.silu.default,
-           aten.silu_.default, aten.elu.default, aten.elu_.default, aten.softplus.default, aten.neg.default,
-           aten.abs.default, aten.exp.default, aten.rsub.Scalar}
+LUT_OPS = ELEMENTWISE_OPS | {aten.sigmoid.default, aten.sigmoid_.default, aten.tanh.default, aten.tanh_.default,
+                            aten.rsub.Scalar}
 BINARY_OPS = {aten.add.Tensor: "add", aten.add_.Tensor: "add", aten.sub.Tensor: "sub", aten.sub_.Tensor: "sub",
               aten.mul.Tensor: "mul", aten.mul_.Tensor: "mul", aten.div.Tensor: "div", aten.div_.Tensor: "div"}
 FLOAT_PARAM_OPS = {aten.layer_norm.default}  # run in the float32 fallback, parameters stay float

@@ -22,7 +22,7 @@ from mcu.rewrites import fold_batch_norms
 # IR ops (as frontend._attrs names them) with a float32 lowering (codegen/lowering_float.py, after the passes
 # rewrite 1-d ops, adaptive pools, global means and pads onto these kernels).
 FLOAT_OPS = ("conv2d", "conv1d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d", "max_pool1d",
-             "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "reshape", "slice", "pad", "softmax", "clamp", "permute")
+             "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "reshape", "slice", "pad", "softmax", "clamp", "permute", "lut", "concat", "layer_norm")
 
 
 def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:
@@ -82,6 +82,8 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
             ins = [value[a] if isinstance(a, FxNode) else None for a in n.args if isinstance(a, FxNode) or a is None]
             if op in UNARY_IR_OPS:
                 ins = ins[:1]
+            if op == "concat":
+                ins = [value[a] for a in n.args[0]]
             name = f"t{len(tensors)}"
             tensors[name] = Tensor(name, _shape(n), "float32")
             value[n] = name

@@ -47,6 +47,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from mcu.errors import McuError
+from mcu.export import ELEMENTWISE_OPS
 from mcu.rewrites import fold_batch_norms
 
 aten = torch.ops.aten
@@ -191,10 +192,7 @@ MATMUL_OPS = {aten.matmul.default, aten.bmm.default}
 # Ops whose output may take a fused activation.
 ACT_PRODUCERS = WEIGHTED_OPS | BINARY_OPS | MATMUL_OPS
 # Elementwise functions of one activation, run through a look-up table; own output observer.
-LUT_OPS = {aten.hardswish.default, aten.hardswish_.default, aten.hardsigmoid.default, aten.hardsigmoid_.default,
-           aten.leaky_relu.default, aten.leaky_relu_.default, aten.gelu.default, aten.silu.default,
-           aten.silu_.default, aten.elu.default, aten.elu_.default, aten.softplus.default, aten.neg.default,
-           aten.abs.default, aten.exp.default}
+LUT_OPS = ELEMENTWISE_OPS
 FIXED_QPARAM_OPS = {aten.sigmoid.default: SOFTMAX_OUT_QSPEC, aten.sigmoid_.default: SOFTMAX_OUT_QSPEC,
                     aten.tanh.default: TANH_OUT_QSPEC, aten.tanh_.default: TANH_OUT_QSPEC}
 # One activation in, own output observer.

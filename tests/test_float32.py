@@ -332,15 +332,13 @@ def test_float_ops_model_twin_agrees_with_torch(tmp_path):
         assert_close(pkg.reference(x)[0], model(x).detach().numpy(), f"float ops seed {seed}")
 
 
-@pytest.mark.parametrize("op", ["sigmoid", "layer_norm", "cat"])
+@pytest.mark.parametrize("op", ["matmul", "upsample_nearest2d"])
 def test_op_without_float_kernel_is_refused(op, tmp_path):
     class M(nn.Module):
         def forward(self, x):
-            if op == "sigmoid":
-                return torch.sigmoid(x)
-            if op == "layer_norm":
-                return nn.functional.layer_norm(x, (8,))
-            return torch.cat([x, x], dim=1)
+            if op == "matmul":
+                return x.reshape(1, 2, 4) @ x.reshape(1, 4, 2)
+            return nn.functional.interpolate(x.reshape(1, 2, 2, 2), scale_factor=2)
 
     with pytest.raises(UnsupportedOpError, match=rf"op '{op}' at .*test_float32.py.* has no float32 kernel"):
         mcu.compile(M(), (torch.randn(1, 8),), quantize="none", out_dir=tmp_path / "pkg")
@@ -418,3 +416,43 @@ def test_bench_float32_row(tmp_path):
     assert row["quantize"] == "none" and row["exact"] and row["rel_error_device"] <= FLOAT_TOLERANCE
     assert row["flash_weights"] > 4 * 260_000 and row["instructions"] > 0 and row["arena_bytes"] > 0
     assert (tmp_path / "bench-float32.json").is_file()
+
+
+class CatNorm(nn.Module):
+    """A conv, a channel concat of it, its sigmoid and the input, a layer norm and a flat concat."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.norm = nn.Conv2d(3, 4, 3, padding=1), nn.LayerNorm(8)
+
+    def forward(self, x):
+        y = self.conv(x)
+        z = torch.cat([y, torch.sigmoid(y), x], dim=1)
+        return self.norm(z), torch.cat([z.flatten(1), x.flatten(1)], 1)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an385"])
+def test_concat_and_layer_norm_run_in_float32(board, tmp_path):
+    torch.manual_seed(5)
+    model, x = CatNorm().eval(), torch.randn(1, 3, 8, 8)
+    pkg = mcu.compile(model, (x,), quantize="none", board=board, out_dir=tmp_path / "p")
+    assert {"mcu_concat_f32", "mcu_layer_norm_f32", "mcu_unary_f32"} <= {op["kernel"] for op in pkg.manifest["ops"]}
+    res = mcu.run(pkg, (x,))
+    with torch.no_grad():
+        want = [w.numpy() for w in model(x)]
+    for got, ref, w in zip(res.raw_outputs, pkg.reference((x,)), want):
+        assert np.array_equal(got, ref)
+        assert relative_error(got.reshape(w.shape), w) <= FLOAT_TOLERANCE
+
+
+@pytest.mark.host_c
+def test_concat_f32_c_equals_twin():
+    lib = hostc.build([hostc.KERNELS / "float" / "mcu_concat_f32.c"])
+    rng = np.random.default_rng(2)
+    xs = [rng.normal(size=3 * s).astype(np.float32) for s in (2, 5, 1)]
+    p = {"num_inputs": 3, "outer": 3, "sizes": (2, 5, 1, 0, 0, 0, 0, 0)}
+    out = np.zeros(24, np.float32)
+    assert hostc.call(lib, "mcu_concat_f32", p, *xs, out=out) == hostc.MCU_OK
+    assert np.array_equal(out, twins.concat_f32(p, *xs).reshape(-1))
+    assert hostc.call(lib, "mcu_concat_f32", {**p, "num_inputs": 9}, *xs, out=out) == hostc.MCU_ERR_ARG

@@ -60,7 +60,7 @@ def test_memory_properties():
                                   "mcu_conv2d_add_s8"}
     assert names(strided=True) == {f"mcu_{op}_{t}" for op in ("conv2d", "dwconv2d", "maxpool2d", "avgpool2d")
                                    for t in ("s8", "s16", "f32")} | {"mcu_conv2d_grouped_s8"}
-    assert names(input_array=True) == {"mcu_concat_s8", "mcu_concat_s16"}
+    assert names(input_array=True) == {"mcu_concat_s8", "mcu_concat_s16", "mcu_concat_f32"}
     assert KERNELS["mcu_conv2d_add_s8"].inplace == "residual"
     # an elementwise variant writes over its input as its portable kernel does; an in-place variant's rule is its own
     assert KERNELS["mcu_add_s8_fast"].inplace == KERNELS["mcu_add_s8_mve"].inplace == "elementwise"

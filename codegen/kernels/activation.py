@@ -1,5 +1,5 @@
 """Activations: softmax and elementwise functions through tables (int8: 256 entries; int16: 513, interpolated),
-float32 softmax and clamp. C: runtime_c/kernels/activation, s16, float."""
+float32 softmax, clamp and the elementwise functions (mcu_unary_f32: exp, log, sin, ... without libm). C: runtime_c/kernels/activation, s16, float."""
 from __future__ import annotations
 
 from mcu.codegen.kernels import kernel
@@ -11,4 +11,5 @@ SPECS = [
     kernel("mcu_lut_s16", "s16", "mcu_lut_params_t", inplace="elementwise"),
     kernel("mcu_softmax_f32", "float", "mcu_softmax_params_t", inplace="elementwise"),
     kernel("mcu_clamp_f32", "float", "mcu_clamp_f32_params_t", inplace="elementwise"),
+    kernel("mcu_unary_f32", "float", "mcu_unary_f32_params_t", inplace="elementwise"),
 ]

@@ -10,6 +10,7 @@ SPECS = [
     kernel("mcu_transpose_f32", "float", "mcu_transpose_params_t"),
     kernel("mcu_concat_s8", "shape", "mcu_concat_params_t", input_array=True),
     kernel("mcu_concat_s16", "s16", "mcu_concat_params_t", input_array=True),
+    kernel("mcu_concat_f32", "float", "mcu_concat_f32_params_t", input_array=True),
     kernel("mcu_upsample_nearest_s8", "shape", "mcu_upsample_params_t"),
     kernel("mcu_slice_s8", "shape", "mcu_slice_params_t"),
     kernel("mcu_slice_s16", "s16", "mcu_slice_params_t"),

@@ -250,3 +250,208 @@ def softmax_f32(params: dict, input: np.ndarray) -> np.ndarray:
     for i in range(cols):
         s = s + e[:, i]
     return (e / s[:, None]).astype(F32)
+
+
+# ---- mcu_fmath.h and mcu_unary_f32, operation by operation --------------------------------------------------------
+
+_NAN, _FMAX, _TWO23 = F32(np.nan), F32(3.40282347e38), F32(8388608.0)
+LOG_POLY = tuple(F32(c) for c in (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+                                  1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+                                  3.3333331174e-1))
+SIN_POLY = tuple(F32(c) for c in (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1))
+COS_POLY = tuple(F32(c) for c in (2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2))
+ERF_POLY = tuple(F32(c) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))
+
+
+def log_f32(x: np.ndarray) -> np.ndarray:
+    """mcu_logf."""
+    x = np.asarray(x, F32)
+    with np.errstate(all="ignore"):
+        sub = (x > 0) & (x < F32(1.17549435e-38))
+        xs = np.where(sub, x * F32(33554432.0), x)
+        bits = xs.view(np.uint32)
+        e = np.where(sub, -25, 0).astype(np.int32) + ((bits >> 23) & 0xFF).astype(np.int32) - 126
+        m = ((bits & np.uint32(0x007FFFFF)) | np.uint32(0x3F000000)).view(F32)
+        small = m < F32(0.707106781)
+        e = np.where(small, e - 1, e)
+        m = np.where(small, m + m - F32(1), m - F32(1))
+        z = m * m
+        y = np.full_like(m, LOG_POLY[0])
+        for c in LOG_POLY[1:]:
+            y = y * m + c
+        y = y * m * z
+        ef = e.astype(F32)
+        y = y + ef * LN2_LO
+        y = y + F32(-0.5) * z
+        y = m + y + ef * LN2_HI
+        y = np.where(x > _FMAX, x, y)
+        y = np.where(x == 0, F32(-np.inf), y)
+        return np.where(np.isnan(x) | (x < 0), _NAN, y).astype(F32)
+
+
+def sqrt_f32(x: np.ndarray) -> np.ndarray:
+    """mcu_sqrtf."""
+    x = np.asarray(x, F32)
+    with np.errstate(all="ignore"):
+        ok = (x > 0) & (x <= _FMAX)
+        xs = np.where(ok, x, F32(1))
+        y = ((xs.view(np.uint32) >> 1) + np.uint32(0x1FC00000)).view(F32)
+        for _ in range(4):
+            y = F32(0.5) * (y + xs / y)
+        y = np.where(ok, y, x)
+        return np.where(np.isnan(x) | (x < 0), _NAN, y).astype(F32)
+
+
+def rint_f32(x: np.ndarray) -> np.ndarray:
+    """mcu_rintf: nearest, ties to even."""
+    x = np.asarray(x, F32)
+    with np.errstate(all="ignore"):
+        r = np.where(x >= 0, (x + _TWO23) - _TWO23, -((-x + _TWO23) - _TWO23))
+        return np.where((x < _TWO23) & (x > -_TWO23), r, x).astype(F32)
+
+
+def floor_f32(x):
+    r = rint_f32(x)
+    return np.where(r > x, r - F32(1), r).astype(F32)
+
+
+def ceil_f32(x):
+    r = rint_f32(x)
+    return np.where(r < x, r + F32(1), r).astype(F32)
+
+
+def trunc_f32(x):
+    x = np.asarray(x, F32)
+    return np.where(x < 0, ceil_f32(x), floor_f32(x)).astype(F32)
+
+
+def sincos_f32(x: np.ndarray, cosine: bool) -> np.ndarray:
+    """mcu_sincosf."""
+    x = np.asarray(x, F32)
+    with np.errstate(all="ignore"):
+        neg = x < 0
+        xa = np.where(neg, -x, x)
+        sign = np.where(neg, F32(1 if cosine else -1), F32(1))
+        valid = ~np.isnan(x) & (xa <= _TWO23)
+        xa = np.where(valid, xa, F32(0))
+        j = floor_f32(xa * F32(1.27323954473516)).astype(np.int32)
+        yj = j.astype(F32)
+        odd = (j & 1) == 1
+        j = np.where(odd, j + 1, j)
+        yj = np.where(odd, yj + F32(1), yj)
+        j = j & 7
+        if cosine:
+            j = (j + 2) & 7
+        flip = j > 3
+        sign = np.where(flip, -sign, sign)
+        j = np.where(flip, j - 4, j)
+        r = ((xa - yj * F32(0.78515625)) - yj * F32(2.4187564849853515625e-4)) - yj * F32(3.77489497744594108e-8)
+        z = r * r
+        c = np.full_like(z, COS_POLY[0])
+        for k in COS_POLY[1:]:
+            c = c * z + k
+        c = c * z * z
+        c = c - F32(0.5) * z + F32(1)
+        s = np.full_like(z, SIN_POLY[0])
+        for k in SIN_POLY[1:]:
+            s = s * z + k
+        s = s * z * r + r
+        y = sign * np.where((j == 1) | (j == 2), c, s)
+        return np.where(valid, y, _NAN).astype(F32)
+
+
+def tanh_f32(x: np.ndarray) -> np.ndarray:
+    """mcu_tanhf."""
+    x = np.asarray(x, F32)
+    with np.errstate(all="ignore"):
+        a = np.where(x < 0, -x, x)
+        e = exp_f32(F32(-2) * a)
+        t = (F32(1) - e) / (F32(1) + e)
+        return np.where(np.isnan(x), x, np.where(x < 0, -t, t)).astype(F32)
+
+
+def erf_f32(x: np.ndarray) -> np.ndarray:
+    """mcu_erff."""
+    x = np.asarray(x, F32)
+    with np.errstate(all="ignore"):
+        a = np.where(x < 0, -x, x)
+        t = F32(1) / (F32(1) + F32(0.3275911) * a)
+        y = np.full_like(t, ERF_POLY[0])
+        for c in ERF_POLY[1:]:
+            y = y * t + c
+        y = F32(1) - y * t * exp_f32(-(a * a))
+        return np.where(np.isnan(x), x, np.where(x < 0, -y, y)).astype(F32)
+
+
+def _sigmoid(x):
+    return F32(1) / (F32(1) + exp_f32(-x))
+
+
+def _softplus(x):
+    a = np.where(x < 0, -x, x)
+    return np.where(x > 0, x, F32(0)) + log_f32(F32(1) + exp_f32(-a))
+
+
+def _clip6(t):
+    return np.where(t < 0, F32(0), np.where(t > 6, F32(6), t))
+
+
+UNARY = {  # MCU_UNARY_* (mcu_kernels.h order) -> f(x, a, b, c)
+    "abs": lambda x, a, b, c: (x.view(np.uint32) & np.uint32(0x7FFFFFFF)).view(F32),
+    "neg": lambda x, a, b, c: -x,
+    "exp": lambda x, a, b, c: exp_f32(x),
+    "log": lambda x, a, b, c: log_f32(x),
+    "sqrt": lambda x, a, b, c: sqrt_f32(x),
+    "rsqrt": lambda x, a, b, c: F32(1) / sqrt_f32(x),
+    "reciprocal": lambda x, a, b, c: F32(1) / x,
+    "square": lambda x, a, b, c: x * x,
+    "sin": lambda x, a, b, c: sincos_f32(x, False),
+    "cos": lambda x, a, b, c: sincos_f32(x, True),
+    "sigmoid": lambda x, a, b, c: _sigmoid(x),
+    "tanh": lambda x, a, b, c: tanh_f32(x),
+    "floor": lambda x, a, b, c: floor_f32(x),
+    "ceil": lambda x, a, b, c: ceil_f32(x),
+    "round": lambda x, a, b, c: rint_f32(x),
+    "trunc": lambda x, a, b, c: trunc_f32(x),
+    "sign": lambda x, a, b, c: np.where(x > 0, F32(1), np.where(x < 0, F32(-1), x)),
+    "erf": lambda x, a, b, c: erf_f32(x),
+    "leaky_relu": lambda x, a, b, c: np.where(x > 0, x, x * a),
+    "elu": lambda x, a, b, c: np.where(x > 0, x * b, (exp_f32(x * c) - F32(1)) * a * b),
+    "hardswish": lambda x, a, b, c: x * _clip6(x + F32(3)) / F32(6),
+    "hardsigmoid": lambda x, a, b, c: _clip6(x + F32(3)) / F32(6),
+    "silu": lambda x, a, b, c: x * _sigmoid(x),
+    "mish": lambda x, a, b, c: x * tanh_f32(_softplus(x)),
+    "softplus": lambda x, a, b, c: np.where(x * a > b, x, _softplus(x * a) / a),
+    "gelu": lambda x, a, b, c: F32(0.5) * x * (F32(1) + erf_f32(x * F32(0.707106781))),
+    "gelu_tanh": lambda x, a, b, c: F32(0.5) * x * (F32(1) + tanh_f32(
+        F32(0.797884561) * (x + F32(0.044715) * x * x * x))),
+    "hardshrink": lambda x, a, b, c: np.where((x > a) | (x < -a), x, F32(0)),
+    "softshrink": lambda x, a, b, c: np.where(x > a, x - a, np.where(x < -a, x + a, F32(0))),
+    "threshold": lambda x, a, b, c: np.where(x > a, x, b),
+    "log_sigmoid": lambda x, a, b, c: -_softplus(-x),
+    "affine": lambda x, a, b, c: x * a + b,
+    "div": lambda x, a, b, c: x / a,
+    "pow": lambda x, a, b, c: exp_f32(a * log_f32(x)),
+    "log1p": lambda x, a, b, c: log_f32(F32(1) + x),
+    "expm1": lambda x, a, b, c: exp_f32(x) - F32(1),
+}
+UNARY_OPS = tuple(UNARY)  # the op codes, in the C enum's order
+
+
+def unary_f32(params: dict, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_unary_f32: UNARY[op] on every element, with the scalars a, b, c as float32."""
+    p = params
+    x = np.asarray(input, F32).reshape(-1)
+    if p["size"] < 1 or x.size != p["size"] or not 0 <= p["op"] < len(UNARY_OPS):
+        raise ValueError(f"bad unary params {p} for {x.size} values")
+    a, b, c = (F32(p[k]) for k in ("a", "b", "c"))
+    with np.errstate(all="ignore"):
+        return np.asarray(UNARY[UNARY_OPS[p["op"]]](x, a, b, c), F32).reshape(-1)
+
+
+def concat_f32(params: dict, *inputs: np.ndarray) -> np.ndarray:
+    """Twin of mcu_concat_f32: input i holds outer * sizes[i] values; returns float32 [outer, sum(sizes)]."""
+    n, outer, sizes = params["num_inputs"], params["outer"], params["sizes"]
+    if not 1 <= n <= 8 or len(inputs) != n or outer < 1 or min(sizes[:n]) < 1:
+        raise ValueError(f"bad concat params {params} for {len(inputs)} inputs")
+    return np.concatenate([np.asarray(x, F32).reshape(outer, s) for x, s in zip(inputs, sizes)], axis=1)

@@ -445,8 +445,48 @@ typedef struct {
 /* out[i] = clamp(in[i]) (ReLU, ReLU6, clamp that could not fuse). output may alias input. */
 mcu_status_t mcu_clamp_f32(const mcu_clamp_f32_params_t *params, const float *input, float *output);
 
+/* Functions of mcu_unary_f32 (mcu_unary_f32_params_t.op) and the scalars they take (a, b, c). */
+enum {
+    MCU_UNARY_ABS, MCU_UNARY_NEG, MCU_UNARY_EXP, MCU_UNARY_LOG, MCU_UNARY_SQRT, MCU_UNARY_RSQRT,
+    MCU_UNARY_RECIPROCAL, MCU_UNARY_SQUARE, MCU_UNARY_SIN, MCU_UNARY_COS, MCU_UNARY_SIGMOID, MCU_UNARY_TANH,
+    MCU_UNARY_FLOOR, MCU_UNARY_CEIL, MCU_UNARY_ROUND, MCU_UNARY_TRUNC, MCU_UNARY_SIGN, MCU_UNARY_ERF,
+    MCU_UNARY_LEAKY_RELU,  /* a: negative slope */
+    MCU_UNARY_ELU,         /* a: alpha, b: scale, c: input scale (SELU, CELU) */
+    MCU_UNARY_HARDSWISH, MCU_UNARY_HARDSIGMOID, MCU_UNARY_SILU, MCU_UNARY_MISH,
+    MCU_UNARY_SOFTPLUS,    /* a: beta, b: threshold */
+    MCU_UNARY_GELU, MCU_UNARY_GELU_TANH,
+    MCU_UNARY_HARDSHRINK,  /* a: lambda */
+    MCU_UNARY_SOFTSHRINK,  /* a: lambda */
+    MCU_UNARY_THRESHOLD,   /* a: threshold, b: value */
+    MCU_UNARY_LOG_SIGMOID,
+    MCU_UNARY_AFFINE,      /* x * a + b: a tensor and a scalar added, subtracted, multiplied */
+    MCU_UNARY_DIV,         /* x / a */
+    MCU_UNARY_POW,         /* exp(a * log(x)) */
+    MCU_UNARY_LOG1P, MCU_UNARY_EXPM1,
+    MCU_UNARY_COUNT
+};
+
+typedef struct {
+    int32_t size;
+    int32_t op;    /* MCU_UNARY_* */
+    float a, b, c; /* the function's scalars (unused ones 0) */
+} mcu_unary_f32_params_t;
+
+/* out[i] = f(in[i]) for f = params->op, each a fixed sequence of float operations (mcu/mcu_fmath.h: exp, log,
+ * sin, cos, sqrt, tanh, erf without libm). output may alias input. */
+mcu_status_t mcu_unary_f32(const mcu_unary_f32_params_t *params, const float *input, float *output);
+
 /* out = in.transpose(perm) for a float tensor of rank <= 4 (mcu_transpose_params_t). */
 mcu_status_t mcu_transpose_f32(const mcu_transpose_params_t *params, const float *input, float *output);
+
+typedef struct {
+    int32_t num_inputs; /* 1 .. MCU_CONCAT_MAX_INPUTS */
+    int32_t outer;      /* product of the dims before the concat axis */
+    int32_t sizes[8];   /* input i: its axis length times the product of the dims after the axis */
+} mcu_concat_f32_params_t;
+
+/* Concatenation of float tensors: output row o is the rows o of every input, in order (a copy). */
+mcu_status_t mcu_concat_f32(const mcu_concat_f32_params_t *params, const float *const inputs[], float *output);
 
 /* mcu_slice_s8 for float tensors (mcu_slice_params_t). */
 mcu_status_t mcu_slice_f32(const mcu_slice_params_t *params, const float *input, float *output);
