@@ -9,7 +9,7 @@ import numpy as np
 
 from mcu.codegen.ir import Node
 from mcu.codegen.lowering import INT8, _dims4, call_node, conv_geometry, f32, pool_geometry
-from mcu.codegen.twins.float32 import UNARY_OPS
+from mcu.codegen.twins.float32 import BINARY_OPS, UNARY_OPS
 from mcu.codegen.errors import LoweringError
 
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -50,6 +50,14 @@ def _binary(ctx, node: Node) -> Node:
     params = {"input1": _dims4(a.shape, node.source), "input2": _dims4(b.shape, node.source),
               "output": _dims4(out.shape, node.source), "subtract": int(node.op == "sub"), **_act(node)}
     return _call(node, "mcu_mul_f32" if node.op == "mul" else "mcu_add_f32", params, (a.name, b.name))
+
+
+def _binary_op(ctx, node: Node) -> Node:
+    """div, minimum, maximum, pow of two tensors: mcu_binary_f32."""
+    a, b, out = (ctx.tensors[t] for t in (*node.inputs[:2], node.outputs[0]))
+    params = {"input1": _dims4(a.shape, node.source), "input2": _dims4(b.shape, node.source),
+              "output": _dims4(out.shape, node.source), "op": BINARY_OPS.index(node.op), **_act(node)}
+    return _call(node, "mcu_binary_f32", params, (a.name, b.name))
 
 
 def _softmax(ctx, node: Node) -> Node:
@@ -170,5 +178,6 @@ def _layer_norm(ctx, node: Node) -> Node:
 FLOAT32: dict[str, Callable] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
     "add": _binary, "sub": _binary, "mul": _binary, "softmax": _softmax, "clamp": _clamp,
+    "div": _binary_op, "minimum": _binary_op, "maximum": _binary_op, "pow": _binary_op,
     "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "mean": _reduce, "sum": _reduce,
 }

@@ -27,6 +27,10 @@ ELEMENTWISE_OPS = {
     aten.softshrink.default, aten.threshold.default, aten.rrelu.default, aten.pow.Tensor_Scalar,
 }
 
+# Ops with no integer kernel: in int8 and a16w8 models each runs as a float32 island (dequantize, the float kernel,
+# quantize; mcu.quantize marks it float32 as mixed= would), as does a division of two tensors.
+FLOAT_ISLAND_OPS = {aten.minimum.default, aten.maximum.default, aten.pow.Tensor_Tensor}
+
 # Every aten op the int8 flow accepts at export time (before quantization).
 SUPPORTED_OPS = {
     aten.conv2d.default, aten.linear.default, aten.batch_norm.default,
@@ -44,7 +48,7 @@ SUPPORTED_OPS = {
     aten.tanh_.default, aten.hardswish.default, aten.hardswish_.default, aten.hardsigmoid.default,
     aten.hardsigmoid_.default, aten.leaky_relu.default, aten.leaky_relu_.default, aten.gelu.default,
     aten.silu.default, aten.silu_.default, aten.elu.default, aten.elu_.default, aten.softplus.default,
-    *ELEMENTWISE_OPS,
+    *ELEMENTWISE_OPS, *FLOAT_ISLAND_OPS,
     aten.cat.default, aten.permute.default, aten.transpose.int, aten.upsample_nearest2d.vec,
     aten.upsample_nearest1d.vec, aten.sum.dim_IntList, aten.conv1d.default, aten.max_pool1d.default,
     aten.avg_pool1d.default, aten.matmul.default, aten.bmm.default, aten.layer_norm.default, aten.slice.Tensor,

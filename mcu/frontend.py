@@ -41,6 +41,8 @@ ACTIVATIONS = {aten.relu.default: (0.0, float("inf")), aten.relu_.default: (0.0,
                aten.relu6.default: (0.0, 6.0)}
 LUT_OPS = ELEMENTWISE_OPS | {aten.sigmoid.default, aten.sigmoid_.default, aten.tanh.default, aten.tanh_.default,
                             aten.rsub.Scalar}
+# Two-tensor ops with a float32 kernel only (mcu_binary_f32): float islands in integer models (mcu.quantize).
+FLOAT_BINARY_OPS = {aten.minimum.default: "minimum", aten.maximum.default: "maximum", aten.pow.Tensor_Tensor: "pow"}
 BINARY_OPS = {aten.add.Tensor: "add", aten.add_.Tensor: "add", aten.sub.Tensor: "sub", aten.sub_.Tensor: "sub",
               aten.mul.Tensor: "mul", aten.mul_.Tensor: "mul", aten.div.Tensor: "div", aten.div_.Tensor: "div"}
 FLOAT_PARAM_OPS = {aten.layer_norm.default}  # run in the float32 fallback, parameters stay float
@@ -96,11 +98,13 @@ def _breadth_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | N
     t, a, rank = n.target, list(n.args), len(shape_in)
     if t in BINARY_OPS and sum(isinstance(x, FxNode) for x in a[:2]) == 1 or t in LUT_OPS:
         return "lut", {"fn": _lut_fn(n)}
+    if t in FLOAT_BINARY_OPS:
+        return FLOAT_BINARY_OPS[t], {}
     if t in BINARY_OPS:
         op = BINARY_OPS[t]
-        if op == "div":
-            raise QuantizationError(f"division of two tensors at {source_line(n)} has no int8 lowering; multiply "
-                                    f"by a reciprocal computed elsewhere, or divide by a constant")
+        if op == "div" and n.kwargs.get("rounding_mode") is not None:
+            raise QuantizationError(f"division with rounding_mode={n.kwargs['rounding_mode']!r} at {source_line(n)} "
+                                    f"is not supported; divide, then apply torch.floor or torch.trunc")
         if n.kwargs.get("alpha", 1) != 1:
             raise QuantizationError(f"{op} with alpha != 1 at {source_line(n)}")
         return op, {}
@@ -310,6 +314,8 @@ def import_quantized(gm: GraphModule) -> Graph:
             return float_input(n.args[0])
         ins = [float_input(a) if isinstance(a, FxNode) else None for a in n.args
                if isinstance(a, FxNode) or a is None]
+        if n.target == aten.cat.default:
+            ins = [float_input(a) for a in n.args[0]]
         op, attrs = _attrs(n, tensors[ins[0]].shape)
         if op in UNARY_IR_OPS:
             ins = ins[:1]

@@ -47,7 +47,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from mcu.errors import McuError
-from mcu.export import ELEMENTWISE_OPS
+from mcu.export import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS
 from mcu.rewrites import fold_batch_norms
 
 aten = torch.ops.aten
@@ -282,6 +282,21 @@ def precision_of(node: Node, rules: tuple, default: str) -> str:
 BATCH_NORMS = {aten.batch_norm.default}
 
 
+def float_island(node: Node, precision: str) -> bool:
+    """An op with no integer kernel in this precision (FLOAT_ISLAND_OPS, a division of two tensors; in a16w8 a
+    subtraction or broadcasting addition of two tensors): left float, as mixed= float32 layers are, so the
+    importer runs it between a dequantize and a quantize."""
+    two = len(node.args) >= 2 and all(isinstance(a, Node) for a in node.args[:2])
+    if node.target in FLOAT_ISLAND_OPS or (two and node.target in (aten.div.Tensor, aten.div_.Tensor)):
+        return True
+    if precision != "a16w8" or not two:
+        return False
+    sub = node.target in (aten.sub.Tensor, aten.sub_.Tensor)
+    add = node.target in (aten.add.Tensor, aten.add_.Tensor)
+    shapes = [tuple(a.meta["val"].shape) if "val" in a.meta else None for a in node.args[:2]]
+    return sub or (add and shapes[0] != shapes[1])
+
+
 class McuQuantizer(Quantizer):
     """Annotates an exported graph for mcu's integer kernels.
 
@@ -311,7 +326,7 @@ class McuQuantizer(Quantizer):
             if node.op != "call_function" or _is_annotated(node) or not _is_float(node):
                 continue
             precision = self.precision_of(node)
-            if precision == "float32":
+            if precision == "float32" or float_island(node, precision):
                 node.meta["mcu_precision"] = "float32"
                 continue
             act = self.act = self.acts[precision]

@@ -5,7 +5,7 @@
   its input is 2-d or 3-d), so it quantizes and runs like every other conv.
 prepare_pt2e already folds conv2d+BatchNorm2d; this catches the rest (Linear+BatchNorm1d, standalone BN).
 - views_as_slices (on the exported program, mcu.export): split, chunk, unbind, narrow and select become slices,
-  eval-mode dropout and alias vanish, a training-mode BatchNorm is refused.
+  eval-mode dropout and alias vanish, a training-mode BatchNorm or rrelu is refused.
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def _bn_as_depthwise(gm: GraphModule, bn: Node, scale: torch.Tensor, shift: torc
 
 PIECE_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int}
 REWRITTEN_OPS = PIECE_OPS | {aten.narrow.default, aten.select.int, aten.dropout.default, aten.alias.default,
-                             aten.batch_norm.default}
+                             aten.batch_norm.default, aten.rrelu.default}
 
 
 def _pieces(n: Node) -> list[tuple[int, int]]:
@@ -149,6 +149,10 @@ def views_as_slices(gm: GraphModule) -> bool:
                 f"batch_norm in training mode at {source_line(n) or '(no source line recorded)'}: it normalizes with "
                 f"the batch's own statistics, which a compiled model cannot reproduce; call model.eval() (or pass "
                 f"training=False to F.batch_norm) so the running statistics are used")
+        if n.target == aten.rrelu.default and (n.args[3] if len(n.args) > 3 else n.kwargs.get("training", False)):
+            raise UnsupportedOpError(
+                f"rrelu in training mode at {source_line(n) or '(no source line recorded)'} draws a random slope per "
+                f"element; call model.eval() (or pass training=False) so it uses the mean slope (lower + upper) / 2")
         if n.target in PIECE_OPS:
             dim, pieces = _dim(n), _pieces(n)
             for user in list(n.users):

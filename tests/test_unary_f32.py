@@ -110,3 +110,60 @@ def test_chain_runs_exact_on_the_device(quantize, tmp_path):
         assert relative_error(res.outputs[0].reshape(want.shape), want) <= 1e-5
     else:
         assert sqnr_db(want, res.outputs[0].reshape(want.shape)) >= 25
+
+
+# ---- two tensors: mcu_binary_f32, and float islands in integer models ----------------------------------------------
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("op", ["div", "minimum", "maximum", "pow"])
+def test_binary_c_equals_twin_with_broadcasting(op):
+    from mcu.codegen.twins.float32 import BINARY_OPS, binary_f32
+    lib = hostc.build([hostc.KERNELS / "float" / "mcu_binary_f32.c"])
+    rng = np.random.default_rng(BINARY_OPS.index(op))
+    a = np.concatenate([EDGE[:16], rng.normal(0, 3, 8).astype(np.float32)]).reshape(1, 2, 3, 4)
+    b = rng.normal(0, 3, 4).astype(np.float32).reshape(1, 1, 1, 4)
+    b[0, 0, 0, 0] = np.nan
+    p = {"input1": (1, 2, 3, 4), "input2": (1, 1, 1, 4), "output": (1, 2, 3, 4), "op": BINARY_OPS.index(op),
+         "act_min": -3.4e38, "act_max": 3.4e38}
+    out = np.zeros(24, np.float32)
+    assert hostc.call(lib, "mcu_binary_f32", p, a, b, out=out) == hostc.MCU_OK
+    want = binary_f32(p, a, b).reshape(-1)
+    same = (out.view(np.uint32) == want.view(np.uint32)) | (np.isnan(out) & np.isnan(want))
+    assert same.all(), (out[~same], want[~same])
+    assert hostc.call(lib, "mcu_binary_f32", {**p, "op": len(BINARY_OPS)}, a, b, out=out) == hostc.MCU_ERR_ARG
+
+
+class Islands(nn.Module):
+    """Division, minimum, maximum and power of two tensors: no integer kernel, so float islands in int8/a16w8."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        a, b = self.c1(x), self.c2(x)
+        y = a / (b.abs() + 1) + torch.minimum(a, b) - torch.maximum(a, b.mean((2, 3), keepdim=True))
+        return y, F.softsign(a) + torch.pow(b.abs() + 0.5, torch.sigmoid(a))
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("quantize", ["none", "int8", "a16w8"])
+def test_float_islands_run_exact_on_the_device(quantize, tmp_path):
+    torch.manual_seed(6)
+    model, x = Islands().eval(), torch.randn(1, 3, 8, 8)
+    calib = None if quantize == "none" else [(torch.randn(1, 3, 8, 8),) for _ in range(8)]
+    pkg = mcu.compile(model, (x,), quantize=quantize, calibration=calib, out_dir=tmp_path / "p")
+    kernels = {op["kernel"] for op in pkg.manifest["ops"]}
+    assert "mcu_binary_f32" in kernels
+    if quantize != "none":  # the islands: entered and left through converts, the convs stay integer
+        assert {"mcu_dequantize_s8_f32", "mcu_quantize_f32_s8"} <= kernels or \
+            {"mcu_dequantize_s16_f32", "mcu_quantize_f32_s16"} <= kernels
+        assert not any(k.startswith("mcu_conv2d") and k.endswith("f32") for k in kernels), kernels
+    res = mcu.run(pkg, (x,))
+    with torch.no_grad():
+        want = [w.numpy() for w in model(x)]
+    for got, ref, w in zip(res.raw_outputs, pkg.reference((x,)), want):
+        assert np.array_equal(got, ref)
+    for got, w in zip(res.outputs, want):
+        got = got.reshape(w.shape)
+        assert relative_error(got, w) <= 1e-5 if quantize == "none" else sqnr_db(w, got) >= 25

@@ -1,4 +1,5 @@
 """Elementwise arithmetic: add (same shapes, or broadcasting and sub), mul, and their int16 and float32 forms;
+float32 division, minimum, maximum and power (mcu_binary_f32: float islands in integer models too);
 the int8 add's Helium and scalar variants. C: runtime_c/kernels/elementwise, s16, float."""
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ SPECS = [
     kernel("mcu_mul_s16", "s16", "mcu_mul_params_t"),
     kernel("mcu_add_f32", "float", "mcu_binary_f32_params_t", inplace="elementwise"),
     kernel("mcu_mul_f32", "float", "mcu_binary_f32_params_t", inplace="elementwise"),
+    kernel("mcu_binary_f32", "float", "mcu_binary_op_f32_params_t", inplace="elementwise"),
     variant("mcu_add_s8_mve", "elementwise", "mcu_add_s8", ("mve",)),
     variant("mcu_add_s8_fast", "elementwise", "mcu_add_s8"),
 ]

@@ -20,6 +20,7 @@ import numpy as np
 from mcu.codegen.ir import Graph, Node, Tensor
 from mcu.codegen.errors import LoweringError
 
+BROADCASTING = ("add", "sub", "mul", "div", "minimum", "maximum", "pow")  # elementwise ops of two tensors
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
 
@@ -117,7 +118,7 @@ def to_nhwc(graph: Graph) -> Graph:
             nodes.append(node.replace(attrs={**node.attrs, "dim": 3}))
         elif node.op in ("linear", "matmul", "layer_norm"):
             in_torch_order(node)
-        elif node.op in ("add", "sub", "mul") and len(old[node.outputs[0]].shape) == 4:
+        elif node.op in BROADCASTING and len(old[node.outputs[0]].shape) == 4:
             nodes.append(node.replace(inputs=tuple(nhwc_operand(i) for i in node.inputs)))
         elif node.op == "concat" and rank == 4:
             ins = tuple(nhwc_operand(i) for i in node.inputs)

@@ -455,3 +455,25 @@ def concat_f32(params: dict, *inputs: np.ndarray) -> np.ndarray:
     if not 1 <= n <= 8 or len(inputs) != n or outer < 1 or min(sizes[:n]) < 1:
         raise ValueError(f"bad concat params {params} for {len(inputs)} inputs")
     return np.concatenate([np.asarray(x, F32).reshape(outer, s) for x, s in zip(inputs, sizes)], axis=1)
+
+
+BINARY_OPS = ("div", "minimum", "maximum", "pow")  # MCU_BINARY_*, in the C enum's order
+
+
+def binary_f32(params: dict, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
+    """Twin of mcu_binary_f32."""
+    if not 0 <= params["op"] < len(BINARY_OPS):
+        raise ValueError(f"op must be in [0, {len(BINARY_OPS)}), got {params['op']}")
+    a, b = _operands(params, input1, input2)
+    a, b = np.broadcast_arrays(a, b)
+    op = BINARY_OPS[params["op"]]
+    with np.errstate(all="ignore"):
+        if op == "div":
+            v = a / b
+        elif op == "minimum":
+            v = np.where((a < b) | np.isnan(a), a, b)
+        elif op == "maximum":
+            v = np.where((a > b) | np.isnan(a), a, b)
+        else:
+            v = exp_f32(b * log_f32(a))
+    return _act(params, np.broadcast_to(v.astype(F32), tuple(params["output"])))

@@ -432,6 +432,19 @@ mcu_status_t mcu_add_f32(const mcu_binary_f32_params_t *params, const float *inp
 mcu_status_t mcu_mul_f32(const mcu_binary_f32_params_t *params, const float *input1, const float *input2,
                          float *output);
 
+enum { MCU_BINARY_DIV, MCU_BINARY_MINIMUM, MCU_BINARY_MAXIMUM, MCU_BINARY_POW, MCU_BINARY_COUNT };
+
+typedef struct {
+    mcu_dims_t input1, input2, output; /* broadcast dims (see "Op breadth") */
+    int32_t op;                        /* MCU_BINARY_*: in1 / in2, min, max (NaN propagates), in1 ^ in2 */
+    float act_min, act_max;
+} mcu_binary_op_f32_params_t;
+
+/* out = clamp(in1 op in2) with broadcasting; pow is exp(in2 * log(in1)) through mcu_fmath.h (NaN for in1 < 0).
+ * output may alias an input of the output's dims exactly (in-place). */
+mcu_status_t mcu_binary_f32(const mcu_binary_op_f32_params_t *params, const float *input1, const float *input2,
+                            float *output);
+
 /* Softmax over the last axis (mcu_softmax_params_t, cols without the int8 limit): per row, m = max(in);
  * e_i = exp(in_i - m) (exp in float, without libm: Cody-Waite reduction by ln 2, Cephes' degree-6
  * polynomial, within 2 ulp; 0 below -103.97); s = sum_i e_i; out_i = e_i / s. output may alias input. */
