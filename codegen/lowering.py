@@ -333,9 +333,9 @@ def _reduce(ctx: Ctx, node: Node) -> Node:
     return _call(node, "mcu_reduce_sum_s8", params, (x.name,))
 
 
-def _matmul(ctx: Ctx, node: Node) -> Node:
-    t = ctx.tensors
-    a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+def matmul_dims(a: Tensor, b: Tensor, node: Node) -> dict:
+    """batches, lhs_batches, rhs_batches, m, k, n of a matmul's params (int8 and float32 alike): 1-d operands
+    as torch promotes them; batch dims broadcast only when all 1."""
     sa = (1, *a.shape) if len(a.shape) == 1 else a.shape
     sb = (*b.shape, 1) if len(b.shape) == 1 else b.shape
     batch_out = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
@@ -345,11 +345,16 @@ def _matmul(ctx: Ctx, node: Node) -> Node:
         if int(np.prod(s[:-2], dtype=np.int64)) != 1 and full != batch_out:
             raise LoweringError(f"matmul at {node.source}: the {name} operand's batch dims {tuple(s[:-2])} must "
                                 f"equal the result's {batch_out} or be all 1")
+    return {"batches": batches, "lhs_batches": int(np.prod(sa[:-2], dtype=np.int64)),
+            "rhs_batches": int(np.prod(sb[:-2], dtype=np.int64)), "m": int(sa[-2]), "k": int(sa[-1]), "n": int(sb[-1])}
+
+
+def _matmul(ctx: Ctx, node: Node) -> Node:
+    t = ctx.tensors
+    a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
     mult, shift = quantize_multiplier(a.qparams.s * b.qparams.s / out.qparams.s)
     lo, hi = act_range(out.qparams, node.attrs.get("act"))
-    params = {"batches": batches, "lhs_batches": int(np.prod(sa[:-2], dtype=np.int64)),
-              "rhs_batches": int(np.prod(sb[:-2], dtype=np.int64)), "m": int(sa[-2]), "k": int(sa[-1]),
-              "n": int(sb[-1]), "lhs_offset": -a.qparams.zp, "rhs_offset": -b.qparams.zp,
+    params = {**matmul_dims(a, b, node), "lhs_offset": -a.qparams.zp, "rhs_offset": -b.qparams.zp,
               "output_offset": out.qparams.zp, "output_multiplier": mult, "output_shift": shift,
               "act_min": lo, "act_max": hi}
     return _call(node, "mcu_matmul_s8", params, (a.name, b.name))

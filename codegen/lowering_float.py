@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.ir import Node
-from mcu.codegen.lowering import INT8, _dims4, call_node, conv_geometry, f32, pool_geometry
+from mcu.codegen.lowering import INT8, _dims4, call_node, conv_geometry, f32, matmul_dims, pool_geometry
 from mcu.codegen.twins.float32 import BINARY_OPS, UNARY_OPS
 from mcu.codegen.errors import LoweringError
 
@@ -58,6 +58,11 @@ def _binary_op(ctx, node: Node) -> Node:
     params = {"input1": _dims4(a.shape, node.source), "input2": _dims4(b.shape, node.source),
               "output": _dims4(out.shape, node.source), "op": BINARY_OPS.index(node.op), **_act(node)}
     return _call(node, "mcu_binary_f32", params, (a.name, b.name))
+
+
+def _matmul(ctx, node: Node) -> Node:
+    a, b = ctx.tensors[node.inputs[0]], ctx.tensors[node.inputs[1]]
+    return _call(node, "mcu_matmul_f32", {**matmul_dims(a, b, node), **_act(node)}, (a.name, b.name))
 
 
 def _softmax(ctx, node: Node) -> Node:
@@ -179,5 +184,5 @@ FLOAT32: dict[str, Callable] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
     "add": _binary, "sub": _binary, "mul": _binary, "softmax": _softmax, "clamp": _clamp,
     "div": _binary_op, "minimum": _binary_op, "maximum": _binary_op, "pow": _binary_op,
-    "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "mean": _reduce, "sum": _reduce,
+    "matmul": _matmul, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "mean": _reduce, "sum": _reduce,
 }

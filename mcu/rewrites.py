@@ -4,8 +4,9 @@
   that op's weight and bias; any other BatchNorm becomes a depthwise 1x1 conv2d (viewed to 4-d when
   its input is 2-d or 3-d), so it quantizes and runs like every other conv.
 prepare_pt2e already folds conv2d+BatchNorm2d; this catches the rest (Linear+BatchNorm1d, standalone BN).
-- views_as_slices (on the exported program, mcu.export): split, chunk, unbind, narrow and select become slices,
-  eval-mode dropout and alias vanish, a training-mode BatchNorm or rrelu is refused.
+- views_as_slices (on the exported program, mcu.export): split, chunk, unbind, narrow and select become slices;
+  mm, mv, addmm, addmv and baddbmm become matmul (and adds); t becomes permute; eval-mode dropout and alias
+  vanish; a training-mode BatchNorm or rrelu is refused.
 """
 from __future__ import annotations
 
@@ -96,8 +97,10 @@ def _bn_as_depthwise(gm: GraphModule, bn: Node, scale: torch.Tensor, shift: torc
 # ---- Views as slices, identities removed (run on the exported program, before any other stage) -------------
 
 PIECE_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int}
-REWRITTEN_OPS = PIECE_OPS | {aten.narrow.default, aten.select.int, aten.dropout.default, aten.alias.default,
-                             aten.batch_norm.default, aten.rrelu.default}
+MATMUL_FORMS = {aten.mm.default, aten.mv.default, aten.addmm.default, aten.baddbmm.default, aten.addmv.default}
+REWRITTEN_OPS = PIECE_OPS | MATMUL_FORMS | {aten.narrow.default, aten.select.int, aten.dropout.default,
+                                            aten.alias.default, aten.batch_norm.default, aten.rrelu.default,
+                                            aten.t.default}
 
 
 def _pieces(n: Node) -> list[tuple[int, int]]:
@@ -123,14 +126,35 @@ def _dim(n: Node) -> int:
     return int(dim) % rank
 
 
-def _slice_node(graph, x: Node, dim: int, start: int, end: int, before: Node) -> Node:
+def _new_node(graph, target, args: tuple, before: Node) -> Node:
+    """A call of `target` inserted before `before`, its value computed on the fake tensors, its source line
+    `before`'s."""
     with graph.inserting_before(before):
-        s = graph.call_function(aten.slice.Tensor, (x, dim, start, end))
-    val = x.meta["val"]
-    with val.fake_mode:
-        s.meta["val"] = val.narrow(dim, start, end - start)
-    s.meta["stack_trace"] = before.meta.get("stack_trace")
-    return s
+        n = graph.call_function(target, args)
+    vals = [a.meta["val"] if isinstance(a, Node) else a for a in args]
+    with next(v for v in vals if isinstance(v, torch.Tensor)).fake_mode:
+        n.meta["val"] = target(*vals)
+    n.meta["stack_trace"] = before.meta.get("stack_trace")
+    return n
+
+
+def _slice_node(graph, x: Node, dim: int, start: int, end: int, before: Node) -> Node:
+    return _new_node(graph, aten.slice.Tensor, (x, dim, start, end), before)
+
+
+def _scaled(graph, x: Node, factor, before: Node) -> Node:
+    return x if factor == 1 else _new_node(graph, aten.mul.Tensor, (x, factor), before)
+
+
+def _as_matmul(graph, n: Node) -> None:
+    """mm, mv -> matmul; addmm, addmv, baddbmm (c, a, b, beta, alpha) -> beta * c + alpha * matmul(a, b)."""
+    if n.target in (aten.mm.default, aten.mv.default):
+        n.target = aten.matmul.default
+        return
+    c, a, b = n.args[:3]
+    beta, alpha = n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1)
+    product = _scaled(graph, _new_node(graph, aten.matmul.default, (a, b), n), alpha, n)
+    n.target, n.args, n.kwargs = aten.add.Tensor, (product, _scaled(graph, c, beta, n)), {}
 
 
 def views_as_slices(gm: GraphModule) -> bool:
@@ -163,6 +187,13 @@ def views_as_slices(gm: GraphModule) -> bool:
                 else:
                     user.target, user.args, user.kwargs = aten.slice.Tensor, (n.args[0], dim, start, end), {}
             graph.erase_node(n)
+            changed = True
+        elif n.target in MATMUL_FORMS:
+            _as_matmul(graph, n)
+            changed = True
+        elif n.target == aten.t.default:
+            rank = len(n.args[0].meta["val"].shape)
+            n.target, n.args = aten.permute.default, (n.args[0], [1, 0] if rank == 2 else list(range(rank)))
             changed = True
         elif n.target == aten.narrow.default:
             x, dim, start, length = n.args[:4]

@@ -14,6 +14,7 @@ SPECS = [
     kernel("mcu_fully_connected_s16", "s16", FC),
     kernel("mcu_fully_connected_f32", "float", "mcu_fc_f32_params_t"),
     kernel("mcu_matmul_s8", "fc", "mcu_matmul_params_t"),
+    kernel("mcu_matmul_f32", "float", "mcu_matmul_f32_params_t"),
     variant("mcu_fully_connected_s4", "fc", "mcu_fully_connected_s8", INT4, prepare=prepare_s4),
     variant("mcu_fully_connected_s8_mve", "fc", "mcu_fully_connected_s8", ("mve",), prepare=prepare_mve),
     variant("mcu_fully_connected_s8_dsp", "fc", "mcu_fully_connected_s8", ("dsp",), prepare=prepare_dsp,

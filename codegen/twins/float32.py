@@ -477,3 +477,17 @@ def binary_f32(params: dict, input1: np.ndarray, input2: np.ndarray) -> np.ndarr
         else:
             v = exp_f32(b * log_f32(a))
     return _act(params, np.broadcast_to(v.astype(F32), tuple(params["output"])))
+
+
+def matmul_f32(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Twin of mcu_matmul_f32: the sums from 0 in t order, float32 throughout."""
+    p = params
+    b, m, k, n = p["batches"], p["m"], p["k"], p["n"]
+    if min(b, m, k, n) < 1 or p["lhs_batches"] not in (b, 1) or p["rhs_batches"] not in (b, 1):
+        raise ValueError(f"bad matmul params {p}")
+    a = np.broadcast_to(np.asarray(lhs, F32).reshape(p["lhs_batches"], m, k), (b, m, k))
+    c = np.broadcast_to(np.asarray(rhs, F32).reshape(p["rhs_batches"], k, n), (b, k, n))
+    acc = np.zeros((b, m, n), F32)
+    for t in range(k):
+        acc = acc + a[:, :, t, None] * c[:, None, t, :]
+    return _act(p, acc)

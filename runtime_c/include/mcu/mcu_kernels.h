@@ -432,6 +432,17 @@ mcu_status_t mcu_add_f32(const mcu_binary_f32_params_t *params, const float *inp
 mcu_status_t mcu_mul_f32(const mcu_binary_f32_params_t *params, const float *input1, const float *input2,
                          float *output);
 
+typedef struct {
+    int32_t batches;                   /* output batches */
+    int32_t lhs_batches, rhs_batches;  /* each == batches, or 1 (broadcast) */
+    int32_t m, k, n;                   /* lhs [.., M, K], rhs [.., K, N], output [batches, M, N] */
+    float act_min, act_max;
+} mcu_matmul_f32_params_t;
+
+/* out[b, i, j] = clamp(sum_t lhs[b, i, t] * rhs[b, t, j]), the sum from 0 in t order; both row-major. */
+mcu_status_t mcu_matmul_f32(const mcu_matmul_f32_params_t *params, const float *lhs, const float *rhs,
+                            float *output);
+
 enum { MCU_BINARY_DIV, MCU_BINARY_MINIMUM, MCU_BINARY_MAXIMUM, MCU_BINARY_POW, MCU_BINARY_COUNT };
 
 typedef struct {
