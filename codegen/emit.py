@@ -12,6 +12,7 @@ import jinja2
 import numpy as np
 
 from mcu.codegen.ir import C_TYPES, DTYPES, Graph, Tensor
+from mcu.codegen.cheader import check_params
 from mcu.codegen.kernels import KERNELS
 from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan, output_extent
 from mcu.codegen.errors import McuError
@@ -108,6 +109,7 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
             quants.append({"cname": f"{name}_q{i}", "mult": cname(a["quant"][0]), "shift": cname(a["quant"][1])})
             args.append(f"&{name}_q{i}")
         spec = KERNELS[a["kernel"]]
+        check_params(spec.params_type, a["params"], f"{node.name} ({a['kernel']})")
         if spec.input_array:  # one `const T *const inputs[]` argument, as a C99 compound literal
             ctype = C_TYPES[graph.tensors[node.inputs[0]].dtype]
             args.append(f"(const {ctype} *const[]){{{', '.join(expr(t) for t in node.inputs)}}}")

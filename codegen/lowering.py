@@ -130,10 +130,24 @@ def pool_geometry(x, out, node: Node) -> dict:
 
 
 def transpose_params(shape, perm) -> dict:
-    """A transpose of rank <= 4 as the 4-d one the kernels take (leading 1s)."""
-    pad = 4 - len(shape)
-    return {"in_dims": (1,) * pad + tuple(int(d) for d in shape),
-            "perm": tuple(range(pad)) + tuple(p + pad for p in perm)}
+    """A transpose of any rank as the 4-d one the kernels take: size-1 dims dropped, input axes that stay
+    adjacent and in order in the output merged (a channel shuffle's 5-d [N, G, C/G, H, W] -> [N, C/G, G, H, W]
+    is the 4-d [N, G, C/G, H*W] -> [N, C/G, G, H*W]), leading 1s added."""
+    order = [d for d in perm if shape[d] != 1]  # output axes, as input axes
+    runs: list[list[int]] = []
+    for d in order:
+        if runs and runs[-1][-1] + 1 == d and all(shape[i] == 1 for i in range(runs[-1][-1] + 1, d)):
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    runs_in = sorted(runs, key=lambda r: r[0])
+    dims = [int(np.prod([shape[d] for d in r])) for r in runs_in]
+    out_perm = [runs_in.index(r) for r in runs]
+    if len(dims) > 4:
+        raise LoweringError(f"a transpose of {len(shape)}-d {tuple(shape)} by {tuple(perm)} moves {len(dims)} "
+                            f"groups of axes; the kernels move at most 4 (reshape it to fewer dims first)")
+    pad = 4 - len(dims)
+    return {"in_dims": (1,) * pad + tuple(dims), "perm": tuple(range(pad)) + tuple(p + pad for p in out_perm)}
 
 
 def _conv(ctx: Ctx, node: Node) -> Node:

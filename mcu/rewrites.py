@@ -5,8 +5,8 @@
   its input is 2-d or 3-d), so it quantizes and runs like every other conv.
 prepare_pt2e already folds conv2d+BatchNorm2d; this catches the rest (Linear+BatchNorm1d, standalone BN).
 - views_as_slices (on the exported program, mcu.export): split, chunk, unbind, narrow and select become slices;
-  mm, mv, addmm, addmv and baddbmm become matmul (and adds); t becomes permute; eval-mode dropout and alias
-  vanish; a training-mode BatchNorm or rrelu is refused.
+  mm, mv, addmm, addmv and baddbmm become matmul (and adds); t becomes permute; eval-mode dropout, alias, contiguous
+  and clone vanish (views become reshapes); a training-mode BatchNorm or rrelu is refused.
 """
 from __future__ import annotations
 
@@ -97,10 +97,10 @@ def _bn_as_depthwise(gm: GraphModule, bn: Node, scale: torch.Tensor, shift: torc
 # ---- Views as slices, identities removed (run on the exported program, before any other stage) -------------
 
 PIECE_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int}
+IDENTITIES = {aten.dropout.default, aten.alias.default, aten.contiguous.default, aten.clone.default}
 MATMUL_FORMS = {aten.mm.default, aten.mv.default, aten.addmm.default, aten.baddbmm.default, aten.addmv.default}
-REWRITTEN_OPS = PIECE_OPS | MATMUL_FORMS | {aten.narrow.default, aten.select.int, aten.dropout.default,
-                                            aten.alias.default, aten.batch_norm.default, aten.rrelu.default,
-                                            aten.t.default}
+REWRITTEN_OPS = PIECE_OPS | MATMUL_FORMS | IDENTITIES | {aten.narrow.default, aten.select.int, aten.view.default,
+                                                        aten.batch_norm.default, aten.rrelu.default, aten.t.default}
 
 
 def _pieces(n: Node) -> list[tuple[int, int]]:
@@ -206,8 +206,11 @@ def views_as_slices(gm: GraphModule) -> bool:
             s = _slice_node(graph, x, dim, index, index + 1, n)
             n.target, n.args = aten.squeeze.dims, (s, [dim])
             changed = True
-        elif (n.target in (aten.dropout.default, aten.alias.default) and not any(u.op == "output" for u in n.users)
-              and (n.target == aten.alias.default or not (len(n.args) > 2 and n.args[2]))):
+        elif n.target == aten.view.default:  # a view after a dropped contiguous() may not be a view any more
+            n.target = aten.reshape.default
+            changed = True
+        elif (n.target in IDENTITIES and not any(u.op == "output" for u in n.users)
+              and (n.target != aten.dropout.default or not (len(n.args) > 2 and n.args[2]))):
             n.replace_all_uses_with(n.args[0])
             graph.erase_node(n)
             changed = True

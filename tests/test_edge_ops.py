@@ -26,7 +26,20 @@ class Attention(nn.Module):
         return y, torch.addmm(self.bias, y[0], self.w), torch.mm(y[0], y[0].t())
 
 
-CASES = {"attention": (Attention, (1, 5, 8), 25.0)}
+class ChannelShuffle(nn.Module):
+    """ShuffleNet's unit: a 5-d view, a transpose of two of its axes, contiguous, a view back."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        n, c, h, w = y.shape
+        return y.view(n, 2, c // 2, h, w).transpose(1, 2).contiguous().view(n, c, h, w) + y
+
+
+CASES = {"attention": (Attention, (1, 5, 8), 25.0), "channel_shuffle": (ChannelShuffle, (1, 8, 4, 4), 30.0)}
 
 
 def check(name: str, quantize: str, tmp_path) -> mcu.Package:
@@ -56,3 +69,34 @@ def test_attention_matmul_forms(quantize, tmp_path):
     pkg = check("attention", quantize, tmp_path)
     kernels = {op["kernel"] for op in pkg.manifest["ops"]}
     assert ("mcu_matmul_f32" if quantize == "none" else "mcu_matmul_s8") in kernels
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_channel_shuffle_5d_transpose_compiles_and_runs(quantize, tmp_path):
+    check("channel_shuffle", quantize, tmp_path)
+
+
+def test_params_that_c_cannot_take_are_a_compiler_error_not_a_c_error():
+    """emit checks every params struct against mcu_kernels.h: the class of bug that once wrote a 5-element array
+    into a 4-element field and left the user with a model.c that did not compile."""
+    from mcu.codegen.cheader import check_params, structs
+    from mcu.codegen.ir import IRError
+    assert structs()["mcu_transpose_params_t"] == {"in_dims": ("int32_t", 4), "perm": ("int32_t", 4)}
+    check_params("mcu_transpose_params_t", {"in_dims": (1, 2, 3, 4), "perm": (0, 1, 2, 3)}, "n0")
+    with pytest.raises(IRError, match=r"n0: mcu_transpose_params_t.in_dims is an array of 4"):
+        check_params("mcu_transpose_params_t", {"in_dims": (1, 2, 3, 4, 5), "perm": (0, 1, 2, 3)}, "n0")
+    with pytest.raises(IRError, match="has no field 'stride'"):
+        check_params("mcu_transpose_params_t", {"stride": 1}, "n0")
+    with pytest.raises(IRError, match=r"mcu_pool2d_params_t.input \(mcu_dims_t\) takes 4 values"):
+        check_params("mcu_pool2d_params_t", {"input": (1, 2, 3)}, "n0")
+
+
+@pytest.mark.parametrize("shape, perm", [((1, 2, 4, 4, 4), (0, 2, 1, 3, 4)), ((2, 3, 4), (2, 0, 1)),
+                                         ((2, 1, 3, 1, 5, 6), (4, 5, 0, 2, 1, 3)), ((7,), (0,))])
+def test_transposes_of_any_rank_merge_to_four_dims(shape, perm):
+    from mcu.codegen.lowering import transpose_params
+    p = transpose_params(shape, perm)
+    x = np.arange(int(np.prod(shape))).reshape(shape)
+    assert len(p["in_dims"]) == 4
+    assert np.array_equal(x.reshape(p["in_dims"]).transpose(p["perm"]).reshape(-1), x.transpose(perm).reshape(-1))
