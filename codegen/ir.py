@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint16": np.uint16, "float32": np.float32}
+REDUCTIONS = ("mean", "sum", "amax", "amin", "prod")  # IR ops reducing over attrs["dims"] (keepdim attr)
 C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "uint16": "uint16_t", "float32": "float"}
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from mcu.codegen.ir import Node
 from mcu.codegen.lowering import INT8, _dims4, call_node, conv_geometry, f32, matmul_dims, pool_geometry
-from mcu.codegen.twins.float32 import BINARY_OPS, UNARY_OPS
+from mcu.codegen.twins.float32 import BINARY_OPS, REDUCE_OPS, UNARY_OPS
 from mcu.codegen.errors import LoweringError
 
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -87,7 +87,9 @@ def _reduce(ctx, node: Node) -> Node:
     dims_out = tuple(1 if i in axes else d for i, d in enumerate(dims_in))
     count = int(np.prod([dims_in[i] for i in axes], dtype=np.int64))
     divisor = float(count) if node.op == "mean" else 1.0
-    return _call(node, "mcu_reduce_f32", {"input": dims_in, "output": dims_out, "divisor": divisor}, (x.name,))
+    op = REDUCE_OPS[{"mean": "sum", "amax": "max", "amin": "min"}.get(node.op, node.op)]
+    return _call(node, "mcu_reduce_f32", {"input": dims_in, "output": dims_out, "divisor": divisor, "op": op},
+                 (x.name,))
 
 
 # aten overload of a `lut` node -> (MCU_UNARY_* name, (a, b, c) from the op's scalar args and kwargs)
@@ -184,5 +186,5 @@ FLOAT32: dict[str, Callable] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
     "add": _binary, "sub": _binary, "mul": _binary, "softmax": _softmax, "clamp": _clamp,
     "div": _binary_op, "minimum": _binary_op, "maximum": _binary_op, "pow": _binary_op,
-    "matmul": _matmul, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "mean": _reduce, "sum": _reduce,
+    "matmul": _matmul, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "mean": _reduce, "sum": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce,
 }

@@ -29,7 +29,8 @@ ELEMENTWISE_OPS = {
 
 # Ops with no integer kernel: in int8 and a16w8 models each runs as a float32 island (dequantize, the float kernel,
 # quantize; mcu.quantize marks it float32 as mixed= would), as does a division of two tensors.
-FLOAT_ISLAND_OPS = {aten.minimum.default, aten.maximum.default, aten.pow.Tensor_Tensor}
+FLOAT_ISLAND_OPS = {aten.minimum.default, aten.maximum.default, aten.pow.Tensor_Tensor, aten.amax.default,
+                    aten.amin.default, aten.prod.dim_int, aten.prod.default}
 
 # Every aten op the int8 flow accepts at export time (before quantization).
 SUPPORTED_OPS = {
@@ -51,7 +52,7 @@ SUPPORTED_OPS = {
     *ELEMENTWISE_OPS, *FLOAT_ISLAND_OPS,
     aten.cat.default, aten.permute.default, aten.transpose.int, aten.upsample_nearest2d.vec,
     aten.upsample_nearest1d.vec, aten.sum.dim_IntList, aten.conv1d.default, aten.max_pool1d.default,
-    aten.avg_pool1d.default, aten.matmul.default, aten.bmm.default, aten.layer_norm.default, aten.slice.Tensor,
+    aten.avg_pool1d.default, aten.matmul.default, aten.sum.default, aten.mean.default, aten.bmm.default, aten.layer_norm.default, aten.slice.Tensor,
 }
 
 # The nearest supported way to express an unsupported op.

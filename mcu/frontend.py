@@ -46,9 +46,14 @@ FLOAT_BINARY_OPS = {aten.minimum.default: "minimum", aten.maximum.default: "maxi
 BINARY_OPS = {aten.add.Tensor: "add", aten.add_.Tensor: "add", aten.sub.Tensor: "sub", aten.sub_.Tensor: "sub",
               aten.mul.Tensor: "mul", aten.mul_.Tensor: "mul", aten.div.Tensor: "div", aten.div_.Tensor: "div"}
 FLOAT_PARAM_OPS = {aten.layer_norm.default}  # run in the float32 fallback, parameters stay float
+# Reductions over dims (the whole tensor when no dims are given); amax, amin and prod have float32 kernels only
+REDUCE_OPS = {aten.sum.dim_IntList: "sum", aten.sum.default: "sum", aten.mean.default: "mean",
+              aten.amax.default: "amax", aten.amin.default: "amin", aten.prod.dim_int: "prod",
+              aten.prod.default: "prod"}
 # IR ops that read only their first tensor argument
 UNARY_IR_OPS = ("reshape", "slice", "pad", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mean", "clamp",
-                "lut", "permute", "upsample_nearest", "upsample_nearest1d", "sum", "max_pool1d", "avg_pool1d")
+                "lut", "permute", "upsample_nearest", "upsample_nearest1d", "sum", "max_pool1d", "avg_pool1d",
+                "amax", "amin", "prod")
 
 
 class QuantizationError(McuError):
@@ -132,10 +137,11 @@ def _breadth_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | N
         return "upsample_nearest", {"scale": _upsample_factors(n, shape_in)}
     if t == aten.upsample_nearest1d.vec:
         return "upsample_nearest1d", {"scale": _upsample_factors(n, shape_in)}
-    if t == aten.sum.dim_IntList:
-        dims = a[1] if len(a) > 1 and a[1] else list(range(rank))
+    if t in REDUCE_OPS:
+        dims = a[1] if len(a) > 1 and a[1] not in (None, []) else n.kwargs.get("dim") or list(range(rank))
+        dims = [dims] if isinstance(dims, int) else dims
         keepdim = bool(a[2]) if len(a) > 2 else bool(n.kwargs.get("keepdim", False))
-        return "sum", {"dims": tuple(sorted(int(d) % rank for d in dims)), "keepdim": keepdim}
+        return REDUCE_OPS[t], {"dims": tuple(sorted(int(d) % max(rank, 1) for d in dims)), "keepdim": keepdim}
     if t == aten.conv1d.default:
         stride, padding, dilation, groups = (a[3:] + [1, 0, 1, 1][len(a[3:]):])[:4]
         if isinstance(padding, str):

@@ -22,7 +22,7 @@ from mcu.rewrites import fold_batch_norms
 # IR ops (as frontend._attrs names them) with a float32 lowering (codegen/lowering_float.py, after the passes
 # rewrite 1-d ops, adaptive pools, global means and pads onto these kernels).
 FLOAT_OPS = ("conv2d", "conv1d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d", "max_pool1d",
-             "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "reshape", "slice", "pad", "softmax", "clamp", "permute", "lut", "concat", "layer_norm",
+             "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "amax", "amin", "prod", "reshape", "slice", "pad", "softmax", "clamp", "permute", "lut", "concat", "layer_norm",
              "div", "minimum", "maximum", "pow", "matmul")
 
 

@@ -99,7 +99,8 @@ def _bn_as_depthwise(gm: GraphModule, bn: Node, scale: torch.Tensor, shift: torc
 PIECE_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int}
 IDENTITIES = {aten.dropout.default, aten.alias.default, aten.contiguous.default, aten.clone.default}
 MATMUL_FORMS = {aten.mm.default, aten.mv.default, aten.addmm.default, aten.baddbmm.default, aten.addmv.default}
-REWRITTEN_OPS = PIECE_OPS | MATMUL_FORMS | IDENTITIES | {aten.narrow.default, aten.select.int, aten.view.default,
+WHOLE_REDUCTIONS = {aten.sum.default: aten.sum.dim_IntList, aten.mean.default: aten.mean.dim}
+REWRITTEN_OPS = PIECE_OPS | MATMUL_FORMS | IDENTITIES | set(WHOLE_REDUCTIONS) | {aten.narrow.default, aten.select.int, aten.view.default,
                                                         aten.batch_norm.default, aten.rrelu.default, aten.t.default}
 
 
@@ -205,6 +206,10 @@ def views_as_slices(gm: GraphModule) -> bool:
             index = int(index) % int(x.meta["val"].shape[dim])
             s = _slice_node(graph, x, dim, index, index + 1, n)
             n.target, n.args = aten.squeeze.dims, (s, [dim])
+            changed = True
+        elif n.target in WHOLE_REDUCTIONS:  # sum(x), mean(x) -> over every dim, the form the quantizer annotates
+            rank = len(n.args[0].meta["val"].shape)
+            n.target, n.args, n.kwargs = WHOLE_REDUCTIONS[n.target], (n.args[0], list(range(rank))), {}
             changed = True
         elif n.target == aten.view.default:  # a view after a dropped contiguous() may not be a view any more
             n.target = aten.reshape.default

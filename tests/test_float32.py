@@ -155,16 +155,21 @@ def softmax_case(seed: int):
 
 
 def reduce_case(seed: int):
+    """Sum, mean, amax, amin and prod over random axes (the four MCU_REDUCE_* ops in turn, sum twice for mean)."""
     rng = np.random.default_rng(seed)
     dims = tuple(int(v) for v in rng.integers(1, 6, size=4))
     axes = [i for i in range(4) if rng.random() < 0.5] or [3]
     out = tuple(1 if i in axes else d for i, d in enumerate(dims))
-    mean = seed % 2 == 0
+    kind = ("mean", "sum", "amax", "amin", "prod")[seed % 5]
     x = rng.standard_normal(dims).astype(F32)
     count = int(np.prod([dims[i] for i in axes]))
     t = torch.from_numpy(x)
-    ref = t.mean(dim=axes, keepdim=True) if mean else t.sum(dim=axes, keepdim=True)
-    return ({"input": dims, "output": out, "divisor": float(count) if mean else 1.0}, x), ref.numpy()
+    ref = {"mean": lambda: t.mean(dim=axes, keepdim=True), "sum": lambda: t.sum(dim=axes, keepdim=True),
+           "amax": lambda: t.amax(dim=axes, keepdim=True), "amin": lambda: t.amin(dim=axes, keepdim=True),
+           "prod": lambda: t.reshape(-1).new_tensor(np.prod(x, axis=tuple(axes), keepdims=True))}[kind]()
+    op = twins.REDUCE_OPS[{"mean": "sum", "amax": "max", "amin": "min"}.get(kind, kind)]
+    return ({"input": dims, "output": out, "divisor": float(count) if kind == "mean" else 1.0, "op": op}, x), \
+        ref.numpy()
 
 
 def transpose_case(seed: int):

@@ -9,7 +9,7 @@
 """
 from __future__ import annotations
 
-from mcu.codegen.ir import Graph, Node
+from mcu.codegen.ir import REDUCTIONS, Graph, Node
 
 MAX_CONCAT = 8  # MCU_CONCAT_MAX_INPUTS
 ONE_D = {"conv1d": "conv2d", "max_pool1d": "max_pool2d", "avg_pool1d": "avg_pool2d",
@@ -51,7 +51,7 @@ def decompose(graph: Graph) -> Graph:
             tensors[tmp] = out.replace(name=tmp, shape=(out.shape[0], out.shape[1], 1, out.shape[2]))
             nodes.append(node.replace(op=ONE_D[node.op], inputs=tuple(ins), outputs=(tmp,), attrs=_attrs_2d(node)))
             nodes.append(Node(f"{node.name}_reshape", "reshape", (tmp,), node.outputs, {}, node.source))
-        elif node.op in ("mean", "sum") and len(tensors[node.inputs[0]].shape) == 4 and not node.attrs["keepdim"]:
+        elif node.op in REDUCTIONS and len(tensors[node.inputs[0]].shape) == 4 and not node.attrs["keepdim"]:
             x, out = tensors[node.inputs[0]], tensors[node.outputs[0]]
             tmp = f"{node.name}_keepdim"
             shape = tuple(1 if i in node.attrs["dims"] else d for i, d in enumerate(x.shape))

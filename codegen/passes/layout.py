@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu.codegen.ir import Graph, Node, Tensor
+from mcu.codegen.ir import REDUCTIONS, Graph, Node, Tensor
 from mcu.codegen.errors import LoweringError
 
 BROADCASTING = ("add", "sub", "mul", "div", "minimum", "maximum", "pow")  # elementwise ops of two tensors
@@ -125,7 +125,7 @@ def to_nhwc(graph: Graph) -> Graph:
             nodes.append(node.replace(inputs=ins, attrs={**node.attrs, "dim": TO_NCHW[node.attrs["dim"]]}))
         elif node.op == "slice" and rank == 4:
             nodes.append(node.replace(attrs={**node.attrs, "dim": TO_NCHW[node.attrs["dim"]]}))
-        elif node.op in ("mean", "sum") and rank == 4:
+        elif node.op in REDUCTIONS and rank == 4:
             dims = tuple(sorted(TO_NCHW[d] for d in node.attrs["dims"]))
             nodes.append(node.replace(attrs={**node.attrs, "dims": dims}))
         elif node.op == "permute":

@@ -187,8 +187,12 @@ def transpose_f32(params: dict, input: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(input, F32).reshape(dims).transpose(perm))
 
 
+REDUCE_OPS = {"sum": 0, "max": 1, "min": 2, "prod": 3}  # MCU_REDUCE_* in mcu_kernels.h
+
+
 def reduce_f32(params: dict, input: np.ndarray) -> np.ndarray:
-    """Twin of mcu_reduce_f32: the box of each output element summed in row-major order, then divided."""
+    """Twin of mcu_reduce_f32: the box of each output element summed (or maxed, minned, multiplied) in row-major
+    order; a sum then divided."""
     dims, out = tuple(params["input"]), tuple(params["output"])
     _dims_ok(dims, out)
     if any(o not in (d, 1) for d, o in zip(dims, out)) or not params["divisor"] > 0:
@@ -197,10 +201,22 @@ def reduce_f32(params: dict, input: np.ndarray) -> np.ndarray:
     x = np.asarray(input, F32).reshape(dims)
     kept = tuple(d for i, d in enumerate(dims) if i not in axes)
     box = np.moveaxis(x, axes, list(range(4 - len(axes), 4))).reshape(*kept, -1)
-    acc = np.zeros(box.shape[:-1], F32)
-    for i in range(box.shape[-1]):
-        acc = acc + box[..., i]
-    return (acc / F32(params["divisor"])).reshape(out)
+    op = int(params.get("op", 0))
+    if op == REDUCE_OPS["sum"]:
+        acc = np.zeros(box.shape[:-1], F32)
+        for i in range(box.shape[-1]):
+            acc = acc + box[..., i]
+        return (acc / F32(params["divisor"])).reshape(out)
+    if op == REDUCE_OPS["prod"]:
+        acc = np.ones(box.shape[:-1], F32)
+        for i in range(box.shape[-1]):
+            acc = acc * box[..., i]
+        return acc.reshape(out)
+    if op not in (REDUCE_OPS["max"], REDUCE_OPS["min"]):
+        raise ValueError(f"reduce op {op} is not one of {REDUCE_OPS}")
+    with np.errstate(invalid="ignore"):
+        acc = (np.max if op == REDUCE_OPS["max"] else np.min)(box, axis=-1)  # NaN propagates, as in C
+    return acc.astype(F32).reshape(out)
 
 
 LOG2E, LN2_HI, LN2_LO = F32(1.44269504), F32(0.693359375), F32(-2.12194440e-4)

@@ -519,9 +519,13 @@ typedef struct {
     mcu_dims_t input;  /* any 4-d axis order */
     mcu_dims_t output; /* each dim equals the input's or is 1; a dim of 1 (input > 1) is reduced */
     float divisor;     /* 1 for a sum, the element count of the reduced box for a mean */
+    int32_t op;        /* MCU_REDUCE_SUM (then / divisor), MCU_REDUCE_MAX, MCU_REDUCE_MIN, MCU_REDUCE_PROD */
 } mcu_reduce_f32_params_t;
 
-/* out = (sum over the reduced box, innermost axis fastest) / divisor. */
+enum { MCU_REDUCE_SUM = 0, MCU_REDUCE_MAX = 1, MCU_REDUCE_MIN = 2, MCU_REDUCE_PROD = 3 };
+
+/* out = (sum over the reduced box, innermost axis fastest) / divisor; or its max, min (NaN propagates, as
+ * torch's amax/amin) or product, in the same order. */
 mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *input, float *output);
 
 /* ==== Optimized variants ===========================================================================
