@@ -129,17 +129,40 @@ def pool_geometry(x, out, node: Node) -> dict:
             "pad_top": a["padding"][0], "pad_left": a["padding"][1], "divisor": divisor}
 
 
-def transpose_params(shape, perm) -> dict:
-    """A transpose of any rank as the 4-d one the kernels take: size-1 dims dropped, input axes that stay
-    adjacent and in order in the output merged (a channel shuffle's 5-d [N, G, C/G, H, W] -> [N, C/G, G, H, W]
-    is the 4-d [N, G, C/G, H*W] -> [N, C/G, G, H*W]), leading 1s added."""
-    order = [d for d in perm if shape[d] != 1]  # output axes, as input axes
+def _axis_runs(shape, perm) -> list[list[int]]:
+    """The output's axes (as input axes, size-1 axes dropped) in runs that stay adjacent and in order."""
     runs: list[list[int]] = []
-    for d in order:
+    for d in (d for d in perm if shape[d] != 1):
         if runs and runs[-1][-1] + 1 == d and all(shape[i] == 1 for i in range(runs[-1][-1] + 1, d)):
             runs[-1].append(d)
         else:
             runs.append([d])
+    return runs
+
+
+def transpose_steps(shape, perm) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """A transpose as [(input shape, perm)] steps of at most 4 axis groups each: the whole one when it has 4
+    or fewer, else one move per axis brought to its place (a move is at most 4 groups: before, the axis, the
+    block it jumps, after)."""
+    shape, perm = tuple(int(d) for d in shape), tuple(int(p) for p in perm)
+    if len(_axis_runs(shape, perm)) <= 4:
+        return [(shape, perm)]
+    steps, order = [], list(range(len(perm)))  # order[i]: the original axis now at position i
+    for i, want in enumerate(perm):
+        j = order.index(want)
+        if j != i:
+            step = tuple(range(i)) + (j,) + tuple(range(i, j)) + tuple(range(j + 1, len(perm)))
+            steps.append((shape, step))
+            shape = tuple(shape[k] for k in step)
+            order = [order[k] for k in step]
+    return steps
+
+
+def transpose_params(shape, perm) -> dict:
+    """A transpose of any rank as the 4-d one the kernels take: size-1 dims dropped, input axes that stay
+    adjacent and in order in the output merged (a channel shuffle's 5-d [N, G, C/G, H, W] -> [N, C/G, G, H, W]
+    is the 4-d [N, G, C/G, H*W] -> [N, C/G, G, H*W]), leading 1s added."""
+    runs = _axis_runs(shape, perm)
     runs_in = sorted(runs, key=lambda r: r[0])
     dims = [int(np.prod([shape[d] for d in r])) for r in runs_in]
     out_perm = [runs_in.index(r) for r in runs]
@@ -223,10 +246,22 @@ def _softmax(ctx: Ctx, node: Node) -> Node:
     return _call(node, "mcu_softmax_s8", params, (table, x.name))
 
 
-def _transpose(ctx: Ctx, node: Node) -> Node:
+def _transpose(ctx: Ctx, node: Node) -> Node | list[Node]:
+    """One mcu_transpose call, or a chain of them when the permutation moves more than 4 groups of axes (a
+    pixel shuffle's 6-d view)."""
     x = ctx.tensors[node.inputs[0]]
-    return _call(node, kernel_name("transpose", ctx.dtype(node)), transpose_params(x.shape, node.attrs["perm"]),
-                 (x.name,))
+    kernel = kernel_name("transpose", ctx.dtype(node))
+    steps = transpose_steps(x.shape, node.attrs["perm"])
+    calls, src = [], x.name
+    for i, (shape, perm) in enumerate(steps):
+        last = i == len(steps) - 1
+        out = node.outputs[0] if last else ctx.temp(f"{node.name}_step{i}", [shape[p] for p in perm], x.dtype)
+        if not last:
+            ctx.tensors[out] = x.replace(name=out, shape=tuple(shape[p] for p in perm))
+        step = node if last else node.replace(name=f"{node.name}_step{i}", outputs=(out,))
+        calls.append(_call(step.replace(inputs=(src,)), kernel, transpose_params(shape, perm), (src,)))
+        src = out
+    return calls[0] if len(calls) == 1 else calls
 
 
 def _alias(ctx: Ctx, node: Node) -> Node:

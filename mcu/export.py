@@ -5,6 +5,7 @@ import copy
 import logging
 import os
 import re
+import warnings
 from pathlib import Path
 
 import torch
@@ -32,6 +33,18 @@ ELEMENTWISE_OPS = {
 FLOAT_ISLAND_OPS = {aten.minimum.default, aten.maximum.default, aten.pow.Tensor_Tensor, aten.amax.default,
                     aten.amin.default, aten.prod.dim_int, aten.prod.default}
 
+# Ops mcu.decompose rewrites as primitives before quantization (their names, to keep mcu.export import-light).
+COMPOSITE_OPS = {
+    aten.group_norm.default, aten.instance_norm.default, aten.rms_norm.default, aten.var.correction, aten.var.dim,
+    aten.std.correction, aten.std.dim, aten.logsumexp.default, aten.log_softmax.int, aten._log_softmax.default,
+    aten.linalg_vector_norm.default, aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor,
+    aten.prelu.default, aten.scaled_dot_product_attention.default,
+    # constants (mcu.decompose.CONSTANT_OPS), folded at compile time
+    aten.zeros.default, aten.ones.default, aten.full.default, aten.scalar_tensor.default, aten.arange.default,
+    aten.arange.start, aten.arange.start_step, aten.zeros_like.default, aten.ones_like.default,
+    aten.full_like.default,
+}
+
 # Every aten op the int8 flow accepts at export time (before quantization).
 SUPPORTED_OPS = {
     aten.conv2d.default, aten.linear.default, aten.batch_norm.default,
@@ -52,15 +65,13 @@ SUPPORTED_OPS = {
     *ELEMENTWISE_OPS, *FLOAT_ISLAND_OPS,
     aten.cat.default, aten.permute.default, aten.transpose.int, aten.upsample_nearest2d.vec,
     aten.upsample_nearest1d.vec, aten.sum.dim_IntList, aten.conv1d.default, aten.max_pool1d.default,
-    aten.avg_pool1d.default, aten.matmul.default, aten.sum.default, aten.mean.default, aten.bmm.default, aten.layer_norm.default, aten.slice.Tensor,
+    aten.avg_pool1d.default, aten.matmul.default, aten.sum.default, aten.mean.default, *COMPOSITE_OPS, aten.bmm.default, aten.layer_norm.default, aten.slice.Tensor,
 }
 
 # The nearest supported way to express an unsupported op.
 ALTERNATIVES = {
-    "log_softmax": "softmax", "upsample_bilinear2d": "nearest upsampling (F.interpolate mode='nearest')",
-    "max_pool3d": "max_pool2d", "conv3d": "conv2d",
-    "group_norm": "layer_norm or BatchNorm2d", "instance_norm": "BatchNorm2d", "stack": "cat of unsqueezed tensors",
-    "amax": "max_pool2d over the reduced dims",
+    "upsample_bilinear2d": "nearest upsampling (F.interpolate mode='nearest')",
+    "max_pool3d": "max_pool2d", "conv3d": "conv2d", "stack": "cat of unsqueezed tensors",
 }
 
 
@@ -205,7 +216,9 @@ def export(model, example_inputs: tuple | None = None) -> torch.export.ExportedP
             raise ExportError("example_inputs are required to export an nn.Module")
         training = model.training
         try:
-            ep = torch.export.export(model.eval(), tuple(example_inputs))
+            with warnings.catch_warnings():  # torch's note on nn.GRU / nn.LSTM's _flat_weights, not the user's
+                warnings.filterwarnings("ignore", message=".*were assigned during export.*")
+                ep = torch.export.export(model.eval(), tuple(example_inputs))
         except Exception as exc:
             raise _export_failure(exc) from exc
         finally:
@@ -213,8 +226,11 @@ def export(model, example_inputs: tuple | None = None) -> torch.export.ExportedP
     else:
         raise ExportError(f"cannot export a {type(model).__name__}; pass an nn.Module, an "
                           f"ExportedProgram or a .pt2 path")
+    from mcu.decompose import TORCH_DECOMPOSED, torch_decompositions
     from mcu.rewrites import REWRITTEN_OPS, views_as_slices
     check_static(ep)
+    if any(n.op == "call_function" and n.target in TORCH_DECOMPOSED for n in ep.graph.nodes):
+        ep = torch_decompositions(ep)  # a new program: the user's stays as it was
     if any(n.op == "call_function" and n.target in REWRITTEN_OPS for n in ep.graph.nodes):
         if isinstance(model, torch.export.ExportedProgram):
             ep = copy.deepcopy(ep)  # the user's program stays as it was

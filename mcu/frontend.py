@@ -349,7 +349,12 @@ def import_quantized(gm: GraphModule) -> Graph:
         if t in Q_OPS:
             src, scale, zp, dtype = n.args[0], float(n.args[1]), int(n.args[2]), _q_dtype(n)
             name = f"t{len(tensors)}"
-            if src.op == "placeholder":
+            if src.op == "placeholder" and any(u.op == "call_function" and u.target not in Q_OPS for u in src.users):
+                # the input also feeds a float op: it stays one float32 input, quantized here for the others
+                tensors[name] = Tensor(name, _shape(src), dtype, QParams.tensor(scale, zp))
+                nodes.append(Node(f"n{len(nodes)}_quantize", "quantize", (float_input(src),), (name,), {},
+                                  source_line(src)))
+            elif src.op == "placeholder":
                 name = f"input{len(inputs)}"
                 inputs.append(name)
                 tensors[name] = Tensor(name, _shape(src), dtype, QParams.tensor(scale, zp))

@@ -17,6 +17,7 @@ from torch.fx import Node as FxNode
 from mcu.frontend import IDENTITY_OPS, UNARY_IR_OPS, QuantizationError, _attrs, _first, _shape
 from mcu.codegen.ir import Graph, Node, Tensor, verify
 from mcu.export import UnsupportedOpError, op_name, source_line
+from mcu.decompose import decompose_composites
 from mcu.rewrites import fold_batch_norms
 
 # IR ops (as frontend._attrs names them) with a float32 lowering (codegen/lowering_float.py, after the passes
@@ -35,7 +36,7 @@ def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:
 
 def import_float(ep: torch.export.ExportedProgram) -> Graph:
     """Build the float32 IR of an exported float model."""
-    gm = fold_batch_norms(ep.module())
+    gm = fold_batch_norms(decompose_composites(ep.module()))
     tensors: dict[str, Tensor] = {}
     nodes: list[Node] = []
     value: dict[FxNode, str] = {}

@@ -48,6 +48,7 @@ from torchao.quantization.pt2e.quantizer import (
 
 from mcu.errors import McuError
 from mcu.export import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS
+from mcu.decompose import decompose_composites
 from mcu.rewrites import fold_batch_norms
 
 aten = torch.ops.aten
@@ -286,6 +287,8 @@ def float_island(node: Node, precision: str) -> bool:
     """An op with no integer kernel in this precision (FLOAT_ISLAND_OPS, a division of two tensors; in a16w8 a
     subtraction or broadcasting addition of two tensors): left float, as mixed= float32 layers are, so the
     importer runs it between a dequantize and a quantize."""
+    if node.meta.get("mcu_float"):  # a composite's statistic (mcu.decompose): one float island
+        return True
     two = len(node.args) >= 2 and all(isinstance(a, Node) for a in node.args[:2])
     if node.target in FLOAT_ISLAND_OPS or (two and node.target in (aten.div.Tensor, aten.div_.Tensor)):
         return True
@@ -389,6 +392,7 @@ class McuQuantizer(Quantizer):
         self._annotate_output(node)
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
+        model = decompose_composites(model)
         return model if self.qat else fold_batch_norms(model)
 
     def validate(self, model: GraphModule) -> None:

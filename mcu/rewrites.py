@@ -100,7 +100,9 @@ PIECE_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.defaul
 IDENTITIES = {aten.dropout.default, aten.alias.default, aten.contiguous.default, aten.clone.default}
 MATMUL_FORMS = {aten.mm.default, aten.mv.default, aten.addmm.default, aten.baddbmm.default, aten.addmv.default}
 WHOLE_REDUCTIONS = {aten.sum.default: aten.sum.dim_IntList, aten.mean.default: aten.mean.dim}
-REWRITTEN_OPS = PIECE_OPS | MATMUL_FORMS | IDENTITIES | set(WHOLE_REDUCTIONS) | {aten.narrow.default, aten.select.int, aten.view.default,
+REWRITTEN_OPS = PIECE_OPS | MATMUL_FORMS | IDENTITIES | set(WHOLE_REDUCTIONS) | {
+    aten._unsafe_view.default, aten.clamp_min.default, aten.clamp_max.default, aten.expand.default, aten.repeat.default,
+    aten.expand_as.default, aten.stack.default, aten.roll.default, aten.flip.default,aten.narrow.default, aten.select.int, aten.view.default,
                                                         aten.batch_norm.default, aten.rrelu.default, aten.t.default}
 
 
@@ -132,8 +134,11 @@ def _new_node(graph, target, args: tuple, before: Node) -> Node:
     `before`'s."""
     with graph.inserting_before(before):
         n = graph.call_function(target, args)
-    vals = [a.meta["val"] if isinstance(a, Node) else a for a in args]
-    with next(v for v in vals if isinstance(v, torch.Tensor)).fake_mode:
+    def val(a):
+        return a.meta["val"] if isinstance(a, Node) else [val(i) for i in a] if isinstance(a, (list, tuple)) else a
+    vals = [val(a) for a in args]
+    fake = next(v for v in vals if isinstance(v, torch.Tensor)) if not isinstance(vals[0], list) else vals[0][0]
+    with fake.fake_mode:
         n.meta["val"] = target(*vals)
     n.meta["stack_trace"] = before.meta.get("stack_trace")
     return n
@@ -156,6 +161,78 @@ def _as_matmul(graph, n: Node) -> None:
     beta, alpha = n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1)
     product = _scaled(graph, _new_node(graph, aten.matmul.default, (a, b), n), alpha, n)
     n.target, n.args, n.kwargs = aten.add.Tensor, (product, _scaled(graph, c, beta, n)), {}
+
+
+BROADCASTING = {aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.minimum.default,
+                aten.maximum.default, aten.pow.Tensor_Tensor}
+
+
+def _as_copies(graph, n: Node) -> None:
+    """expand / repeat as cats of the tensor with itself, one dim at a time (an expand that only feeds
+    broadcasting ops vanishes: they broadcast it themselves)."""
+    x = n.args[0]
+    shape_in = [int(d) for d in x.meta["val"].shape]
+    shape_out = [int(d) for d in n.meta["val"].shape]
+    if n.target != aten.repeat.default and all(u.op == "call_function" and u.target in BROADCASTING
+                                               for u in n.users):
+        n.replace_all_uses_with(x)
+        graph.erase_node(n)
+        return
+    lead = len(shape_out) - len(shape_in)
+    have = [1] * lead + shape_in
+    steps = [(d, want // h) for d, (h, want) in enumerate(zip(have, shape_out)) if h != want]
+    y = x if lead == 0 else _new_node(graph, aten.reshape.default, (x, have), n)
+    for d, times in steps[:-1]:
+        y = _new_node(graph, aten.cat.default, ([y] * times, d), n)
+    if steps:  # the last step is the node itself (its name is the program's output name when it is one)
+        d, times = steps[-1]
+        n.target, n.args, n.kwargs = aten.cat.default, ([y] * times, d), {}
+    else:
+        n.target, n.args, n.kwargs = aten.reshape.default, (y, shape_out), {}
+
+
+MAX_FLIP = 256  # a flip is one slice per index (and cats of them): refused beyond this length
+
+
+def _as_slices_and_cats(graph, n: Node) -> None:
+    """roll: two slices swapped by a cat per rolled dim; flip: the one-wide slices of each flipped dim in reverse
+    order, cat. The last cat is the node itself (it keeps its name)."""
+    from mcu.export import UnsupportedOpError, source_line
+    x = n.args[0]
+    shape = [int(d) for d in x.meta["val"].shape]
+    rank = len(shape)
+    if n.target == aten.roll.default:
+        shifts = n.args[1] if len(n.args) > 1 else n.kwargs["shifts"]
+        dims = n.args[2] if len(n.args) > 2 else n.kwargs.get("dims", [])
+        shifts, dims = ([shifts] if isinstance(shifts, int) else list(shifts)), \
+            ([dims] if isinstance(dims, int) else list(dims))
+        flat = not dims
+        y = _new_node(graph, aten.reshape.default, (x, [-1]), n) if flat else x
+        size_of = (lambda d: int(y.meta["val"].shape[d]))
+        steps = [(d % max(len(y.meta["val"].shape), 1), s) for s, d in zip(shifts, dims or [0])]
+        pieces = []
+        for d, s in steps:
+            size = size_of(d)
+            s %= size
+            pieces.append((d, [(size - s, size), (0, size - s)] if s else None))
+    else:
+        dims = n.args[1] if len(n.args) > 1 else n.kwargs["dims"]
+        flat, y = False, x
+        pieces = []
+        for d in (int(d) % rank for d in dims):
+            if shape[d] > MAX_FLIP:
+                raise UnsupportedOpError(f"flip of a dim of {shape[d]} at {source_line(n) or '(no source line)'}: "
+                                         f"mcu flips dims of at most {MAX_FLIP} (one slice each)")
+            pieces.append((d, [(i, i + 1) for i in reversed(range(shape[d]))] if shape[d] > 1 else None))
+    pieces = [(d, p) for d, p in pieces if p]
+    for i, (d, bounds) in enumerate(pieces):
+        parts = [_slice_node(graph, y, d, a, b, n) for a, b in bounds]
+        last = i == len(pieces) - 1 and not flat
+        if last:
+            n.target, n.args, n.kwargs = aten.cat.default, (parts, d), {}
+            return
+        y = _new_node(graph, aten.cat.default, (parts, d), n)
+    n.target, n.args, n.kwargs = aten.reshape.default, (y, shape), {}
 
 
 def views_as_slices(gm: GraphModule) -> bool:
@@ -211,11 +288,32 @@ def views_as_slices(gm: GraphModule) -> bool:
             rank = len(n.args[0].meta["val"].shape)
             n.target, n.args, n.kwargs = WHOLE_REDUCTIONS[n.target], (n.args[0], list(range(rank))), {}
             changed = True
-        elif n.target == aten.view.default:  # a view after a dropped contiguous() may not be a view any more
+        elif n.target in (aten.view.default, aten._unsafe_view.default):  # after a dropped clone, not a view
             n.target = aten.reshape.default
             changed = True
-        elif (n.target in IDENTITIES and not any(u.op == "output" for u in n.users)
-              and (n.target != aten.dropout.default or not (len(n.args) > 2 and n.args[2]))):
+        elif n.target in (aten.clamp_min.default, aten.clamp_max.default):
+            bound = n.args[1] if len(n.args) > 1 else n.kwargs.get("min", n.kwargs.get("max"))
+            low, high = (bound, None) if n.target == aten.clamp_min.default else (None, bound)
+            n.target, n.args, n.kwargs = aten.clamp.default, (n.args[0], low, high), {}
+            changed = True
+        elif n.target == aten.stack.default:
+            tensors = list(n.args[0])
+            dim = int(n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)) % (len(tensors[0].meta["val"].shape) + 1)
+            n.args, n.kwargs = ([_new_node(graph, aten.unsqueeze.default, (t, dim), n) for t in tensors], dim), {}
+            n.target = aten.cat.default
+            changed = True
+        elif n.target in (aten.roll.default, aten.flip.default):
+            _as_slices_and_cats(graph, n)
+            changed = True
+        elif n.target in (aten.expand.default, aten.expand_as.default, aten.repeat.default):
+            _as_copies(graph, n)
+            changed = True
+        elif n.target in IDENTITIES and (n.target != aten.dropout.default or not (len(n.args) > 2 and n.args[2])):
+            if any(u.op == "output" for u in n.users):  # keeps its name, the program's output name
+                if n.args[0].op != "placeholder":
+                    n.target, n.args, n.kwargs = aten.reshape.default, (n.args[0], list(n.meta["val"].shape)), {}
+                    changed = True
+                continue
             n.replace_all_uses_with(n.args[0])
             graph.erase_node(n)
             changed = True

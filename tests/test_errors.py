@@ -27,9 +27,9 @@ import torch
 from torch import nn
 
 
-class LogSoftmax(nn.Module):
+class Pool3d(nn.Module):
     def forward(self, x):
-        return torch.log_softmax(x, -1)
+        return torch.nn.functional.max_pool3d(x, 2)
 
 
 class Branchy(nn.Module):
@@ -50,7 +50,7 @@ def linear():
 
 
 def unsupported():
-    return LogSoftmax(), (torch.randn(1, 20),)
+    return Pool3d(), (torch.randn(1, 1, 2, 4, 4),)
 
 
 def branchy():
@@ -105,8 +105,8 @@ def npy(folder: Path, name: str, array) -> Path:
 
 def test_unsupported_op_names_op_line_and_alternative(models, capsys, tmp_path):
     mod, src = models
-    want = (f"unsupported op 'log_softmax' (aten.log_softmax.int) at "
-            f"{line_of(src, 'return torch.log_softmax(x, -1)')}; use softmax instead. Supported: ")
+    want = (f"unsupported op 'max_pool3d' (aten.max_pool3d.default) at "
+            f"{line_of(src, 'return torch.nn.functional.max_pool3d(x, 2)')}; use max_pool2d instead. Supported: ")
     with pytest.raises(UnsupportedOpError) as e:
         export(*mod.unsupported())
     assert str(e.value).startswith(want)
@@ -115,7 +115,7 @@ def test_unsupported_op_names_op_line_and_alternative(models, capsys, tmp_path):
     assert not (tmp_path / "o").exists()
     rc = cli_main(["--verbose", "compile", "errmodels:unsupported", "-o", str(tmp_path / "o")])  # + traceback
     err = capsys.readouterr().err
-    assert rc == 1 and err.startswith("Traceback") and "UnsupportedOpError: unsupported op 'log_softmax'" in err
+    assert rc == 1 and err.startswith("Traceback") and "UnsupportedOpError: unsupported op 'max_pool3d'" in err
     assert one_error(err).startswith(want)
 
 

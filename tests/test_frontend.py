@@ -14,9 +14,9 @@ from mcu.quantize import quantize
 from tests.opmodels import make
 
 
-class LogSoftmax(nn.Module):
+class Pool3d(nn.Module):
     def forward(self, x):
-        return torch.log_softmax(x, -1)  # the line the error must name
+        return torch.nn.functional.max_pool3d(x, 2)  # the line the error must name
 
 
 def _import(name):
@@ -26,11 +26,11 @@ def _import(name):
 
 def test_unsupported_op_names_op_source_line_and_alternative():
     with pytest.raises(UnsupportedOpError) as exc:
-        export(LogSoftmax(), (torch.randn(1, 4),))
+        export(Pool3d(), (torch.randn(1, 1, 2, 4, 4),))
     msg = str(exc.value)
-    assert "unsupported op 'log_softmax'" in msg
-    assert "test_frontend.py:" in msg and "return torch.log_softmax(x, -1)" in msg
-    assert "use softmax instead" in msg
+    assert "unsupported op 'max_pool3d'" in msg
+    assert "test_frontend.py:" in msg and "return torch.nn.functional.max_pool3d(x, 2)" in msg
+    assert "use max_pool2d instead" in msg
 
 
 def test_batchnorm_is_folded_and_relu6_fused():

@@ -522,7 +522,7 @@ typedef struct {
     int32_t op;        /* MCU_REDUCE_SUM (then / divisor), MCU_REDUCE_MAX, MCU_REDUCE_MIN, MCU_REDUCE_PROD */
 } mcu_reduce_f32_params_t;
 
-enum { MCU_REDUCE_SUM = 0, MCU_REDUCE_MAX = 1, MCU_REDUCE_MIN = 2, MCU_REDUCE_PROD = 3 };
+enum { MCU_REDUCE_SUM, MCU_REDUCE_MAX, MCU_REDUCE_MIN, MCU_REDUCE_PROD }; /* 0, 1, 2, 3 (twins: REDUCE_OPS) */
 
 /* out = (sum over the reduced box, innermost axis fastest) / divisor; or its max, min (NaN propagates, as
  * torch's amax/amin) or product, in the same order. */

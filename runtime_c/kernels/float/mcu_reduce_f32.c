@@ -1,5 +1,4 @@
-/* Float32 sum, mean, max, min or product over any set of axes of a 4-d tensor: one accumulator per output
- * element, the box read in row-major order (a mean is the sum divided once). */
+/* Float32 sum, mean, max, min or product over any axes of a 4-d tensor, the box in row-major order. */
 #include <stddef.h>
 #include <stdint.h>
 
