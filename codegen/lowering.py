@@ -363,7 +363,7 @@ def _upsample(ctx: Ctx, node: Node) -> Node:
     if len(x.shape) != 4:
         raise LoweringError(f"nearest upsampling of a {len(x.shape)}-d tensor at {node.source}")
     sh, sw = node.attrs["scale"]
-    return _call(node, "mcu_upsample_nearest_s8", {"input": _dims4(x.shape, node.source), "scale_h": int(sh),
+    return _call(node, kernel_name("upsample_nearest", ctx.dtype(node)), {"input": _dims4(x.shape, node.source), "scale_h": int(sh),
                                                    "scale_w": int(sw)}, (x.name,))
 
 

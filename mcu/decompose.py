@@ -29,6 +29,7 @@ TORCH_DECOMPOSED = {
     aten.glu.default, aten.pixel_shuffle.default, aten.pixel_unshuffle.default, aten.channel_shuffle.default,
     aten.native_channel_shuffle.default, aten.unflatten.int, aten.movedim.intlist, aten.movedim.int,
     aten.tile.default, aten.squeeze.default, aten.adaptive_avg_pool1d.default, aten.gru.input, aten.lstm.input,
+    aten.cosine_similarity.default, aten.pairwise_distance.default,
 }
 
 
@@ -243,6 +244,62 @@ def _sdpa(gm, n):
     return out if len(qs) == 3 else b(aten.reshape.default, out, [*qs[:-1], vs[-1]], island=False)
 
 
+def _cumsum(gm, n):
+    """cumsum along a dim: a linear layer with a lower-triangular 0/1 weight (exact in int8 too)."""
+    x = n.args[0]
+    shape = _shape(x)
+    dim = int(_arg(n, 1, "dim")) % len(shape)
+    b = _Builder(gm, n, None)
+    last = dim == len(shape) - 1
+    y = x if last else b(aten.transpose.int, x, dim, -1)
+    y = b(aten.linear.default, y, b.const("_mcu_cumsum", torch.ones(shape[dim], shape[dim]).tril()))
+    return y if last else b(aten.transpose.int, y, dim, -1)
+
+
+def _conv_transpose(gm, n):
+    """conv_transpose1d/2d as a conv: the input zero-stuffed (nearest upsample times a 0/1 mask, a float island
+    in int8), padded by dilation * (k - 1) - padding (+ output_padding at the end), convolved with the weight
+    flipped and its in/out channels swapped per group. 1-d runs as 2-d on [N, C, 1, L]."""
+    x, weight, bias = n.args[0], n.args[1], _arg(n, 2, "bias")
+    one_d = n.target == aten.conv_transpose1d.default
+    k = 1 if one_d else 2
+    stride, padding, out_pad = (list(_arg(n, i, nm, [d] * k)) for i, nm, d in
+                                ((3, "stride", 1), (4, "padding", 0), (5, "output_padding", 0)))
+    groups, dilation = int(_arg(n, 6, "groups", 1)), list(_arg(n, 7, "dilation", [1] * k))
+    w = _tensor(gm, weight)
+    if w is None:
+        raise _refuse(n, "a transposed conv with a computed weight", "make the weight an nn.Parameter")
+    b = _Builder(gm, n, None)
+    if one_d:
+        stride, padding, out_pad, dilation = [1] + stride, [0] + padding, [0] + out_pad, [1] + dilation
+        x = b(aten.unsqueeze.default, x, 2)
+        w = w.unsqueeze(2)
+    shape = _shape(x)
+    cin, cout_g = w.shape[:2]
+    wc = w.reshape(groups, cin // groups, cout_g, *w.shape[2:]).transpose(1, 2)
+    wc = wc.reshape(groups * cout_g, cin // groups, *w.shape[2:]).flip(-1, -2)
+    if stride != [1, 1]:
+        up = b(aten.upsample_nearest2d.vec, x, [shape[2] * stride[0], shape[3] * stride[1]], None)
+        mask = torch.zeros(1, 1, shape[2] * stride[0], shape[3] * stride[1])
+        mask[..., ::stride[0], ::stride[1]] = 1.0
+        b.island = "conv_transpose"
+        x = b(aten.mul.Tensor, up, b.const("_mcu_stuff_mask", mask))
+        b.island = None
+    pads = []
+    for i in (1, 0):  # W then H, as constant_pad_nd lists them
+        edge = dilation[i] * (wc.shape[2 + i] - 1) - padding[i]
+        pads += [edge, edge + out_pad[i] - (stride[i] - 1)]
+    if any(p > 0 for p in pads):
+        x = b(aten.constant_pad_nd.default, x, [max(p, 0) for p in pads], 0.0)
+    for i, (before, after) in ((3, pads[:2]), (2, pads[2:])):
+        if before < 0 or after < 0:
+            size = _shape(x)[i]
+            x = b(aten.slice.Tensor, x, i, max(-before, 0), size - max(-after, 0))
+    bias_node = None if bias is None else b.const("_mcu_convt_bias", _tensor(gm, bias))
+    y = b(aten.conv2d.default, x, b.const("_mcu_convt_weight", wc), bias_node, [1, 1], [0, 0], dilation, groups)
+    return b(aten.squeeze.dims, y, [2]) if one_d else y
+
+
 def _refuse(n: Node, what: str, fix: str):
     from mcu.export import UnsupportedOpError, source_line
     return UnsupportedOpError(f"{what} at {source_line(n) or '(no source line recorded)'} is not supported; {fix}")
@@ -260,6 +317,8 @@ COMPOSITES = {
     aten.clamp.Tensor: _clamp_tensor, aten.clamp_min.Tensor: _clamp_tensor, aten.clamp_max.Tensor: _clamp_tensor,
     aten.prelu.default: _prelu,
     aten.scaled_dot_product_attention.default: _sdpa,
+    aten.cumsum.default: _cumsum,
+    aten.conv_transpose1d.default: _conv_transpose, aten.conv_transpose2d.input: _conv_transpose,
 }
 
 

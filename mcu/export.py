@@ -38,7 +38,8 @@ COMPOSITE_OPS = {
     aten.group_norm.default, aten.instance_norm.default, aten.rms_norm.default, aten.var.correction, aten.var.dim,
     aten.std.correction, aten.std.dim, aten.logsumexp.default, aten.log_softmax.int, aten._log_softmax.default,
     aten.linalg_vector_norm.default, aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor,
-    aten.prelu.default, aten.scaled_dot_product_attention.default,
+    aten.prelu.default, aten.scaled_dot_product_attention.default, aten.cumsum.default,
+    aten.conv_transpose1d.default, aten.conv_transpose2d.input,
     # constants (mcu.decompose.CONSTANT_OPS), folded at compile time
     aten.zeros.default, aten.ones.default, aten.full.default, aten.scalar_tensor.default, aten.arange.default,
     aten.arange.start, aten.arange.start_step, aten.zeros_like.default, aten.ones_like.default,

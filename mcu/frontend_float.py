@@ -24,7 +24,7 @@ from mcu.rewrites import fold_batch_norms
 # rewrite 1-d ops, adaptive pools, global means and pads onto these kernels).
 FLOAT_OPS = ("conv2d", "conv1d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d", "max_pool1d",
              "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "amax", "amin", "prod", "reshape", "slice", "pad", "softmax", "clamp", "permute", "lut", "concat", "layer_norm",
-             "div", "minimum", "maximum", "pow", "matmul")
+             "div", "minimum", "maximum", "pow", "matmul", "upsample_nearest", "upsample_nearest1d")
 
 
 def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:

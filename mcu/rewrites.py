@@ -102,7 +102,7 @@ MATMUL_FORMS = {aten.mm.default, aten.mv.default, aten.addmm.default, aten.baddb
 WHOLE_REDUCTIONS = {aten.sum.default: aten.sum.dim_IntList, aten.mean.default: aten.mean.dim}
 REWRITTEN_OPS = PIECE_OPS | MATMUL_FORMS | IDENTITIES | set(WHOLE_REDUCTIONS) | {
     aten._unsafe_view.default, aten.clamp_min.default, aten.clamp_max.default, aten.expand.default, aten.repeat.default,
-    aten.expand_as.default, aten.stack.default, aten.roll.default, aten.flip.default,aten.narrow.default, aten.select.int, aten.view.default,
+    aten.expand_as.default, aten.stack.default, aten.roll.default, aten.flip.default, aten.pad.default,aten.narrow.default, aten.select.int, aten.view.default,
                                                         aten.batch_norm.default, aten.rrelu.default, aten.t.default}
 
 
@@ -192,6 +192,38 @@ def _as_copies(graph, n: Node) -> None:
 
 
 MAX_FLIP = 256  # a flip is one slice per index (and cats of them): refused beyond this length
+
+
+def _pad_as_slices(graph, n: Node) -> None:
+    """F.pad in reflect, replicate or circular mode: per padded dim, the edge slices (one wide, or the wrapped
+    block) cat around the tensor. The last cat is the node itself."""
+    from mcu.export import UnsupportedOpError, source_line
+    x, pads = n.args[0], [int(p) for p in n.args[1]]
+    mode = n.args[2] if len(n.args) > 2 else n.kwargs.get("mode")
+    if mode not in ("reflect", "replicate", "circular") or any(p < 0 for p in pads):
+        raise UnsupportedOpError(f"pad mode {mode!r} with pads {pads} at {source_line(n) or '(no source line)'}: "
+                                 f"mcu pads with non-negative constant, reflect, replicate or circular pads")
+    rank = len(x.meta["val"].shape)
+    steps = [(rank - 1 - i, pads[2 * i], pads[2 * i + 1]) for i in range(len(pads) // 2)]
+    steps = [(d, a, b) for d, a, b in steps if a or b]
+    y = x
+    for k, (d, before, after) in enumerate(steps):
+        size = int(y.meta["val"].shape[d])
+        if mode == "reflect":
+            left = [(i, i + 1) for i in range(before, 0, -1)]
+            right = [(size - 2 - i, size - 1 - i) for i in range(after)]
+        elif mode == "replicate":
+            left, right = [(0, 1)] * before, [(size - 1, size)] * after
+        else:
+            left, right = ([(size - before, size)] if before else []), ([(0, after)] if after else [])
+        parts = [_slice_node(graph, y, d, a, b, n) for a, b in left] + [y] + \
+            [_slice_node(graph, y, d, a, b, n) for a, b in right]
+        if k == len(steps) - 1:
+            n.target, n.args, n.kwargs = aten.cat.default, (parts, d), {}
+            return
+        y = _new_node(graph, aten.cat.default, (parts, d), n)
+    n.replace_all_uses_with(x)
+    graph.erase_node(n)
 
 
 def _as_slices_and_cats(graph, n: Node) -> None:
@@ -301,6 +333,10 @@ def views_as_slices(gm: GraphModule) -> bool:
             dim = int(n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)) % (len(tensors[0].meta["val"].shape) + 1)
             n.args, n.kwargs = ([_new_node(graph, aten.unsqueeze.default, (t, dim), n) for t in tensors], dim), {}
             n.target = aten.cat.default
+            changed = True
+        elif n.target == aten.pad.default and (n.args[2] if len(n.args) > 2 else n.kwargs.get("mode", "constant")) \
+                != "constant":
+            _pad_as_slices(graph, n)
             changed = True
         elif n.target in (aten.roll.default, aten.flip.default):
             _as_slices_and_cats(graph, n)

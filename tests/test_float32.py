@@ -23,6 +23,7 @@ from mcu.frontend_float import import_float
 from mcu.export import UnsupportedOpError, export
 from mcu.metrics import FLOAT_TOLERANCE, relative_error
 from mcu.codegen.twins import float32 as twins
+from mcu.codegen.twins import shape as shape_twins
 from mcu.zoo import MODELS, example_cnn
 
 F32 = np.float32
@@ -187,7 +188,17 @@ def clamp_case(seed: int):
     return ({"size": x.size, "act_min": lo, "act_max": hi}, x), _clamp(torch.from_numpy(x), lo, hi).numpy()
 
 
+def upsample_case(seed: int):
+    rng = np.random.default_rng(seed)
+    dims = tuple(int(v) for v in rng.integers(1, 5, size=4))
+    sh, sw = (int(v) for v in rng.integers(1, 4, size=2))
+    x = rng.standard_normal(dims).astype(F32)  # NHWC
+    want = torch.nn.functional.interpolate(torch.from_numpy(x).permute(0, 3, 1, 2), scale_factor=(sh, sw))
+    return ({"input": dims, "scale_h": sh, "scale_w": sw}, x), want.permute(0, 2, 3, 1).numpy()
+
+
 CASES = {
+    "mcu_upsample_nearest_f32": (shape_twins.upsample_nearest_f32, upsample_case),
     "mcu_conv2d_f32": (twins.conv2d_f32, conv_case),
     "mcu_dwconv2d_f32": (twins.dwconv2d_f32, lambda s: conv_case(s, depthwise=True)),
     "mcu_fully_connected_f32": (twins.fully_connected_f32, fc_case),
@@ -341,7 +352,8 @@ def test_float_ops_model_twin_agrees_with_torch(tmp_path):
 def test_op_without_float_kernel_is_refused(op, tmp_path, monkeypatch):
     # The float op set grows; the refusal must not depend on which op happens to lack a kernel today.
     import mcu.frontend_float as ff
-    monkeypatch.setattr(ff, "FLOAT_OPS", tuple(o for o in ff.FLOAT_OPS if o != op))
+    ir_op = {"upsample_nearest2d": "upsample_nearest"}.get(op, op)
+    monkeypatch.setattr(ff, "FLOAT_OPS", tuple(o for o in ff.FLOAT_OPS if o != ir_op))
 
     class M(nn.Module):
         def forward(self, x):

@@ -12,6 +12,7 @@ SPECS = [
     kernel("mcu_concat_s16", "s16", "mcu_concat_params_t", input_array=True),
     kernel("mcu_concat_f32", "float", "mcu_concat_f32_params_t", input_array=True),
     kernel("mcu_upsample_nearest_s8", "shape", "mcu_upsample_params_t"),
+    kernel("mcu_upsample_nearest_f32", "float", "mcu_upsample_params_t"),
     kernel("mcu_slice_s8", "shape", "mcu_slice_params_t"),
     kernel("mcu_slice_s16", "s16", "mcu_slice_params_t"),
     kernel("mcu_slice_f32", "float", "mcu_slice_params_t"),

@@ -57,12 +57,17 @@ def concat_s8(params: dict, *inputs: np.ndarray) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
-def upsample_nearest_s8(params: dict, input: np.ndarray) -> np.ndarray:
-    """Twin of mcu_upsample_nearest_s8: returns int8 [N, H * scale_h, W * scale_w, C]."""
+def upsample_nearest_s8(params: dict, input: np.ndarray, dtype=np.int8) -> np.ndarray:
+    """Twin of mcu_upsample_nearest_s8 (and _f32): returns [N, H * scale_h, W * scale_w, C]."""
     dims, sh, sw = tuple(params["input"]), params["scale_h"], params["scale_w"]
     if min(dims) < 1 or sh < 1 or sw < 1:
         raise ValueError(f"dims and scales must be positive: {dims}, {sh}, {sw}")
-    x = np.asarray(input, dtype=np.int8)
+    x = np.asarray(input, dtype=dtype)
     if x.size != int(np.prod(dims)):
         raise ValueError(f"input must hold {int(np.prod(dims))} values, got {x.size}")
     return np.repeat(np.repeat(x.reshape(dims), sh, axis=1), sw, axis=2)
+
+
+def upsample_nearest_f32(params: dict, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_upsample_nearest_f32: float32 [N, H * scale_h, W * scale_w, C]."""
+    return upsample_nearest_s8(params, input, np.float32)

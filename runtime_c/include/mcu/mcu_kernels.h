@@ -515,6 +515,9 @@ mcu_status_t mcu_concat_f32(const mcu_concat_f32_params_t *params, const float *
 /* mcu_slice_s8 for float tensors (mcu_slice_params_t). */
 mcu_status_t mcu_slice_f32(const mcu_slice_params_t *params, const float *input, float *output);
 
+/* mcu_upsample_nearest_s8 on float32 elements. */
+mcu_status_t mcu_upsample_nearest_f32(const mcu_upsample_params_t *params, const float *input, float *output);
+
 typedef struct {
     mcu_dims_t input;  /* any 4-d axis order */
     mcu_dims_t output; /* each dim equals the input's or is 1; a dim of 1 (input > 1) is reduced */
