@@ -300,6 +300,125 @@ def _conv_transpose(gm, n):
     return b(aten.squeeze.dims, y, [2]) if one_d else y
 
 
+def _axis_matrix(n: Node, shape: list[int], axis: int) -> torch.Tensor:
+    """The [out, in] matrix of the op along one spatial axis (2 or 3): the op itself run on one-hot images
+    that are constant along the other axis, so its own index and weight rules (scale factors, align_corners)
+    give the weights."""
+    size = shape[axis]
+    other = shape[5 - axis]
+    eye = torch.eye(size)
+    probe = (eye[:, None, None, :].expand(size, 1, other, size) if axis == 3
+             else eye[:, None, :, None].expand(size, 1, size, other)).contiguous()
+    args = [probe] + list(n.args[1:])
+    with torch.no_grad():
+        out = n.target(*args, **n.kwargs)
+    return (out[:, 0, 0, :] if axis == 3 else out[:, 0, :, 0]).T.contiguous()  # [out, in]
+
+
+def _resample(gm, n):
+    """Bilinear / bicubic upsampling, nearest by a non-integer factor, an adaptive average pool whose sizes do
+    not divide: separable, so two linear layers with constant weights (one per spatial axis, skipped where the
+    axis keeps its size and the matrix is the identity), run over W then over H (transposed to last)."""
+    x = n.args[0]
+    shape = _shape(x)
+    if len(shape) != 4:
+        raise _refuse(n, f"{n.target.__name__} of a {len(shape)}-d tensor", "pass [N, C, H, W]")
+    b = _Builder(gm, n, None)
+    y = x
+    for axis in (3, 2):
+        m = _axis_matrix(n, shape, axis)
+        if m.shape[0] == m.shape[1] and torch.equal(m, torch.eye(m.shape[0])):
+            continue
+        if axis == 2:
+            y = b(aten.transpose.int, y, 2, 3)
+        y = b(aten.linear.default, y, b.const("_mcu_resample", m))
+        if axis == 2:
+            y = b(aten.transpose.int, y, 2, 3)
+    return y
+
+
+def _is_uniform(n: Node) -> bool:
+    """A nearest upsample by integer factors, an adaptive pool whose sizes divide: mcu's own kernels."""
+    shape_in, shape_out = _shape(n.args[0])[2:], _shape(n)[2:]
+    if n.target == aten.adaptive_avg_pool2d.default:
+        return all(i % o == 0 for i, o in zip(shape_in, shape_out))
+    return all(o % i == 0 for i, o in zip(shape_in, shape_out)) and _integer_scales(n)
+
+
+def _integer_scales(n: Node) -> bool:
+    scales = _arg(n, 2, "scale_factors")
+    return scales is None or all(float(s).is_integer() for s in scales)
+
+
+# comparison -> (strict, equality, operands swapped): x > y is relu(sign(x - y)); the others follow
+COMPARISONS = {
+    aten.gt.Tensor: ("gt", False), aten.gt.Scalar: ("gt", False), aten.lt.Tensor: ("gt", True),
+    aten.lt.Scalar: ("gt", True), aten.ge.Tensor: ("ge", False), aten.ge.Scalar: ("ge", False),
+    aten.le.Tensor: ("ge", True), aten.le.Scalar: ("ge", True), aten.eq.Tensor: ("eq", False),
+    aten.eq.Scalar: ("eq", False), aten.ne.Tensor: ("ne", False), aten.ne.Scalar: ("ne", False),
+}
+LOGICAL = {aten.logical_not.default, aten.logical_and.default, aten.logical_or.default,
+           aten.bitwise_not.default, aten.bitwise_and.Tensor, aten.bitwise_or.Tensor,  # ~, &, | of bools
+           aten.__and__.Tensor, aten.__or__.Tensor}
+NOT = {aten.logical_not.default, aten.bitwise_not.default}
+AND = {aten.logical_and.default, aten.bitwise_and.Tensor, aten.__and__.Tensor}
+
+
+def _mask(b: _Builder, c) -> Node:
+    """A condition as a float 0/1 tensor: already one (a decomposed comparison), or a constant bool mask."""
+    if isinstance(c, Node) and c.meta["val"].dtype == torch.bool:
+        t = _tensor(b.gm, c)
+        if t is None:
+            raise _refuse(b.at, "a boolean model input as a condition", "pass it as a float 0/1 tensor")
+        return b.const("_mcu_mask", t.float())
+    return c
+
+
+def _compare(gm, n):
+    """A comparison as a float 0/1 tensor (a float island in int8): gt = relu(sign(x - y)), ge = 1 - gt(y, x),
+    eq = 1 - |sign(x - y)|, ne = |sign(x - y)|. Exact for finite values."""
+    kind, swapped = COMPARISONS[n.target]
+    x, y = n.args[:2]
+    if swapped:
+        x, y = y, x
+    b = _Builder(gm, n, "comparison")
+    if kind == "ge":
+        x, y = y, x
+    diff = b(aten.sub.Tensor, x, y) if isinstance(x, Node) else b(aten.rsub.Scalar, y, x)
+    s = b(aten.sign.default, diff)
+    if kind in ("gt", "ge"):
+        gt = b(aten.relu.default, s)
+        return gt if kind == "gt" else b(aten.rsub.Scalar, gt, 1.0)
+    a = b(aten.abs.default, s)
+    return a if kind == "ne" else b(aten.rsub.Scalar, a, 1.0)
+
+
+def _logical(gm, n):
+    b = _Builder(gm, n, "comparison")
+    c = [_mask(b, a) for a in n.args[:1 if n.target in NOT else 2]]
+    if n.target in NOT:
+        return b(aten.rsub.Scalar, c[0], 1.0)
+    both = b(aten.mul.Tensor, c[0], c[1])
+    return both if n.target in AND else \
+        b(aten.sub.Tensor, b(aten.add.Tensor, c[0], c[1]), both)
+
+
+def _where(gm, n):
+    """where(c, a, b) = c * a + (1 - c) * b on a 0/1 float c (exact for finite a and b); masked_fill is
+    where(mask, value, x)."""
+    b = _Builder(gm, n, "where")
+    if n.target == aten.masked_fill.Scalar:
+        x, cond, value = n.args[:3]
+        cond, yes, no = cond, value, x
+    else:
+        cond, yes, no = n.args[:3]
+    c = _mask(b, cond)
+    if isinstance(c, Node) and c.meta["val"].dtype == torch.bool:
+        raise _refuse(n, "where on a computed boolean", "compute the condition with a comparison")
+    keep = b(aten.mul.Tensor, c, yes)
+    return b(aten.add.Tensor, keep, b(aten.mul.Tensor, b(aten.rsub.Scalar, c, 1.0), no))
+
+
 def _refuse(n: Node, what: str, fix: str):
     from mcu.export import UnsupportedOpError, source_line
     return UnsupportedOpError(f"{what} at {source_line(n) or '(no source line recorded)'} is not supported; {fix}")
@@ -319,7 +438,12 @@ COMPOSITES = {
     aten.scaled_dot_product_attention.default: _sdpa,
     aten.cumsum.default: _cumsum,
     aten.conv_transpose1d.default: _conv_transpose, aten.conv_transpose2d.input: _conv_transpose,
+    aten.upsample_bilinear2d.vec: _resample, aten.upsample_bicubic2d.vec: _resample,
+    **{op: _compare for op in COMPARISONS}, **{op: _logical for op in LOGICAL},
+    aten.where.self: _where, aten.masked_fill.Scalar: _where,
 }
+# Decomposed only when mcu's own kernel does not apply (_is_uniform is False).
+RESAMPLED_WHEN_UNEVEN = {aten.upsample_nearest2d.vec, aten.adaptive_avg_pool2d.default}
 
 
 # Ops whose value is known at compile time from their arguments alone (static shapes): folded into constants.
@@ -400,7 +524,12 @@ def decompose_composites(gm: GraphModule) -> GraphModule:
     """Fold constants, then replace every COMPOSITES op by its primitives (in place; returns gm)."""
     changed = fold_constants(gm)
     for n in list(gm.graph.nodes):
-        if n.op == "call_function" and n.target in COMPOSITES:
+        if n.op == "call_function" and n.target in RESAMPLED_WHEN_UNEVEN and not _is_uniform(n):
+            out = _resample(gm, n)
+            n.replace_all_uses_with(out)
+            gm.graph.erase_node(n)
+            changed = True
+        elif n.op == "call_function" and n.target in COMPOSITES:
             out = COMPOSITES[n.target](gm, n)
             n.replace_all_uses_with(out)
             gm.graph.erase_node(n)

@@ -39,7 +39,12 @@ COMPOSITE_OPS = {
     aten.std.correction, aten.std.dim, aten.logsumexp.default, aten.log_softmax.int, aten._log_softmax.default,
     aten.linalg_vector_norm.default, aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor,
     aten.prelu.default, aten.scaled_dot_product_attention.default, aten.cumsum.default,
-    aten.conv_transpose1d.default, aten.conv_transpose2d.input,
+    aten.conv_transpose1d.default, aten.conv_transpose2d.input, aten.upsample_bilinear2d.vec,
+    aten.upsample_bicubic2d.vec, aten.where.self, aten.masked_fill.Scalar, aten.logical_not.default,
+    aten.logical_and.default, aten.logical_or.default, aten.bitwise_not.default, aten.bitwise_and.Tensor,
+    aten.bitwise_or.Tensor, aten.__and__.Tensor, aten.__or__.Tensor,
+    aten.gt.Tensor, aten.gt.Scalar, aten.lt.Tensor, aten.lt.Scalar, aten.ge.Tensor, aten.ge.Scalar, aten.le.Tensor,
+    aten.le.Scalar, aten.eq.Tensor, aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar,
     # constants (mcu.decompose.CONSTANT_OPS), folded at compile time
     aten.zeros.default, aten.ones.default, aten.full.default, aten.scalar_tensor.default, aten.arange.default,
     aten.arange.start, aten.arange.start_step, aten.zeros_like.default, aten.ones_like.default,

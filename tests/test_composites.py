@@ -76,6 +76,15 @@ CASES = {
                                                                                               padding=(2, 0))), (1, 2, 4, 4)),
     "conv_transpose1d": (lambda: nn.Sequential(nn.Conv1d(2, 4, 1), nn.ConvTranspose1d(4, 3, 4, stride=2, padding=1)),
                          (1, 2, 6)),
+    "bilinear_bicubic_uneven_nearest": (lambda: nn.Sequential(nn.Conv2d(2, 3, 1), Fn(lambda x: torch.cat([
+        F.interpolate(x, scale_factor=(1.6, 2), mode="bilinear"), F.interpolate(x, size=(8, 8), mode="bilinear",
+                                                                         align_corners=True),
+        F.interpolate(x, size=(8, 8), mode="bicubic"), F.interpolate(x, size=(8, 8), mode="nearest")], 1))),
+                                        (1, 2, 5, 4)),
+    "adaptive_pool_uneven": (lambda: nn.Sequential(nn.Conv2d(2, 3, 1), nn.AdaptiveAvgPool2d((3, 5))), (1, 2, 8, 8)),
+    "where_comparisons": (lambda: nn.Sequential(nn.Linear(6, 6), Fn(
+        lambda x: torch.where((x > 0.1) & ~(x >= 0.8) | (x == x[:, :1]), x * 2, -x).masked_fill(x < -0.5, 0.25)
+        + (x != 0.3) * 0.5)), (2, 6)),
     "gru": (lambda: Fn(lambda m, x: m(x)[0], nn.GRU(4, 6, batch_first=True)), (1, 3, 4)),
     "lstm_2_layers": (lambda: Fn(lambda m, x: m(x)[0], nn.LSTM(4, 6, num_layers=2)), (3, 1, 4)),
 }

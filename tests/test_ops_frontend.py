@@ -121,7 +121,6 @@ def test_layer_norm_keeps_float_parameters():
 
 @pytest.mark.parametrize("fn, shapes, message", [
     (lambda x: F.max_pool2d(x, 2, dilation=2), [(1, 2, 6, 6)], "max_pool2d with dilation"),
-    (lambda x: F.interpolate(x, scale_factor=1.5), [(1, 2, 4, 4)], "only integer scale factors"),
 ])
 def test_ops_without_an_int8_form_are_named(fn, shapes, message):
     with pytest.raises(QuantizationError, match=message):

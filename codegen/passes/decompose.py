@@ -6,6 +6,8 @@
   the layout pass only ever sees 4-d -> 4-d reductions.
 - A concat of more than MAX_CONCAT inputs becomes a chain: the first MAX_CONCAT inputs into a temporary
   with the output's qparams, then that temporary and the next inputs (it is copied, not requantized).
+- A model output that is a model input, or a reshape of one (an identity, flatten or view model), gets a copy
+  (a whole-tensor slice): inputs and outputs are separate buffers.
 """
 from __future__ import annotations
 
@@ -70,5 +72,19 @@ def decompose(graph: Graph) -> Graph:
             nodes.append(node.replace(inputs=tuple(ins)))
         else:
             nodes.append(node)
-    return graph.replace(tensors=tensors, nodes=tuple(nodes))
+    outputs = list(graph.outputs)
+    for i, t in enumerate(outputs):
+        if _views_an_input(graph, t):
+            copy = f"{t}_copy"
+            tensors[copy] = tensors[t].replace(name=copy, data=None)
+            nodes.append(Node(f"{t}_copy", "slice", (t,), (copy,), {"dim": 0, "start": 0, "step": 1}, ""))
+            outputs[i] = copy
+    return graph.replace(tensors=tensors, nodes=tuple(nodes), outputs=tuple(outputs))
+
+
+def _views_an_input(graph: Graph, t: str) -> bool:
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    while t in producer and producer[t].op in ("reshape", "alias"):
+        t = producer[t].inputs[0]
+    return t in graph.inputs
 
