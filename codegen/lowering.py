@@ -272,10 +272,53 @@ def _slice(ctx: Ctx, node: Node) -> Node:
     """Keep indices start, start + step, ... of one dim (any rank, any element type): mcu_slice."""
     x, out, a = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]], node.attrs
     d = a["dim"]
-    params = {"outer": int(np.prod(x.shape[:d], dtype=np.int64)), "in_len": int(x.shape[d]),
-              "out_len": int(out.shape[d]), "start": int(a["start"]), "step": int(a["step"]),
-              "inner": int(np.prod(x.shape[d + 1:], dtype=np.int64))}
+    shape_in, shape_out = x.shape or (1,), out.shape or (1,)  # a 0-d tensor's copy: one element
+    params = {"outer": int(np.prod(shape_in[:d], dtype=np.int64)), "in_len": int(shape_in[d]),
+              "out_len": int(shape_out[d]), "start": int(a["start"]), "step": int(a["step"]),
+              "inner": int(np.prod(shape_in[d + 1:], dtype=np.int64))}
     return _call(node, kernel_name("slice", ctx.dtype(node)), params, (x.name,))
+
+
+def pad_widths(rank: int, pads) -> list[tuple[int, int]]:
+    """(before, after) per dim from F.pad's list (last dim first: left, right, top, bottom, ...)."""
+    widths = [(0, 0)] * rank
+    for i in range(len(pads) // 2):
+        widths[rank - 1 - i] = (int(pads[2 * i]), int(pads[2 * i + 1]))
+    return widths
+
+
+def _pad(ctx: Ctx, node: Node) -> Node | list[Node]:
+    """A constant pad that no conv absorbed: one mcu_pad call per padded dim, chained through temporaries
+    (the value quantized with the output's qparams in int8/int16)."""
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    dtype = ctx.dtype(node)
+    widths = node.attrs.get("widths") or pad_widths(len(x.shape), node.attrs["pads"])
+    if any(b < 0 or a < 0 for b, a in widths):
+        raise LoweringError(f"pad at {node.source} crops (negative pads {node.attrs.get('pads')}); slice instead")
+    value = float(node.attrs.get("value", 0.0))
+    qvalue = 0
+    if dtype in RANGE:
+        qp = out.qparams
+        qvalue = int(np.clip(np.round(value / qp.scale[0]) + qp.zp, *RANGE[dtype]))
+    steps = [(d, b, a) for d, (b, a) in enumerate(widths) if b or a]
+    if not steps:
+        return _call(node, kernel_name("slice", dtype), {"outer": 1, "in_len": 1, "out_len": 1, "start": 0,
+                                                          "step": 1, "inner": int(np.prod(x.shape or (1,)))},
+                     (x.name,))
+    calls, src, shape = [], x.name, list(x.shape)
+    for i, (d, before, after) in enumerate(steps):
+        params = {"outer": int(np.prod(shape[:d], dtype=np.int64)), "in_len": int(shape[d]), "before": before,
+                  "after": after, "inner": int(np.prod(shape[d + 1:], dtype=np.int64)), "value": qvalue,
+                  "value_f32": value}
+        shape[d] += before + after
+        last = i == len(steps) - 1
+        dst = node.outputs[0] if last else f"{node.name}_step{i}"
+        if not last:
+            ctx.tensors[dst] = x.replace(name=dst, shape=tuple(shape))
+        step = node if last else node.replace(name=f"{node.name}_step{i}", outputs=(dst,))
+        calls.append(_call(step.replace(inputs=(src,)), kernel_name("pad", dtype), params, (src,)))
+        src = dst
+    return calls[0] if len(calls) == 1 else calls
 
 
 # ---- op breadth ---------------------------------------------------------------------------------------------
@@ -449,9 +492,9 @@ def layer_norm(ctx: Ctx, node: Node) -> list[Node]:
 INT8: dict[str, Callable[[Ctx, Node], Node | list[Node]]] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear,
     "max_pool2d": _pool, "avg_pool2d": _pool, "add": _add, "softmax": _softmax,
-    "transpose": _transpose, "reshape": _alias, "slice": _slice,
+    "transpose": _transpose, "reshape": _alias, "slice": _slice, "pad": _pad,
     "sub": _add, "mul": _mul, "lut": _lut, "clamp": _lut, "concat": _concat, "upsample_nearest": _upsample,
     "mean": _reduce, "sum": _reduce, "matmul": _matmul, "layer_norm": layer_norm,
 }
 INTEGER = ("conv2d", "depthwise_conv2d", "linear", "max_pool2d", "avg_pool2d", "add", "mul", "transpose",
-           "reshape", "slice", "concat", "layer_norm")
+           "reshape", "slice", "concat", "layer_norm", "pad")

@@ -6,7 +6,7 @@ from functools import partial
 from mcu.codegen.ir import Graph, verify
 from mcu.codegen.passes.cancel_transposes import cancel_transposes
 from mcu.codegen.passes.canonicalize import canonicalize
-from mcu.codegen.passes.decompose import decompose
+from mcu.codegen.passes.decompose import copy_aliased_outputs, decompose
 from mcu.codegen.passes.fold_pad import fold_pad
 from mcu.codegen.passes.fuse_add import fuse_residual_adds
 from mcu.codegen.passes.fuse_clamp import fuse_clamp
@@ -25,6 +25,7 @@ def passes(target: Target = Target()) -> list:
         fold_pad,                             # zero pads -> the consuming conv's padding
         to_nhwc,                              # NCHW -> NHWC activations, OHWI weights, transposes around reshapes
         cancel_transposes,                    # drop transposes that undo each other or move only size-1 dims
+        copy_aliased_outputs,                 # an output that is an input (or a view of one) gets a copy
         lower,                                # ops -> portable kernel calls, on (op, element type); converts
         partial(select_kernels, target=target),  # portable -> the board's fastest variant
         partial(use_inplace_kernels, target=target),  # optimize="memory": in-place variants over dying inputs

@@ -29,7 +29,8 @@ TORCH_DECOMPOSED = {
     aten.glu.default, aten.pixel_shuffle.default, aten.pixel_unshuffle.default, aten.channel_shuffle.default,
     aten.native_channel_shuffle.default, aten.unflatten.int, aten.movedim.intlist, aten.movedim.int,
     aten.tile.default, aten.squeeze.default, aten.adaptive_avg_pool1d.default, aten.gru.input, aten.lstm.input,
-    aten.cosine_similarity.default, aten.pairwise_distance.default,
+    aten.cosine_similarity.default, aten.pairwise_distance.default, aten.hstack.default, aten.vstack.default,
+    aten.atleast_1d.Sequence, aten.atleast_2d.Sequence, aten.atleast_1d.default, aten.atleast_2d.default,
 }
 
 
@@ -72,6 +73,8 @@ def _shape(n: Node) -> list[int]:
 
 
 def _dims(dims, rank: int) -> list[int]:
+    if rank == 0:
+        return []
     if dims is None or dims == []:
         return list(range(rank))
     return sorted(int(d) % rank for d in ([dims] if isinstance(dims, int) else dims))
@@ -158,6 +161,8 @@ def _logsumexp(gm, n, x=None, dims=None, keepdim=None, b=None):
     dims = _dims(_arg(n, 1, "dim"), rank) if dims is None else dims
     keepdim = bool(_arg(n, 2, "keepdim", False)) if keepdim is None else keepdim
     b = b or _Builder(gm, n, "logsumexp")
+    if not dims:  # a 0-d tensor: logsumexp(x) = x
+        return b(aten.mul.Tensor, x, 1.0)
     m = b(aten.amax.default, x, dims, True)
     s = b(aten.sum.dim_IntList, b(aten.exp.default, b(aten.sub.Tensor, x, m)), dims, True)
     out = b(aten.add.Tensor, b(aten.log.default, s), m)
@@ -301,12 +306,16 @@ def _conv_transpose(gm, n):
 
 
 def _axis_matrix(n: Node, shape: list[int], axis: int) -> torch.Tensor:
-    """The [out, in] matrix of the op along one spatial axis (2 or 3): the op itself run on one-hot images
-    that are constant along the other axis, so its own index and weight rules (scale factors, align_corners)
-    give the weights."""
+    """The [out, in] matrix of the op along one spatial axis (2 or 3 of [N, C, H, W]; a 1-d op's L is axis 3):
+    the op itself run on one-hot images that are constant along the other axis, so its own index and weight
+    rules (scale factors, align_corners) give the weights."""
     size = shape[axis]
-    other = shape[5 - axis]
     eye = torch.eye(size)
+    if n.target in ONE_D_RESAMPLES:
+        probe = eye[:, None, :].contiguous()
+        with torch.no_grad():
+            return n.target(probe, *n.args[1:], **n.kwargs)[:, 0, :].T.contiguous()
+    other = shape[5 - axis]
     probe = (eye[:, None, None, :].expand(size, 1, other, size) if axis == 3
              else eye[:, None, :, None].expand(size, 1, size, other)).contiguous()
     args = [probe] + list(n.args[1:])
@@ -321,25 +330,31 @@ def _resample(gm, n):
     axis keeps its size and the matrix is the identity), run over W then over H (transposed to last)."""
     x = n.args[0]
     shape = _shape(x)
-    if len(shape) != 4:
-        raise _refuse(n, f"{n.target.__name__} of a {len(shape)}-d tensor", "pass [N, C, H, W]")
     b = _Builder(gm, n, None)
+    one_d = n.target in ONE_D_RESAMPLES
+    if len(shape) != (3 if one_d else 4) and not (len(shape) == 3 and n.target == aten.adaptive_avg_pool2d.default):
+        raise _refuse(n, f"{n.target.__name__} of a {len(shape)}-d tensor", "pass [N, C, L] or [N, C, H, W]")
+    unbatched = len(shape) == 3 and not one_d
+    if one_d:
+        shape = [shape[0], shape[1], 1, shape[2]]
     y = x
-    for axis in (3, 2):
+    if unbatched:  # [C, H, W]
+        shape = [1] + shape
+    for axis in ((3,) if one_d else (3, 2)):
         m = _axis_matrix(n, shape, axis)
         if m.shape[0] == m.shape[1] and torch.equal(m, torch.eye(m.shape[0])):
             continue
         if axis == 2:
-            y = b(aten.transpose.int, y, 2, 3)
+            y = b(aten.transpose.int, y, -2, -1)
         y = b(aten.linear.default, y, b.const("_mcu_resample", m))
         if axis == 2:
-            y = b(aten.transpose.int, y, 2, 3)
+            y = b(aten.transpose.int, y, -2, -1)
     return y
 
 
 def _is_uniform(n: Node) -> bool:
     """A nearest upsample by integer factors, an adaptive pool whose sizes divide: mcu's own kernels."""
-    shape_in, shape_out = _shape(n.args[0])[2:], _shape(n)[2:]
+    shape_in, shape_out = _shape(n.args[0])[-2:], _shape(n)[-2:]
     if n.target == aten.adaptive_avg_pool2d.default:
         return all(i % o == 0 for i, o in zip(shape_in, shape_out))
     return all(o % i == 0 for i, o in zip(shape_in, shape_out)) and _integer_scales(n)
@@ -349,6 +364,8 @@ def _integer_scales(n: Node) -> bool:
     scales = _arg(n, 2, "scale_factors")
     return scales is None or all(float(s).is_integer() for s in scales)
 
+
+ONE_D_RESAMPLES = {aten.upsample_nearest1d.vec}
 
 # comparison -> (strict, equality, operands swapped): x > y is relu(sign(x - y)); the others follow
 COMPARISONS = {
@@ -432,7 +449,7 @@ COMPOSITES = {
     aten.std.correction: lambda gm, n: _var(gm, n, True), aten.std.dim: lambda gm, n: _var(gm, n, True),
     aten.logsumexp.default: _logsumexp,
     aten.log_softmax.int: _log_softmax, aten._log_softmax.default: _log_softmax,
-    aten.linalg_vector_norm.default: _vector_norm,
+    aten.linalg_vector_norm.default: _vector_norm, aten.norm.ScalarOpt_dim: _vector_norm,
     aten.clamp.Tensor: _clamp_tensor, aten.clamp_min.Tensor: _clamp_tensor, aten.clamp_max.Tensor: _clamp_tensor,
     aten.prelu.default: _prelu,
     aten.scaled_dot_product_attention.default: _sdpa,
@@ -443,7 +460,7 @@ COMPOSITES = {
     aten.where.self: _where, aten.masked_fill.Scalar: _where,
 }
 # Decomposed only when mcu's own kernel does not apply (_is_uniform is False).
-RESAMPLED_WHEN_UNEVEN = {aten.upsample_nearest2d.vec, aten.adaptive_avg_pool2d.default}
+RESAMPLED_WHEN_UNEVEN = {aten.upsample_nearest2d.vec, aten.adaptive_avg_pool2d.default, aten.upsample_nearest1d.vec}
 
 
 # Ops whose value is known at compile time from their arguments alone (static shapes): folded into constants.

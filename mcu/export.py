@@ -37,7 +37,7 @@ FLOAT_ISLAND_OPS = {aten.minimum.default, aten.maximum.default, aten.pow.Tensor_
 COMPOSITE_OPS = {
     aten.group_norm.default, aten.instance_norm.default, aten.rms_norm.default, aten.var.correction, aten.var.dim,
     aten.std.correction, aten.std.dim, aten.logsumexp.default, aten.log_softmax.int, aten._log_softmax.default,
-    aten.linalg_vector_norm.default, aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor,
+    aten.linalg_vector_norm.default, aten.norm.ScalarOpt_dim, aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor,
     aten.prelu.default, aten.scaled_dot_product_attention.default, aten.cumsum.default,
     aten.conv_transpose1d.default, aten.conv_transpose2d.input, aten.upsample_bilinear2d.vec,
     aten.upsample_bicubic2d.vec, aten.where.self, aten.masked_fill.Scalar, aten.logical_not.default,

@@ -36,7 +36,7 @@ def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:
 
 def import_float(ep: torch.export.ExportedProgram) -> Graph:
     """Build the float32 IR of an exported float model."""
-    gm = fold_batch_norms(decompose_composites(ep.module()))
+    gm = fold_batch_norms(decompose_composites(ep.module()), multi_output=True)
     tensors: dict[str, Tensor] = {}
     nodes: list[Node] = []
     value: dict[FxNode, str] = {}

@@ -283,12 +283,17 @@ def precision_of(node: Node, rules: tuple, default: str) -> str:
 BATCH_NORMS = {aten.batch_norm.default}
 
 
+RECURRENT_FNS = {"gru", "lstm", "rnn_tanh", "rnn_relu"}  # torch_fn of the nodes torch.export unrolls them to
+
+
 def float_island(node: Node, precision: str) -> bool:
     """An op with no integer kernel in this precision (FLOAT_ISLAND_OPS, a division of two tensors; in a16w8 a
     subtraction or broadcasting addition of two tensors): left float, as mixed= float32 layers are, so the
     importer runs it between a dequantize and a quantize."""
     if node.meta.get("mcu_float"):  # a composite's statistic (mcu.decompose): one float island
         return True
+    if str((node.meta.get("torch_fn") or ("", ""))[1]).rsplit(".", 1)[-1] in RECURRENT_FNS:
+        return True  # a GRU / LSTM cell, unrolled by torch's decomposition: its state stays float
     two = len(node.args) >= 2 and all(isinstance(a, Node) for a in node.args[:2])
     if node.target in FLOAT_ISLAND_OPS or (two and node.target in (aten.div.Tensor, aten.div_.Tensor)):
         return True

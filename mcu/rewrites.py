@@ -10,6 +10,8 @@ prepare_pt2e already folds conv2d+BatchNorm2d; this catches the rest (Linear+Bat
 """
 from __future__ import annotations
 
+import operator
+
 import torch
 from torch.fx import GraphModule, Node
 
@@ -48,10 +50,19 @@ def _attr(gm: GraphModule, name: str, value: torch.Tensor, before: Node) -> Node
         return gm.graph.get_attr(f"{name}_{i}")
 
 
-def fold_batch_norms(gm: GraphModule) -> GraphModule:
+def fold_batch_norms(gm: GraphModule, multi_output: bool = False) -> GraphModule:
+    """Fold every BatchNorm; the multi-output form (_native_batch_norm_legit_no_training, what
+    run_decompositions leaves) only with multi_output=True (the float importer): for int8 it is left to
+    prepare_pt2e's own conv-bn fusion."""
     for bn in [n for n in gm.graph.nodes if n.op == "call_function" and n.target in BN_OPS]:
         if bn.target == aten._native_batch_norm_legit_no_training.default:
-            continue  # multi-output form: left to prepare_pt2e's own conv-bn fusion
+            if not multi_output or any(u.target != operator.getitem or u.args[1] != 0 for u in bn.users):
+                continue
+            for u in list(bn.users):  # getitem(bn, 0) is the normalized tensor: bn stands for it below
+                u.replace_all_uses_with(bn)
+                gm.graph.erase_node(u)
+            if isinstance(bn.meta.get("val"), (tuple, list)):
+                bn.meta["val"] = bn.meta["val"][0]
         scale, shift = _bn_affine(gm, bn)
         src = bn.args[0]
         weight = _tensor(gm, src.args[1]) if isinstance(src, Node) and src.op == "call_function" \
@@ -99,10 +110,13 @@ def _bn_as_depthwise(gm: GraphModule, bn: Node, scale: torch.Tensor, shift: torc
 PIECE_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int}
 IDENTITIES = {aten.dropout.default, aten.alias.default, aten.contiguous.default, aten.clone.default}
 MATMUL_FORMS = {aten.mm.default, aten.mv.default, aten.addmm.default, aten.baddbmm.default, aten.addmv.default}
+SCALAR_FORMS = {aten.add.Scalar: aten.add.Tensor, aten.sub.Scalar: aten.sub.Tensor, aten.mul.Scalar: aten.mul.Tensor,
+                aten.div.Scalar: aten.div.Tensor}
+GRAD_MODE_WRAPPER = torch.ops.higher_order.wrap_with_set_grad_enabled
 WHOLE_REDUCTIONS = {aten.sum.default: aten.sum.dim_IntList, aten.mean.default: aten.mean.dim}
 REWRITTEN_OPS = PIECE_OPS | MATMUL_FORMS | IDENTITIES | set(WHOLE_REDUCTIONS) | {
     aten._unsafe_view.default, aten.clamp_min.default, aten.clamp_max.default, aten.expand.default, aten.repeat.default,
-    aten.expand_as.default, aten.stack.default, aten.roll.default, aten.flip.default, aten.pad.default,aten.narrow.default, aten.select.int, aten.view.default,
+    *SCALAR_FORMS, GRAD_MODE_WRAPPER, aten.expand_as.default, aten.stack.default, aten.roll.default, aten.flip.default, aten.pad.default,aten.narrow.default, aten.select.int, aten.view.default,
                                                         aten.batch_norm.default, aten.rrelu.default, aten.t.default}
 
 
@@ -287,6 +301,11 @@ def views_as_slices(gm: GraphModule) -> bool:
             raise UnsupportedOpError(
                 f"rrelu in training mode at {source_line(n) or '(no source line recorded)'} draws a random slope per "
                 f"element; call model.eval() (or pass training=False) so it uses the mean slope (lower + upper) / 2")
+        if n.target == GRAD_MODE_WRAPPER and not n.users:
+            # torch.export under torch.no_grad() can leave a dead wrapper of the grad-mode switch
+            graph.erase_node(n)
+            changed = True
+            continue
         if n.target in PIECE_OPS:
             dim, pieces = _dim(n), _pieces(n)
             for user in list(n.users):
@@ -316,6 +335,9 @@ def views_as_slices(gm: GraphModule) -> bool:
             s = _slice_node(graph, x, dim, index, index + 1, n)
             n.target, n.args = aten.squeeze.dims, (s, [dim])
             changed = True
+        elif n.target in SCALAR_FORMS:  # x op scalar: the Tensor overload takes a scalar as well
+            n.target = SCALAR_FORMS[n.target]
+            changed = True
         elif n.target in WHOLE_REDUCTIONS:  # sum(x), mean(x) -> over every dim, the form the quantizer annotates
             rank = len(n.args[0].meta["val"].shape)
             n.target, n.args, n.kwargs = WHOLE_REDUCTIONS[n.target], (n.args[0], list(range(rank))), {}
@@ -344,11 +366,11 @@ def views_as_slices(gm: GraphModule) -> bool:
         elif n.target in (aten.expand.default, aten.expand_as.default, aten.repeat.default):
             _as_copies(graph, n)
             changed = True
-        elif n.target in IDENTITIES and (n.target != aten.dropout.default or not (len(n.args) > 2 and n.args[2])):
+        elif n.target in IDENTITIES and (n.target != aten.dropout.default or not (len(n.args) > 2 and n.args[2])
+                                         or not n.args[1]):  # eval mode, or p = 0
             if any(u.op == "output" for u in n.users):  # keeps its name, the program's output name
-                if n.args[0].op != "placeholder":
-                    n.target, n.args, n.kwargs = aten.reshape.default, (n.args[0], list(n.meta["val"].shape)), {}
-                    changed = True
+                n.target, n.args, n.kwargs = aten.reshape.default, (n.args[0], list(n.meta["val"].shape)), {}
+                changed = True
                 continue
             n.replace_all_uses_with(n.args[0])
             graph.erase_node(n)

@@ -6,7 +6,8 @@ peak(order) = the largest sum of live bytes over the steps.
 - exact: memoized search over the sets of ops already run (the order ideals of the DAG), the best
   peak of the remaining ops given what is live. Exact whenever the number of ideals stays under
   `max_states` (chains with residual branches have few).
-- heuristic, beyond that: run the ready op that adds the fewest net live bytes (ties: original order).
+- heuristic, beyond that (or past MAX_EXACT_OPS ops): run the ready op that adds the fewest net live bytes
+  (ties: original order).
 """
 from __future__ import annotations
 
@@ -59,6 +60,9 @@ def peak(ops: Sequence[Op], sizes: dict[str, int], order: Sequence[int] | None =
     return worst
 
 
+MAX_EXACT_OPS = 300  # the exact search recurses once per op: longer graphs (an unrolled GRU) go greedy
+
+
 def best_order(ops: Sequence[Op], sizes: dict[str, int], max_states: int = 20000,
                deps: Sequence[frozenset[int]] | None = None) -> list[int]:
     """A topological order of `ops` (indices) with the smallest peak; the given order on ties.
@@ -87,6 +91,8 @@ def best_order(ops: Sequence[Op], sizes: dict[str, int], max_states: int = 20000
                 best = cand
         return best
 
+    if n > MAX_EXACT_OPS:
+        return _greedy(g)
     try:
         return list(solve(frozenset())[1])
     except TooBig:

@@ -5,6 +5,8 @@ module: the sample's input is the model input, its other tensor arguments consta
 - float32 (quantize="none"): compile, run the numpy reference (and the device with --board), pass when the
   relative error max|mcu - torch| / max|torch| <= 1e-4;
 - int8: compile with calibration drawn like the input, pass when the reference's SQNR vs float >= 20 dB.
+A sample whose input is a list of tensors (cat, stack) takes each as a model input. A bool output (a comparison)
+is compared as the 0/1 floats mcu computes; an integer output (indices) is not supported.
 An op passes only when every output is compared. The reason of each failure is printed, first line only.
 
     python scripts/opinfo_coverage.py [--board mps2-an386] [--ops abs,exp] [--json out.json]
@@ -75,6 +77,7 @@ class OneOp(torch.nn.Module):
         super().__init__()
         self.op = op
         self.args, self.kwargs, self.consts = [], {}, 0
+        self.list_input = isinstance(sample.input, (list, tuple))  # cat, stack: each tensor a model input
         for a in sample.args:
             self.args.append(self._keep(a))
         for k, v in sample.kwargs.items():
@@ -97,14 +100,20 @@ class OneOp(torch.nn.Module):
             return type(v)(self._get(x) for x in v)
         return v
 
-    def forward(self, x):
+    def forward(self, *xs):
+        x = list(xs) if self.list_input else xs[0]
         out = self.op(x, *[self._get(a) for a in self.args], **{k: self._get(v) for k, v in self.kwargs.items()})
         return tuple(o for o in out if isinstance(o, torch.Tensor)) if isinstance(out, (tuple, list)) else out
 
 
+def _float_tensor(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.numel() > 0
+
+
 def first_sample(info):
     for s in info.sample_inputs("cpu", torch.float32, requires_grad=False):
-        if isinstance(s.input, torch.Tensor) and s.input.dtype == torch.float32 and s.input.numel() > 0:
+        if _float_tensor(s.input) or (isinstance(s.input, (list, tuple)) and s.input
+                                      and all(_float_tensor(t) for t in s.input)):
             return s
     return None
 
@@ -122,25 +131,26 @@ def check(info, mode: str, board: str | None, out_dir: str) -> tuple[bool, str]:
     if sample is None:
         return False, "no float32 tensor sample"
     model = OneOp(info.op, sample).eval()
-    x = sample.input.detach().clone()
+    xs = tuple(t.detach().clone() for t in sample.input) if model.list_input else (sample.input.detach().clone(),)
     with torch.no_grad():
         try:
-            want = _outputs(model(x))
+            want = _outputs(model(*xs))
         except Exception as exc:  # noqa: BLE001  (the sample itself fails outside mcu)
             return False, f"torch: {type(exc).__name__}"
+    want = [w.astype(np.float32) if w.dtype == np.bool_ else w for w in want]  # mcu's comparisons give 0/1 floats
     if any(w.dtype != np.float32 for w in want):
         return False, f"output dtype {[str(w.dtype) for w in want]} (not float32)"
     g = torch.Generator().manual_seed(0)
-    calib = None if mode == "float32" else [(x,)] + [(x * (1 + 0.1 * torch.randn(x.shape, generator=g)),)
-                                                     for _ in range(3)]
+    calib = None if mode == "float32" else [xs] + [tuple(x * (1 + 0.1 * torch.randn(x.shape, generator=g)) for x in xs)
+                                                   for _ in range(3)]
     try:
         with contextlib.redirect_stderr(io.StringIO()):
-            pkg = mcu.compile(model, (x,), board=board or "mps2-an386", calibration=calib,
+            pkg = mcu.compile(model, xs, board=board or "mps2-an386", calibration=calib,
                               quantize="none" if mode == "float32" else "int8", out_dir=out_dir, force=True)
-            got = [np.asarray(r, np.float32) for r in pkg.dequantize_outputs(pkg.reference((x,)))] \
-                if mode != "float32" else pkg.reference((x,))
+            got = [np.asarray(r, np.float32) for r in pkg.dequantize_outputs(pkg.reference(xs))] \
+                if mode != "float32" else pkg.reference(xs)
             if board:
-                dev = mcu.run(pkg, (x,)).outputs
+                dev = mcu.run(pkg, xs).outputs
                 if any(not np.array_equal(d, r) for d, r in zip(dev, got)):
                     return False, "device != reference"
     except Exception as exc:  # noqa: BLE001  (the report lists every failure's cause)

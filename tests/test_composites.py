@@ -67,6 +67,7 @@ CASES = {
     "pad_reflect_replicate_circular": (lambda: Fn(lambda x: F.pad(F.pad(F.pad(x * 2, (1, 2, 2, 1), mode="reflect"),
                                                                      (2, 0, 1, 1), mode="replicate"),
                                                                (1, 1, 1, 0), mode="circular")), (1, 2, 4, 5)),
+    "constant_pad": (lambda: Fn(lambda x: F.max_pool2d(F.pad(x * 2, (1, 2, 0, 1, 1, 0), value=0.5), 2)), (1, 2, 4, 5)),
     "cumsum": (lambda: nn.Sequential(nn.Linear(5, 5), Fn(lambda x: x.cumsum(1) + x.cumsum(0))), (2, 5)),
     "cosine_similarity": (lambda: nn.Sequential(nn.Linear(5, 6), Fn(lambda x: F.cosine_similarity(x[:, :3], x[:, 3:], 1))),
                           (2, 5)),

@@ -197,7 +197,19 @@ def upsample_case(seed: int):
     return ({"input": dims, "scale_h": sh, "scale_w": sw}, x), want.permute(0, 2, 3, 1).numpy()
 
 
+def pad_case(seed: int):
+    rng = np.random.default_rng(seed)
+    outer, in_len, inner = (int(v) for v in rng.integers(1, 5, size=3))
+    before, after = (int(v) for v in rng.integers(0, 4, size=2))
+    value = float(np.float32(rng.standard_normal()))
+    x = rng.standard_normal((outer, in_len, inner)).astype(F32)
+    want = torch.nn.functional.pad(torch.from_numpy(x).transpose(1, 2), (before, after), value=value).transpose(1, 2)
+    return ({"outer": outer, "in_len": in_len, "before": before, "after": after, "inner": inner, "value": 0,
+             "value_f32": value}, x), want.numpy()
+
+
 CASES = {
+    "mcu_pad_f32": (shape_twins.pad_f32, pad_case),
     "mcu_upsample_nearest_f32": (shape_twins.upsample_nearest_f32, upsample_case),
     "mcu_conv2d_f32": (twins.conv2d_f32, conv_case),
     "mcu_dwconv2d_f32": (twins.dwconv2d_f32, lambda s: conv_case(s, depthwise=True)),

@@ -580,6 +580,27 @@ def transpose_case(draw):
 
 
 @st.composite
+def pad_case(draw, dtype=np.int8):
+    outer, in_len, inner = (draw(st.integers(1, 5)) for _ in range(3))
+    before, after = draw(st.integers(0, 4)), draw(st.integers(0, 4))
+    info = np.iinfo(dtype)
+    params = {"outer": outer, "in_len": in_len, "before": before, "after": after, "inner": inner,
+              "value": draw(st.integers(int(info.min), int(info.max))), "value_f32": 0.0}
+    return Case((params, draw(ints((outer, in_len, inner), dtype))), outer * (before + in_len + after) * inner)
+
+
+@st.composite
+def slice_case(draw, dtype=np.int8):
+    outer, in_len, inner = draw(st.integers(1, 4)), draw(st.integers(1, 9)), draw(st.integers(1, 4))
+    start, step = draw(st.integers(0, in_len - 1)), draw(st.integers(1, 3))
+    out_len = draw(st.integers(1, (in_len - 1 - start) // step + 1))
+    params = {"outer": outer, "in_len": in_len, "out_len": out_len, "start": start, "step": step, "inner": inner}
+    data = draw(ints((outer, in_len, inner), dtype)) if dtype != np.float32 else \
+        draw(floats_data((outer, in_len, inner), specials=True))
+    return Case((params, data), outer * out_len * inner)
+
+
+@st.composite
 def concat_case(draw):
     k, outer = draw(st.integers(1, 8)), draw(st.integers(1, 4))
     out_off = draw(OUT_OFFSET)
@@ -671,7 +692,9 @@ STRATEGIES = {
     "mcu_matmul_s8": matmul_case(), "mcu_maxpool2d_s8": pool_case(False), "mcu_avgpool2d_s8": pool_case(True),
     "mcu_add_s8": add_case(), "mcu_add_broadcast_s8": add_broadcast_case(), "mcu_mul_s8": mul_case(),
     "mcu_softmax_s8": softmax_case(), "mcu_lut_s8": lut_case(), "mcu_transpose_s8": transpose_case(),
-    "mcu_concat_s8": concat_case(), "mcu_upsample_nearest_s8": upsample_case(), "mcu_reduce_sum_s8": reduce_case(),
+    "mcu_concat_s8": concat_case(), "mcu_upsample_nearest_s8": upsample_case(), "mcu_pad_s8": pad_case(),
+    "mcu_slice_s8": slice_case(), "mcu_slice_s16": slice_case(np.int16), "mcu_slice_f32": slice_case(np.float32),
+    "mcu_pad_s16": pad_case(np.int16), "mcu_reduce_sum_s8": reduce_case(),
     "mcu_dequantize_s8_f32": dequantize_case(), "mcu_quantize_f32_s8": quantize_case(),
     "mcu_layer_norm_f32": layer_norm_case(),
     "mcu_dwconv2d_s8_inplace": inplace_conv_case("dw"), "mcu_conv2d_1x1_s8_inplace": inplace_conv_case("1x1"),

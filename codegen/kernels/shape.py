@@ -16,4 +16,7 @@ SPECS = [
     kernel("mcu_slice_s8", "shape", "mcu_slice_params_t"),
     kernel("mcu_slice_s16", "s16", "mcu_slice_params_t"),
     kernel("mcu_slice_f32", "float", "mcu_slice_params_t"),
+    kernel("mcu_pad_s8", "shape", "mcu_pad_params_t"),
+    kernel("mcu_pad_s16", "s16", "mcu_pad_params_t"),
+    kernel("mcu_pad_f32", "float", "mcu_pad_params_t"),
 ]

@@ -72,7 +72,13 @@ def decompose(graph: Graph) -> Graph:
             nodes.append(node.replace(inputs=tuple(ins)))
         else:
             nodes.append(node)
-    outputs = list(graph.outputs)
+    return graph.replace(tensors=tensors, nodes=tuple(nodes))
+
+
+def copy_aliased_outputs(graph: Graph) -> Graph:
+    """A model output that is a model input or a reshape of one (after the transposes that only move size-1
+    dims are gone) gets a copy, a whole-tensor slice: inputs and outputs are separate buffers (pass)."""
+    tensors, nodes, outputs = dict(graph.tensors), list(graph.nodes), list(graph.outputs)
     for i, t in enumerate(outputs):
         if _views_an_input(graph, t):
             copy = f"{t}_copy"

@@ -1,10 +1,10 @@
 """Fold a zero constant pad into the conv that reads it: the conv's pad_top/pad_left grow, and its
 kernel skips the taps outside the input, which is exactly padding with real 0.0 (the zero point).
-Asymmetric pads (TF 'same' with stride 2) come out right because the output size is kept."""
+Asymmetric pads (TF 'same' with stride 2) come out right because the output size is kept. Any other pad
+stays a pad node (lowered to mcu_pad, one call per padded dim)."""
 from __future__ import annotations
 
 from mcu.codegen.ir import Graph
-from mcu.codegen.errors import LoweringError
 
 CONVS = {"conv2d", "depthwise_conv2d"}
 
@@ -19,8 +19,7 @@ def fold_pad(graph: Graph) -> Graph:
         ok = (len(users) == 1 and users[0].op in CONVS and users[0].inputs[0] == out and pad.attrs["value"] == 0.0
               and len(pads) == 4 and min(pads) >= 0 and out not in graph.outputs)
         if not ok:
-            raise LoweringError(f"pad at {pad.source}: only a zero pad of H and W that feeds one conv2d is "
-                                f"supported (it is folded into the conv's padding); use the conv's padding= instead")
+            continue  # lowered on its own (mcu_pad)
         left, right, top, bottom = pads
         conv = users[0]
         ph, pw = conv.attrs["padding"]

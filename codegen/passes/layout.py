@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.codegen.ir import REDUCTIONS, Graph, Node, Tensor
+from mcu.codegen.lowering import pad_widths
 from mcu.codegen.errors import LoweringError
 
 BROADCASTING = ("add", "sub", "mul", "div", "minimum", "maximum", "pow")  # elementwise ops of two tensors
@@ -123,6 +124,10 @@ def to_nhwc(graph: Graph) -> Graph:
         elif node.op == "concat" and rank == 4:
             ins = tuple(nhwc_operand(i) for i in node.inputs)
             nodes.append(node.replace(inputs=ins, attrs={**node.attrs, "dim": TO_NCHW[node.attrs["dim"]]}))
+        elif node.op == "pad" and rank == 4:
+            torch_widths = pad_widths(4, node.attrs["pads"])
+            stored = [torch_widths[TO_NHWC[i]] for i in range(4)]
+            nodes.append(node.replace(attrs={**node.attrs, "widths": tuple(stored)}))
         elif node.op == "slice" and rank == 4:
             nodes.append(node.replace(attrs={**node.attrs, "dim": TO_NCHW[node.attrs["dim"]]}))
         elif node.op in REDUCTIONS and rank == 4:

@@ -33,6 +33,25 @@ def slice_s8(params: dict, input: np.ndarray) -> np.ndarray:
 slice_s16 = slice_f32 = slice_s8
 
 
+def pad_s8(params: dict, input: np.ndarray, dtype=np.int8) -> np.ndarray:
+    """Twin of mcu_pad_s8 (_s16, _f32: value_f32): [outer, in_len, inner] -> [outer, before + in_len + after,
+    inner], the new elements `value`."""
+    p = params
+    if min(p["outer"], p["inner"], p["in_len"]) < 1 or min(p["before"], p["after"]) < 0:
+        raise ValueError(f"bad pad params {p}")
+    x = np.asarray(input, dtype).reshape(p["outer"], p["in_len"], p["inner"])
+    value = p["value_f32"] if dtype == np.float32 else p["value"]
+    return np.pad(x, ((0, 0), (p["before"], p["after"]), (0, 0)), constant_values=dtype(value))
+
+
+def pad_s16(params: dict, input: np.ndarray) -> np.ndarray:
+    return pad_s8(params, input, np.int16)
+
+
+def pad_f32(params: dict, input: np.ndarray) -> np.ndarray:
+    return pad_s8(params, input, np.float32)
+
+
 CONCAT_MAX_INPUTS = 8
 
 

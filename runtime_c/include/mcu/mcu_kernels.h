@@ -204,6 +204,19 @@ typedef struct {
  * output must not overlap input. One function per element type; the same contract. */
 mcu_status_t mcu_slice_s8(const mcu_slice_params_t *params, const int8_t *input, int8_t *output);
 
+typedef struct {
+    int32_t outer;  /* product of the dims before the padded one */
+    int32_t in_len; /* the padded dim's size in the input; the output's is before + in_len + after */
+    int32_t before, after; /* >= 0 */
+    int32_t inner;  /* product of the dims after the padded one */
+    int32_t value;  /* the pad value in the element type (int8/int16: the quantized value) */
+    float value_f32; /* ... for mcu_pad_f32 */
+} mcu_pad_params_t;
+
+/* Constant pad along one dim, any rank ([outer, in_len, inner] -> [outer, before + in_len + after, inner]);
+ * a pad of several dims is a chain of calls. Output must not overlap input. */
+mcu_status_t mcu_pad_s8(const mcu_pad_params_t *params, const int8_t *input, int8_t *output);
+
 /* ==== Op breadth ================================================================================
  * Broadcasting elementwise ops, look-up-table activations, concat, upsample, reductions, grouped conv,
  * matmul of two activations, and the float32 fallback. Same conventions as above; in addition:
@@ -514,6 +527,10 @@ mcu_status_t mcu_concat_f32(const mcu_concat_f32_params_t *params, const float *
 
 /* mcu_slice_s8 for float tensors (mcu_slice_params_t). */
 mcu_status_t mcu_slice_f32(const mcu_slice_params_t *params, const float *input, float *output);
+
+/* mcu_pad_s8 on int16 and float32 elements (value, value_f32). */
+mcu_status_t mcu_pad_s16(const mcu_pad_params_t *params, const int16_t *input, int16_t *output);
+mcu_status_t mcu_pad_f32(const mcu_pad_params_t *params, const float *input, float *output);
 
 /* mcu_upsample_nearest_s8 on float32 elements. */
 mcu_status_t mcu_upsample_nearest_f32(const mcu_upsample_params_t *params, const float *input, float *output);

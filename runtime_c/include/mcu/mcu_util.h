@@ -172,6 +172,34 @@ static inline mcu_status_t mcu_slice_elems(const mcu_slice_params_t *params, con
     return MCU_OK;
 }
 
+/* The constant pad of mcu_pad_s8 / _s16 / _f32 for elements of `elem` bytes, `value` one padding element. */
+static inline mcu_status_t mcu_pad_elems(const mcu_pad_params_t *params, const void *input, void *output, size_t elem,
+                                         const void *value)
+{
+    if (params == NULL || input == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_pad_params_t *p = params;
+    if (p->outer < 1 || p->inner < 1 || p->in_len < 1 || p->before < 0 || p->after < 0) {
+        return MCU_ERR_SHAPE;
+    }
+    const size_t run = (size_t)p->inner * elem, body = (size_t)p->in_len * run;
+    const uint8_t *in = (const uint8_t *)input;
+    uint8_t *out = (uint8_t *)output;
+    for (int32_t o = 0; o < p->outer; ++o) {
+        for (size_t k = 0; k < (size_t)p->before * (size_t)p->inner; ++k, out += elem) {
+            memcpy(out, value, elem);
+        }
+        memcpy(out, in, body);
+        out += body;
+        in += body;
+        for (size_t k = 0; k < (size_t)p->after * (size_t)p->inner; ++k, out += elem) {
+            memcpy(out, value, elem);
+        }
+    }
+    return MCU_OK;
+}
+
 /* The transpose of mcu_transpose_s8 / _f32 for elements of `elem` bytes: walks the output in order. */
 static inline mcu_status_t mcu_transpose_elems(const mcu_transpose_params_t *params, const void *input, void *output,
                                                size_t elem)
