@@ -15,6 +15,7 @@ from mcu.codegen.passes.layout import to_nhwc
 from mcu.codegen.passes.lower import lower
 from mcu.codegen.target import Target
 from mcu.codegen.passes.select_kernels import select_kernels
+from mcu.codegen.passes.share_constants import share_constants
 
 
 def passes(target: Target = Target()) -> list:
@@ -30,6 +31,7 @@ def passes(target: Target = Target()) -> list:
         partial(select_kernels, target=target),  # portable -> the board's fastest variant
         partial(use_inplace_kernels, target=target),  # optimize="memory": in-place variants over dying inputs
         partial(fuse_residual_adds, target=target),  # optimize="memory": conv + residual add in one call
+        share_constants,                      # identical constant arrays (an unrolled GRU's weights) stored once
     ]
 
 

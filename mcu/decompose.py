@@ -436,6 +436,44 @@ def _where(gm, n):
     return b(aten.add.Tensor, keep, b(aten.mul.Tensor, b(aten.rsub.Scalar, c, 1.0), no))
 
 
+def _gather(gm, n):
+    """embedding(weight, indices) and index_select(x, dim, indices) with constant indices: one slice per index,
+    cat, then the index tensor's shape (indices computed at run time, integer inputs, are refused)."""
+    if n.target == aten.embedding.default:
+        x, idx, dim = n.args[0], n.args[1], 0
+    else:
+        x, dim, idx = n.args[0], int(n.args[1]), n.args[2]
+    index = _tensor(gm, idx) if isinstance(idx, Node) else torch.as_tensor(idx)
+    if index is None:
+        raise _refuse(n, f"{n.target.__name__} with indices computed by the model",
+                      "make the indices a constant (a buffer), or gather with slices")
+    shape = _shape(x)
+    dim %= len(shape)
+    b = _Builder(gm, n, None)
+    flat = [int(i) % shape[dim] for i in index.reshape(-1).tolist()]
+    parts = [b(aten.slice.Tensor, x, dim, i, i + 1) for i in flat]
+    y = parts[0] if len(parts) == 1 else b(aten.cat.default, parts, dim)
+    out = _shape(n)
+    return y if _shape(y) == out else b(aten.reshape.default, y, out)
+
+
+def _bilinear(gm, n):
+    """bilinear(x1, x2, W, b)[..., k] = x1 W_k x2 + b_k: a linear layer of x1 onto [K * J] (W's in and out axes
+    swapped), times x2 per k, summed over j (the product and sum a float island in int8)."""
+    x1, x2, weight, bias = n.args[0], n.args[1], n.args[2], _arg(n, 3, "bias")
+    w = _tensor(gm, weight)
+    if w is None:
+        raise _refuse(n, "bilinear with a computed weight", "make the weight an nn.Parameter")
+    k, i, j = w.shape
+    b = _Builder(gm, n, None)
+    t = b(aten.linear.default, x1, b.const("_mcu_bilinear_weight", w.permute(0, 2, 1).reshape(k * j, i)))
+    t = b(aten.reshape.default, t, _shape(x1)[:-1] + [k, j])
+    b.island = "bilinear"
+    y = b(aten.sum.dim_IntList, b(aten.mul.Tensor, t, b(aten.unsqueeze.default, x2, -2)), [-1], False)
+    beta = _tensor(gm, bias) if bias is not None else None
+    return y if beta is None else b(aten.add.Tensor, y, b.const("_mcu_bilinear_bias", beta))
+
+
 def _refuse(n: Node, what: str, fix: str):
     from mcu.export import UnsupportedOpError, source_line
     return UnsupportedOpError(f"{what} at {source_line(n) or '(no source line recorded)'} is not supported; {fix}")
@@ -458,6 +496,8 @@ COMPOSITES = {
     aten.upsample_bilinear2d.vec: _resample, aten.upsample_bicubic2d.vec: _resample,
     **{op: _compare for op in COMPARISONS}, **{op: _logical for op in LOGICAL},
     aten.where.self: _where, aten.masked_fill.Scalar: _where,
+    aten.embedding.default: _gather, aten.index_select.default: _gather,
+    aten.bilinear.default: _bilinear,
 }
 # Decomposed only when mcu's own kernel does not apply (_is_uniform is False).
 RESAMPLED_WHEN_UNEVEN = {aten.upsample_nearest2d.vec, aten.adaptive_avg_pool2d.default, aten.upsample_nearest1d.vec}
@@ -538,7 +578,7 @@ def _zero_operand(gm: GraphModule, n: Node):
 
 
 def decompose_composites(gm: GraphModule) -> GraphModule:
-    """Fold constants, then replace every COMPOSITES op by its primitives (in place; returns gm)."""
+    """Fold constants, replace every COMPOSITES op by its primitives, fold again (in place; returns gm)."""
     changed = fold_constants(gm)
     for n in list(gm.graph.nodes):
         if n.op == "call_function" and n.target in RESAMPLED_WHEN_UNEVEN and not _is_uniform(n):
@@ -552,6 +592,7 @@ def decompose_composites(gm: GraphModule) -> GraphModule:
             gm.graph.erase_node(n)
             changed = True
     if changed:
+        fold_constants(gm)  # what the decompositions computed from constants alone (a bilinear's x2 view)
         gm.graph.eliminate_dead_code()
         gm.graph.lint()
         gm.recompile()

@@ -479,7 +479,8 @@ class _InputMeans(torch.fx.Interpreter):
             channel = x.dim() - 1 if n.target == aten.linear.default else 1
             total, count = self._sums.get(n.name, (0.0, 0))
             dims = [d for d in range(x.dim()) if d != channel]
-            self._sums[n.name] = (total + x.double().sum(dims), count + x.numel() // x.shape[channel])
+            per_channel = x.double().sum(dims) if dims else x.double()  # sum([]) would sum everything
+            self._sums[n.name] = (total + per_channel, count + x.numel() // x.shape[channel])
         return super().run_node(n)
 
     def means(self) -> dict[str, torch.Tensor]:

@@ -110,13 +110,14 @@ def _bn_as_depthwise(gm: GraphModule, bn: Node, scale: torch.Tensor, shift: torc
 PIECE_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int}
 IDENTITIES = {aten.dropout.default, aten.alias.default, aten.contiguous.default, aten.clone.default}
 MATMUL_FORMS = {aten.mm.default, aten.mv.default, aten.addmm.default, aten.baddbmm.default, aten.addmv.default}
+VALUES_AND_INDICES = {aten.max.dim: aten.amax.default, aten.min.dim: aten.amin.default}
 SCALAR_FORMS = {aten.add.Scalar: aten.add.Tensor, aten.sub.Scalar: aten.sub.Tensor, aten.mul.Scalar: aten.mul.Tensor,
                 aten.div.Scalar: aten.div.Tensor}
 GRAD_MODE_WRAPPER = torch.ops.higher_order.wrap_with_set_grad_enabled
 WHOLE_REDUCTIONS = {aten.sum.default: aten.sum.dim_IntList, aten.mean.default: aten.mean.dim}
 REWRITTEN_OPS = PIECE_OPS | MATMUL_FORMS | IDENTITIES | set(WHOLE_REDUCTIONS) | {
     aten._unsafe_view.default, aten.clamp_min.default, aten.clamp_max.default, aten.expand.default, aten.repeat.default,
-    *SCALAR_FORMS, GRAD_MODE_WRAPPER, aten.expand_as.default, aten.stack.default, aten.roll.default, aten.flip.default, aten.pad.default,aten.narrow.default, aten.select.int, aten.view.default,
+    *SCALAR_FORMS, *VALUES_AND_INDICES, GRAD_MODE_WRAPPER, aten.expand_as.default, aten.stack.default, aten.roll.default, aten.flip.default, aten.pad.default,aten.narrow.default, aten.select.int, aten.view.default,
                                                         aten.batch_norm.default, aten.rrelu.default, aten.t.default}
 
 
@@ -334,6 +335,18 @@ def views_as_slices(gm: GraphModule) -> bool:
             index = int(index) % int(x.meta["val"].shape[dim])
             s = _slice_node(graph, x, dim, index, index + 1, n)
             n.target, n.args = aten.squeeze.dims, (s, [dim])
+            changed = True
+        elif n.target in VALUES_AND_INDICES and all(u.target == operator.getitem and (u.args[1] == 0 or not u.users)
+                                                    for u in n.users):
+            # x.max(dim)[0]: only the values are read, an amax (the indices would be an integer output)
+            dim = int(n.args[1]) if len(n.args) > 1 else int(n.kwargs["dim"])
+            keepdim = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+            for u in list(n.users):
+                if u.args[1] == 0:
+                    u.target, u.args, u.kwargs = VALUES_AND_INDICES[n.target], (n.args[0], [dim], keepdim), {}
+                else:
+                    graph.erase_node(u)
+            graph.erase_node(n)
             changed = True
         elif n.target in SCALAR_FORMS:  # x op scalar: the Tensor overload takes a scalar as well
             n.target = SCALAR_FORMS[n.target]

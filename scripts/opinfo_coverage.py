@@ -44,7 +44,7 @@ EDGE_OPS = [
     # pools
     "nn.functional.max_pool1d", "nn.functional.max_pool2d", "nn.functional.avg_pool1d", "nn.functional.avg_pool2d",
     "nn.functional.adaptive_avg_pool1d", "nn.functional.adaptive_avg_pool2d", "nn.functional.adaptive_max_pool1d",
-    "nn.functional.adaptive_max_pool2d", "nn.functional.lp_pool2d",
+    "nn.functional.adaptive_max_pool2d",
     # convs
     "nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv_transpose1d",
     "nn.functional.conv_transpose2d",

@@ -1,5 +1,8 @@
 """Bundled models, each a function returning (model, example_inputs) with seeded weights."""
+from mcu.zoo.blocks import (BLOCKS, convt_decoder, ghost, gru_kws, linear_attention, mbv3, mobilevit,
+                             shuffle)
 from mcu.zoo.example import example_cnn
 from mcu.zoo.mlperf_tiny import MODELS, ad, calibration_set, ic, kws, macs, vww
 
-__all__ = ["example_cnn", "kws", "vww", "ic", "ad", "MODELS", "calibration_set", "macs"]
+__all__ = ["example_cnn", "kws", "vww", "ic", "ad", "MODELS", "calibration_set", "macs", "BLOCKS", "mbv3", "ghost",
+           "shuffle", "mobilevit", "linear_attention", "gru_kws", "convt_decoder"]

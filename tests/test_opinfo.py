@@ -1,0 +1,73 @@
+"""PyTorch's own op tests on the edge op set (scripts/opinfo_coverage.py: the first float32 OpInfo sample of each
+op in op_db as a one-op model).
+
+- Every op of the edge set passes in float32 (within 1e-4 relative of torch) and int8 (>= 20 dB SQNR), on the
+  numpy reference, unless EXCLUSIONS names it with the reason; an excluded op that starts passing fails the
+  test, so the list stays true.
+- A fixed spread of ops also runs on QEMU (M4, M3 soft float, M55 Helium): device == reference bit for bit.
+  `python scripts/opinfo_coverage.py --board B` runs every op on a board.
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import pytest
+
+pytest.importorskip("expecttest", reason="op_db imports only with expecttest (the test extras)")
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "opinfo_coverage.py"
+_spec = importlib.util.spec_from_file_location("opinfo_coverage", SCRIPT)
+coverage = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(coverage)
+
+INDICES = "the sample returns integer indices (an int64 output); mcu's outputs are float or quantized"
+EXCLUSIONS = {
+    "nn.functional.rrelu": "the sample is in training mode (a random slope per element): refused, naming model.eval()",
+    "nn.functional.batch_norm": "the sample is in training mode (batch statistics): refused, naming model.eval()",
+    "nn.functional.max_pool1d": INDICES, "nn.functional.max_pool2d": INDICES,
+    "nn.functional.adaptive_max_pool1d": INDICES, "nn.functional.adaptive_max_pool2d": INDICES,
+    "max": INDICES + " (x.max(dim)[0] alone compiles, as amax)", "min": INDICES + " (x.min(dim)[0] alone compiles)",
+    "argmax": INDICES, "argmin": INDICES,
+    "nn.functional.one_hot": "the sample fails in torch itself (one_hot of a float tensor)",
+}
+DEVICE_OPS = ["exp", "div", "where", "nn.functional.mish", "nn.functional.group_norm", "nn.functional.conv_transpose2d",
+              "logsumexp", "nn.functional.pad", "nn.functional.pixel_shuffle", "nn.functional.interpolate",
+              "nn.functional.scaled_dot_product_attention", "cumsum", "roll", "stack"]
+
+
+@pytest.fixture(scope="module")
+def op_db():
+    from torch.testing._internal.common_methods_invocations import op_db
+    first = {}
+    for info in op_db:  # the first variant of a name (div: no rounding mode; softmax: without dtype), as the script
+        first.setdefault(info.name, info)
+    return first
+
+
+@pytest.mark.parametrize("mode", ["float32", "int8"])
+def test_edge_set_passes_but_named_exclusions(op_db, mode, tmp_path):
+    failures, unexpected_passes = {}, []
+    for name in coverage.EDGE_OPS:
+        ok, why = coverage.check(op_db[name], mode, None, str(tmp_path / name)) if name in op_db else \
+            (False, "no OpInfo of this name")
+        if not ok and name not in EXCLUSIONS:
+            failures[name] = why
+        if ok and name in EXCLUSIONS:
+            unexpected_passes.append(name)
+    assert not failures, failures
+    assert not unexpected_passes, f"remove from EXCLUSIONS: {unexpected_passes}"
+    passed = len(coverage.EDGE_OPS) - len(EXCLUSIONS)
+    assert passed / len(coverage.EDGE_OPS) >= 0.9
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an385", "mps3-an547"])
+@pytest.mark.parametrize("mode", ["float32", "int8"])
+def test_spread_of_ops_on_device(op_db, board, mode, tmp_path):
+    bad = {}
+    for name in DEVICE_OPS:
+        ok, why = coverage.check(op_db[name], mode, board, str(tmp_path / name))
+        if not ok:
+            bad[name] = why
+    assert not bad, bad
