@@ -4,8 +4,9 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import hashlib
 import os
-import pickle
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ import torch
 from mcu.codegen.emit import emit
 from mcu.frontend import import_quantized
 from mcu.frontend_float import import_float
+from mcu.codegen import serialize
 from mcu.codegen.ir import DTYPES, Graph
 from mcu.codegen.memory import MemoryPlan, picture, plan_graph
 from mcu.codegen.target import Target
@@ -29,9 +31,23 @@ from mcu.package import FILES as DROPIN_FILES, dropin_files
 from mcu.paths import BUILD_DIR
 from mcu.quantize import Progress, quantize as quantize_pt2e
 
-IR_FILE = "ir.pkl"
-OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, "arena.svg", "model.pt2", "report.html", BUILD_DIR,
-             *DROPIN_FILES}
+IR_FILE = "ir.json"      # the lowered IR and memory plan, typed JSON (mcu.codegen.serialize)
+IR_DATA = "ir_data"      # its arrays, <index>.npy, read with allow_pickle=False
+OLD_IR_FILE = "ir.pkl"   # mcu 0.1.0 before package format 1: a pickle, never opened
+OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, IR_DATA, OLD_IR_FILE, "arena.svg", "model.pt2",
+             "report.html", BUILD_DIR, *DROPIN_FILES}
+
+
+def mcu_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("mcu")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class PackageError(McuError):
+    """A package folder that this mcu does not accept: damaged, changed by hand, foreign or from another version."""
 
 
 class InputError(McuError):
@@ -284,7 +300,14 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     footprint = check_fit(graph, manifest, board_info)  # BoardFitError before anything is written
     files = {name: text.encode() for name, text in texts.items()}
     files.update(dropin_files(texts, manifest, board_info, footprint))
-    files[IR_FILE] = pickle.dumps((graph, memory))
+    ir_text, arrays = serialize.dump(graph, memory)
+    files[IR_FILE] = ir_text.encode()
+    for i, a in enumerate(arrays):
+        buf = io.BytesIO()
+        np.save(buf, a, allow_pickle=False)
+        files[f"{IR_DATA}/{i}.npy"] = buf.getvalue()
+    manifest = seal_manifest(manifest, files, len(arrays))
+    files["manifest.json"] = (json.dumps(manifest, indent=2) + "\n").encode()
     files["arena.svg"] = picture(graph, memory, title=board).encode()
     if ep is not None:
         files["model.pt2"] = _saved(ep)  # the float model, for `mcu debug`
@@ -300,20 +323,176 @@ def is_quantized(model) -> bool:
     return any(n.op == "call_function" and "quantized_decomposed" in str(n.target) for n in model.graph.nodes)
 
 
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _manifest_digest(manifest: dict) -> str:
+    """sha256 of the manifest's canonical JSON without its own "package" entry."""
+    rest = {k: v for k, v in manifest.items() if k != "package"}
+    return _sha256(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode())
+
+
+def seal_manifest(manifest: dict, files: dict[str, bytes], n_arrays: int) -> dict:
+    """The manifest with its "package" entry: format version, writer, and the sha256 of itself and of the IR files,
+    so a package changed after mcu wrote it is refused with one line instead of being half-read."""
+    manifest = {k: v for k, v in manifest.items() if k != "package"}
+    manifest["package"] = {
+        "format": serialize.VERSION, "written_by": f"mcu {mcu_version()}", "arrays": n_arrays,
+        "sha256": {name: _sha256(files[name]) for name in [IR_FILE] + [f"{IR_DATA}/{i}.npy" for i in range(n_arrays)]},
+        "manifest_sha256": _manifest_digest(manifest)}
+    return manifest
+
+
+_C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+_KERNEL = re.compile(r"[a-z0-9_]{1,32}/[A-Za-z0-9_]{1,96}\Z")
+MAX_FILE = 1 << 28  # 256 MB: no package file mcu writes comes near
+
+
+def _read(path: Path, what: str) -> bytes:
+    if path.is_symlink() or not path.is_file():
+        raise PackageError(f"{path} is missing or not a regular file; the package is damaged: compile it again "
+                           f"with `mcu compile`")
+    if path.stat().st_size > MAX_FILE:
+        raise PackageError(f"{path} is larger than any {what} mcu writes; the package is damaged")
+    return path.read_bytes()
+
+
+def check_manifest(manifest, where: Path) -> dict:
+    """The manifest's names and numbers, checked before any of them reaches SCons, CMake or the filesystem:
+    the board is one of boards/, every kernel is family/name of a registry kernel, the model name a C name."""
+    from mcu.boards import board_names
+    from mcu.codegen.kernels import KERNELS
+
+    def bad(what: str):
+        raise PackageError(f"{where}: {what}; the package is damaged or was not written by mcu: compile it again "
+                           f"with `mcu compile`")
+
+    if not isinstance(manifest, dict):
+        bad("not a JSON object")
+    board = manifest.get("board")
+    if not isinstance(board, str) or board not in board_names():
+        bad(f"board {str(board)[:40]!r} is not one of mcu's boards (`mcu boards`)")
+    if not isinstance(manifest.get("name"), str) or not _C_NAME.match(manifest["name"]):
+        bad(f"model name {str(manifest.get('name'))[:40]!r} is not a C identifier")
+    kernels = manifest.get("kernels")
+    if not isinstance(kernels, list) or not kernels:
+        bad("'kernels' is not a list of kernel names")
+    for k in kernels:
+        if not isinstance(k, str) or not _KERNEL.match(k):
+            bad(f"kernel {str(k)[:60]!r} is not family/name (no '..', no absolute path)")
+        family, name = k.split("/")
+        if name not in KERNELS or KERNELS[name].family != family:
+            bad(f"kernel {k!r} is not in mcu's kernel registry")
+    for key in ("arena_bytes", "weights_bytes", "arena_lower_bound"):
+        if type(manifest.get(key)) is not int or not 0 <= manifest[key] < 1 << 32:
+            bad(f"{key!r} is not a byte count")
+    for key in ("inputs", "outputs"):
+        specs = manifest.get(key)
+        if not isinstance(specs, list) or not specs:
+            bad(f"{key!r} is not a list of tensors")
+        for s in specs:
+            if not isinstance(s, dict) or not isinstance(s.get("name"), str) or not _C_NAME.match(s["name"]):
+                bad(f"an entry of {key!r} has no C name")
+            shape = s.get("shape")
+            if not isinstance(shape, list) or not 1 <= len(shape) <= 8 or \
+                    any(type(d) is not int or not 0 < d < 1 << 24 for d in shape):
+                bad(f"{key} {s['name']}: 'shape' is not a list of sizes")
+            if s.get("layout") not in ("torch order", "NHWC") or (s.get("layout") == "NHWC" and len(shape) != 4):
+                bad(f"{key} {s['name']}: 'layout' is not 'torch order' or 'NHWC' (4-d)")
+            if s.get("dtype") not in DTYPES:
+                bad(f"{key} {s['name']}: 'dtype' {str(s.get('dtype'))[:20]!r} is not one of {', '.join(DTYPES)}")
+            n = int(np.prod(shape, dtype=np.int64)) * np.dtype(DTYPES[s["dtype"]]).itemsize
+            if s.get("bytes") != n:
+                bad(f"{key} {s['name']}: 'bytes' is not {n}, the size of its shape and dtype")
+            if s.get("scale") is None:
+                if s.get("zero_point") is not None or s["dtype"] != "float32":
+                    bad(f"{key} {s['name']}: no scale for an integer tensor")
+            elif type(s.get("scale")) is not float or not 0 < s["scale"] < 1e30 or type(s.get("zero_point")) is not int \
+                    or not -(1 << 31) <= s["zero_point"] < 1 << 31:
+                bad(f"{key} {s['name']}: 'scale'/'zero_point' are not a positive float and an integer")
+    if not isinstance(manifest.get("ops"), list):
+        bad("'ops' is not a list")
+    return manifest
+
+
 def load(out_dir: str | os.PathLike) -> Package:
-    """Open a package folder written by compile()."""
+    """Open a package folder written by compile(). Nothing in it is executed or unpickled: the manifest and the IR
+    are JSON checked field by field (and against the sha256 the manifest holds), arrays .npy without pickles; any
+    other content raises PackageError (an McuError: one line)."""
     out_dir = Path(out_dir)
     manifest_path = out_dir / "manifest.json"
     if not manifest_path.is_file():
         raise McuError(f"{out_dir} is not an mcu package (no manifest.json); run `mcu compile` first")
     try:
-        manifest = json.loads(manifest_path.read_text())
-        graph, memory = pickle.loads((out_dir / IR_FILE).read_bytes())
-        board = manifest["board"]
-    except Exception as exc:  # json, pickle and a missing ir.pkl raise many types
-        raise McuError(f"{out_dir} is a damaged mcu package or one from another mcu version ({type(exc).__name__}: "
-                       f"{exc}); compile it again with `mcu compile`") from exc
-    return Package(out_dir, board, manifest, graph, memory)
+        manifest = json.loads(_read(manifest_path, "manifest"),
+                              parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"{c} is not JSON")))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise PackageError(f"{manifest_path} is not valid JSON ({str(exc)[:80]}); the package is damaged: compile it "
+                           f"again with `mcu compile`") from None
+    info = manifest.get("package") if isinstance(manifest, dict) else None
+    if not isinstance(info, dict) or "format" not in info:
+        if (out_dir / OLD_IR_FILE).exists() or isinstance(manifest, dict) and "kernels" in manifest:
+            raise PackageError(f"{out_dir} was written by an older mcu (mcu 0.1.0 before package format "
+                               f"{serialize.VERSION}: its IR is a pickle, which mcu no longer opens); compile the "
+                               f"model again with this mcu ({mcu_version()}): `mcu compile MODEL -o {out_dir}`")
+        raise PackageError(f"{manifest_path} is not an mcu manifest; compile the model with `mcu compile`")
+    if info.get("format") != serialize.VERSION:
+        raise PackageError(f"{out_dir} was written by {str(info.get('written_by'))[:40]} in package format "
+                           f"{str(info.get('format'))[:20]}; this mcu ({mcu_version()}) reads format "
+                           f"{serialize.VERSION}: compile the model again with `mcu compile MODEL -o {out_dir}`")
+    sums = info.get("sha256")
+    n = info.get("arrays")
+    if info.get("manifest_sha256") != _manifest_digest(manifest) or type(n) is not int or not 0 <= n < 1 << 20 or \
+            not isinstance(sums, dict) or set(sums) != {IR_FILE, *(f"{IR_DATA}/{i}.npy" for i in range(n))}:
+        raise PackageError(f"{manifest_path} was changed after mcu wrote it (its checksum does not match); compile "
+                           f"the model again with `mcu compile`")
+    check_manifest(manifest, manifest_path)
+
+    def checked(name: str) -> bytes:
+        data = _read(out_dir / name, name)
+        if _sha256(data) != sums[name]:
+            raise PackageError(f"{out_dir / name} was changed after mcu wrote it (its sha256 is not the one in "
+                               f"manifest.json); compile the model again with `mcu compile`")
+        return data
+
+    def read_array(i: int) -> np.ndarray:
+        if not i < n:
+            raise PackageError(f"{out_dir / IR_FILE} names array {i}; the package holds {n}")
+        try:
+            return np.load(io.BytesIO(checked(f"{IR_DATA}/{i}.npy")), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise PackageError(f"{out_dir / IR_DATA / f'{i}.npy'} is not a plain .npy array ({str(exc)[:80]})") from None
+
+    try:
+        text = checked(IR_FILE).decode()
+    except UnicodeDecodeError:
+        raise PackageError(f"{out_dir / IR_FILE} is not UTF-8 text; the package is damaged") from None
+    try:
+        graph, memory = serialize.load(text, read_array)
+    except serialize.FormatError as exc:
+        raise PackageError(f"{out_dir}: {exc}; the package is damaged: compile it again with `mcu compile`") from None
+    _check_consistent(manifest, graph, memory, manifest_path)
+    return Package(out_dir, manifest["board"], manifest, graph, memory)
+
+
+def _check_consistent(manifest: dict, graph: Graph, memory: MemoryPlan, where: Path) -> None:
+    """The manifest's I/O, arena and kernels say what the IR says."""
+    def bad(what):
+        raise PackageError(f"{where}: {what}, unlike the package's IR; compile the model again with `mcu compile`")
+
+    for key, names in (("inputs", graph.inputs), ("outputs", graph.outputs)):
+        if len(manifest[key]) != len(names):
+            bad(f"{len(manifest[key])} {key}")
+        for s, t in zip(manifest[key], names):
+            t = graph.tensors[t]
+            if list(t.shape) != s["shape"] or t.dtype != s["dtype"]:
+                bad(f"{key} {s['name']} is {s['dtype']} {s['shape']}")
+    if manifest["arena_bytes"] != memory.arena_bytes:
+        bad(f"the arena is {manifest['arena_bytes']} B")
+    kernels = {n.attrs.get("kernel") for n in graph.nodes if n.op == "call"}
+    if not set(k.split("/")[1] for k in manifest["kernels"]) <= kernels | {None}:
+        bad("the kernel list names kernels no op calls")
 
 
 def run(pkg: Package, inputs, *, timeout: float = 120.0) -> RunResult:

@@ -352,11 +352,11 @@ def test_wrong_input_file_through_the_cli(linear_pkg, capsys, tmp_path):
 def test_damaged_package(linear_pkg, capsys, tmp_path):
     pkg = tmp_path / "pkg"
     shutil.copytree(linear_pkg.out_dir, pkg, ignore=shutil.ignore_patterns(".mcu-build"))
-    (pkg / "ir.pkl").write_bytes(b"garbage")
+    (pkg / "ir.json").write_bytes(b"garbage")
     with pytest.raises(McuError) as e:
         mcu.load(pkg)
-    assert str(e.value).startswith(f"{pkg} is a damaged mcu package or one from another mcu version (")
-    assert str(e.value).endswith("); compile it again with `mcu compile`")
+    assert str(e.value) == (f"{pkg / 'ir.json'} was changed after mcu wrote it (its sha256 is not the one in "
+                            f"manifest.json); compile the model again with `mcu compile`")
     rc, err = cli(capsys, "run", pkg)
     assert rc == 1 and one_error(err) == str(e.value)
     rc, err = cli(capsys, "size", tmp_path)
