@@ -5,10 +5,15 @@ data or the twins (SCons, kernel tests) do not pay for importing torch.
 """
 from mcu.errors import McuError
 
-__all__ = ["Package", "RunResult", "compile", "load", "run", "size", "McuError"]
+__all__ = ["Package", "RunResult", "EvalResult", "compile", "eval", "load", "run", "size", "McuError"]
+_EXTRA = {"eval": ("mcu.evaluate", "evaluate"), "EvalResult": ("mcu.evaluate", "EvalResult")}
 
 
 def __getattr__(name):
+    if name in _EXTRA:
+        import importlib
+        module, attr = _EXTRA[name]
+        return getattr(importlib.import_module(module), attr)
     if name in __all__:
         from mcu import api
         return getattr(api, name)

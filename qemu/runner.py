@@ -1,5 +1,9 @@
 """Runs a firmware image under qemu-system-arm: input.bin in, output.bin and the MCU_DONE line out, faults decoded.
 
+ - run_firmware: one inference. run_firmware_batch (firmware built with -DMCU_BATCH): N records in
+   batch.bin, N outputs back from batch_out.bin, in one QEMU launch; the console is read as it
+   comes so its MCU_PROGRESS lines drive a progress callback.
+
  - QEMU runs in a fresh temporary directory holding input.bin; the firmware opens input.bin and
    writes output.bin there through semihosting, and prints its result lines on the semihosting
    console (QEMU's stderr, merged into stdout here).
@@ -12,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +36,8 @@ QEMU = "qemu-system-arm"
 ICOUNT_SHIFT = 0  # 2**shift ns of virtual time per instruction
 INSTRUCTIONS_PER_SECOND = 10**9 >> ICOUNT_SHIFT
 
+_PROGRESS = re.compile(r"^MCU_PROGRESS (\d+)\s*$")
+_BATCH = re.compile(r"^MCU_BATCH n=(\d+)\s*$", re.MULTILINE)
 _DONE = re.compile(r"^MCU_DONE status=(-?\d+) ticks=(\d+) overhead=(\d+) stack=(\d+)\s*$", re.MULTILINE)
 _ERROR = re.compile(r"^MCU_ERROR (.*)$", re.MULTILINE)
 _OVERFLOW = re.compile(r"^MCU_STACK_OVERFLOW (.*)$", re.MULTILINE)
@@ -78,6 +85,67 @@ def run_firmware(elf: str | Path, board: str | Board, input_bytes: bytes, *, tim
     """Run elf once on board's QEMU machine with input_bytes as input.bin; raise an McuError on any failure.
     `collect` names further files the firmware writes (e.g. debug.bin); they come back in RunResult.files."""
     board = load_board(board) if isinstance(board, str) else board
+    elf, cmd = _command(elf, board)
+    with tempfile.TemporaryDirectory(prefix="mcu-qemu-") as tmp:
+        (Path(tmp) / "input.bin").write_bytes(input_bytes)
+        try:
+            proc = subprocess.run(
+                cmd, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired as e:  # subprocess.run has killed QEMU
+            raise _timeout(elf, board, timeout, _text(e.stdout)) from None
+        stdout = _text(proc.stdout)
+        output_path = Path(tmp) / "output.bin"
+        output = output_path.read_bytes() if output_path.is_file() else None
+        files = {name: (Path(tmp) / name).read_bytes() for name in collect if (Path(tmp) / name).is_file()}
+    return _result(elf, board, proc.returncode, stdout, output, files)
+
+
+def run_firmware_batch(elf: str | Path, board: str | Board, records: bytes, count: int, *, timeout: float = 600,
+                       progress=None) -> RunResult:
+    """Run a -DMCU_BATCH firmware once over `count` input records (concatenated in `records`); the outputs of
+    all records come back concatenated in RunResult.output_bytes, ticks summed over the records.
+    progress(done, count) is called as the firmware reports records done."""
+    board = load_board(board) if isinstance(board, str) else board
+    elf, cmd = _command(elf, board)
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="mcu-qemu-") as tmp:
+        (Path(tmp) / "batch.bin").write_bytes(records)
+        proc = subprocess.Popen(cmd, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+        killer = threading.Timer(timeout, proc.kill)
+        killer.start()
+        try:
+            for raw in proc.stdout:
+                line = _text(raw)
+                lines.append(line)
+                match = _PROGRESS.match(line)
+                if match and progress is not None:
+                    progress(int(match.group(1)), count)
+            returncode = proc.wait()
+        finally:
+            timed_out = not killer.is_alive()
+            killer.cancel()
+            proc.stdout.close()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        stdout = "".join(lines)
+        if timed_out and _DONE.search(stdout) is None:
+            raise _timeout(elf, board, timeout, stdout)
+        output_path = Path(tmp) / "batch_out.bin"
+        output = output_path.read_bytes() if output_path.is_file() else None
+    res = _result(elf, board, returncode, stdout, output, {})
+    batch = _BATCH.search(stdout)
+    done = int(batch.group(1)) if batch else None
+    if done != count:
+        raise FirmwareError(f"{elf} ran {done} of {count} inputs (is it built with MCU_BATCH?); console output:\n"
+                            f"{_tail(stdout)}")
+    return res
+
+
+def _command(elf: str | Path, board: Board) -> tuple[Path, list[str]]:
     if not board.emulated:
         raise NotEmulatedError(
             f"board {board.name} has no [qemu] section in its board.toml: its firmware can be built "
@@ -97,23 +165,17 @@ def run_firmware(elf: str | Path, board: str | Board, input_bytes: bytes, *, tim
         "-icount", f"shift={ICOUNT_SHIFT}",
         "-kernel", str(elf),
     ]
-    with tempfile.TemporaryDirectory(prefix="mcu-qemu-") as tmp:
-        (Path(tmp) / "input.bin").write_bytes(input_bytes)
-        try:
-            proc = subprocess.run(
-                cmd, cwd=tmp, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired as e:  # subprocess.run has killed QEMU
-            raise QemuTimeoutError(
-                f"{elf} did not finish on {board.qemu_machine} within {timeout} s (QEMU killed): the firmware "
-                f"hangs or the model is slower than that; pass a larger timeout=\n{_tail(_text(e.stdout))}"
-            ) from None
-        stdout = _text(proc.stdout)
-        output_path = Path(tmp) / "output.bin"
-        output = output_path.read_bytes() if output_path.is_file() else None
-        files = {name: (Path(tmp) / name).read_bytes() for name in collect if (Path(tmp) / name).is_file()}
+    return elf, cmd
 
+
+def _timeout(elf: Path, board: Board, timeout: float, stdout: str) -> QemuTimeoutError:
+    return QemuTimeoutError(
+        f"{elf} did not finish on {board.qemu_machine} within {timeout} s (QEMU killed): the firmware "
+        f"hangs or the model is slower than that; pass a larger timeout=\n{_tail(stdout)}"
+    )
+
+
+def _result(elf: Path, board: Board, returncode: int, stdout: str, output: bytes | None, files: dict) -> RunResult:
     overflow = _OVERFLOW.search(stdout)
     if overflow or "Lockup" in stdout:
         detail = overflow.group(1) if overflow else "the core locked up (a fault while entering the fault handler)"
@@ -126,10 +188,10 @@ def run_firmware(elf: str | Path, board: str | Board, input_bytes: bytes, *, tim
     if fault:
         raise _hard_fault(elf, board, fault, stdout)
     done, error = _DONE.search(stdout), _ERROR.search(stdout)
-    if proc.returncode != 0 or done is None or output is None:
+    if returncode != 0 or done is None or output is None:
         why = (
             error.group(1).strip() if error
-            else f"QEMU exited with status {proc.returncode}" if proc.returncode != 0
+            else f"QEMU exited with status {returncode}" if returncode != 0
             else "no MCU_DONE line" if done is None
             else "no output.bin"
         )

@@ -8,6 +8,10 @@
  *    pattern first and scanned afterwards; if the bottom word was overwritten the stack overflowed.
  *  - Errors print "MCU_ERROR <reason>" (or "MCU_STACK_OVERFLOW ...") and exit with failure; success
  *    prints "MCU_DONE status=<int> ticks=<uint> overhead=<uint> stack=<uint>" and exits with success.
+ *  - Built with -DMCU_BATCH (mcu eval), main runs batch_main instead: batch.bin holds N records of
+ *    MODEL_INPUTS_BYTES (each laid out as input.bin), one model_run_v per record, its outputs appended to
+ *    batch_out.bin; "MCU_PROGRESS <done>" lines stream on the console, then "MCU_BATCH n=<N>" and one
+ *    MCU_DONE line whose ticks sum all N runs and whose status is the first non-zero one.
  *  - Built with -DMCU_PROFILE, the model calls mcu_pal_profile_begin/end(op) around each kernel; the
  *    ticks of each op are summed here and printed first as "MCU_PROFILE op=<index> ticks=<uint>" lines.
  */
@@ -164,8 +168,107 @@ static void write_outputs(void *const outputs[])
     mcu_sh_close(fd);
 }
 
+#ifdef MCU_BATCH
+#define PROGRESS_LINES 100u /* at most this many MCU_PROGRESS lines per batch */
+
+static void print_count(const char *tag, uint32_t n)
+{
+    char line[48];
+    char *p = mcu_fmt_str(line, tag);
+    p = mcu_fmt_u64(p, n);
+    mcu_fmt_str(p, "\n");
+    mcu_sh_puts(line);
+}
+
+static void __attribute__((noreturn)) batch_main(void)
+{
+    const void *inputs[MODEL_NUM_INPUTS];
+    void *outputs[MODEL_NUM_OUTPUTS];
+    int32_t in_fd = mcu_sh_open("batch.bin", MCU_SH_MODE_RB);
+    if (in_fd < 0) {
+        fail("MCU_ERROR ", "cannot open batch.bin", " (it must be in QEMU's working directory)");
+    }
+    int32_t have = mcu_sh_flen(in_fd);
+    if (have <= 0 || (uint32_t)have % (uint32_t)MODEL_INPUTS_BYTES != 0u) {
+        char detail[64];
+        char *p = mcu_fmt_str(detail, " has ");
+        p = mcu_fmt_i32(p, have);
+        p = mcu_fmt_str(p, " bytes, not a multiple of ");
+        mcu_fmt_u64(p, MODEL_INPUTS_BYTES);
+        fail("MCU_ERROR ", "batch.bin", detail);
+    }
+    const uint32_t n = (uint32_t)have / (uint32_t)MODEL_INPUTS_BYTES;
+    const uint32_t every = n / PROGRESS_LINES + 1u;
+    int32_t out_fd = mcu_sh_open("batch_out.bin", MCU_SH_MODE_WB);
+    if (out_fd < 0) {
+        fail("MCU_ERROR ", "cannot create batch_out.bin", "");
+    }
+    uint32_t offset = 0;
+    for (uint32_t i = 0; i < MODEL_NUM_INPUTS; ++i) {
+        inputs[i] = &input_slots[offset];
+        offset += ALIGN_UP(model_input_bytes[i]);
+    }
+    offset = 0;
+    for (uint32_t i = 0; i < MODEL_NUM_OUTPUTS; ++i) {
+        outputs[i] = &output_slots[offset];
+        offset += ALIGN_UP(model_output_bytes[i]);
+    }
+
+    paint_stack();
+    mcu_systick_start();
+    uint64_t empty_start = mcu_systick_now();
+    uint64_t empty_end = mcu_systick_now();
+    uint64_t ticks = 0;
+    mcu_status_t first_error = MCU_OK;
+    for (uint32_t k = 0; k < n; ++k) {
+        for (uint32_t i = 0; i < MODEL_NUM_INPUTS; ++i) {
+            if (mcu_sh_read(in_fd, (void *)inputs[i], model_input_bytes[i]) != model_input_bytes[i]) {
+                fail("MCU_ERROR ", "short read from batch.bin", "");
+            }
+        }
+        uint64_t start = mcu_systick_now();
+        mcu_status_t status = model_run_v(inputs, outputs, ARENA);
+        ticks += mcu_systick_now() - start;
+        if (status != MCU_OK && first_error == MCU_OK) {
+            first_error = status;
+        }
+        for (uint32_t i = 0; i < MODEL_NUM_OUTPUTS; ++i) {
+            if (mcu_sh_write(out_fd, outputs[i], model_output_bytes[i]) != model_output_bytes[i]) {
+                fail("MCU_ERROR ", "short write to batch_out.bin", "");
+            }
+        }
+        if ((k + 1u) % every == 0u || k + 1u == n) {
+            print_count("MCU_PROGRESS ", k + 1u);
+        }
+    }
+    uint32_t stack = stack_used();
+    if (stack >= (uint32_t)((uintptr_t)__stack_top - (uintptr_t)__stack_bottom)) {
+        fail("MCU_STACK_OVERFLOW ", "the run overwrote the bottom of the stack", "");
+    }
+    mcu_sh_close(in_fd);
+    mcu_sh_close(out_fd);
+    print_count("MCU_BATCH n=", n);
+
+    char line[128];
+    char *p = mcu_fmt_str(line, "MCU_DONE status=");
+    p = mcu_fmt_i32(p, (int32_t)first_error);
+    p = mcu_fmt_str(p, " ticks=");
+    p = mcu_fmt_u64(p, ticks);
+    p = mcu_fmt_str(p, " overhead=");
+    p = mcu_fmt_u64(p, (empty_end - empty_start) * n);
+    p = mcu_fmt_str(p, " stack=");
+    p = mcu_fmt_u64(p, stack);
+    mcu_fmt_str(p, "\n");
+    mcu_sh_puts(line);
+    mcu_sh_exit(1);
+}
+#endif
+
 int main(void)
 {
+#ifdef MCU_BATCH
+    batch_main();
+#endif
     const void *inputs[MODEL_NUM_INPUTS];
     void *outputs[MODEL_NUM_OUTPUTS];
 
