@@ -64,6 +64,7 @@ class Package:
     graph: Graph
     memory: MemoryPlan
     converted: torch.fx.GraphModule | None = field(default=None, repr=False)
+    trusted: bool = field(default=False, repr=False)  # written by this process: its model.pt2 is ours (mcu.debug)
 
     @property
     def arena_bytes(self) -> int:
@@ -313,7 +314,7 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
         files["model.pt2"] = _saved(ep)  # the float model, for `mcu debug`
     out_dir = Path(out_dir)
     _write_package(out_dir, files, force)
-    return Package(out_dir, board, manifest, graph, memory, converted)
+    return Package(out_dir, board, manifest, graph, memory, converted, trusted=True)
 
 
 def is_quantized(model) -> bool:

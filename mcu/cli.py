@@ -48,7 +48,7 @@ def _load_calibration(path: str | None):
         raise McuError(f"calibration file {p} does not exist")
     try:
         if p.suffix == ".pt":
-            data = torch.load(p)
+            data = torch.load(p, weights_only=True)  # tensors and containers only: unpickling runs no code
             return [tuple(b) if isinstance(b, (tuple, list)) else (b,) for b in data]
         if p.suffix == ".npz":
             arrays = [_float32(v) for _, v in sorted(np.load(p).items())]
@@ -225,7 +225,7 @@ def cmd_debug(args) -> None:
     from mcu.debug import debug, first_divergence, format_rows
     pkg = mcu.load(args.dir)
     inputs = _load_inputs(args.input)
-    rows = debug(pkg, inputs, timeout=args.timeout)
+    rows = debug(pkg, inputs, timeout=args.timeout, trust_model=args.trust_model)
     print(format_rows(rows))
     if first_divergence(rows) is not None:
         raise McuError("the device parts ways with the numpy reference (see the first divergence above)")
@@ -346,6 +346,9 @@ def build_parser() -> ArgumentParser:
     p.add_argument("dir", help=package)
     p.add_argument("--input", nargs="+", required=True, help=".npy float inputs in torch order")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds before QEMU is stopped (default: 300)")
+    p.add_argument("--trust-model", action="store_true",
+                   help="load the package's model.pt2 (the float model, for the SQNR column); a .pt2 can run code "
+                        "from whoever wrote it, so only for packages you trust")
     p = _command(sub, "report", cmd_report, "write report.html: flash, RAM, arena timeline, per-op profile",
                  "mcu report out/cnn", "mcu report out/cnn --no-profile")
     p.add_argument("dir", help=package)

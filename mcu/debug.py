@@ -5,6 +5,9 @@
 - The same input runs through the numpy integer reference (every tensor kept) and through the float
   model (model.pt2, saved at compile time, with BatchNorms folded as for quantization); an IR output
   matches the float value its quantize node quantized (node attr "float_node").
+- model.pt2 is opened only for a package compiled in this process or with trust_model=True (CLI --trust-model):
+  a .pt2 is PyTorch's format, whose loader may run code from the file; even then it is read through
+  mcu.export.load_pt2, which refuses pickled objects that are not plain tensors.
 - One row per call: op, kernel, the user's source line, max |device - reference| in LSB, and the
   SQNR of the dequantized device tensor against the float activation. The first row whose LSB error
   is not zero is where device and reference part ways.
@@ -53,16 +56,35 @@ def parse_dump(data: bytes) -> dict[int, bytes]:
     return out
 
 
-def float_activations(pkg, inputs) -> dict[str, np.ndarray]:
+def check_trusted(pkg, trust_model: bool) -> None:
+    """Refuse to open a package's model.pt2 that neither this process wrote nor the user vouched for."""
+    if (pkg.out_dir / FLOAT_MODEL).exists() and not (trust_model or pkg.trusted):
+        raise McuError(f"mcu debug compares with the float model {pkg.out_dir / FLOAT_MODEL}, and loading a .pt2 can "
+                       f"run code from whoever wrote it; pass --trust-model (trust_model=True) if you trust where "
+                       f"{pkg.out_dir} came from, or compile the model yourself")
+
+
+def float_activations(pkg, inputs, trust_model: bool = False) -> dict[str, np.ndarray]:
     """Every call_function node's float output, by node name, from the float model as prepared
     for quantization (BatchNorm folded), on `inputs` (torch order)."""
     from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
 
+    from mcu.export import load_pt2
     from mcu.quantize import McuQuantizer
 
-    if not (pkg.out_dir / FLOAT_MODEL).is_file():
+    path = pkg.out_dir / FLOAT_MODEL
+    if not path.exists():
         return {}  # compiled from a quantized model (QAT): no float model to compare with
-    ep = torch.export.load(str(pkg.out_dir / FLOAT_MODEL))
+    check_trusted(pkg, trust_model)
+    if path.is_symlink() or not path.is_file():
+        raise McuError(f"{path} is not a regular file; the package is damaged: compile it again with `mcu compile`")
+    try:
+        ep = load_pt2(path)
+    except McuError:
+        raise
+    except Exception as exc:  # torch raises many types for damaged archives
+        raise McuError(f"cannot load the float model {path} ({type(exc).__name__}: {str(exc)[:100]}); compile the "
+                       f"model again with `mcu compile`") from None
     return record_outputs(prepare_pt2e(ep.module(), McuQuantizer()), inputs, lambda n: n.name)
 
 
@@ -88,12 +110,12 @@ def _to_torch_order(x: np.ndarray, layout: str) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if layout == "NHWC" and x.ndim == 4 else x
 
 
-def compare(pkg, inputs, dump: dict[int, bytes]) -> list[DebugRow]:
+def compare(pkg, inputs, dump: dict[int, bytes], trust_model: bool = False) -> list[DebugRow]:
     """Rows of the debugger's table from a device dump."""
     if isinstance(inputs, (torch.Tensor, np.ndarray)):
         inputs = (inputs,)
     ref = run_reference(pkg.graph, pkg.quantize_inputs(inputs), every_tensor=True)
-    floats = float_activations(pkg, inputs)
+    floats = float_activations(pkg, inputs, trust_model)
     rows = []
     calls = [n for n in pkg.graph.nodes if n.op == "call"]
     for i, node in enumerate(calls):
@@ -159,11 +181,13 @@ def format_rows(rows: list[DebugRow]) -> str:
     return "\n".join(lines)
 
 
-def debug(pkg, inputs, *, timeout: float = 300.0) -> list[DebugRow]:
-    """Build the debug firmware, run it on `inputs` (float, torch order), return the table rows."""
+def debug(pkg, inputs, *, timeout: float = 300.0, trust_model: bool = False) -> list[DebugRow]:
+    """Build the debug firmware, run it on `inputs` (float, torch order), return the table rows. The package's
+    model.pt2 is loaded only if this process compiled it or trust_model is set (see check_trusted)."""
     from mcu.build import build_firmware
     from mcu.qemu.runner import run_firmware
 
+    check_trusted(pkg, trust_model)  # before the slow build
     if isinstance(inputs, (torch.Tensor, np.ndarray)):
         inputs = (inputs,)
     raw_in = pkg.quantize_inputs(inputs)
@@ -180,4 +204,4 @@ def debug(pkg, inputs, *, timeout: float = 300.0) -> list[DebugRow]:
         raise McuError(f"op #{i} {node.name} ({node.attrs['kernel']}){where} wrote past the end of the arena: the "
                        f"debug build found the guard bytes after it changed (MCU_ERR_ARENA_GUARD). This is a kernel "
                        f"or memory-plan bug in mcu; please report it with the model")
-    return compare(pkg, inputs, dump)
+    return compare(pkg, inputs, dump, trust_model)

@@ -179,6 +179,81 @@ def _load_failure(path: Path, exc: Exception) -> ExportError:
                        f"re-save it with torch.export.save under torch {torch.__version__}")
 
 
+class UnsafePt2Error(ExportError):
+    """A .pt2 holding something whose loading would run code: a pickled object that is not a plain tensor."""
+
+
+_SYM_EXPR = re.compile(r"[A-Za-z0-9_+\-*/%(), .<>=]{0,400}\Z")
+_SYM_NAMES = {"Max", "Min", "Mod", "floor", "ceiling", "Abs", "Integer", "Rational", "Eq", "Ne", "Lt", "Le", "Gt", "Ge",
+              "And", "Or", "Not", "true", "false", "oo", "True", "False", "Symbol", "positive", "negative",
+              "nonnegative", "nonpositive", "integer", "real", "finite",
+              # torch.utils._sympy.functions, as torch's deserializer passes them to sympify
+              "FloorDiv", "ModularIndexing", "Where", "PythonMod", "CleanDiv", "CeilToInt", "FloorToInt", "CeilDiv",
+              "LShift", "RShift", "PowByNatural", "FloatPow", "FloatTrueDiv", "IntTrueDiv", "TruncToFloat",
+              "IsNonOverlappingAndDenseIndicator"}
+
+
+class _SafeSympy:
+    """The sympy module as torch's deserializer sees it while mcu loads a .pt2: sympify (an eval) takes only
+    expressions over shape symbols (s0, u1, ...), numbers, arithmetic and the named sympy functions."""
+
+    def __init__(self, sympy):
+        self._sympy = sympy
+
+    def __getattr__(self, name):
+        return getattr(self._sympy, name)
+
+    def sympify(self, expr, *args, **kw):
+        if isinstance(expr, str):
+            plain = re.sub(r"'[a-z]{1,8}[0-9]+'", "s0", expr)  # Symbol('s31', ...): a symbol's name, quoted
+            names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", plain))
+            bad = [n for n in names if not (re.fullmatch(r"[a-z]{1,8}[0-9]+", n) or n in _SYM_NAMES)]
+            if not _SYM_EXPR.match(plain) or bad:
+                raise UnsafePt2Error(f"the .pt2 holds a shape expression mcu does not evaluate ({expr[:60]!r}): "
+                                     f"it may run code; export the model again with static shapes")
+        return self._sympy.sympify(expr, *args, **kw)
+
+
+def load_pt2(path: Path) -> torch.export.ExportedProgram:
+    """torch.export.load without running code from the file: every torch.load inside it runs with weights_only=True
+    (tensors, tuples, dicts; the sample inputs included), pickled custom objects (pickle.loads, torchbind's
+    _pickle_load_obj) are refused, and symbolic shape strings are checked before sympify evaluates them.
+    A .pt2 that needs any of those raises UnsafePt2Error; PyTorch itself offers no safe load for such objects."""
+    import contextlib
+    from unittest import mock
+
+    import sympy
+    from torch._export.serde import serialize as serde
+    from torch.export.pt2_archive import _package
+
+    real_load = torch.load
+
+    def tensors_only(f, *args, **kw):
+        kw["weights_only"] = True
+        try:
+            return real_load(f, *args, **kw)
+        except Exception as exc:
+            if "Weights only load failed" in str(exc) or type(exc).__name__ == "UnpicklingError":
+                raise UnsafePt2Error(f"{path} holds a pickled object that is not a plain tensor; loading it would "
+                                     f"run code from the file, so mcu does not: save the model with "
+                                     f"torch.export.save from a program without custom objects, or compile "
+                                     f"from Python (module:function)") from None
+            raise
+
+    def refuse(*args, **kw):
+        raise UnsafePt2Error(f"{path} holds a pickled custom object (a constant that is not a tensor); loading it "
+                             f"would run code from the file, so mcu does not")
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.object(torch, "load", tensors_only))
+        stack.enter_context(mock.patch.object(torch._C, "_pickle_load_obj", refuse))
+        stack.enter_context(mock.patch.object(_package, "pickle", mock.NonCallableMock(loads=refuse, load=refuse)))
+        stack.enter_context(mock.patch.object(serde, "sympy", _SafeSympy(sympy)))
+        stack.enter_context(warnings.catch_warnings())
+        warnings.filterwarnings("ignore", message=".*pickle protocol.*")  # the weights_only unpickler's note
+        return torch.export.load(str(path))
+
+
 def check_static(ep: torch.export.ExportedProgram) -> None:
     """Raise ExportError naming the first dynamic input dim or data-dependent size: mcu plans static shapes."""
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
@@ -211,7 +286,9 @@ def export(model, example_inputs: tuple | None = None) -> torch.export.ExportedP
         level = export_log.level
         export_log.setLevel(logging.CRITICAL)  # torch logs the failure with a traceback; our error says it all
         try:
-            ep = torch.export.load(str(path))
+            ep = load_pt2(path)
+        except UnsafePt2Error:
+            raise
         except Exception as exc:  # torch raises many types for corrupt or foreign archives
             raise _load_failure(path, exc) from exc
         finally:
