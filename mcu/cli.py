@@ -231,6 +231,30 @@ def cmd_debug(args) -> None:
         raise McuError("the device parts ways with the numpy reference (see the first divergence above)")
 
 
+def cmd_eval(args) -> None:
+    import mcu
+    from mcu.evaluate import FLOAT_MODEL, load_float_model
+    pkg = mcu.load(args.dir)
+    try:
+        data = [_float32(np.load(f)) for f in args.data]
+        labels = np.load(args.labels) if args.labels else None
+    except Exception as exc:  # missing file, not an .npy
+        raise McuError(f"cannot read the data ({type(exc).__name__}: {exc}); pass .npy files saved with np.save: "
+                       f"--data [N, ...] per model input (torch order, no batch axis of 1), --labels [N] ints") from exc
+    float_model = load_float_model(pkg) if args.trust_model else None
+    if not args.trust_model and (pkg.out_dir / FLOAT_MODEL).exists():
+        print("mcu: float model not loaded (pass --trust-model to load model.pt2 and compare with it)",
+              file=sys.stderr)
+
+    def progress(done: int, total: int) -> None:
+        bar = "#" * (30 * done // total)
+        print(f"\r  device {bar:<30} {done}/{total}", end="" if done < total else "\n", file=sys.stderr,
+              flush=True)
+    result = mcu.eval(pkg, data if len(data) > 1 else data[0], labels, float_model=float_model,
+                      progress=progress if sys.stderr.isatty() or args.progress else None, timeout=args.timeout)
+    print(result.table())
+
+
 def cmd_report(args) -> None:
     import mcu
     from mcu.report import report
@@ -349,6 +373,18 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--trust-model", action="store_true",
                    help="load the package's model.pt2 (the float model, for the SQNR column); a .pt2 can run code "
                         "from whoever wrote it, so only for packages you trust")
+    p = _command(sub, "eval", cmd_eval, "accuracy of the float model, the integer reference and the device on N inputs "
+                 "(one QEMU run)", "mcu eval out/cnn --data x.npy --labels y.npy",
+                 "mcu eval out/cnn --data x.npy --labels y.npy --trust-model")
+    p.add_argument("dir", help=package)
+    p.add_argument("--data", nargs="+", required=True, help=".npy float inputs [N, ...] in torch order, one per "
+                   "model input, each row one input without its batch axis of 1")
+    p.add_argument("--labels", help=".npy integer class labels [N] (default: agreement and SQNR instead of accuracy)")
+    p.add_argument("--trust-model", action="store_true",
+                   help="load the package's model.pt2 to add the float model's column; a .pt2 can run code "
+                        "from whoever wrote it, so only for packages you trust")
+    p.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is not a terminal")
+    p.add_argument("--timeout", type=float, default=None, help="seconds before QEMU is stopped (default: 120 + 2 per input)")
     p = _command(sub, "report", cmd_report, "write report.html: flash, RAM, arena timeline, per-op profile",
                  "mcu report out/cnn", "mcu report out/cnn --no-profile")
     p.add_argument("dir", help=package)

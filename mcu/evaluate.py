@@ -25,6 +25,7 @@ from mcu.metrics import sqnr_db
 from mcu.paths import BUILD_DIR
 
 EVAL_FILE = "eval.json"
+FLOAT_MODEL = "model.pt2"
 PATHS = ("float", "reference", "device")
 
 
@@ -163,6 +164,26 @@ def evaluate(pkg, data, labels=None, *, float_model=None, progress=None, timeout
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(asdict(result)))
     return result
+
+
+def load_float_model(pkg):
+    """The package's float model (model.pt2) as a callable module, or None when it has none (compiled from a
+    QAT model). Only on the user's word (CLI --trust-model): read through mcu.export.load_pt2, which refuses
+    pickled objects that are not plain tensors."""
+    from mcu.export import load_pt2
+
+    path = Path(pkg.out_dir) / FLOAT_MODEL
+    if not path.exists():
+        return None
+    if path.is_symlink() or not path.is_file():
+        raise McuError(f"{path} is not a regular file; the package is damaged: compile it again with `mcu compile`")
+    try:
+        return load_pt2(path).module()
+    except McuError:
+        raise
+    except Exception as exc:  # torch raises many types for damaged archives
+        raise McuError(f"cannot load the float model {path} ({type(exc).__name__}: {str(exc)[:100]}); compile the "
+                       f"model again with `mcu compile`") from exc
 
 
 def load_result(pkg) -> EvalResult | None:
