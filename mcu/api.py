@@ -31,10 +31,11 @@ from mcu.package import FILES as DROPIN_FILES, dropin_files
 from mcu.paths import BUILD_DIR
 from mcu.quantize import Progress, quantize as quantize_pt2e
 
+FLOAT_MODEL = "model.pt2"  # the float model, opened only by `mcu debug` (mcu.debug.check_trusted)
 IR_FILE = "ir.json"      # the lowered IR and memory plan, typed JSON (mcu.codegen.serialize)
 IR_DATA = "ir_data"      # its arrays, <index>.npy, read with allow_pickle=False
 OLD_IR_FILE = "ir.pkl"   # mcu 0.1.0 before package format 1: a pickle, never opened
-OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, IR_DATA, OLD_IR_FILE, "arena.svg", "model.pt2",
+OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, IR_DATA, OLD_IR_FILE, "arena.svg", FLOAT_MODEL,
              "report.html", BUILD_DIR, *DROPIN_FILES}
 
 
@@ -307,11 +308,11 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
         buf = io.BytesIO()
         np.save(buf, a, allow_pickle=False)
         files[f"{IR_DATA}/{i}.npy"] = buf.getvalue()
+    if ep is not None:
+        files[FLOAT_MODEL] = _saved(ep)  # the float model, for `mcu debug`
     manifest = seal_manifest(manifest, files, len(arrays))
     files["manifest.json"] = (json.dumps(manifest, indent=2) + "\n").encode()
     files["arena.svg"] = picture(graph, memory, title=board).encode()
-    if ep is not None:
-        files["model.pt2"] = _saved(ep)  # the float model, for `mcu debug`
     out_dir = Path(out_dir)
     _write_package(out_dir, files, force)
     return Package(out_dir, board, manifest, graph, memory, converted, trusted=True)
@@ -340,7 +341,8 @@ def seal_manifest(manifest: dict, files: dict[str, bytes], n_arrays: int) -> dic
     manifest = {k: v for k, v in manifest.items() if k != "package"}
     manifest["package"] = {
         "format": serialize.VERSION, "written_by": f"mcu {mcu_version()}", "arrays": n_arrays,
-        "sha256": {name: _sha256(files[name]) for name in [IR_FILE] + [f"{IR_DATA}/{i}.npy" for i in range(n_arrays)]},
+        "sha256": {name: _sha256(files[name]) for name in [IR_FILE, FLOAT_MODEL] + [f"{IR_DATA}/{i}.npy" for i in
+                                                                                  range(n_arrays)] if name in files},
         "manifest_sha256": _manifest_digest(manifest)}
     return manifest
 
@@ -348,6 +350,16 @@ def seal_manifest(manifest: dict, files: dict[str, bytes], n_arrays: int) -> dic
 _C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 _KERNEL = re.compile(r"[a-z0-9_]{1,32}/[A-Za-z0-9_]{1,96}\Z")
 MAX_FILE = 1 << 28  # 256 MB: no package file mcu writes comes near
+
+
+def read_sealed(pkg: Package, name: str) -> bytes:
+    """A package file whose sha256 the manifest holds (load checked the manifest's own), refused if changed."""
+    expected = pkg.manifest["package"]["sha256"].get(name)
+    data = _read(pkg.out_dir / name, name)
+    if expected is None or _sha256(data) != expected:
+        raise PackageError(f"{pkg.out_dir / name} was changed after mcu wrote it (its sha256 is not the one in "
+                           f"manifest.json); compile the model again with `mcu compile`")
+    return data
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -445,17 +457,14 @@ def load(out_dir: str | os.PathLike) -> Package:
     sums = info.get("sha256")
     n = info.get("arrays")
     if info.get("manifest_sha256") != _manifest_digest(manifest) or type(n) is not int or not 0 <= n < 1 << 20 or \
-            not isinstance(sums, dict) or set(sums) != {IR_FILE, *(f"{IR_DATA}/{i}.npy" for i in range(n))}:
+            not isinstance(sums, dict) or set(sums) - {FLOAT_MODEL} != {IR_FILE, *(f"{IR_DATA}/{i}.npy" for i in range(n))} \
+            or not all(isinstance(v, str) for v in sums.values()):
         raise PackageError(f"{manifest_path} was changed after mcu wrote it (its checksum does not match); compile "
                            f"the model again with `mcu compile`")
     check_manifest(manifest, manifest_path)
 
     def checked(name: str) -> bytes:
-        data = _read(out_dir / name, name)
-        if _sha256(data) != sums[name]:
-            raise PackageError(f"{out_dir / name} was changed after mcu wrote it (its sha256 is not the one in "
-                               f"manifest.json); compile the model again with `mcu compile`")
-        return data
+        return read_sealed(Package(out_dir, "", manifest, None, None), name)
 
     def read_array(i: int) -> np.ndarray:
         if not i < n:
@@ -474,6 +483,9 @@ def load(out_dir: str | os.PathLike) -> Package:
     except serialize.FormatError as exc:
         raise PackageError(f"{out_dir}: {exc}; the package is damaged: compile it again with `mcu compile`") from None
     _check_consistent(manifest, graph, memory, manifest_path)
+    if (out_dir / BUILD_DIR).is_symlink():
+        raise PackageError(f"{out_dir / BUILD_DIR} is a symbolic link; mcu builds only inside the package folder: "
+                           f"remove it")
     return Package(out_dir, manifest["board"], manifest, graph, memory)
 
 

@@ -75,11 +75,13 @@ def float_activations(pkg, inputs, trust_model: bool = False) -> dict[str, np.nd
     path = pkg.out_dir / FLOAT_MODEL
     if not path.exists():
         return {}  # compiled from a quantized model (QAT): no float model to compare with
+    data = None
+    if not pkg.trusted:
+        from mcu.api import read_sealed
+        data = read_sealed(pkg, FLOAT_MODEL)  # the bytes mcu wrote, or a PackageError
     check_trusted(pkg, trust_model)
-    if path.is_symlink() or not path.is_file():
-        raise McuError(f"{path} is not a regular file; the package is damaged: compile it again with `mcu compile`")
     try:
-        ep = load_pt2(path)
+        ep = load_pt2(path, data)
     except McuError:
         raise
     except Exception as exc:  # torch raises many types for damaged archives
@@ -110,12 +112,14 @@ def _to_torch_order(x: np.ndarray, layout: str) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if layout == "NHWC" and x.ndim == 4 else x
 
 
-def compare(pkg, inputs, dump: dict[int, bytes], trust_model: bool = False) -> list[DebugRow]:
-    """Rows of the debugger's table from a device dump."""
+def compare(pkg, inputs, dump: dict[int, bytes], trust_model: bool = False,
+            floats: dict[str, np.ndarray] | None = None) -> list[DebugRow]:
+    """Rows of the debugger's table from a device dump (floats: float_activations, computed here if None)."""
     if isinstance(inputs, (torch.Tensor, np.ndarray)):
         inputs = (inputs,)
     ref = run_reference(pkg.graph, pkg.quantize_inputs(inputs), every_tensor=True)
-    floats = float_activations(pkg, inputs, trust_model)
+    if floats is None:
+        floats = float_activations(pkg, inputs, trust_model)
     rows = []
     calls = [n for n in pkg.graph.nodes if n.op == "call"]
     for i, node in enumerate(calls):
@@ -187,10 +191,10 @@ def debug(pkg, inputs, *, timeout: float = 300.0, trust_model: bool = False) -> 
     from mcu.build import build_firmware
     from mcu.qemu.runner import run_firmware
 
-    check_trusted(pkg, trust_model)  # before the slow build
     if isinstance(inputs, (torch.Tensor, np.ndarray)):
         inputs = (inputs,)
     raw_in = pkg.quantize_inputs(inputs)
+    floats = float_activations(pkg, inputs, trust_model)  # before the slow build: a bad model.pt2 fails first
     elf = build_firmware(pkg.board, pkg.out_dir, Path(pkg.build_dir).with_name(f"{pkg.board}-debug"),
                          defines=("MCU_DEBUG",))
     res = run_firmware(elf, pkg.board, b"".join(x.tobytes() for x in raw_in), timeout=timeout,
@@ -204,4 +208,4 @@ def debug(pkg, inputs, *, timeout: float = 300.0, trust_model: bool = False) -> 
         raise McuError(f"op #{i} {node.name} ({node.attrs['kernel']}){where} wrote past the end of the arena: the "
                        f"debug build found the guard bytes after it changed (MCU_ERR_ARENA_GUARD). This is a kernel "
                        f"or memory-plan bug in mcu; please report it with the model")
-    return compare(pkg, inputs, dump, trust_model)
+    return compare(pkg, inputs, dump, trust_model, floats)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import io
 import logging
 import os
 import re
@@ -214,11 +215,12 @@ class _SafeSympy:
         return self._sympy.sympify(expr, *args, **kw)
 
 
-def load_pt2(path: Path) -> torch.export.ExportedProgram:
+def load_pt2(path: Path, data: bytes | None = None) -> torch.export.ExportedProgram:
     """torch.export.load without running code from the file: every torch.load inside it runs with weights_only=True
     (tensors, tuples, dicts; the sample inputs included), pickled custom objects (pickle.loads, torchbind's
     _pickle_load_obj) are refused, and symbolic shape strings are checked before sympify evaluates them.
-    A .pt2 that needs any of those raises UnsafePt2Error; PyTorch itself offers no safe load for such objects."""
+    data: the file's bytes, read already (checked against a checksum). A .pt2 that needs any of those raises
+    UnsafePt2Error; PyTorch itself offers no safe load for such objects."""
     import contextlib
     from unittest import mock
 
@@ -249,9 +251,12 @@ def load_pt2(path: Path) -> torch.export.ExportedProgram:
         stack.enter_context(mock.patch.object(torch._C, "_pickle_load_obj", refuse))
         stack.enter_context(mock.patch.object(_package, "pickle", mock.NonCallableMock(loads=refuse, load=refuse)))
         stack.enter_context(mock.patch.object(serde, "sympy", _SafeSympy(sympy)))
+        export_log = logging.getLogger("torch.export")  # it logs a failed load with a traceback; our error says it
+        stack.callback(export_log.setLevel, export_log.level)
+        export_log.setLevel(logging.CRITICAL)
         stack.enter_context(warnings.catch_warnings())
         warnings.filterwarnings("ignore", message=".*pickle protocol.*")  # the weights_only unpickler's note
-        return torch.export.load(str(path))
+        return torch.export.load(str(path) if data is None else io.BytesIO(data))
 
 
 def check_static(ep: torch.export.ExportedProgram) -> None:
