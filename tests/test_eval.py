@@ -1,5 +1,6 @@
 """mcu eval: a small MLP trained on scikit-learn's 8x8 digits, int8 on the M4; all test inputs in one QEMU run."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -53,3 +54,25 @@ def test_eval_without_labels_reports_agreement_and_sqnr(tmp_path):
     assert r.device_float_differ is None and r.confusion == []
     with pytest.raises(mcu.McuError, match="labels"):
         mcu.eval(pkg, x_test[:20], np.zeros(3))
+
+
+@pytest.mark.qemu
+def test_cli_eval_prints_the_table(tmp_path, capsys):
+    import mcu.cli
+    x_train, y_train, x_test, y_test = digits_split()
+    model = train_mlp(x_train, y_train, epochs=20)
+    calib = [(torch.from_numpy(x_train[i:i + 1]),) for i in range(0, 64, 2)]
+    pkg = mcu.compile(model, (torch.from_numpy(x_test[:1]),), board="mps2-an386", calibration=calib,
+                      out_dir=tmp_path / "digits")
+    np.save(tmp_path / "x.npy", x_test[:30])
+    np.save(tmp_path / "y.npy", y_test[:30])
+    rc = mcu.cli.main(["eval", str(pkg.out_dir), "--data", str(tmp_path / "x.npy"), "--labels",
+                       str(tmp_path / "y.npy"), "--trust-model", "--progress"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert re.search(r"top-1 +\d+\.\d\d% +\d+\.\d\d% +\d+\.\d\d%", out), out  # float, reference, device
+    assert "30 inputs on mps2-an386; device == reference bit for bit: yes" in out
+    assert "30/30" in err  # the progress bar
+    rc = mcu.cli.main(["eval", str(pkg.out_dir), "--data", str(tmp_path / "x.npy"), "--labels", str(tmp_path / "nope.npy")])
+    out, err = capsys.readouterr()
+    assert rc == 1 and err.startswith("mcu: error: cannot read the data"), err
