@@ -407,7 +407,7 @@ def import_quantized(gm: GraphModule) -> Graph:
                     qp = QParams(tuple(float(s) for s in scale), tuple(int(z) for z in zps), int(n.args[3]))
                 else:
                     qp = QParams.tensor(float(n.args[1]), int(n.args[2]))
-                dtype = {np.dtype(np.int8): "int8", np.dtype(np.int32): "int32"}[data.dtype]
+                dtype = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16", np.dtype(np.int32): "int32"}[data.dtype]
                 tensors[name] = Tensor(name, tuple(data.shape), dtype, qp, data=data)
                 value[n] = name
             else:

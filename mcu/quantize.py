@@ -283,6 +283,9 @@ def precision_of(node: Node, rules: tuple, default: str) -> str:
 BATCH_NORMS = {aten.batch_norm.default}
 
 
+# Ops with an int8 kernel and no int16 one: float islands in a16w8 (codegen/lowering_s16.py lists what int16 runs)
+NO_INT16_KERNEL = {aten.matmul.default, aten.bmm.default, aten.sum.dim_IntList, aten.upsample_nearest2d.vec,
+                   aten.upsample_nearest1d.vec}
 RECURRENT_FNS = {"gru", "lstm", "rnn_tanh", "rnn_relu"}  # torch_fn of the nodes torch.export unrolls them to
 
 
@@ -297,6 +300,11 @@ def float_island(node: Node, precision: str) -> bool:
     two = len(node.args) >= 2 and all(isinstance(a, Node) for a in node.args[:2])
     if node.target in FLOAT_ISLAND_OPS or (two and node.target in (aten.div.Tensor, aten.div_.Tensor)):
         return True
+    if precision == "a16w8" and node.target in NO_INT16_KERNEL:
+        return True
+    if precision == "a16w8" and node.target == aten.mean.dim:  # int16 means only as a spatial average pool
+        rank = len(node.args[0].meta["val"].shape)
+        return not (rank == 4 and sorted(int(d) % rank for d in node.args[1]) == [2, 3])
     if precision != "a16w8" or not two:
         return False
     sub = node.target in (aten.sub.Tensor, aten.sub_.Tensor)

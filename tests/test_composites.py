@@ -4,7 +4,7 @@ clamp by tensors, PReLU, attention, GRU and LSTM, pixel and channel shuffles, ti
 Each case compiles for mps2-an386 (Cortex-M4) and runs on QEMU:
 - float32: device == reference bit for bit, and within 1e-5 relative of torch;
 - int8: device == reference bit for bit, and >= 25 dB SQNR against torch's float model (seeded weights and
-  inputs, calibrated on 8 random batches plus the input).
+  inputs, calibrated on 8 random batches plus the input); a16w8 the same at >= 35 dB.
 A norm's statistic is one float island (one dequantize into it, one quantize out), not a requantize per primitive.
 """
 from __future__ import annotations
@@ -118,6 +118,15 @@ def test_int8_composite_within_25_db(name, tmp_path):
     _, want, got, dev = _run(name, "int8", tmp_path)
     assert np.array_equal(dev, got), f"{name}: device != reference"
     assert sqnr_db(want, got) >= 25, f"{name}: SQNR {sqnr_db(want, got):.1f} dB"
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a16w8_composite_within_35_db(name, tmp_path):
+    """a16w8 runs everything int8 does: int16 kernels where they exist, float islands for the rest (matmul,
+    sums, upsampling, non-spatial means)."""
+    _, want, got, dev = _run(name, "a16w8", tmp_path)
+    assert np.array_equal(dev, got), f"{name}: device != reference"
+    assert sqnr_db(want, got) >= 35, f"{name}: SQNR {sqnr_db(want, got):.1f} dB"
 
 
 def test_group_norm_statistic_is_one_float_island(tmp_path):
