@@ -267,6 +267,19 @@ def load(text: str, read_array: Callable[[int], np.ndarray]) -> tuple[Graph, Mem
     overlaps = _get(m, "overlaps", w)
     if overlaps is not None:
         overlaps = {(_str(a, w), _str(b, w)): _int(g, w) for a, b, g in (triple(x, 3) for x in _list(overlaps, w))}
+    if set(locations) != set(graph.tensors):
+        _fail(w, "the plan does not place every tensor of the graph exactly once")
+    for k, loc in locations.items():
+        t = graph.tensors[k]
+        if (loc.kind == "const") != t.is_const:
+            _fail(w, f"tensor {k[:40]!r} is {'a' if t.is_const else 'not a'} constant but placed as {loc.kind}")
+        if loc.kind == "arena" and loc.index + t.nbytes > plan.arena_bytes:
+            _fail(w, f"tensor {k[:40]!r} ends past the arena")
+        if loc.kind in ("input", "output") and not loc.index < len(graph.inputs if loc.kind == "input" else graph.outputs):
+            _fail(w, f"tensor {k[:40]!r} is {loc.kind} {loc.index}, which the graph does not have")
+    buffer_names = {b.name for b in buffers}
+    if len(buffer_names) != len(buffers) or set(offsets) != buffer_names:
+        _fail(w, "the plan's offsets and buffers do not match")
     memory = MemoryPlan(locations, buffers, plan, _int(_get(m, "lower_bound", w), w),
                         _int(_get(m, "peak_before_schedule", w), w), _int(_get(m, "peak_after_schedule", w), w),
                         overlaps)
