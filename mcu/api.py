@@ -157,9 +157,20 @@ def _to_torch(x: np.ndarray, spec) -> np.ndarray:
 
 
 def _saved(ep: torch.export.ExportedProgram) -> bytes:
-    buf = io.BytesIO()
-    torch.export.save(ep, buf)
-    return buf.getvalue()
+    """ep as torch.export.save writes it, its stack traces naming files as portable_path does (no user folders)."""
+    from mcu.export import portable_stack_trace
+
+    nodes = [n for n in ep.graph.nodes if n.meta.get("stack_trace")]
+    traces = [n.meta["stack_trace"] for n in nodes]
+    try:
+        for n in nodes:
+            n.meta["stack_trace"] = portable_stack_trace(n.meta["stack_trace"])
+        buf = io.BytesIO()
+        torch.export.save(ep, buf)
+        return buf.getvalue()
+    finally:
+        for n, t in zip(nodes, traces):  # the program may be the user's: as it was
+            n.meta["stack_trace"] = t
 
 
 # Names mcu writes that a user's own folder may hold too: they count as mcu's only in a folder holding mcu's manifest.

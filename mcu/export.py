@@ -91,6 +91,7 @@ class ExportError(McuError):
     """torch.export could not capture the model, or the .pt2 file cannot be loaded."""
 
 
+_FRAME_FILE = re.compile(r'File "([^"]+)"')
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
 
 
@@ -103,7 +104,28 @@ def source_line(node: Node) -> str:
     if not user:
         return ""
     file, line, _func, code = user[-1]
-    return f"{file}:{line}: {code.strip()}"
+    return f"{portable_path(file)}:{line}: {code.strip()}"
+
+
+def portable_path(file: str) -> str:
+    """A source file as generated files name it, the same on every machine: relative to the working directory if
+    it is under it, else to the folder holding its top-level package (mymodels/net.py), else its bare name."""
+    path = Path(file)
+    if not path.is_absolute():
+        return path.as_posix()
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        pass
+    top = path.parent
+    while (top / "__init__.py").is_file() and top.parent != top:
+        top = top.parent
+    return path.relative_to(top).as_posix()
+
+
+def portable_stack_trace(trace: str) -> str:
+    """A node's stack_trace with every frame's file as portable_path names it."""
+    return _FRAME_FILE.sub(lambda m: f'File "{portable_path(m.group(1))}"', trace)
 
 
 def op_name(node: Node) -> str:
