@@ -159,7 +159,8 @@ def _w_rows(node: Node, tensors: dict[str, Tensor]) -> np.ndarray:
 
 def _prepared(node: Node, tensors: dict[str, Tensor], suffix: str, *, weights: np.ndarray,
               bias: np.ndarray, records: bool) -> tuple[Node, dict[str, Tensor]]:
-    """The node with new weight/bias (and record) constants named <node>_<suffix>_{w,b,rq}."""
+    """The node with new weight/bias (and record) constants named <node>_<suffix>_{w,b,rq}; with records, both
+    quant pointers point at them (the portable multipliers and shifts are not stored)."""
     new = {f"{node.name}_{suffix}_w": _new(f"{node.name}_{suffix}_w", weights, "int8"),
            f"{node.name}_{suffix}_b": _new(f"{node.name}_{suffix}_b", bias, "int32")}
     a = node.attrs
@@ -169,9 +170,21 @@ def _prepared(node: Node, tensors: dict[str, Tensor], suffix: str, *, weights: n
         mult, shift = (tensors[q].data for q in quant)
         rec = rq_records(mult, shift, a["params"]["output_offset"], c_pad)
         new[f"{node.name}_{suffix}_rq"] = _new(f"{node.name}_{suffix}_rq", rec, "int32")
-        quant = (f"{node.name}_{suffix}_rq", quant[1])
+        quant = (f"{node.name}_{suffix}_rq",) * 2  # the kernels read the records only (shift: non-NULL)
     inputs = (node.inputs[0], f"{node.name}_{suffix}_w", f"{node.name}_{suffix}_b")
     return node.replace(inputs=inputs, attrs={**a, "quant": quant}), new
+
+
+QUANT_UNUSED = "mcu_quant_unused"  # one zero word: the quant pointers of kernels that read their records elsewhere
+
+
+def _streamed(node: Node, stream: np.ndarray) -> tuple[Node, dict[str, Tensor]]:
+    """The node reading one filter stream <node>_dsp_w (weights, folded biases and records): the bias argument
+    becomes NULL and quant, checked non-NULL but not read, points twice at one shared zero word, so the
+    portable multipliers and shifts are not stored beside the stream's records."""
+    name = f"{node.name}_dsp_w"
+    return (node.replace(inputs=(node.inputs[0], name, None), attrs={**node.attrs, "quant": (QUANT_UNUSED,) * 2}),
+            {name: _new(name, stream, "int8"), QUANT_UNUSED: _new(QUANT_UNUSED, np.zeros(1, np.int32), "int32")})
 
 
 SPLIT = 1 << 24  # mcu_fast_split: two channels per 32-bit weight word, the low one's sum within +-2^23
@@ -246,8 +259,7 @@ compact_window = dsp_conv_compact
 
 def prepare_dsp_conv(node, tensors):
     """2x2 SIMD32 GEMM (conv): one filter stream (pack_g2_stream) holding the folded biases, the int16 weights
-    in channel pairs (window rows padded to 4 taps) and 3-word records; the bias argument becomes NULL and
-    quant (not read) points at the portable shifts twice."""
+    in channel pairs (window rows padded to 4 taps) and 3-word records (_streamed)."""
     rows = _w_rows(node, tensors)
     p = node.attrs["params"]
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), p["input_offset"])
@@ -255,10 +267,7 @@ def prepare_dsp_conv(node, tensors):
     mult, shift = (tensors[q].data for q in node.attrs["quant"])
     padded = rows if compact_window(p) else window_rows(node, tensors, rows, 4)
     stream = pack_g2_stream(padded, pad_rows(bias, c2), rq3_records(mult, shift, p["output_offset"], c2))
-    name = f"{node.name}_dsp_w"
-    shift_name = node.attrs["quant"][1]
-    return (node.replace(inputs=(node.inputs[0], name, None), attrs={**node.attrs, "quant": (shift_name, shift_name)}),
-            {name: _new(name, stream, "int8")})
+    return _streamed(node, stream)
 
 
 def prepare_dsp(node, tensors):
@@ -315,17 +324,14 @@ def pack_dw_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.nd
 
 def prepare_dw_dsp(node, tensors):
     """SIMD32 depthwise: one filter stream (pack_dw_stream) of folded biases, int16 weights and 3-word records
-    per 4 channels; the bias argument becomes NULL and quant (not read) points at the portable shifts twice."""
+    per 4 channels (_streamed)."""
     taps = _dw_taps(node, tensors)
     p = node.attrs["params"]
     c4 = round_up(taps.shape[0], 4)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
     mult, shift = (tensors[q].data for q in node.attrs["quant"])
     stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4))
-    name = f"{node.name}_dsp_w"
-    shift_name = node.attrs["quant"][1]
-    return (node.replace(inputs=(node.inputs[0], name, None), attrs={**node.attrs, "quant": (shift_name, shift_name)}),
-            {name: _new(name, stream, "int8")})
+    return _streamed(node, stream)
 
 
 DW_MVE_LANES = [0, 2, 4, 6, 1, 3, 5, 7]  # VMULLB/VMULLT split 8 channels into even and odd lanes
