@@ -40,7 +40,7 @@ class EvalResult:
     agreement: dict[str, float | None]             # top-1 agreement with the float model (or the reference)
     sqnr_db: dict[str, float | None]               # first output vs the float model (or the reference)
     device_float_differ: int | None                # inputs the device and the float model classify differently
-    device_equals_reference: bool                  # raw outputs bit for bit
+    device_equals_reference: bool                  # raw first output bit for bit, every input
     instructions: int                              # mean per inference on the device
     seconds: float                                 # wall time of the device run (build excluded)
     classes: int = 0
