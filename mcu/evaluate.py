@@ -168,17 +168,19 @@ def evaluate(pkg, data, labels=None, *, float_model=None, progress=None, timeout
 
 def load_float_model(pkg):
     """The package's float model (model.pt2) as a callable module, or None when it has none (compiled from a
-    QAT model). Only on the user's word (CLI --trust-model): read through mcu.export.load_pt2, which refuses
-    pickled objects that are not plain tensors."""
+    QAT model). Only on the user's word (CLI --trust-model): checked against the manifest's seal as mcu debug
+    does, then read through mcu.export.load_pt2, which refuses pickled objects that are not plain tensors."""
     from mcu.export import load_pt2
 
     path = Path(pkg.out_dir) / FLOAT_MODEL
     if not path.exists():
         return None
-    if path.is_symlink() or not path.is_file():
-        raise McuError(f"{path} is not a regular file; the package is damaged: compile it again with `mcu compile`")
+    data = None
+    if not getattr(pkg, "trusted", False):
+        from mcu.api import read_sealed
+        data = read_sealed(pkg, FLOAT_MODEL)  # the bytes mcu wrote (the manifest's checksum), or a PackageError
     try:
-        return load_pt2(path).module()
+        return load_pt2(path, data).module()
     except McuError:
         raise
     except Exception as exc:  # torch raises many types for damaged archives
