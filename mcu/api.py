@@ -156,6 +156,14 @@ def _to_torch(x: np.ndarray, spec) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if spec["layout"] == "NHWC" else x
 
 
+def _portable_sources(graph: Graph) -> Graph:
+    """The graph with each op's source line naming its file as mcu.export.portable_path does: a package carries no
+    user folders, and the same model compiled from two folders gives the same bytes (errors keep full paths)."""
+    from mcu.export import portable_source
+    return graph.replace(nodes=tuple(n.replace(source=portable_source(n.source)) if n.source else n
+                                     for n in graph.nodes))
+
+
 def _saved(ep: torch.export.ExportedProgram) -> bytes:
     """ep as torch.export.save writes it, its stack traces naming files as portable_path does (no user folders)."""
     from mcu.export import portable_stack_trace
@@ -307,6 +315,7 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
             quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer, weights,
                           precision=quantize, mixed=mixed)
     graph = run_passes(import_float(ep) if converted is None else import_quantized(converted), target)
+    graph = _portable_sources(graph)
     graph, memory = plan_graph(graph)
     texts = emit(graph, memory, board=board)
     manifest = json.loads(texts["manifest.json"])

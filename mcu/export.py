@@ -104,7 +104,7 @@ def source_line(node: Node) -> str:
     if not user:
         return ""
     file, line, _func, code = user[-1]
-    return f"{portable_path(file)}:{line}: {code.strip()}"
+    return f"{file}:{line}: {code.strip()}"
 
 
 def portable_path(file: str) -> str:
@@ -121,6 +121,12 @@ def portable_path(file: str) -> str:
     while (top / "__init__.py").is_file() and top.parent != top:
         top = top.parent
     return path.relative_to(top).as_posix()
+
+
+def portable_source(source: str) -> str:
+    """A source_line with its file as portable_path names it: what generated files carry."""
+    file, sep, rest = source.partition(":")
+    return portable_path(file) + sep + rest if sep and file else source
 
 
 def portable_stack_trace(trace: str) -> str:
