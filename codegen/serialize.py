@@ -171,7 +171,7 @@ def load(text: str, read_array: Callable[[int], np.ndarray]) -> tuple[Graph, Mem
                 return array(x, where)
             if tag == "$scalar":
                 x = _list(x, where)
-                if len(x) != 2 or x[0] not in _SCALARS:
+                if len(x) != 2 or not isinstance(x[0], str) or x[0] not in _SCALARS:
                     _fail(where, "a $scalar is [dtype, value]")
                 raw = float(x[1]) if isinstance(x[1], str) and x[1] in ("nan", "inf", "-inf") else x[1]
                 if type(raw) not in (bool, int, float):
@@ -189,7 +189,7 @@ def load(text: str, read_array: Callable[[int], np.ndarray]) -> tuple[Graph, Mem
         if len(shape) > 8:
             _fail(where, "more than 8 dims")
         dtype = _get(d, "dtype", where)
-        if dtype not in DTYPES:
+        if not isinstance(dtype, str) or dtype not in DTYPES:
             _fail(where, f"dtype {str(dtype)[:20]!r} is not one of {', '.join(DTYPES)}")
         layout = _get(d, "layout", where)
         if not isinstance(layout, str) or not _LAYOUT.match(layout):

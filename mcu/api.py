@@ -435,7 +435,7 @@ def check_manifest(manifest, where: Path) -> dict:
                 bad(f"{key} {s['name']}: 'shape' is not a list of sizes")
             if s.get("layout") not in ("torch order", "NHWC") or (s.get("layout") == "NHWC" and len(shape) != 4):
                 bad(f"{key} {s['name']}: 'layout' is not 'torch order' or 'NHWC' (4-d)")
-            if s.get("dtype") not in DTYPES:
+            if not isinstance(s.get("dtype"), str) or s["dtype"] not in DTYPES:
                 bad(f"{key} {s['name']}: 'dtype' {str(s.get('dtype'))[:20]!r} is not one of {', '.join(DTYPES)}")
             n = int(np.prod(shape, dtype=np.int64)) * np.dtype(DTYPES[s["dtype"]]).itemsize
             if s.get("bytes") != n:

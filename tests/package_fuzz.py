@@ -221,6 +221,19 @@ def check_outcome(rc: int, stderr: str) -> str | None:
     return None
 
 
+def harmless(folder: Path) -> bool:
+    """Does a (forged) package load and give, for its IR, exactly the C and manifest it holds? Then the forgery
+    changed nothing the commands use (e.g. the qparams of a constant no kernel reads) and may run."""
+    import mcu
+    from mcu.codegen.emit import emit
+    try:
+        pkg = mcu.load(folder)
+    except mcu.McuError:
+        return False
+    texts = emit(pkg.graph, pkg.memory, board=pkg.board)
+    return all((folder / n).read_text() == t for n, t in texts.items() if n != "manifest.json")
+
+
 def fresh_copy(pkg: Path, dest: Path) -> Path:
     if dest.exists():
         shutil.rmtree(dest)

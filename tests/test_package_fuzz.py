@@ -18,7 +18,7 @@ import pytest
 
 import mcu
 import mcu.cli
-from package_fuzz import (COMMANDS, MARKER_NAME, check_outcome, fresh_copy, make_package, mutants, payload,
+from package_fuzz import (COMMANDS, MARKER_NAME, check_outcome, fresh_copy, harmless, make_package, mutants, payload,
                           pt2_payload, reseal, tree)
 
 SHORT_CAMPAIGN = 120  # mutants; each runs every command (about 15 s on one core)
@@ -53,6 +53,8 @@ def test_short_campaign(package, tmp_path):
         count += 1
         d = fresh_copy(package, tmp_path / "m")
         apply(d)
+        if "resealed" in label and harmless(d):
+            continue  # a forgery that changes nothing the commands use: it may run (counted, not checked)
         before = tree(tmp_path, d / ".mcu-build")
         for cmd in commands_for(label):
             rc, err = run_cli([cmd[0], d] + [a.format(x=x) for a in cmd[1:]])
