@@ -92,6 +92,18 @@ def _reduce(ctx, node: Node) -> Node:
                  (x.name,))
 
 
+def _arg(ctx, node: Node) -> Node:
+    """argmax / argmin over one dim as [outer, len, inner] (None: the whole tensor); the first extreme wins, NaN
+    counts as the largest (torch's rules)."""
+    x = ctx.tensors[node.inputs[0]]
+    shape = tuple(x.shape) or (1,)
+    d = node.attrs["dim"]
+    outer, length, inner = (1, int(np.prod(shape)), 1) if d is None else \
+        (int(np.prod(shape[:d])), int(shape[d]), int(np.prod(shape[d + 1:])))
+    return _call(node, "mcu_arg_f32", {"outer": outer, "len": length, "inner": inner,
+                                       "op": 0 if node.op == "argmax" else 1}, (x.name,))
+
+
 # aten overload of a `lut` node -> (MCU_UNARY_* name, (a, b, c) from the op's scalar args and kwargs)
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
 
@@ -186,5 +198,5 @@ FLOAT32: dict[str, Callable] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
     "add": _binary, "sub": _binary, "mul": _binary, "softmax": _softmax, "clamp": _clamp,
     "div": _binary_op, "minimum": _binary_op, "maximum": _binary_op, "pow": _binary_op,
-    "matmul": _matmul, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "upsample_nearest": INT8["upsample_nearest"], "pad": INT8["pad"], "mean": _reduce, "sum": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce,
+    "matmul": _matmul, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "upsample_nearest": INT8["upsample_nearest"], "pad": INT8["pad"], "mean": _reduce, "sum": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce, "argmax": _arg, "argmin": _arg,
 }

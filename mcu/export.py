@@ -32,6 +32,7 @@ ELEMENTWISE_OPS = {
 # Ops with no integer kernel: in int8 and a16w8 models each runs as a float32 island (dequantize, the float kernel,
 # quantize; mcu.quantize marks it float32 as mixed= would), as does a division of two tensors.
 FLOAT_ISLAND_OPS = {aten.minimum.default, aten.maximum.default, aten.pow.Tensor_Tensor, aten.amax.default,
+                    aten.argmax.default, aten.argmin.default,
                     aten.amin.default, aten.prod.dim_int, aten.prod.default}
 
 # Ops mcu.decompose rewrites as primitives before quantization (their names, to keep mcu.export import-light).

@@ -50,10 +50,12 @@ FLOAT_PARAM_OPS = {aten.layer_norm.default}  # run in the float32 fallback, para
 REDUCE_OPS = {aten.sum.dim_IntList: "sum", aten.sum.default: "sum", aten.mean.default: "mean",
               aten.amax.default: "amax", aten.amin.default: "amin", aten.prod.dim_int: "prod",
               aten.prod.default: "prod"}
+# Index results (int32 tensors; torch's int64): float32 kernels only, float islands in int8
+ARG_OPS = {aten.argmax.default: "argmax", aten.argmin.default: "argmin"}
 # IR ops that read only their first tensor argument
 UNARY_IR_OPS = ("reshape", "slice", "pad", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mean", "clamp",
                 "lut", "permute", "upsample_nearest", "upsample_nearest1d", "sum", "max_pool1d", "avg_pool1d",
-                "amax", "amin", "prod")
+                "amax", "amin", "prod", "argmax", "argmin")
 
 
 class QuantizationError(McuError):
@@ -137,6 +139,10 @@ def _breadth_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | N
         return "upsample_nearest", {"scale": _upsample_factors(n, shape_in)}
     if t == aten.upsample_nearest1d.vec:
         return "upsample_nearest1d", {"scale": _upsample_factors(n, shape_in)}
+    if t in ARG_OPS:  # argmax / argmin over one dim (None: the flattened tensor)
+        dim = a[1] if len(a) > 1 else n.kwargs.get("dim")
+        keepdim = bool(a[2]) if len(a) > 2 else bool(n.kwargs.get("keepdim", False))
+        return ARG_OPS[t], {"dim": None if dim is None else int(dim) % max(rank, 1), "keepdim": keepdim}
     if t in REDUCE_OPS:
         dims = a[1] if len(a) > 1 and a[1] not in (None, []) else n.kwargs.get("dim") or list(range(rank))
         dims = [dims] if isinstance(dims, int) else dims
@@ -326,7 +332,7 @@ def import_quantized(gm: GraphModule) -> Graph:
         if op in UNARY_IR_OPS:
             ins = ins[:1]
         name = f"t{len(tensors)}"
-        tensors[name] = Tensor(name, _shape(n), "float32")
+        tensors[name] = Tensor(name, _shape(n), "int32" if op in ("argmax", "argmin") else "float32")
         nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), {**attrs, "float_node": n.name},
                           source_line(n)))
         return name

@@ -24,7 +24,7 @@ from mcu.rewrites import fold_batch_norms
 # rewrite 1-d ops, adaptive pools, global means and pads onto these kernels).
 FLOAT_OPS = ("conv2d", "conv1d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d", "max_pool1d",
              "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "amax", "amin", "prod", "reshape", "slice", "pad", "softmax", "clamp", "permute", "lut", "concat", "layer_norm",
-             "div", "minimum", "maximum", "pow", "matmul", "upsample_nearest", "upsample_nearest1d")
+             "div", "minimum", "maximum", "pow", "matmul", "upsample_nearest", "upsample_nearest1d", "argmax", "argmin")
 
 
 def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:
@@ -87,7 +87,7 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
             if op == "concat":
                 ins = [value[a] for a in n.args[0]]
             name = f"t{len(tensors)}"
-            tensors[name] = Tensor(name, _shape(n), "float32")
+            tensors[name] = Tensor(name, _shape(n), "int32" if op in ("argmax", "argmin") else "float32")
             value[n] = name
             nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), {**attrs, "float_node": n.name},
                               source_line(n)))

@@ -286,6 +286,7 @@ BATCH_NORMS = {aten.batch_norm.default}
 # Ops with an int8 kernel and no int16 one: float islands in a16w8 (codegen/lowering_s16.py lists what int16 runs)
 NO_INT16_KERNEL = {aten.matmul.default, aten.bmm.default, aten.sum.dim_IntList, aten.upsample_nearest2d.vec,
                    aten.upsample_nearest1d.vec}
+INDEX_OPS = {aten.argmax.default, aten.argmin.default}
 RECURRENT_FNS = {"gru", "lstm", "rnn_tanh", "rnn_relu"}  # torch_fn of the nodes torch.export unrolls them to
 
 
@@ -339,6 +340,9 @@ class McuQuantizer(Quantizer):
 
     def annotate(self, model: GraphModule) -> GraphModule:
         for node in model.graph.nodes:
+            if node.op == "call_function" and node.target in INDEX_OPS:  # float in, int32 indices out
+                node.meta["mcu_precision"] = "float32"
+                continue
             if node.op != "call_function" or _is_annotated(node) or not _is_float(node):
                 continue
             precision = self.precision_of(node)

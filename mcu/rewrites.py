@@ -110,7 +110,8 @@ def _bn_as_depthwise(gm: GraphModule, bn: Node, scale: torch.Tensor, shift: torc
 PIECE_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int}
 IDENTITIES = {aten.dropout.default, aten.alias.default, aten.contiguous.default, aten.clone.default}
 MATMUL_FORMS = {aten.mm.default, aten.mv.default, aten.addmm.default, aten.baddbmm.default, aten.addmv.default}
-VALUES_AND_INDICES = {aten.max.dim: aten.amax.default, aten.min.dim: aten.amin.default}
+VALUES_AND_INDICES = {aten.max.dim: (aten.amax.default, aten.argmax.default),
+                      aten.min.dim: (aten.amin.default, aten.argmin.default)}
 SCALAR_FORMS = {aten.add.Scalar: aten.add.Tensor, aten.sub.Scalar: aten.sub.Tensor, aten.mul.Scalar: aten.mul.Tensor,
                 aten.div.Scalar: aten.div.Tensor}
 GRAD_MODE_WRAPPER = torch.ops.higher_order.wrap_with_set_grad_enabled
@@ -336,16 +337,18 @@ def views_as_slices(gm: GraphModule) -> bool:
             s = _slice_node(graph, x, dim, index, index + 1, n)
             n.target, n.args = aten.squeeze.dims, (s, [dim])
             changed = True
-        elif n.target in VALUES_AND_INDICES and all(u.target == operator.getitem and (u.args[1] == 0 or not u.users)
-                                                    for u in n.users):
-            # x.max(dim)[0]: only the values are read, an amax (the indices would be an integer output)
+        elif n.target in VALUES_AND_INDICES and all(u.target == operator.getitem for u in n.users):
+            # x.max(dim): the values an amax, the indices an argmax (int32), each only if read
             dim = int(n.args[1]) if len(n.args) > 1 else int(n.kwargs["dim"])
             keepdim = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+            values, indices = VALUES_AND_INDICES[n.target]
             for u in list(n.users):
-                if u.args[1] == 0:
-                    u.target, u.args, u.kwargs = VALUES_AND_INDICES[n.target], (n.args[0], [dim], keepdim), {}
-                else:
+                if not u.users:
                     graph.erase_node(u)
+                elif u.args[1] == 0:
+                    u.target, u.args, u.kwargs = values, (n.args[0], [dim], keepdim), {}
+                else:
+                    u.target, u.args, u.kwargs = indices, (n.args[0], dim, keepdim), {}
             graph.erase_node(n)
             changed = True
         elif n.target in SCALAR_FORMS:  # x op scalar: the Tensor overload takes a scalar as well

@@ -5,8 +5,8 @@ module: the sample's input is the model input, its other tensor arguments consta
 - float32 (quantize="none"): compile, run the numpy reference (and the device with --board), pass when the
   relative error max|mcu - torch| / max|torch| <= 1e-4;
 - int8: compile with calibration drawn like the input, pass when the reference's SQNR vs float >= 20 dB.
-A sample whose input is a list of tensors (cat, stack) takes each as a model input. A bool output (a comparison)
-is compared as the 0/1 floats mcu computes; an integer output (indices) is not supported.
+A sample whose input is a list of tensors (cat, stack) takes each as a model input. A bool output (a comparison,
+0/1 floats in mcu) and an integer one (indices, int32 in mcu) must be equal.
 An op passes only when every output is compared. The reason of each failure is printed, first line only.
 
     python scripts/opinfo_coverage.py [--board mps2-an386] [--ops abs,exp] [--json out.json]
@@ -137,7 +137,8 @@ def check(info, mode: str, board: str | None, out_dir: str) -> tuple[bool, str]:
             want = _outputs(model(*xs))
         except Exception as exc:  # noqa: BLE001  (the sample itself fails outside mcu)
             return False, f"torch: {type(exc).__name__}"
-    want = [w.astype(np.float32) if w.dtype == np.bool_ else w for w in want]  # mcu's comparisons give 0/1 floats
+    exact = [w.dtype.kind in "biu" for w in want]  # bool (mcu's 0/1 floats) and indices (int32): equal
+    want = [w.astype(np.float32) if k else w for w, k in zip(want, exact)]
     if any(w.dtype != np.float32 for w in want):
         return False, f"output dtype {[str(w.dtype) for w in want]} (not float32)"
     g = torch.Generator().manual_seed(0)
@@ -157,9 +158,12 @@ def check(info, mode: str, board: str | None, out_dir: str) -> tuple[bool, str]:
         return False, f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:150]}"
     if len(got) != len(want):
         return False, f"{len(got)} outputs vs torch's {len(want)}"
-    for g_, w in zip(got, want):
-        g_ = np.asarray(g_).reshape(w.shape)
-        if mode == "float32":
+    for g_, w, k in zip(got, want, exact):
+        g_ = np.asarray(g_, np.float32).reshape(w.shape)
+        if k:
+            if not np.array_equal(g_, w):
+                return False, "integer or bool output differs"
+        elif mode == "float32":
             err = relative_error(g_, w)
             if not err <= 1e-4:
                 return False, f"relative error {err:.2e}"

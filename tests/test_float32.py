@@ -208,7 +208,21 @@ def pad_case(seed: int):
              "value_f32": value}, x), want.numpy()
 
 
+def arg_case(seed: int):
+    """argmax / argmin along a random dim, with ties (rounded values) and now and then a NaN (torch's rules)."""
+    rng = np.random.default_rng(seed)
+    outer, length, inner = (int(v) for v in rng.integers(1, 6, size=3))
+    x = np.round(rng.standard_normal((outer, length, inner)) * 2).astype(F32)
+    if seed % 3 == 0:
+        x.reshape(-1)[int(rng.integers(x.size))] = np.nan
+    op = seed % 2
+    t = torch.from_numpy(x)
+    want = (t.argmax(1) if op == 0 else t.argmin(1)).numpy().astype(np.int32)
+    return ({"outer": outer, "len": length, "inner": inner, "op": op}, x), want
+
+
 CASES = {
+    "mcu_arg_f32": (twins.arg_f32, arg_case),
     "mcu_pad_f32": (shape_twins.pad_f32, pad_case),
     "mcu_upsample_nearest_f32": (shape_twins.upsample_nearest_f32, upsample_case),
     "mcu_conv2d_f32": (twins.conv2d_f32, conv_case),
@@ -236,8 +250,9 @@ def test_float_kernel_equals_twin_bit_for_bit(lib, kernel):
     twin, make = CASES[kernel]
     for seed in SEEDS:
         args, _ = make(seed)
-        expected = np.asarray(twin(*args), F32)
-        out = np.random.default_rng(seed).standard_normal(expected.shape).astype(F32)  # garbage to overwrite
+        expected = np.asarray(twin(*args))
+        expected = expected if expected.dtype == np.int32 else expected.astype(F32)  # indices stay int32
+        out = np.random.default_rng(seed).standard_normal(expected.shape).astype(expected.dtype)  # garbage
         assert hostc.call(lib, kernel, *args, out=out) == hostc.MCU_OK, f"{kernel} seed {seed}"
         assert_same_bits(out, expected, f"{kernel} seed {seed}")
 

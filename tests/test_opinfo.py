@@ -21,17 +21,16 @@ _spec = importlib.util.spec_from_file_location("opinfo_coverage", SCRIPT)
 coverage = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(coverage)
 
-INDICES = "the sample returns integer indices (an int64 output); mcu's outputs are float or quantized"
+INDICES = ("the sample returns a max pool's indices into the flattened input (return_indices=True); argmax, argmin "
+           "and max/min over a dim do compile (int32 indices)")
 EXCLUSIONS = {
     "nn.functional.rrelu": "the sample is in training mode (a random slope per element): refused, naming model.eval()",
     "nn.functional.batch_norm": "the sample is in training mode (batch statistics): refused, naming model.eval()",
     "nn.functional.max_pool1d": INDICES, "nn.functional.max_pool2d": INDICES,
     "nn.functional.adaptive_max_pool1d": INDICES, "nn.functional.adaptive_max_pool2d": INDICES,
-    "max": INDICES + " (x.max(dim)[0] alone compiles, as amax)", "min": INDICES + " (x.min(dim)[0] alone compiles)",
-    "argmax": INDICES, "argmin": INDICES,
     "nn.functional.one_hot": "the sample fails in torch itself (one_hot of a float tensor)",
 }
-DEVICE_OPS = ["exp", "div", "where", "nn.functional.mish", "nn.functional.group_norm", "nn.functional.conv_transpose2d",
+DEVICE_OPS = ["argmax", "max", "exp", "div", "where", "nn.functional.mish", "nn.functional.group_norm", "nn.functional.conv_transpose2d",
               "logsumexp", "nn.functional.pad", "nn.functional.pixel_shuffle", "nn.functional.interpolate",
               "nn.functional.scaled_dot_product_attention", "cumsum", "roll", "stack"]
 

@@ -15,6 +15,7 @@ from mcu.codegen.lowering import INT8, Ctx
 from mcu.codegen.lowering_float import FLOAT32
 from mcu.codegen.lowering_s16 import CONVERTS, INT16, UNSUPPORTED
 
+INDEX_OPS = ("argmax", "argmin")  # float32 in, int32 indices out
 TABLES = {"int8": INT8, "int16": INT16, "float32": FLOAT32}
 MISSING = {"int8": "has no int8 kernel", "int16": f"has no int16 kernel {UNSUPPORTED}",
            "float32": "has no float32 kernel"}
@@ -23,6 +24,8 @@ MISSING = {"int8": "has no int8 kernel", "int16": f"has no int16 kernel {UNSUPPO
 def element_type(graph: Graph, node: Node) -> str:
     """float32 when every tensor of the node is; int16 when one of its activations is; else int8."""
     tensors = [graph.tensors[t] for t in (*node.inputs, *node.outputs) if t is not None]
+    if all(t.dtype == "float32" for t in tensors[:len(node.inputs)]) and node.op in INDEX_OPS:
+        return "float32"
     if all(t.dtype == "float32" for t in tensors):
         return "float32"
     if any(t.dtype == "int16" and not t.is_const for t in tensors):

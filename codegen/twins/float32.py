@@ -507,3 +507,16 @@ def matmul_f32(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     for t in range(k):
         acc = acc + a[:, :, t, None] * c[:, None, t, :]
     return _act(p, acc)
+
+
+def arg_f32(params: dict, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_arg_f32: int32 [outer, inner] indices of the first max (op 0) or min (op 1) along len; NaN wins."""
+    p = params
+    if min(p["outer"], p["len"], p["inner"]) < 1 or p["op"] not in (0, 1):
+        raise ValueError(f"bad arg params {p}")
+    x = np.asarray(input, F32).reshape(p["outer"], p["len"], p["inner"])
+    nan = np.isnan(x)
+    key = np.where(nan, np.inf, x) if p["op"] == 0 else np.where(nan, -np.inf, x)
+    best = np.argmax(key, axis=1) if p["op"] == 0 else np.argmin(key, axis=1)
+    first_nan = np.where(nan.any(axis=1), np.argmax(nan, axis=1), best)
+    return first_nan.astype(np.int32)

@@ -532,6 +532,15 @@ mcu_status_t mcu_slice_f32(const mcu_slice_params_t *params, const float *input,
 mcu_status_t mcu_pad_s16(const mcu_pad_params_t *params, const int16_t *input, int16_t *output);
 mcu_status_t mcu_pad_f32(const mcu_pad_params_t *params, const float *input, float *output);
 
+typedef struct {
+    int32_t outer, len, inner; /* the input as [outer, len, inner]; the output [outer, inner] indices into len */
+    int32_t op;                /* 0: argmax, 1: argmin */
+} mcu_arg_params_t;
+
+/* The index of the first largest (argmax) or smallest (argmin) element along len; a NaN counts as the largest
+ * for argmax and the smallest for argmin, as in torch. */
+mcu_status_t mcu_arg_f32(const mcu_arg_params_t *params, const float *input, int32_t *output);
+
 /* mcu_upsample_nearest_s8 on float32 elements. */
 mcu_status_t mcu_upsample_nearest_f32(const mcu_upsample_params_t *params, const float *input, float *output);
 
