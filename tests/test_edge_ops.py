@@ -100,3 +100,21 @@ def test_transposes_of_any_rank_merge_to_four_dims(shape, perm):
     x = np.arange(int(np.prod(shape))).reshape(shape)
     assert len(p["in_dims"]) == 4
     assert np.array_equal(x.reshape(p["in_dims"]).transpose(p["perm"]).reshape(-1), x.transpose(perm).reshape(-1))
+
+
+def test_scons_refuses_a_package_compiled_for_another_board(tmp_path):
+    """scons board=mps2-an385 model=<a package for mps2-an386> must not build the M4's DSP kernels for the M3."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from mcu.zoo import example_cnn
+    model, example = example_cnn()
+    pkg = mcu.compile(model, example, board="mps2-an386", out_dir=tmp_path / "pkg")
+    scons = Path(mcu.__file__).resolve().parent / "firmware.scons"
+    r = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-f", str(scons), "board=mps2-an385",
+                        f"model={pkg.out_dir}", f"build={tmp_path / 'build'}"], capture_output=True, text=True,
+                       cwd=tmp_path)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "compiled for mps2-an386, not mps2-an385" in out, out
+    assert not (tmp_path / "build" / "fw.elf").exists()
