@@ -151,7 +151,7 @@ def _var(gm, n, sqrt: bool):
     count = math.prod(_shape(x)[d] for d in dims)
     d = b(aten.sub.Tensor, x, b(aten.mean.dim, x, dims, True))
     v = b(aten.sum.dim_IntList, b(aten.mul.Tensor, d, d), dims, bool(keepdim))
-    v = b(aten.mul.Tensor, v, 1.0 / max(count - float(correction), 0.0) if count > correction else math.inf)
+    v = b(aten.mul.Tensor, v, 1.0 / (count - correction) if count > correction else math.inf)  # torch: inf / nan
     return b(aten.sqrt.default, v) if sqrt else v
 
 
