@@ -172,6 +172,38 @@ static inline mcu_status_t mcu_slice_elems(const mcu_slice_params_t *params, con
     return MCU_OK;
 }
 
+/* The nearest upsampling of mcu_upsample_nearest_s8 / _f32 for elements of `elem` bytes (NHWC, integer factors). */
+static inline mcu_status_t mcu_upsample_elems(const mcu_upsample_params_t *params, const void *input, void *output,
+                                              size_t elem)
+{
+    if (params == NULL || input == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_upsample_params_t *p = params;
+    const mcu_dims_t *d = &p->input;
+    if (d->n < 1 || d->h < 1 || d->w < 1 || d->c < 1 || p->scale_h < 1 || p->scale_w < 1) {
+        return MCU_ERR_ARG;
+    }
+    const size_t pixel = (size_t)d->c * elem, row = (size_t)(d->w * p->scale_w) * pixel;
+    const uint8_t *in = (const uint8_t *)input;
+    uint8_t *out = (uint8_t *)output;
+    for (int32_t n = 0; n < d->n; ++n) {
+        for (int32_t y = 0; y < d->h; ++y) {
+            const uint8_t *in_row = in + (size_t)(n * d->h + y) * (size_t)d->w * pixel;
+            const uint8_t *first = out; /* the first of scale_h identical output rows */
+            for (int32_t x = 0; x < d->w * p->scale_w; ++x) {
+                memcpy(out, in_row + (size_t)(x / p->scale_w) * pixel, pixel);
+                out += pixel;
+            }
+            for (int32_t r = 1; r < p->scale_h; ++r) {
+                memcpy(out, first, row);
+                out += row;
+            }
+        }
+    }
+    return MCU_OK;
+}
+
 /* The constant pad of mcu_pad_s8 / _s16 / _f32 for elements of `elem` bytes, `value` one padding element. */
 static inline mcu_status_t mcu_pad_elems(const mcu_pad_params_t *params, const void *input, void *output, size_t elem,
                                          const void *value)
