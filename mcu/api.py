@@ -29,6 +29,7 @@ from mcu.export import example_inputs_of, export
 from mcu.fit import check_fit
 from mcu.package import FILES as DROPIN_FILES, dropin_files
 from mcu.paths import BUILD_DIR
+from mcu.precision import PrecisionChoice, choose_precision
 from mcu.quantize import Progress, quantize as quantize_pt2e
 
 FLOAT_MODEL = "model.pt2"  # the float model, opened only by `mcu debug` (mcu.debug.check_trusted)
@@ -66,6 +67,7 @@ class Package:
     memory: MemoryPlan
     converted: torch.fx.GraphModule | None = field(default=None, repr=False)
     trusted: bool = field(default=False, repr=False)  # written by this process: its model.pt2 is ours (mcu.debug)
+    precision: PrecisionChoice | None = field(default=None, repr=False)  # what target_sqnr picked
 
     @property
     def arena_bytes(self) -> int:
@@ -271,7 +273,8 @@ def _write_package(out_dir: Path, files: dict[str, bytes], force: bool) -> None:
 def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibration=None,
             quantize: str = "int8", out_dir: str | os.PathLike = "mcu_out", force: bool = False,
             optimize: str = "speed", progress: Progress | None = None, bias_correction: bool = True,
-            observer: str = "minmax", weights: str = "int8", mixed: dict | None = None) -> Package:
+            observer: str = "minmax", weights: str = "int8", mixed: dict | None = None,
+            target_sqnr: float | None = None, log=None) -> Package:
     """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package.
     optimize="speed" picks the board's fastest kernel variants; "memory" keeps the portable kernels,
     whose outputs may overlap their dying inputs, and runs depthwise and 1x1 convs in place over an
@@ -284,6 +287,9 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     quantize="a16w8" runs int16 activations with int8 weights (TFLite's 16x8). mixed maps module names or types
     to "int8", "a16w8" or "float32", e.g. mixed={"classifier": "float32"}: those layers run in that precision,
     with converts planned at the boundaries (mcu.quantize).
+    target_sqnr (dB) picks those precisions itself: the cheapest per-layer int8 / a16w8 / float32 mix whose SQNR vs
+    the float model, on the calibration data, reaches the target (mcu.precision); `mixed` entries stay as pinned.
+    The choice is pkg.precision (its .table(), and .mixed to pin it); log(line), if given, hears each step.
 
     A model quantized already (torchao's convert_pt2e output, e.g. after quantization-aware training with
     McuQuantizer(qat=True)) compiles as it is, with the same integer semantics; it takes no calibration."""
@@ -299,6 +305,12 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     if quantize not in ("int8", "a16w8", "none"):
         raise McuError(f"quantize={quantize!r} is not supported; use quantize='int8', 'a16w8' (int16 activations) "
                        f"or 'none' (float32)")
+    if target_sqnr is not None and quantize == "none":
+        raise McuError("target_sqnr picks int8 / a16w8 / float32 per layer of a quantized model; use "
+                       "quantize='int8' (or 'a16w8') with it, not 'none'")
+    if target_sqnr is not None and is_quantized(model):
+        raise McuError("the model is quantized already, so target_sqnr cannot choose its precisions; pass the "
+                       "float model")
     if mixed and quantize == "none":
         raise McuError("mixed= sets precisions inside a quantized model; with quantize='none' every layer is "
                        "float32 already")
@@ -306,11 +318,18 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
         if calibration is not None:
             raise McuError("the model is quantized already (torchao's convert_pt2e output), so calibration does "
                            "not apply; pass calibration=None")
-        ep, converted = None, model
+        ep, converted, choice = None, model, None
     else:
         ep = export(model, example_inputs)
         if example_inputs is None:
             example_inputs = example_inputs_of(ep)
+        choice = None
+        if target_sqnr is not None:
+            calibration = None if calibration is None else list(calibration)  # measured on, then calibrated on
+            choice = choose_precision(ep, tuple(example_inputs), calibration, float(target_sqnr), target.features,
+                                      precision=quantize, pinned=mixed, progress=log,
+                                      bias_correction=bias_correction, observer=observer, weights=weights)
+            mixed = {**choice.mixed, **(mixed or {})}
         converted = None if quantize == "none" else \
             quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer, weights,
                           precision=quantize, mixed=mixed)
@@ -335,7 +354,8 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     files["arena.svg"] = picture(graph, memory, title=board).encode()
     out_dir = Path(out_dir)
     _write_package(out_dir, files, force)
-    return Package(out_dir, board, manifest, graph, memory, converted, trusted=True)
+    return Package(out_dir, board, manifest, graph, memory, converted, trusted=True,
+                   precision=choice)
 
 
 def is_quantized(model) -> bool:

@@ -142,9 +142,13 @@ def cmd_compile(args) -> None:
         pkg = mcu.compile(model, example_inputs, board=args.board, calibration=_load_calibration(args.calib),
                           out_dir=args.output, force=args.force, optimize=args.optimize, progress=progress,
                           observer=args.observer, bias_correction=not args.no_bias_correction,
-                          quantize=args.quantize, weights=args.weights, mixed=dict(args.mixed or ()))
+                          quantize=args.quantize, weights=args.weights, mixed=dict(args.mixed or ()),
+                          target_sqnr=args.target_sqnr,
+                          log=(lambda line: print(line, file=sys.stderr, flush=True)) if args.target_sqnr else None)
     finally:
         progress.close()
+    if pkg.precision is not None:
+        print(pkg.precision.table())
     m = pkg.manifest
     print(f"wrote {pkg.out_dir}: {len(m['ops'])} ops, kernels: {', '.join(k.split('/')[-1] for k in m['kernels'])}")
     print(f"arena {m['arena_bytes']} B (liveness lower bound {m['arena_lower_bound']} B, {m['planner']}), "
@@ -330,7 +334,8 @@ def build_parser() -> ArgumentParser:
                  "mcu compile mcu.zoo:example_cnn --board mps2-an386 -o out/cnn",
                  "mcu compile model.pt2 --calib calib.npy --board mps3-an547 --optimize memory -o out/model",
                  "mcu compile mcu.zoo:ic --quantize none --board mps2-an385 -o out/ic-float32",
-                 "mcu compile mcu.zoo:kws --quantize a16w8 --mixed fc=float32 -o out/kws-a16w8")
+                 "mcu compile mcu.zoo:kws --quantize a16w8 --mixed fc=float32 -o out/kws-a16w8",
+                 "mcu compile mcu.zoo:vww --target-sqnr 30 -o out/vww-30db")
     p.add_argument("model", help=".pt2 file or module:function returning (model, example_inputs)")
     p.add_argument("--board", default="mps2-an386", help="target board, see `mcu boards` (default: mps2-an386)")
     p.add_argument("--calib", help=".npy [B, ...] / .npz / .pt list of input tuples (default: the example inputs)")
@@ -346,6 +351,9 @@ def build_parser() -> ArgumentParser:
                         "float32 kernels (--calib unused)")
     p.add_argument("--mixed", nargs="+", metavar="MODULE=PRECISION", type=_mixed_rule,
                    help="keep modules (by name, e.g. classifier, or type, e.g. Linear) in int8, a16w8 or float32")
+    p.add_argument("--target-sqnr", type=float, metavar="DB",
+                   help="pick int8 / a16w8 / float32 per layer, at the least cost in flash and instructions, so "
+                        "the SQNR vs the float model on the calibration data reaches DB; prints the choice")
     p.add_argument("--weights", choices=("int8", "int4"), default="int8",
                    help="int4: conv and linear weights in [-7, 7], two per byte in flash (default: int8)")
     p.add_argument("--no-bias-correction", action="store_true",
