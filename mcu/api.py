@@ -326,9 +326,20 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
         choice = None
         if target_sqnr is not None:
             calibration = None if calibration is None else list(calibration)  # measured on, then calibrated on
+            options = dict(bias_correction=bias_correction, observer=observer, weights=weights)
+
+            def verify(mixed_, inputs, want):  # the integer reference of the whole compiled candidate
+                with tempfile.TemporaryDirectory() as tmp:
+                    pkg = compile(model, example_inputs, board=board, calibration=calibration, quantize=quantize,
+                                  out_dir=tmp, optimize=optimize, mixed=mixed_, **options)
+                    got = [np.concatenate([o.ravel() for o in pkg.dequantize_outputs(pkg.reference(x))])
+                           for x in inputs]
+                err = float(np.mean((np.concatenate(got) - np.concatenate(want)) ** 2))
+                signal = float(np.mean(np.concatenate(want) ** 2))
+                return float("inf") if err == 0 else float(10 * np.log10(signal / err))
+
             choice = choose_precision(ep, tuple(example_inputs), calibration, float(target_sqnr), target.features,
-                                      precision=quantize, pinned=mixed, progress=log,
-                                      bias_correction=bias_correction, observer=observer, weights=weights)
+                                      precision=quantize, pinned=mixed, progress=log, verify=verify, **options)
             mixed = {**choice.mixed, **(mixed or {})}
         converted = None if quantize == "none" else \
             quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer, weights,

@@ -37,6 +37,10 @@ FLOAT_RATIO = {"fpu": 8.0, "soft": 30.0}  # float32 MAC vs int8 MAC, with an FPU
 FLASH_BYTES = {"int8": 1.0, "a16w8": 1.0, "float32": 4.0}  # per weight (biases: 4 B int32 / 8 B int64 / 4 B)
 BIAS_BYTES = {"int8": 4, "a16w8": 8, "float32": 4}
 LADDER = ("int8", "a16w8", "float32")
+FOLLOWERS = {"batch_norm", "_native_batch_norm_legit_no_training", "relu", "relu_", "relu6", "hardtanh",
+             "hardtanh_"}  # ops that fold or fuse into the conv / linear before them
+VIEWS = {"view", "reshape", "flatten", "permute", "squeeze", "unsqueeze", "contiguous", "clone", "dropout",
+         "_unsafe_view", "expand", "t", "transpose", "alias", "detach"}
 MAX_CHECKS = 8  # bisection steps along the greedy's order
 
 
@@ -47,6 +51,7 @@ class Unit:
     params: int
     channels: int      # bias entries
     ops: int
+    keys: tuple[str, ...] = ()  # the mixed= keys that set it: its name, and siblings it took (BatchNorm, ReLU)
 
 
 @dataclass
@@ -62,8 +67,8 @@ class Option:
 class PrecisionChoice:
     """What target_sqnr picked: `mixed` is the dict to pin (mcu.compile(..., mixed=choice.mixed))."""
     target_db: float
-    base_db: float                  # every unit at the run's precision
-    sqnr_db: float                  # measured with the chosen precisions (torchao's converted model)
+    base_db: float                  # every unit at the run's precision (measured like sqnr_db)
+    sqnr_db: float                  # measured with the chosen precisions (by verify: mcu.compile's integer reference)
     mixed: dict[str, str]
     rows: list[Option] = field(default_factory=list)  # the raised units, in the order chosen
     extra_instructions: float = 0.0  # estimated, fraction of the all-int8 model's
@@ -92,6 +97,12 @@ def _paths(node: Node) -> list[str]:
     return [p for p, _ in (node.meta.get("nn_module_stack") or {}).values()]
 
 
+def _op(node: Node) -> str:
+    """aten.relu.default -> "relu"; "" for what is not an aten call."""
+    parts = str(node.target).split(".")
+    return parts[1] if node.op == "call_function" and len(parts) > 2 and parts[0] == "aten" else ""
+
+
 def _numel(node) -> int:
     return int(np.prod(node.meta["val"].shape)) if isinstance(node, Node) and "val" in node.meta else 0
 
@@ -114,10 +125,28 @@ def units(graph: torch.fx.Graph) -> list[Unit]:
             best = ".".join(parts[:k])
         unit_of[n] = best
     named = set(unit_of.values())
+    for n in weighted:  # its BatchNorm and activation, siblings in a flat Sequential, go with it
+        m = n
+        while len(m.users) == 1 and _op(next(iter(m.users))) in FOLLOWERS:
+            m = next(iter(m.users))
+            if m in unit_of or not _paths(m) or not _paths(m)[-1]:
+                break
+            unit_of[m] = unit_of[n]
     for n in ops:
-        if n not in unit_of:
-            q = _paths(n)[-1]
-            unit_of[n] = next((u for u in named if q == u or q.startswith(u + ".")), q)
+        if n in unit_of:
+            continue
+        q = _paths(n)[-1]  # the unit around it, else the highest module around it that holds no conv / linear
+        around = next((u for u in named if q == u or q.startswith(u + ".")), None)
+        if around is None:
+            parts = q.split(".")
+            while len(parts) > 1 and not holds(".".join(parts[:-1])):
+                parts = parts[:-1]
+            around = ".".join(parts)
+        unit_of[n] = around
+    # a unit of views alone has no precision of its own (they share their input's quantization)
+    moves = {u for u in set(unit_of.values()) if all(_op(n) in VIEWS
+                                                      for n, v in unit_of.items() if v == u)}
+    ops = [n for n in ops if unit_of[n] not in moves]
     found: dict[str, list[int]] = {}
     for n in ops:
         macs = params = channels = 0
@@ -130,16 +159,25 @@ def units(graph: torch.fx.Graph) -> list[Unit]:
         row[1] += params
         row[2] += channels
         row[3] += 1
-    return [Unit(name, *row) for name, row in found.items()]
+    keys: dict[str, set[str]] = {}
+    for n in ops:  # the module paths a unit's rule must name: its own, and those of followers outside it
+        q, u = _paths(n)[-1], unit_of[n]
+        keys.setdefault(u, {u}).add(q if not (q == u or q.startswith(u + ".")) else u)
+    return [Unit(name, *row, keys=tuple(sorted(keys[name], key=lambda k: (k != name, k))))
+            for name, row in found.items()]
 
 
 def rules(choice: dict[str, str], all_units: list[Unit], default: str) -> dict[str, str]:
-    """The mixed= dict for `choice` (unit -> precision): a raised unit's name also covers the units inside it,
-    so those get their own precision explicitly."""
-    out = dict(choice)
+    """The mixed= dict for `choice` (unit name -> precision): every key of a chosen unit; and since a key also
+    covers the modules inside it, the units inside a chosen one get their own precision explicitly."""
+    out = {}
     for u in all_units:
-        if u.name not in out and any(u.name.startswith(c + ".") for c in choice):
-            out[u.name] = default
+        for k in u.keys or (u.name,):
+            if u.name in choice:
+                out[k] = choice[u.name]
+    for u in all_units:
+        if u.name not in choice and any(k.startswith(c + ".") for k in u.keys or (u.name,) for c in out):
+            out.update({k: default for k in u.keys or (u.name,)})
     return {k: out[k] for k in sorted(out)}
 
 
@@ -168,15 +206,20 @@ def noise(signal: float, db: float) -> float:
 
 def search(measure: Callable[[dict[str, str]], float], signal: float, all_units: list[Unit], target_db: float,
            default: str, features: frozenset, pinned: dict | None = None,
-           progress: Callable[[str], None] | None = None) -> PrecisionChoice:
+           progress: Callable[[str], None] | None = None,
+           verify: Callable[[dict[str, str]], float] | None = None) -> PrecisionChoice:
     """The greedy choice (module docstring). measure(mixed) -> SQNR dB of the network quantized with `mixed`
-    (pinned rules included by the caller); pinned units are left as the user set them."""
+    (pinned rules included by the caller); pinned units are left as the user set them. verify(mixed), if given,
+    measures the candidates along the greedy order instead (mcu.compile: the integer reference itself, which the
+    device equals; a whole network's rounding differs from torchao's by a few dB once precisions mix)."""
+    verify = verify or measure
     say = progress or (lambda _: None)
     cost = relative_costs(all_units, features)
     free = [u for u in all_units if u.name not in (pinned or {})]
-    base = measure(rules({}, all_units, default))
+    base = verify(rules({}, all_units, default))
     if base >= target_db:
         return PrecisionChoice(target_db, base, base, {}, measurements=1)
+    n_all = noise(signal, measure(rules({}, all_units, default)) if verify is not measure else base)
     every_float = {u.name: "float32" for u in free}
     floor_db = measure(rules(every_float, all_units, default))
     checks, n_floor, n_target = 2, noise(signal, floor_db), noise(signal, target_db)
@@ -194,7 +237,6 @@ def search(measure: Callable[[dict[str, str]], float], signal: float, all_units:
         alone[u.name, "float32"] = 0.0
         say(f"sensitivity {i + 1}/{len(free)}: {u.name} alone at " +
             ", ".join(f"{p} {10 * np.log10(signal / (alone[u.name, p] + n_floor)):.1f} dB" for p in ladder[:-1]))
-    n_all = noise(signal, base)
     total = sum(alone[u.name, default] for u in free)
     k = (n_all - n_floor) / total if total > 0 else 1.0  # the isolated noises, scaled to the measured sum
     shares = sorted(((u.name, alone[u.name, default] / total if total else 0.0) for u in free),
@@ -216,7 +258,7 @@ def search(measure: Callable[[dict[str, str]], float], signal: float, all_units:
 
     def probe(n: int) -> float:
         if n not in tried:
-            tried[n] = measure(rules({k: o.precision for k, o in prefix(n).items()}, all_units, default))
+            tried[n] = verify(rules({k: o.precision for k, o in prefix(n).items()}, all_units, default))
             say(f"first {n} of {len(steps)} raises: {tried[n]:.1f} dB")
         return tried[n]
 
@@ -235,7 +277,8 @@ def search(measure: Callable[[dict[str, str]], float], signal: float, all_units:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if probe(mid) >= target_db else (mid, hi)
     checks += len(tried)
-    chosen, measured = prefix(hi), tried.get(hi, base)
+    chosen = prefix(hi)
+    measured = tried[hi] if hi in tried else verify(rules({}, all_units, default))
     if measured < target_db:
         raise McuError(f"target_sqnr={target_db:g} dB is out of reach: {base:.1f} dB at {default}, "
                        f"{measured:.1f} dB with the best mixed choice found, {floor_db:.1f} dB with every layer "
@@ -273,7 +316,7 @@ def _greedy_order(options: list[Option]) -> list[tuple[Option, float]]:
 def choose_precision(ep: torch.export.ExportedProgram, example_inputs: tuple, calibration, target_db: float,
                      features: frozenset, precision: str = "int8", pinned: dict | None = None,
                      progress: Callable[[str], None] | None = None, max_inputs: int = 16,
-                     **qopts) -> PrecisionChoice:
+                     verify: Callable | None = None, **qopts) -> PrecisionChoice:
     """target_sqnr for mcu.compile: measures on the calibration data (its first max_inputs batches; the example
     inputs when there is none) against the float model. qopts go to mcu.quantize.quantize."""
     from mcu.quantize import quantize
@@ -293,7 +336,8 @@ def choose_precision(ep: torch.export.ExportedProgram, example_inputs: tuple, ca
         err = float(np.mean((got - np.concatenate(want)) ** 2))
         return float("inf") if err == 0 else 10 * np.log10(signal / err)
 
-    return search(measure, signal, units(ep.graph), target_db, precision, features, pinned, progress)
+    check = None if verify is None else (lambda mixed: verify({**mixed, **(pinned or {})}, inputs, want))
+    return search(measure, signal, units(ep.graph), target_db, precision, features, pinned, progress, check)
 
 
 def _flat(out) -> np.ndarray:
