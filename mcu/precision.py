@@ -52,6 +52,8 @@ class Unit:
     channels: int      # bias entries
     ops: int
     keys: tuple[str, ...] = ()  # the mixed= keys that set it: its name, and siblings it took (BatchNorm, ReLU)
+    elements: int = 0  # outputs of its ops without MACs (adds, pools, gates, softmax): priced one MAC each
+    root: bool = False  # the ops of the model's own forward, keyed by its class name, which covers every module
 
 
 @dataclass
@@ -103,13 +105,18 @@ def _op(node: Node) -> str:
     return parts[1] if node.op == "call_function" and len(parts) > 2 and parts[0] == "aten" else ""
 
 
+def _root_name(node: Node) -> str:
+    t = next(iter(node.meta["nn_module_stack"].values()))[1]
+    return (t if isinstance(t, str) else t.__name__).rsplit(".", 1)[-1]
+
+
 def _numel(node) -> int:
     return int(np.prod(node.meta["val"].shape)) if isinstance(node, Node) and "val" in node.meta else 0
 
 
 def units(graph: torch.fx.Graph) -> list[Unit]:
     """The layers of an exported graph a precision can be set for, in graph order."""
-    ops = [n for n in graph.nodes if n.op == "call_function" and _paths(n) and _paths(n)[-1]]
+    ops = [n for n in graph.nodes if n.op == "call_function" and _paths(n)]
     weighted = [n for n in ops if n.target in WEIGHTED]
     inner = [_paths(n)[-1] for n in weighted]
 
@@ -129,13 +136,16 @@ def units(graph: torch.fx.Graph) -> list[Unit]:
         m = n
         while len(m.users) == 1 and _op(next(iter(m.users))) in FOLLOWERS:
             m = next(iter(m.users))
-            if m in unit_of or not _paths(m) or not _paths(m)[-1]:
+            if m in unit_of or not _paths(m)[-1:] or not _paths(m)[-1]:
                 break
             unit_of[m] = unit_of[n]
     for n in ops:
         if n in unit_of:
             continue
         q = _paths(n)[-1]  # the unit around it, else the highest module around it that holds no conv / linear
+        if not q:  # in the model's own forward: the unit named by its class (a mixed= key by type)
+            unit_of[n] = _root_name(n)
+            continue
         around = next((u for u in named if q == u or q.startswith(u + ".")), None)
         if around is None:
             parts = q.split(".")
@@ -154,16 +164,18 @@ def units(graph: torch.fx.Graph) -> list[Unit]:
             w = n.args[1]
             params, channels = _numel(w), int(w.meta["val"].shape[0])
             macs = _numel(n.args[0] if "transpose" in str(n.target) else n) * (params // channels)
-        row = found.setdefault(unit_of[n], [0, 0, 0, 0])
+        row = found.setdefault(unit_of[n], [0, 0, 0, 0, 0])
         row[0] += macs
         row[1] += params
         row[2] += channels
         row[3] += 1
+        row[4] += 0 if macs or _op(n) in VIEWS else _numel(n)
     keys: dict[str, set[str]] = {}
     for n in ops:  # the module paths a unit's rule must name: its own, and those of followers outside it
         q, u = _paths(n)[-1], unit_of[n]
-        keys.setdefault(u, {u}).add(q if not (q == u or q.startswith(u + ".")) else u)
-    return [Unit(name, *row, keys=tuple(sorted(keys[name], key=lambda k: (k != name, k))))
+        keys.setdefault(u, {u}).add(q if q and not (q == u or q.startswith(u + ".")) else u)
+    roots = {_root_name(n) for n in ops if not _paths(n)[-1]}
+    return [Unit(name, *row[:4], elements=row[4], keys=tuple(sorted(keys[name], key=lambda k: (k != name, k))), root=name in roots)
             for name, row in found.items()]
 
 
@@ -175,8 +187,10 @@ def rules(choice: dict[str, str], all_units: list[Unit], default: str) -> dict[s
         for k in u.keys or (u.name,):
             if u.name in choice:
                 out[k] = choice[u.name]
+    everything = any(u.root and u.name in choice for u in all_units)
     for u in all_units:
-        if u.name not in choice and any(k.startswith(c + ".") for k in u.keys or (u.name,) for c in out):
+        if u.name not in choice and (everything or any(k.startswith(c + ".") for k in u.keys or (u.name,)
+                                                       for c in out)):
             out.update({k: default for k in u.keys or (u.name,)})
     return {k: out[k] for k in sorted(out)}
 
@@ -186,15 +200,14 @@ def relative_costs(all_units: list[Unit], features: frozenset) -> Callable[[Unit
     fast = bool(features & {"dsp", "mve"})
     ratio = {p: r[0 if fast else 1] for p, r in INSTRUCTION_RATIO.items()}
     ratio["float32"] = FLOAT_RATIO["fpu" if "fpu" in features else "soft"]
-    total_macs = max(1, sum(u.macs for u in all_units))
+    total_macs = max(1, sum(u.macs + u.elements for u in all_units))
     total_flash = max(1, sum(u.params + 4 * u.channels for u in all_units))
 
     def flash(u: Unit, p: str) -> float:
         return u.params * FLASH_BYTES[p] + u.channels * BIAS_BYTES[p]
 
     def cost(u: Unit, a: str, b: str) -> tuple[float, float]:
-        # a unit without MACs (an add, a gate) is priced as one MAC per op so raising it is never free
-        macs = u.macs or u.ops
+        macs = u.macs + u.elements
         return (macs * (ratio[b] - ratio[a]) / total_macs, (flash(u, b) - flash(u, a)) / total_flash)
 
     return cost
@@ -225,8 +238,8 @@ def search(measure: Callable[[dict[str, str]], float], signal: float, all_units:
     checks, n_floor, n_target = 2, noise(signal, floor_db), noise(signal, target_db)
     if n_target <= n_floor:
         raise McuError(f"target_sqnr={target_db:g} dB is out of reach: {base:.1f} dB at {default}, and "
-                       f"{floor_db:.1f} dB with every layer float32 (what is left: the input's quantization and "
-                       f"ops outside any module{', and the pinned layers' if pinned else ''}); lower the target")
+                       f"{floor_db:.1f} dB with every layer float32 (what is left: the quantization of the model's "
+                       f"inputs{', and the pinned layers' if pinned else ''}); lower the target")
     ladder = LADDER[LADDER.index(default):]
     alone: dict[tuple[str, str], float] = {}  # noise of the network with only this unit at this precision
     for i, u in enumerate(free):
