@@ -204,3 +204,15 @@ def test_progress_on_a_terminal_rewrites_one_line():
     progress(1, 2, 1.0)
     progress.close()
     assert broken.getvalue() == "\rcalibrating: 1/2 batches, 1.0 s elapsed, about 1.0 s left\n"
+
+
+def test_cli_target_sqnr_prints_the_choice_and_the_mixed_dict_to_pin(models, capsys, tmp_path):  # noqa: F811
+    calib = npy(tmp_path, "calib.npy", np.random.default_rng(0).standard_normal((4, 20)).astype(np.float32))
+    rc, out, err = run_main(capsys, "compile", "errmodels:linear", "--calib", calib, "-o", tmp_path / "a",
+                            "--target-sqnr", "10")
+    assert rc == 0, err
+    assert re.search(r"^target 10\.0 dB: \d+\.\d dB at the run's precision -> \d+\.\d dB with 0 layer\(s\) raised",
+                     out, re.M), out
+    rc, out, err = run_main(capsys, "compile", "errmodels:linear", "--calib", calib, "-o", tmp_path / "b",
+                            "--target-sqnr", "300")
+    assert rc == 1 and "target_sqnr=300 dB is out of reach" in err and not (tmp_path / "b").exists()
