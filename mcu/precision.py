@@ -2,19 +2,21 @@
 
 - Layers ("units") are read off the exported graph's module paths: a conv or linear together with what its module
   wraps (the BatchNorm and activation of a conv-bn-act Sequential: the highest ancestor module holding no other
-  conv or linear), and the other quantized ops (residual adds, squeeze-excite gates, ...) by their own module.
-  A unit's name is a `mixed=` key.
-- Sensitivity: for each unit and each precision above the run's, the SQNR vs the float model of the network with
-  only that unit raised, measured on the calibration data with torchao's converted model (which the integer
-  reference follows op by op, mcu.fidelity). Noise powers add: raising unit u removes r_u = N_all - N_(u raised)
-  of the output noise.
-- Cost of raising a unit, from the unit's multiply-accumulates and parameters on the target core: instructions
-  per MAC relative to int8 (INSTRUCTION_RATIO: a16w8's int16 kernels, float32 with or without an FPU; ratios of
-  `mcu bench --numerics` and mcu.softfloat's measured figures) and flash bytes per parameter (FLASH_BYTES),
+  conv or linear) and the BatchNorm / ReLU siblings that follow it in a flat Sequential; the other ops (residual
+  adds, squeeze-excite gates, ...) by their module; the model's own forward by its class name. A unit's name and
+  keys are `mixed=` keys.
+- Sensitivity: each unit quantized alone (every other unit float32) at each precision below float32, on
+  torchao's converted model (which the integer reference follows op by op, mcu.fidelity); its noise is what that
+  adds to every-unit-float32's (the floor: the quantized model inputs). Noise powers add, scaled so that they sum
+  to the measured all-int8 noise.
+- Cost of raising a unit, from its multiply-accumulates (ops without MACs: one per output) and parameters on the
+  target core: instructions per MAC relative to int8 (INSTRUCTION_RATIO, FLOAT_RATIO: the a16w8 / int8 ratio of
+  `mcu bench --numerics`, mcu.softfloat's float figures) and flash bytes per parameter (FLASH_BYTES, BIAS_BYTES),
   summed as fractions of the all-int8 model's instructions and flash.
-- Choice: greedy by removed noise per cost until the predicted noise meets the target, then measured; when the
-  measurement falls short, the greedy goes on from the measured noise. Noise that is not additive makes the
-  prediction optimistic; the measurement decides.
+- Choice: the greedy order of raises by removed noise per cost; the noise model's shortest sufficient prefix is
+  measured first, then a bisection finds the shortest prefix that measures at the target (mcu.compile measures
+  candidates on the integer reference the device equals: once precisions mix, a network's rounding differs from
+  torchao's by a few dB).
 """
 from __future__ import annotations
 
@@ -175,8 +177,8 @@ def units(graph: torch.fx.Graph) -> list[Unit]:
         q, u = _paths(n)[-1], unit_of[n]
         keys.setdefault(u, {u}).add(q if q and not (q == u or q.startswith(u + ".")) else u)
     roots = {_root_name(n) for n in ops if not _paths(n)[-1]}
-    return [Unit(name, *row[:4], elements=row[4], keys=tuple(sorted(keys[name], key=lambda k: (k != name, k))), root=name in roots)
-            for name, row in found.items()]
+    return [Unit(name, *row[:4], elements=row[4], keys=tuple(sorted(keys[name], key=lambda k: (k != name, k))),
+                 root=name in roots) for name, row in found.items()]
 
 
 def rules(choice: dict[str, str], all_units: list[Unit], default: str) -> dict[str, str]:

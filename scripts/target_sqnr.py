@@ -54,7 +54,8 @@ def main(argv=None) -> int:
     for name in args.models:
         model, example, calib, xs = data(name)
         out = Path(args.out)
-        base = mcu.compile(model, example, board=args.board, calibration=calib, force=True, out_dir=out / f"{name}-int8")
+        base = mcu.compile(model, example, board=args.board, calibration=calib, force=True,
+                           out_dir=out / f"{name}-int8")
         t = time.time()
         try:
             pkg = mcu.compile(model, example, board=args.board, calibration=calib, force=True,
@@ -68,7 +69,8 @@ def main(argv=None) -> int:
         raised = collections.Counter(o.precision for o in pkg.precision.rows)
         print(f"{name}:\n{pkg.precision.table()}\n", file=sys.stderr)
         c = pkg.precision
-        lines.append(f"| {name} | {c.base_db:.1f} / {a['sqnr']:.1f} | {c.sqnr_db:.1f} / {b['sqnr']:.1f} | {len(c.rows)} "
+        lines.append(f"| {name} | {c.base_db:.1f} / {a['sqnr']:.1f} | {c.sqnr_db:.1f} / {b['sqnr']:.1f} | "
+                     f"{len(c.rows)} "
                      f"({raised['a16w8']} / {raised['float32']}) | {a['weights']:,} -> {b['weights']:,} | "
                      f"{a['instructions']:,} -> {b['instructions']:,} | {took:.0f} |")
         print(lines[-1], flush=True)

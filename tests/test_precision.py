@@ -66,10 +66,12 @@ def test_units_are_module_paths_a_conv_with_its_wrappers_and_the_other_ops_by_mo
     assert list(found) == ["stem", "blocks.0.conv.0", "blocks.0.conv.1", "blocks.0.conv.1.fc1", "blocks.0.conv.1.fc2",
                            "blocks.0.conv.2", "blocks.0", "blocks.1.conv.0", "blocks.1.conv.1", "blocks.1.conv.1.fc1",
                            "blocks.1.conv.1.fc2", "blocks.1.conv.2", "blocks.1", "pool", "head"]  # in order of first op
-    assert found["stem"] == Unit("stem", 64 * 8 * 27, 8 * 27, 8, 2, ("stem",), elements=64 * 8)  # conv + relu, 8x8 outputs
+    # conv + relu, 8x8 outputs; params are weights (a bias is priced per channel); ops without MACs by outputs
+    assert found["stem"] == Unit("stem", 64 * 8 * 27, 8 * 27, 8, 2, ("stem",), elements=64 * 8)
     assert found["blocks.0.conv.0"].macs == 64 * 8 * 9 and found["blocks.0.conv.0"].params == 72
-    assert found["head"] == Unit("head", 8 * 5, 40, 5, 1, ("head",))  # params: weights (the bias is priced per channel)
-    assert found["blocks.0.conv.1"] == Unit("blocks.0.conv.1", 0, 0, 0, 3, ("blocks.0.conv.1",), elements=8 + 8 + 8 * 64)  # mean, sigmoid, mul (fc1 took its relu)
+    assert found["head"] == Unit("head", 8 * 5, 40, 5, 1, ("head",))
+    # the gate: mean, sigmoid, mul (fc1 took its relu)
+    assert found["blocks.0.conv.1"] == Unit("blocks.0.conv.1", 0, 0, 0, 3, ("blocks.0.conv.1",), elements=8 + 8 + 8 * 64)
     assert found["blocks.0"].macs == 0 and found["blocks.0"].ops == 1  # the residual add
 
 
