@@ -54,15 +54,16 @@ static inline int32_t mcu_requantize(int32_t acc, int32_t multiplier, int32_t sh
  * two roundings and its ties would show against a float reference; multiplier >= 0, shift in [-31, 30]. */
 static inline int32_t mcu_requantize_round(int32_t acc, int32_t multiplier, int32_t shift)
 {
+    /* floor((prod + half) / 2^right) rounds half up; on an exact tie that is odd, one less is the even
+     * neighbour (for either sign). |prod| < 2^62, so prod + half cannot overflow. >> of a negative int64 is
+     * arithmetic on every compiler mcu supports (gcc, clang). */
     const int64_t prod = (int64_t)acc * (int64_t)multiplier;
     const int32_t right = 31 - shift; /* 1 .. 62 */
-    const uint64_t mag = prod < 0 ? (uint64_t)(-prod) : (uint64_t)prod;
-    const uint64_t half = (uint64_t)1 << (right - 1);
-    uint64_t q = (mag + half) >> right;
-    if ((mag & ((half << 1) - 1u)) == half) {
-        q &= ~(uint64_t)1; /* a tie: to even */
+    const int64_t half = (int64_t)1 << (right - 1);
+    int64_t r = (prod + half) >> right;
+    if ((prod & ((half << 1) - 1)) == half) {
+        r &= ~(int64_t)1; /* a tie: to even */
     }
-    const int64_t r = prod < 0 ? -(int64_t)q : (int64_t)q;
     return r > INT32_MAX ? INT32_MAX : (r < INT32_MIN ? INT32_MIN : (int32_t)r);
 }
 
