@@ -24,7 +24,7 @@ from mcu.codegen.memory import MemoryPlan, picture, plan_graph
 from mcu.codegen.target import Target
 from mcu.codegen.pipeline import run_passes
 from mcu.codegen.reference import run_reference
-from mcu.errors import McuError, status_name
+from mcu.errors import BoardFitError, McuError, status_name
 from mcu.export import example_inputs_of, export
 from mcu.fit import check_fit
 from mcu.package import FILES as DROPIN_FILES, dropin_files
@@ -330,8 +330,11 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
 
             def verify(mixed_, inputs, want):  # the integer reference of the whole compiled candidate
                 with tempfile.TemporaryDirectory() as tmp:
-                    pkg = compile(model, example_inputs, board=board, calibration=calibration, quantize=quantize,
-                                  out_dir=tmp, optimize=optimize, mixed=mixed_, **options)
+                    try:
+                        pkg = compile(model, example_inputs, board=board, calibration=calibration,
+                                      quantize=quantize, out_dir=tmp, optimize=optimize, mixed=mixed_, **options)
+                    except BoardFitError:
+                        return float("-inf")  # this mix does not fit the board: as good as none
                     got = [np.concatenate([o.ravel() for o in pkg.dequantize_outputs(pkg.reference(x))])
                            for x in inputs]
                 err = float(np.mean((np.concatenate(got) - np.concatenate(want)) ** 2))

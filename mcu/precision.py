@@ -274,7 +274,8 @@ def search(measure: Callable[[dict[str, str]], float], signal: float, all_units:
     def probe(n: int) -> float:
         if n not in tried:
             tried[n] = verify(rules({k: o.precision for k, o in prefix(n).items()}, all_units, default))
-            say(f"first {n} of {len(steps)} raises: {tried[n]:.1f} dB")
+            say(f"first {n} of {len(steps)} raises: " +
+                (f"{tried[n]:.1f} dB" if tried[n] > float("-inf") else "does not fit the board"))
         return tried[n]
 
     # the shortest prefix of the greedy order that measures at the target: the noise model's guess, then bisection
@@ -294,9 +295,16 @@ def search(measure: Callable[[dict[str, str]], float], signal: float, all_units:
     checks += len(tried)
     chosen = prefix(hi)
     measured = tried[hi] if hi in tried else verify(rules({}, all_units, default))
+    if measured < target_db and float("-inf") in tried.values():  # the longest prefix that fits, for the message
+        fits, unfit = 0, min(k for k, v in tried.items() if v == float("-inf"))
+        while unfit - fits > 1 and len(tried) < 2 * MAX_CHECKS + 2:
+            mid = (fits + unfit) // 2
+            fits, unfit = (mid, unfit) if probe(mid) > float("-inf") else (fits, mid)
     if measured < target_db:
+        best = max([v for v in tried.values() if v > float("-inf")] + [base])
+        unfit = " (the larger mixes do not fit the board)" if float("-inf") in tried.values() else ""
         raise McuError(f"target_sqnr={target_db:g} dB is out of reach: {base:.1f} dB at {default}, "
-                       f"{measured:.1f} dB with the best mixed choice found, {floor_db:.1f} dB with every layer "
+                       f"{best:.1f} dB with the best mixed choice found{unfit}, {floor_db:.1f} dB with every layer "
                        f"float32; lower the target, or improve the calibration data (more and more typical "
                        f"inputs), or try observer='mse'")
     order = [u.name for u in all_units]

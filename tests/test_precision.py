@@ -173,3 +173,12 @@ def test_target_sqnr_errors_name_the_fix(tmp_path):
     with pytest.raises(McuError, match="out of reach"):
         mcu.compile(m, calib[0], calibration=calib, target_sqnr=200, out_dir=tmp_path / "b")
     assert not (tmp_path / "b").exists()
+
+
+def test_a_mix_that_does_not_fit_the_board_counts_as_none_and_the_error_says_so():
+    us = [Unit("a", 1000, 1000, 10, 1)]
+    measure, _ = _additive({"a": {"int8": 1e-3, "a16w8": 1e-5, "float32": 0.0}})
+    unfit = lambda mixed: float("-inf") if mixed.get("a") == "float32" else measure(mixed)  # noqa: E731
+    with pytest.raises(McuError, match=r"out of reach: 30\.0 dB at int8, 50\.0 dB with the best mixed choice found "
+                                       r"\(the larger mixes do not fit the board\)"):
+        search(measure, 1.0, us, 70.0, "int8", frozenset({"fpu"}), verify=unfit)
