@@ -278,28 +278,26 @@ def search(measure: Callable[[dict[str, str]], float], signal: float, all_units:
                 (f"{tried[n]:.1f} dB" if tried[n] > float("-inf") else "does not fit the board"))
         return tried[n]
 
-    # the shortest prefix of the greedy order that measures at the target: the noise model's guess, then bisection
-    # (prefix lo measured short of the target, prefix hi at it once probed)
-    lo, hi = 0, len(steps)
-    if steps:
-        n = min(max(first, 1), hi)
-        if probe(n) >= target_db:
+    # the shortest prefix of the greedy order that measures at the target and fits the board: the noise model's
+    # guess, then bisection (prefix lo measured short of the target; hi measured at it; from up on, nothing fits)
+    lo, hi, up = 0, None, len(steps) + 1
+    n = min(max(first, 1), len(steps))
+    while steps and len(tried) < MAX_CHECKS + 4:
+        v = probe(n)
+        if v >= target_db:
             hi = n
+        elif v == float("-inf"):
+            up = n
         else:
             lo = n
-            if lo < hi:
-                hi = hi if probe(hi) >= target_db else lo
-    while hi - lo > 1 and len(tried) < MAX_CHECKS + 2:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if probe(mid) >= target_db else (mid, hi)
+        top = hi if hi is not None else up
+        if top - lo <= 1:
+            break
+        n = (lo + top) // 2 if hi is not None or up <= len(steps) else len(steps)
     checks += len(tried)
-    chosen = prefix(hi)
-    measured = tried[hi] if hi in tried else verify(rules({}, all_units, default))
-    if measured < target_db and float("-inf") in tried.values():  # the longest prefix that fits, for the message
-        fits, unfit = 0, min(k for k, v in tried.items() if v == float("-inf"))
-        while unfit - fits > 1 and len(tried) < 2 * MAX_CHECKS + 2:
-            mid = (fits + unfit) // 2
-            fits, unfit = (mid, unfit) if probe(mid) > float("-inf") else (fits, mid)
+    n = hi if hi is not None else lo
+    chosen = prefix(n)
+    measured = tried.get(n, base)
     if measured < target_db:
         best = max([v for v in tried.values() if v > float("-inf")] + [base])
         unfit = " (the larger mixes do not fit the board)" if float("-inf") in tried.values() else ""
