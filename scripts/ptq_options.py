@@ -54,12 +54,13 @@ def depthwise_pairs(gm) -> list[tuple[Node, Node, Node]]:
     for c1 in gm.graph.nodes:
         if c1.target != aten.conv2d.default or len(c1.users) != 1 or c1.args[1].op != "get_attr":
             continue
-        mid = next(iter(c1.users))
-        if mid.target not in (aten.relu.default, aten.relu_.default):
-            mid = c1
-        elif len(mid.users) != 1:
-            continue
-        c2 = next(iter(mid.users)) if mid is not c1 else mid
+        user = next(iter(c1.users))
+        if user.target in (aten.relu.default, aten.relu_.default):
+            if len(user.users) != 1:
+                continue
+            mid, c2 = user, next(iter(user.users))
+        else:
+            mid, c2 = c1, user
         channels = c1.meta["val"].shape[1]
         if c2.target == aten.conv2d.default and c2.args[1].op == "get_attr" and \
                 (c2.args[6] if len(c2.args) > 6 else 1) == channels and c2.meta["val"].shape[1] == channels:
