@@ -1,5 +1,4 @@
-/* int16 -> int8 requantization at a precision boundary (one rounding, ties to even, as mcu_requantize_round; a
- * down-scaling convert, shift < 0, does its arithmetic on the product's high word). */
+/* int16 -> int8 requantization at a precision boundary (one rounding, ties to even, as mcu_requantize_round). */
 #include <stddef.h>
 #include <stdint.h>
 

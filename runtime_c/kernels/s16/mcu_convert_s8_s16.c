@@ -1,12 +1,12 @@
-/* int8 -> int16 requantization at a precision boundary (one rounding, ties to even); from 512 elements on, through
- * a 256-entry table of the requantized int8 values (512 B of stack). */
+/* int8 -> int16 requantization at a precision boundary (one rounding, ties to even). */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_quant.h"
 
-/* Below this many elements the 256 requantizations of the table cost more than they save. */
+/* From this many elements on, the 256 int8 values are requantized once into a table (512 B of stack) and every
+ * element is looked up; below it the table's 256 requantizations cost more than they save. */
 #define MCU_CONVERT_TABLE_MIN 512
 
 static inline int16_t mcu_convert_one(int8_t x, const mcu_convert_params_t *p)
