@@ -48,6 +48,9 @@ def mcu_version() -> str:
         return "unknown"
 
 
+FLASH_MARGIN = 64 * 1024  # code, runtime and startup next to the weights, for target_sqnr's flash budget
+
+
 class PackageError(McuError):
     """A package folder that this mcu does not accept: damaged, changed by hand, foreign or from another version."""
 
@@ -341,8 +344,13 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
                 signal = float(np.mean(np.concatenate(want) ** 2))
                 return float("inf") if err == 0 else float(10 * np.log10(signal / err))
 
+            # room for more weights: the board's flash less the run's (at most ~2.5 B per parameter, DSP kernels
+            # storing int8 weights widened) and a margin for code; a mix past it is refused by check_fit anyway
+            params = sum(p.numel() for p in ep.state_dict.values())
+            budget = board_info.flash_size - 2.5 * params - FLASH_MARGIN
             choice = choose_precision(ep, tuple(example_inputs), calibration, float(target_sqnr), target.features,
-                                      precision=quantize, pinned=mixed, progress=log, verify=verify, **options)
+                                      precision=quantize, pinned=mixed, progress=log, verify=verify,
+                                      flash_budget=budget, **options)
             mixed = {**choice.mixed, **(mixed or {})}
         converted = None if quantize == "none" else \
             quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer, weights,

@@ -65,6 +65,7 @@ class Option:
     sqnr_db: float      # of the network with only this unit raised
     removed: float      # noise power removed (may be <= 0: raising it alone does not help)
     cost: float         # added instructions + flash, as fractions of the all-int8 model's
+    flash: float = 0.0  # added weight flash, bytes
 
 
 @dataclass
@@ -209,9 +210,11 @@ def relative_costs(all_units: list[Unit], features: frozenset) -> Callable[[Unit
         return u.params * FLASH_BYTES[p] + u.channels * BIAS_BYTES[p]
 
     def cost(u: Unit, a: str, b: str) -> tuple[float, float]:
+        """(added instructions, added flash) as fractions of the all-int8 model's."""
         macs = u.macs + u.elements
         return (macs * (ratio[b] - ratio[a]) / total_macs, (flash(u, b) - flash(u, a)) / total_flash)
 
+    cost.flash_bytes = lambda u, a, b: flash(u, b) - flash(u, a)  # type: ignore[attr-defined]
     return cost
 
 
@@ -222,8 +225,10 @@ def noise(signal: float, db: float) -> float:
 def search(measure: Callable[[dict[str, str]], float], signal: float, all_units: list[Unit], target_db: float,
            default: str, features: frozenset, pinned: dict | None = None,
            progress: Callable[[str], None] | None = None,
-           verify: Callable[[dict[str, str]], float] | None = None) -> PrecisionChoice:
-    """The greedy choice (module docstring). measure(mixed) -> SQNR dB of the network quantized with `mixed`
+           verify: Callable[[dict[str, str]], float] | None = None,
+           flash_budget: float | None = None) -> PrecisionChoice:
+    """The greedy choice (module docstring). flash_budget: the weight bytes the board has room for beyond the
+    run's precision (raises past it are left out of the order). measure(mixed) -> SQNR dB of the network quantized with `mixed`
     (pinned rules included by the caller); pinned units are left as the user set them. verify(mixed), if given,
     measures the candidates along the greedy order instead (mcu.compile: the integer reference itself, which the
     device equals; a whole network's rounding differs from torchao's by a few dB once precisions mix)."""
@@ -257,9 +262,10 @@ def search(measure: Callable[[dict[str, str]], float], signal: float, all_units:
     shares = sorted(((u.name, alone[u.name, default] / total if total else 0.0) for u in free),
                     key=lambda t: -t[1])
     options = [Option(u, p, 10 * np.log10(signal / (alone[u.name, default] + n_floor)),
-                      k * (alone[u.name, default] - alone[u.name, p]), sum(cost(u, default, p)))
+                      k * (alone[u.name, default] - alone[u.name, p]), sum(cost(u, default, p)),
+                      cost.flash_bytes(u, default, p))
                for u in free for p in ladder[1:]]
-    steps = _greedy_order(options)
+    steps = _greedy_order(options, flash_budget)
     predicted = np.cumsum([gain for _, gain in steps]) if steps else np.zeros(0)
     need = n_all - n_target
     first = int(np.searchsorted(predicted, need)) + 1  # the shortest prefix the noise model says is enough
@@ -313,16 +319,19 @@ def search(measure: Callable[[dict[str, str]], float], signal: float, all_units:
                            rows, sum(e[0] for e in extra), sum(e[1] for e in extra), checks, floor_db, shares)
 
 
-def _greedy_order(options: list[Option]) -> list[tuple[Option, float]]:
+def _greedy_order(options: list[Option], flash_budget: float | None = None) -> list[tuple[Option, float]]:
     """Every useful raise, best removed noise per cost first; a unit may be raised twice (int8 -> a16w8 ->
-    float32), each step priced by what it adds. (option, noise it removes beyond the unit's previous step)."""
+    float32), each step priced by what it adds. (option, noise it removes beyond the unit's previous step).
+    A raise whose weights would take the order past flash_budget bytes is left out."""
     now: dict[str, Option] = {}
-    order = []
+    order, used = [], 0.0
     while True:
         best, best_ratio, best_gain = None, 0.0, 0.0
         for o in options:
             cur = now.get(o.unit.name)
             if cur is not None and LADDER.index(o.precision) <= LADDER.index(cur.precision):
+                continue
+            if flash_budget is not None and used + o.flash - (cur.flash if cur else 0.0) > flash_budget:
                 continue
             gain = o.removed - (cur.removed if cur else 0.0)
             ratio = gain / max(o.cost - (cur.cost if cur else 0.0), 1e-9)
@@ -330,6 +339,7 @@ def _greedy_order(options: list[Option]) -> list[tuple[Option, float]]:
                 best, best_ratio, best_gain = o, ratio, gain
         if best is None:
             return order
+        used += best.flash - (now[best.unit.name].flash if best.unit.name in now else 0.0)
         now[best.unit.name] = best
         order.append((best, best_gain))
 
@@ -337,7 +347,8 @@ def _greedy_order(options: list[Option]) -> list[tuple[Option, float]]:
 def choose_precision(ep: torch.export.ExportedProgram, example_inputs: tuple, calibration, target_db: float,
                      features: frozenset, precision: str = "int8", pinned: dict | None = None,
                      progress: Callable[[str], None] | None = None, max_inputs: int = 16,
-                     verify: Callable | None = None, **qopts) -> PrecisionChoice:
+                     verify: Callable | None = None, flash_budget: float | None = None,
+                     **qopts) -> PrecisionChoice:
     """target_sqnr for mcu.compile: measures on the calibration data (its first max_inputs batches; the example
     inputs when there is none) against the float model. qopts go to mcu.quantize.quantize."""
     from mcu.quantize import quantize
@@ -358,7 +369,8 @@ def choose_precision(ep: torch.export.ExportedProgram, example_inputs: tuple, ca
         return float("inf") if err == 0 else 10 * np.log10(signal / err)
 
     check = None if verify is None else (lambda mixed: verify({**mixed, **(pinned or {})}, inputs, want))
-    return search(measure, signal, units(ep.graph), target_db, precision, features, pinned, progress, check)
+    return search(measure, signal, units(ep.graph), target_db, precision, features, pinned, progress, check,
+                  flash_budget)
 
 
 def _flat(out) -> np.ndarray:

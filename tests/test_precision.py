@@ -182,3 +182,15 @@ def test_a_mix_that_does_not_fit_the_board_counts_as_none_and_the_error_says_so(
     with pytest.raises(McuError, match=r"out of reach: 30\.0 dB at int8, 50\.0 dB with the best mixed choice found "
                                        r"\(the larger mixes do not fit the board\)"):
         search(measure, 1.0, us, 70.0, "int8", frozenset({"fpu"}), verify=unfit)
+
+
+def test_the_flash_budget_leaves_out_raises_the_board_has_no_room_for():
+    us = [Unit("a", 1000, 1000, 10, 1), Unit("b", 1000, 1000, 10, 1)]
+    noises = {"a": {"int8": 1e-3, "a16w8": 1e-3, "float32": 0.0},  # weight-bound: only float32 helps
+              "b": {"int8": 1e-4, "a16w8": 1e-6, "float32": 0.0}}
+    measure, _ = _additive(noises)
+    assert search(measure, 1.0, us, 35.0, "int8", frozenset({"fpu"})).mixed == {"a": "float32"}
+    # float32 "a" adds 3 B x 1000 weights: a budget of 2,999 B leaves only b's a16w8, which cannot reach 35 dB
+    with pytest.raises(McuError, match=r"out of reach: 29\.6 dB at int8, 30\.0 dB with the best mixed choice found"):
+        search(measure, 1.0, us, 35.0, "int8", frozenset({"fpu"}), flash_budget=2_999)
+    assert search(measure, 1.0, us, 35.0, "int8", frozenset({"fpu"}), flash_budget=3_000).mixed == {"a": "float32"}
