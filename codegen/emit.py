@@ -152,8 +152,9 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
                                                        else "int8"],
            "total_bytes": sum(c["bytes"] for c in consts)}
     env = _env()
+    sources = {s for n in graph.nodes if n.op == "call" for s in KERNELS[n.attrs["kernel"]].sources}
     manifest = {
-        "name": name, "board": board, "kernels": sorted({KERNELS[n.attrs["kernel"]].path for n in graph.nodes if n.op == "call"}), "arena_bytes": mem.arena_bytes,
+        "name": name, "board": board, "kernels": sorted(sources), "arena_bytes": mem.arena_bytes,
         "arena_lower_bound": mem.lower_bound, "planner": mem.plan.algorithm,
         "schedule_peak_before": mem.peak_before_schedule, "schedule_peak_after": mem.peak_after_schedule, "weights_bytes": ctx["total_bytes"],
         "inputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}

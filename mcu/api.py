@@ -439,7 +439,7 @@ def check_manifest(manifest, where: Path) -> dict:
     """The manifest's names and numbers, checked before any of them reaches SCons, CMake or the filesystem:
     the board is one of boards/, every kernel is family/name of a registry kernel, the model name a C name."""
     from mcu.boards import board_names
-    from mcu.codegen.kernels import KERNELS
+    from mcu.codegen.kernels import SOURCES
 
     def bad(what: str):
         raise PackageError(f"{where}: {what}; the package is damaged or was not written by mcu: compile it again "
@@ -458,8 +458,7 @@ def check_manifest(manifest, where: Path) -> dict:
     for k in kernels:
         if not isinstance(k, str) or not _KERNEL.match(k):
             bad(f"kernel {str(k)[:60]!r} is not family/name (no '..', no absolute path)")
-        family, name = k.split("/")
-        if name not in KERNELS or KERNELS[name].family != family:
+        if k not in SOURCES:
             bad(f"kernel {k!r} is not in mcu's kernel registry")
     for key in ("arena_bytes", "weights_bytes", "arena_lower_bound"):
         if type(manifest.get(key)) is not int or not 0 <= manifest[key] < 1 << 32:

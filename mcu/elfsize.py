@@ -6,11 +6,13 @@
    (model/weights.o; other model/*.o; kernels/**; runtime/**), looked up by name in the final ELF
    (local symbols by source file and name) and summed. What no category claims (startup, harness,
    libc, libgcc, literal pools, padding) is "startup/libc", so the split sums to the total.
+ - object_sizes gives the flash of each object file (one kernel source, the generated model, ...);
+   SizeReport.kernels holds the kernels' rows.
  - RAM = the arena (symbol mcu_arena in the harness) + other .data/.bss + the reserved stack.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from elftools.elf.constants import SH_FLAGS
@@ -37,6 +39,7 @@ class SizeReport:
     ram_stack: int  # reserved (board.toml stack_bytes)
     flash_capacity: int | None = None  # the board's, when known
     ram_capacity: int | None = None
+    kernels: dict[str, int] = field(default_factory=dict)  # flash_kernels per source, e.g. {"conv/mcu_conv2d_s8": 1200}
 
     @property
     def flash_total(self) -> int:
@@ -63,47 +66,34 @@ class SizeReport:
             ("other static data", self.ram_static),
             ("stack (reserved)", self.ram_stack),
         ]
+        names = {k: k.split("/")[-1] for k in self.kernels}
+        width = max([20, *(len(n) + 2 for n in names.values())])
         lines = []
         for title, rows, total, capacity in (
             ("flash", flash, self.flash_total, self.flash_capacity),
             ("ram", ram, self.ram_total, self.ram_capacity),
         ):
-            lines.append(f"{title:<22}{'bytes':>10}")
-            lines += [f"  {label:<20}{value:>10,}" for label, value in rows]
+            lines.append(f"{title:<{width + 2}}{'bytes':>10}")
+            for label, value in rows:
+                lines.append(f"  {label:<{width}}{value:>10,}")
+                if label == "kernels":  # each source, largest first
+                    lines += [f"    {names[k]:<{width - 2}}{n:>10,}"
+                              for k, n in sorted(self.kernels.items(), key=lambda kv: (-kv[1], kv[0]))]
             share = f"   {100 * total / capacity:.1f}% of {capacity // 1024:,} KB" if capacity else ""
-            lines.append(f"  {'total':<20}{total:>10,}{share}")
+            lines.append(f"  {'total':<{width}}{total:>10,}{share}")
         return "\n".join(lines)
 
 
 def size_report(elf: str | Path, build_dir: str | Path, board: Board | None = None) -> SizeReport:
     """The size report of elf, attributing symbols through the object files in build_dir (fw.elf's build)."""
     elf, build_dir = Path(elf), Path(build_dir)
-    categories = {
-        "weights": _objects(build_dir / "model", "weights.o"),
-        "generated": [p for p in _objects(build_dir / "model", "*.o") if p.name != "weights.o"],
-        "kernels": _objects(build_dir / "kernels", "**/*.o"),
-        "runtime": _objects(build_dir / "runtime", "**/*.o"),
-    }
-    owner: dict[tuple[str | None, str], str] = {}
-    for category, objects in categories.items():
-        for obj in objects:
-            for key in _defined_symbols(obj):
-                owner.setdefault(key, category)
-
+    flash = dict.fromkeys(("weights", "generated", "kernels", "runtime"), 0)
     with open(elf, "rb") as f:
         image = ELFFile(f)
         flash_total = sum(seg["p_filesz"] for seg in image.iter_segments() if seg["p_type"] == "PT_LOAD")
-        flash = dict.fromkeys(categories, 0)
-        arena = 0
-        seen: set[int] = set()
-        for key, sym, section in _sized_symbols(image):
-            if sym.name == ARENA_SYMBOL and key[0] is None:
-                arena = sym["st_size"]
-            category = owner.get(key)
-            if category is None or section["sh_type"] == "SHT_NOBITS" or sym["st_value"] in seen:
-                continue
-            seen.add(sym["st_value"])
-            flash[category] += sym["st_size"]
+        by_object, arena = _flash_by_object(image, build_dir)
+        for obj, size in by_object.items():
+            flash[_category(obj)] += size
         ram_sections = [
             s for s in image.iter_sections()
             if s["sh_flags"] & SH_FLAGS.SHF_ALLOC and s["sh_flags"] & SH_FLAGS.SHF_WRITE
@@ -126,11 +116,44 @@ def size_report(elf: str | Path, build_dir: str | Path, board: Board | None = No
         ram_stack=stack,
         flash_capacity=board.flash_size if board else None,
         ram_capacity=board.ram_size if board else None,
+        kernels={obj.removeprefix("kernels/"): n for obj, n in by_object.items() if _category(obj) == "kernels"},
     )
 
 
-def _objects(folder: Path, pattern: str) -> list[Path]:
-    return sorted(folder.glob(pattern)) if folder.is_dir() else []
+def object_sizes(elf: str | Path, build_dir: str | Path) -> dict[str, int]:
+    """Flash bytes of each object file of the model, the kernels and the runtime in the linked elf, by its path
+    below build_dir without `.o` (e.g. "kernels/conv/mcu_conv2d_s8_dsp", "model/weights")."""
+    with open(elf, "rb") as f:
+        return _flash_by_object(ELFFile(f), Path(build_dir))[0]
+
+
+def _category(obj: str) -> str:
+    if obj == "model/weights":
+        return "weights"
+    return {"model": "generated", "kernels": "kernels", "runtime": "runtime"}[obj.split("/")[0]]
+
+
+def _flash_by_object(image: ELFFile, build_dir: Path) -> tuple[dict[str, int], int]:
+    """({object: flash bytes of the symbols it defines}, the arena's size), symbols looked up by name in image."""
+    owner: dict[tuple[str | None, str], str] = {}
+    for folder in ("model", "kernels", "runtime"):
+        root = build_dir / folder
+        for obj in sorted(root.glob("**/*.o")) if root.is_dir() else ():
+            name = obj.relative_to(build_dir).with_suffix("").as_posix()
+            for key in _defined_symbols(obj):
+                owner.setdefault(key, name)
+    flash = dict.fromkeys(sorted(set(owner.values())), 0)
+    arena = 0
+    seen: set[int] = set()
+    for key, sym, section in _sized_symbols(image):
+        if sym.name == ARENA_SYMBOL and key[0] is None:
+            arena = sym["st_size"]
+        obj = owner.get(key)
+        if obj is None or section["sh_type"] == "SHT_NOBITS" or sym["st_value"] in seen:
+            continue
+        seen.add(sym["st_value"])
+        flash[obj] += sym["st_size"]
+    return flash, arena
 
 
 def _symbol_key(sym, current_file: str | None) -> tuple[str | None, str]:

@@ -8,17 +8,25 @@ import pathlib
 import pytest
 
 import hostc
-from mcu.codegen.kernels import KERNELS, names, twin_function, variants_of
+from mcu.codegen.kernels import KERNELS, SOURCES as LINKABLE, names, twin_function, variants_of
 from mcu.codegen.kernels.packing import INT4
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SOURCES = {p.stem: p for p in (ROOT / "runtime_c" / "kernels").glob("*/*.c")}
+SOURCES = {p.stem: p for p in (ROOT / "runtime_c" / "kernels").glob("*/*.c") if p.parent.name != "shared"}
+SHARED = {p.relative_to(ROOT / "runtime_c" / "kernels").with_suffix("").as_posix()
+          for p in (ROOT / "runtime_c" / "kernels" / "shared").glob("*.c")}
 
 
 def test_every_c_kernel_is_registered_once_and_every_entry_has_its_source():
     assert set(KERNELS) == set(SOURCES)
     for k in KERNELS.values():
         assert (ROOT / "runtime_c" / "kernels" / f"{k.path}.c") == SOURCES[k.name], k.name
+
+
+def test_every_shared_core_is_linked_and_every_link_exists():
+    """runtime_c/kernels/shared holds the cores kernels link (registry `links`), nothing else."""
+    assert {s for k in KERNELS.values() for s in k.links} == SHARED
+    assert LINKABLE == {k.path for k in KERNELS.values()} | SHARED
 
 
 def test_every_entry_has_its_prototype_and_params_struct():

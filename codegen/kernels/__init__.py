@@ -4,7 +4,8 @@
   (runtime_c/kernels/<family>/<name>.c), its params struct, its numpy twin, and for an optimized variant the
   portable kernel it replaces, the core features it needs, the params it runs (`applies`), the constants it
   wants (`prepare`, codegen/kernels/packing.py) and the scratch it takes (`scratch`, the twin of its C
-  `*_scratch_bytes`). Memory properties: `inplace` (which input the output may take exactly), `raster`
+  `*_scratch_bytes`), and the shared cores it calls (`links`: sources under runtime_c/kernels/shared that the
+  manifest lists once for every kernel that needs them). Memory properties: `inplace` (which input the output may take exactly), `raster`
   (output pixels written in order: the output may slide under a dying input by a derived gap), `strided`
   (honours params["output_pixel_stride"]), `overwrites` (an in-place variant: the geometry it runs over its
   dying input, gap 0).
@@ -21,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 FAMILIES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "convert")
+# shared cores (runtime_c/kernels/shared): the DSP 2x2 GEMM of the _dsp convs, the Helium GEMM of the _mve ones
+GEMM2_DSP, GEMM_MVE = "shared/mcu_gemm2_s8_dsp", "shared/mcu_gemm_s8_mve"
 TWIN_MODULES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback", "float32", "s16")
 
 
@@ -46,11 +49,17 @@ class KernelSpec:
     overwrites: Callable[[dict], bool] | None = field(default=None, compare=False)
     input_array: bool = False          # inputs passed as one `const T *const inputs[]` argument (concat)
     twin_name: str = ""                # the twin's function name when it is not the kernel's without `mcu_`
+    links: tuple[str, ...] = ()        # shared cores it calls, e.g. "shared/mcu_gemm2_s8_dsp" (linked once)
 
     @property
     def path(self) -> str:
         """The source under runtime_c/kernels, without `.c` (what the manifest lists)."""
         return f"{self.family}/{self.name}"
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Every source the kernel needs linked: its own and its shared cores'."""
+        return (self.path, *self.links)
 
     @property
     def twin(self) -> Callable:
@@ -95,6 +104,7 @@ def _load() -> dict[str, KernelSpec]:
 
 
 KERNELS: dict[str, KernelSpec] = _load()
+SOURCES: frozenset[str] = frozenset(s for k in KERNELS.values() for s in k.sources)  # what a manifest may list
 
 
 def spec(name: str) -> KernelSpec:

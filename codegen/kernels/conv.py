@@ -3,7 +3,7 @@ int16 and float32; the int8 variants (int4 weights, Helium, DSP, scalar) and in-
 variants. Constants for the variants: codegen/kernels/packing.py; C: runtime_c/kernels/conv, s16, float."""
 from __future__ import annotations
 
-from mcu.codegen.kernels import kernel, variant
+from mcu.codegen.kernels import GEMM2_DSP, GEMM_MVE, kernel, variant
 from mcu.codegen.kernels.packing import (INT4, is_1x1, is_dw3x3, is_dw_s16, is_groups1, prepare_dsp_conv,
                                          prepare_dw_dsp, prepare_dw_fast, prepare_dw_mve, prepare_fast, prepare_mve,
                                          prepare_s4, prepare_s16_conv_dsp, prepare_s16_dw_dsp)
@@ -30,13 +30,13 @@ SPECS = [
     kernel("mcu_dwconv2d_f32", "float", CONV_F32, strided=True),
     # int8 conv variants, most preferred first
     variant("mcu_conv2d_s4", "conv", "mcu_conv2d_s8", INT4, prepare=prepare_s4, scratch=conv2d_s4_scratch_bytes),
-    variant("mcu_conv2d_1x1_s8_mve", "conv", "mcu_conv2d_s8", MVE, is_1x1, prepare_mve),
+    variant("mcu_conv2d_1x1_s8_mve", "conv", "mcu_conv2d_s8", MVE, is_1x1, prepare_mve, links=(GEMM_MVE,)),
     variant("mcu_conv2d_s8_mve", "conv", "mcu_conv2d_s8", MVE, prepare=prepare_mve,
-            scratch=conv2d_s8_mve_scratch_bytes),
+            scratch=conv2d_s8_mve_scratch_bytes, links=(GEMM_MVE,)),
     variant("mcu_conv2d_1x1_s8_dsp", "conv", "mcu_conv2d_s8", DSP, is_1x1, prepare_dsp_conv,
-            conv2d_1x1_s8_dsp_scratch_bytes),
+            conv2d_1x1_s8_dsp_scratch_bytes, links=(GEMM2_DSP,)),
     variant("mcu_conv2d_s8_dsp", "conv", "mcu_conv2d_s8", DSP, prepare=prepare_dsp_conv,
-            scratch=conv2d_s8_dsp_scratch_bytes),
+            scratch=conv2d_s8_dsp_scratch_bytes, links=(GEMM2_DSP,)),
     variant("mcu_conv2d_1x1_s8_fast", "conv", "mcu_conv2d_s8", (), is_1x1, prepare_fast),
     variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes),
     variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3, prepare_dw_mve,

@@ -2,7 +2,7 @@
 Helium, DSP, scalar) and int16 DSP variant. Constants: codegen/kernels/packing.py; C: runtime_c/kernels/fc."""
 from __future__ import annotations
 
-from mcu.codegen.kernels import kernel, variant
+from mcu.codegen.kernels import GEMM_MVE, kernel, variant
 from mcu.codegen.kernels.packing import INT4, prepare_dsp, prepare_fast, prepare_mve, prepare_s4, prepare_s16_fc_dsp
 from mcu.codegen.twins.fc import fully_connected_s8_dsp_scratch_bytes
 from mcu.codegen.twins.s16 import fully_connected_s16_dsp_scratch_bytes
@@ -16,7 +16,8 @@ SPECS = [
     kernel("mcu_matmul_s8", "fc", "mcu_matmul_params_t"),
     kernel("mcu_matmul_f32", "float", "mcu_matmul_f32_params_t"),
     variant("mcu_fully_connected_s4", "fc", "mcu_fully_connected_s8", INT4, prepare=prepare_s4),
-    variant("mcu_fully_connected_s8_mve", "fc", "mcu_fully_connected_s8", ("mve",), prepare=prepare_mve),
+    variant("mcu_fully_connected_s8_mve", "fc", "mcu_fully_connected_s8", ("mve",), prepare=prepare_mve,
+            links=(GEMM_MVE,)),
     variant("mcu_fully_connected_s8_dsp", "fc", "mcu_fully_connected_s8", ("dsp",), prepare=prepare_dsp,
             scratch=fully_connected_s8_dsp_scratch_bytes),
     variant("mcu_fully_connected_s8_fast", "fc", "mcu_fully_connected_s8", prepare=prepare_fast),

@@ -12,6 +12,8 @@
  *  - Constants (codegen/passes/select_kernels.py, prepare_mve): weights int8 [C4/2 pairs][chunks][2][16], K
  *    padded with zero taps to whole chunks; bias (folded), multiplier and shift int32 [C4] (C4 = C_out
  *    rounded up to 4; padded channels are computed but never stored).
+ *  - The block and row loops are compiled once (kernels/shared/mcu_gemm_s8_mve.c), linked by each kernel
+ *    that calls them.
  */
 #ifndef MCU_MVE_H
 #define MCU_MVE_H
@@ -141,55 +143,12 @@ MCU_INLINE void mcu_mve_block_body(const int8_t *const *rows, const mcu_mve_gemm
 }
 
 /* Up to 3 pixels (npix 1..3; the row table always holds 3, a missing pixel repeating another) times all
- * channels; pixel j's outputs at out + j * c_out. Not inlined (static, one copy per kernel file). */
-static __attribute__((noinline, unused)) void mcu_mve_gemm_block(const int8_t *const *rows, const mcu_mve_gemm_t *g,
-                                                                int32_t npix, int8_t *out)
-{
-    if (g->down) {
-        mcu_mve_block_body(rows, g, npix, out, 1);
-    } else {
-        mcu_mve_block_body(rows, g, npix, out, 0);
-    }
-}
+ * channels; pixel j's outputs at out + j * c_out. (shared/mcu_gemm_s8_mve.c, linked once) */
+void mcu_mve_gemm_block(const int8_t *const *rows, const mcu_mve_gemm_t *g, int32_t npix, int8_t *out);
 
 /* One row (rows == 1: fc or 1x1 with a single pixel) times all channels, 4 at a time (the quad's two pairs):
  * 4 VMLADAVA per input load, where a 3-pixel block would waste two thirds of its work. */
-static __attribute__((noinline, unused)) void mcu_mve_gemv(const int8_t *x, const mcu_mve_gemm_t *g, int8_t *out)
-{
-    const int32_t c_out = g->c_out, zo = g->zo, done = g->chunks * 16;
-    const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max);
-    const mve_pred16_t tail_p = (mve_pred16_t)g->tail;
-    const int32_t pair_bytes = 32 * (g->chunks + (g->tail != 0));
-    const int8_t *w = g->w;
-    for (int32_t c = 0; c < c_out; c += 4) {
-        const int8_t *w2 = w + pair_bytes;
-        int32_t a0 = g->bias[c], a1 = g->bias[c + 1], a2 = g->bias[c + 2], a3 = g->bias[c + 3];
-        const int8_t *xp = x;
-        for (int32_t i = g->chunks; i > 0; --i, xp += 16, w += 32, w2 += 32) {
-            const int8x16_t v = vldrbq_s8(xp);
-            a0 = vmladavaq_s8(a0, v, vldrbq_s8(w));
-            a1 = vmladavaq_s8(a1, v, vldrbq_s8(w + 16));
-            a2 = vmladavaq_s8(a2, v, vldrbq_s8(w2));
-            a3 = vmladavaq_s8(a3, v, vldrbq_s8(w2 + 16));
-        }
-        if (g->tail) {
-            const int8x16_t v = vldrbq_z_s8(x + done, tail_p);
-            a0 = vmladavaq_s8(a0, v, vldrbq_s8(w));
-            a1 = vmladavaq_s8(a1, v, vldrbq_s8(w + 16));
-            a2 = vmladavaq_s8(a2, v, vldrbq_s8(w2));
-            a3 = vmladavaq_s8(a3, v, vldrbq_s8(w2 + 16));
-            w += 32;
-        }
-        w += pair_bytes; /* past the second pair */
-        int32x4_t acc = vdupq_n_s32(a0);
-        acc = vsetq_lane_s32(a1, acc, 1);
-        acc = vsetq_lane_s32(a2, acc, 2);
-        acc = vsetq_lane_s32(a3, acc, 3);
-        const int32x4_t m = vldrwq_s32(g->mult + c), sh = vldrwq_s32(g->shift + c);
-        const int32x4_t y = g->down ? vrshlq_s32(vqdmulhq_s32(acc, m), sh) : mcu_mve_requantize(acc, m, sh);
-        vstrbq_p_s32(out + c, vminq_s32(vmaxq_s32(vaddq_n_s32(y, zo), vmin), vmax), vctp32q((uint32_t)(c_out - c)));
-    }
-}
+void mcu_mve_gemv(const int8_t *x, const mcu_mve_gemm_t *g, int8_t *out);
 
 /* The GEMM of a prepared kernel: windows of `rows` rows of k taps (k a multiple of 16 when rows > 1). */
 MCU_INLINE mcu_mve_gemm_t mcu_mve_gemm_of(const int8_t *w, const int32_t *bias, const mcu_per_channel_quant_t *q,

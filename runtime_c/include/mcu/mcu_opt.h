@@ -19,6 +19,9 @@
  *    time), all with hot loops in inline assembly (LDM/LDRD, fused rotations, computed entries that GCC does
  *    not emit); the scalar GEMM (two MACs per SMLAL); Helium's exact vector requantization (the Helium GEMM
  *    core is in mcu_mve.h).
+ *  - What is not inline is compiled once: the DSP GEMM's pixel-pair widening and pair loop are in
+ *    kernels/shared/mcu_gemm2_s8_dsp.c, which the registry (`links`) has the manifest list once for every
+ *    kernel that calls them; the depthwise's assembly runs are used by one kernel and stay static here.
  */
 #ifndef MCU_OPT_H
 #define MCU_OPT_H
@@ -721,67 +724,9 @@ MCU_INLINE mcu_status_t mcu_dsp_g2_mode(const int8_t *w, int32_t steps, int32_t 
  * whole: its K taps in one run, padded to a step at the end, not row by row. */
 
 /* dst = the steps of the n int8 values at a (pixel 0) and b (pixel 1); a tail step reads only the bytes that
- * exist (its other lanes are 0, against zero weights). Returns dst past the ceil(n / 4) steps. */
-static __attribute__((noinline, unused)) uint32_t *mcu_dsp_expand2(const int8_t *a, const int8_t *b, int32_t n,
-                                                                  uint32_t *dst)
-{
-    const int32_t i = n & ~3;
-#if MCU_DSP_ASM
-    int32_t steps = n >> 2;
-    if (steps > 0) {
-        const int8_t *pa = a, *pb = b;
-        __asm__ volatile("lsrs %[n], %[n], #1\n\t"
-                         "bcc 2f\n\t"
-                         "ldr r4, [%[a]], #4\n\t"
-                         "ldr r6, [%[b]], #4\n\t"
-                         "sxtb16 r5, r4, ror #8\n\t"
-                         "sxtb16 r4, r4\n\t"
-                         "sxtb16 r7, r6, ror #8\n\t"
-                         "sxtb16 r6, r6\n\t"
-                         "stmia %[d]!, {r4, r5, r6, r7}\n"
-                         "2:\n\t"
-                         "cbz %[n], 3f\n"
-                         "1:\n\t"
-                         "ldr r4, [%[a]], #4\n\t"
-                         "ldr r6, [%[b]], #4\n\t"
-                         "sxtb16 r5, r4, ror #8\n\t"
-                         "sxtb16 r4, r4\n\t"
-                         "sxtb16 r7, r6, ror #8\n\t"
-                         "sxtb16 r6, r6\n\t"
-                         "stmia %[d]!, {r4, r5, r6, r7}\n\t"
-                         "ldr r4, [%[a]], #4\n\t"
-                         "ldr r6, [%[b]], #4\n\t"
-                         "sxtb16 r5, r4, ror #8\n\t"
-                         "sxtb16 r4, r4\n\t"
-                         "sxtb16 r7, r6, ror #8\n\t"
-                         "sxtb16 r6, r6\n\t"
-                         "stmia %[d]!, {r4, r5, r6, r7}\n\t"
-                         "subs %[n], %[n], #1\n\t"
-                         "bne 1b\n"
-                         "3:\n\t"
-                         : [a] "+r"(pa), [b] "+r"(pb), [d] "+r"(dst), [n] "+l"(steps)
-                         :
-                         : "r4", "r5", "r6", "r7", "cc", "memory");
-    }
-#else
-    for (int32_t j = 0; j < i; j += 4, dst += 4) {
-        const uint32_t va = mcu_read_u32(a + j), vb = mcu_read_u32(b + j);
-        dst[0] = mcu_sxtb16(va);
-        dst[1] = mcu_sxtb16(mcu_ror8(va));
-        dst[2] = mcu_sxtb16(vb);
-        dst[3] = mcu_sxtb16(mcu_ror8(vb));
-    }
-#endif
-    if (i < n) {
-        const uint32_t va = mcu_read_tail(a + i, n - i), vb = mcu_read_tail(b + i, n - i);
-        dst[0] = mcu_sxtb16(va);
-        dst[1] = mcu_sxtb16(mcu_ror8(va));
-        dst[2] = mcu_sxtb16(vb);
-        dst[3] = mcu_sxtb16(mcu_ror8(vb));
-        dst += 4;
-    }
-    return dst;
-}
+ * exist (its other lanes are 0, against zero weights). Returns dst past the ceil(n / 4) steps.
+ * (shared/mcu_gemm2_s8_dsp.c, linked once for every kernel that calls it) */
+uint32_t *mcu_dsp_expand2(const int8_t *a, const int8_t *b, int32_t n, uint32_t *dst);
 
 #if MCU_DSP_ASM
 /* The compact windows of two pixels whose window rows are 9 bytes (3 rows, e.g. 3x3 RGB): a (pixel 0) and b
@@ -829,134 +774,10 @@ MCU_INLINE void mcu_dsp_expand2_9x3(const int8_t *a, const int8_t *b, int32_t rs
 }
 #endif
 
-/* One pair in C, any mode: its four outputs (channel 1's only when two), the stream past it returned. */
-static __attribute__((noinline, unused)) const int8_t *mcu_dsp_g2_pair_c(const uint32_t *x, const int8_t *w,
-                                                                         int32_t steps, int8_t *out, int32_t stride,
-                                                                         int two, const mcu_rq_mode_t *m)
-{
-    const int32_t *b = (const int32_t *)(const void *)w;
-    int32_t acc[4] = {b[0], b[1], b[0], b[1]};
-    int32_t left = mcu_dsp_g2_first(steps) + 1; /* steps up to the next control word, step 0 included */
-    w += 8;
-    for (int32_t s = 0; s < steps; ++s, x += 4, w += 16) {
-        const uint32_t c0e = mcu_read_u32(w), c0o = mcu_read_u32(w + 4);
-        const uint32_t c1e = mcu_read_u32(w + 8), c1o = mcu_read_u32(w + 12);
-        acc[0] = mcu_smlad(x[1], c0o, mcu_smlad(x[0], c0e, acc[0]));
-        acc[1] = mcu_smlad(x[1], c1o, mcu_smlad(x[0], c1e, acc[1]));
-        acc[2] = mcu_smlad(x[3], c0o, mcu_smlad(x[2], c0e, acc[2]));
-        acc[3] = mcu_smlad(x[3], c1o, mcu_smlad(x[2], c1e, acc[3]));
-        if (--left == 0) { /* past a control word */
-            w += 4;
-            left = MCU_DSP_G2_CHUNK;
-        }
-    }
-    const int32_t *rec = (const int32_t *)(const void *)w;
-    for (int32_t j = 3; j >= 0; --j) { /* pixel 1 first: it may repeat pixel 0 (stride 0) */
-        if (two || !(j & 1)) {
-            out[(j >> 1) * stride + (j & 1)] = mcu_rq3_out(acc[j], rec + 3 * (j & 1), m);
-        }
-    }
-    return w + 24;
-}
-
-#if MCU_DSP_ASM
-#define MCU_DSP_G2_STEP                                                                                    \
-    "ldmia.w r12!, {r4, r5, r6, r7}\n\t"                                                                   \
-    "ldmia.w lr!, {r0, r1, r2, r3}\n\t"                                                                    \
-    "smlad r8, r4, r0, r8\n\t"                                                                             \
-    "smlad r8, r5, r1, r8\n\t"                                                                             \
-    "smlad r9, r4, r2, r9\n\t"                                                                             \
-    "smlad r9, r5, r3, r9\n\t"                                                                             \
-    "smlad r10, r6, r0, r10\n\t"                                                                           \
-    "smlad r10, r7, r1, r10\n\t"                                                                           \
-    "smlad r11, r6, r2, r11\n\t"                                                                           \
-    "smlad r11, r7, r3, r11\n\t"
-#define MCU_DSP_G2_STEP4 MCU_DSP_G2_STEP MCU_DSP_G2_STEP MCU_DSP_G2_STEP MCU_DSP_G2_STEP
-
-/* Every whole pair of the stream at g->w, up to the one whose last control word is -1, in fast mode;
- * g->x[4 * steps] must hold g. The flags of that control word's CMP decide the pair loop (nothing in
- * between sets them). Not inlined (static, one copy per kernel file): GCC saves the registers it takes. */
-static __attribute__((noinline, unused)) void mcu_dsp_g2_asm(mcu_dsp_g2_t *g)
-{
-    register mcu_dsp_g2_t *st __asm__("r12") = g;
-    __asm__ volatile(
-        "ldr r0, [r12, #16]\n\t" /* the entry address, into x[-1] */
-        "adr r1, 2f\n\t"
-        "add r0, r0, r1\n\t"
-        "ldr r2, [r12, #0]\n\t"
-        "str r0, [r2, #-4]\n\t"
-        "ldr lr, [r12, #4]\n"
-        "1:\n\t" /* a pair: step 0 from the biases, then enter the body */
-        "ldmia lr!, {r8, r9}\n\t"
-        "ldr r12, [r12, #0]\n\t"
-        "ldmia.w r12!, {r4, r5, r6, r7}\n\t"
-        "ldmia.w lr!, {r0, r1, r2, r3}\n\t"
-        "smlad r10, r6, r0, r8\n\t"
-        "smlad r10, r7, r1, r10\n\t"
-        "smlad r11, r6, r2, r9\n\t"
-        "smlad r11, r7, r3, r11\n\t"
-        "smlad r8, r4, r0, r8\n\t"
-        "smlad r8, r5, r1, r8\n\t"
-        "smlad r9, r4, r2, r9\n\t"
-        "smlad r9, r5, r3, r9\n\t"
-        "ldr r0, [r12, #-20]\n\t"
-        "bx r0\n\t"
-        ".balign 4\n"
-        "2:\n\t" MCU_DSP_G2_STEP4 MCU_DSP_G2_STEP4 MCU_DSP_G2_STEP4 MCU_DSP_G2_STEP4 /* MCU_DSP_G2_CHUNK */
-        "ldr r0, [lr], #4\n\t"
-        "cmp r0, #0\n\t"
-        "beq 2b\n\t"
-        "ldr r12, [r12]\n\t" /* the state, after x */
-        "ldmia lr!, {r1, r2, r3, r4, r5, r6}\n\t"
-        "ldrd r0, r7, [r12, #8]\n\t"
-        "smmla r8, r8, r1, r3\n\t"
-        "smmla r10, r10, r1, r3\n\t"
-        "smmla r9, r9, r4, r6\n\t"
-        "smmla r11, r11, r4, r6\n\t"
-        "asr r8, r8, r2\n\t"
-        "asr r10, r10, r2\n\t"
-        "asr r9, r9, r5\n\t"
-        "asr r11, r11, r5\n\t"
-        "ssat r8, #8, r8\n\t"
-        "ssat r10, #8, r10\n\t"
-        "ssat r9, #8, r9\n\t"
-        "ssat r11, #8, r11\n\t"
-        "strb r10, [r0, r7]\n\t"
-        "strb r8, [r0], #1\n\t"
-        "strb r11, [r0, r7]\n\t"
-        "strb r9, [r0], #1\n\t"
-        "str r0, [r12, #8]\n\t"
-        "bpl 1b\n\t"
-        "str lr, [r12, #4]\n\t"
-        : "+r"(st)
-        :
-        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
-}
-#undef MCU_DSP_G2_STEP4
-#undef MCU_DSP_G2_STEP
-#endif
-
 /* One pixel pair: out0 (pixel 0) and out0 + stride (pixel 1) get all c_out channels from the widened pair
- * g->x (the word after its steps may be overwritten) and the stream w. */
-static __attribute__((noinline, unused)) void mcu_dsp_g2_run(mcu_dsp_g2_t *g, const int8_t *w, int8_t *out0,
-                                                              int32_t stride, int32_t c_out, const mcu_rq_mode_t *m)
-{
-    int32_t c = 0;
-#if MCU_DSP_ASM
-    if (m->fast && c_out >= 2) {
-        g->w = w;
-        g->out = out0;
-        g->stride = stride;
-        g->x[4 * g->steps] = (uint32_t)(uintptr_t)g;
-        mcu_dsp_g2_asm(g);
-        w = g->w;
-        c = c_out & ~1;
-    }
-#endif
-    for (; c < c_out; c += 2) {
-        w = mcu_dsp_g2_pair_c(g->x, w, g->steps, out0 + c, stride, c + 1 < c_out, m);
-    }
-}
+ * g->x (the word after its steps may be overwritten) and the stream w. (shared/mcu_gemm2_s8_dsp.c) */
+void mcu_dsp_g2_run(mcu_dsp_g2_t *g, const int8_t *w, int8_t *out0, int32_t stride, int32_t c_out,
+                    const mcu_rq_mode_t *m);
 
 /* ---- DSP depthwise 3x3 (the _dsp depthwise variant) ---------------------------------------------------- */
 
