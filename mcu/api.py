@@ -437,7 +437,8 @@ def _read(path: Path, what: str) -> bytes:
 
 def check_manifest(manifest, where: Path) -> dict:
     """The manifest's names and numbers, checked before any of them reaches SCons, CMake or the filesystem:
-    the board is one of boards/, every kernel is family/name of a registry kernel, the model name a C name."""
+    the board is one of boards/, every kernel a source the registry names (a kernel's or a shared core's),
+    the model name a C name."""
     from mcu.boards import board_names
     from mcu.codegen.kernels import SOURCES
 

@@ -6,8 +6,7 @@
    (model/weights.o; other model/*.o; kernels/**; runtime/**), looked up by name in the final ELF
    (local symbols by source file and name) and summed. What no category claims (startup, harness,
    libc, libgcc, literal pools, padding) is "startup/libc", so the split sums to the total.
- - object_sizes gives the flash of each object file (one kernel source, the generated model, ...);
-   SizeReport.kernels holds the kernels' rows.
+ - The same attribution by object file gives SizeReport.kernels: the flash of each kernel source.
  - RAM = the arena (symbol mcu_arena in the harness) + other .data/.bss + the reserved stack.
 """
 from __future__ import annotations
@@ -118,13 +117,6 @@ def size_report(elf: str | Path, build_dir: str | Path, board: Board | None = No
         ram_capacity=board.ram_size if board else None,
         kernels={obj.removeprefix("kernels/"): n for obj, n in by_object.items() if _category(obj) == "kernels"},
     )
-
-
-def object_sizes(elf: str | Path, build_dir: str | Path) -> dict[str, int]:
-    """Flash bytes of each object file of the model, the kernels and the runtime in the linked elf, by its path
-    below build_dir without `.o` (e.g. "kernels/conv/mcu_conv2d_s8_dsp", "model/weights")."""
-    with open(elf, "rb") as f:
-        return _flash_by_object(ELFFile(f), Path(build_dir))[0]
 
 
 def _category(obj: str) -> str:
