@@ -40,9 +40,8 @@ from mcu.memory_planner import Buffer, Plan, PlanError, lower_bound, plan
 from mcu.memory_planner.schedule import Op, best_order, peak
 from mcu.codegen.kernels import KERNELS, names
 
-# Kernel properties, from the registry (codegen/kernels): `raster` kernels run n, y, x (output pixels in order)
-# with all channels of a pixel computed from its window before the next pixel (optimized variants join only once
-# their loop order is checked); `strided` ones honour params["output_pixel_stride"] (the portable conv and pool
+# Kernel properties, from the registry (codegen/kernels): `raster` kernels run n, y, x (output pixels in order,
+# in blocks of `raster_block` pixels or one row, every read of a block before any write of the next); `strided` ones honour params["output_pixel_stride"] (the portable conv and pool
 # loop nests, mcu_kernels.h); an in-place variant's `overwrites` is the geometry it runs over its dying input.
 RASTER_KERNELS = names(raster=True)
 STRIDED_KERNELS = names(strided=True)
@@ -187,17 +186,20 @@ def group_offsets(graph: Graph) -> dict[str, int]:
             for t, o in concat_offsets(graph, n).items() for u in reshape_chain(graph, t)}
 
 
-def raster_gap(params: dict) -> int:
-    """Smallest safe (offset(input) - offset(output)) for a raster kernel with these params:
-    max over output pixels p of (bytes written up to p) - (first input byte any pixel >= p reads)."""
+def raster_gap(params: dict, block: int | str = 1) -> int:
+    """Smallest safe (offset(input) - offset(output)) for a raster kernel with these params that works through
+    its output pixels (n, y, x) in order in blocks of `block` pixels ("row": one output row): max over blocks of
+    (bytes written up to the block's end) - (first input byte any pixel from the block's start on reads)."""
     n, oh, ow, oc = params["output"]
     _, ih, iw, ic = params["input"]
     rows = np.maximum(np.arange(oh) * params["stride_h"] - params["pad_top"], 0)
     cols = np.maximum(np.arange(ow) * params["stride_w"] - params["pad_left"], 0)
     first_in = (np.arange(n)[:, None, None] * ih * iw + rows[None, :, None] * iw + cols[None, None, :]).ravel()
     first_in = np.minimum.accumulate(first_in[::-1])[::-1]  # what any later pixel still reads
-    written = (np.arange(first_in.size) + 1) * oc
-    return int(max(0, (written - first_in * ic).max()))
+    size = ow if block == "row" else int(block)
+    starts = np.arange(0, first_in.size, size)
+    written = np.minimum(starts + size, first_in.size) * oc  # through the block's last pixel
+    return int(max(0, (written - first_in[starts] * ic).max()))
 
 
 def overlap_gap(node) -> int | None:
@@ -211,7 +213,7 @@ def overlap_gap(node) -> int | None:
     if overwrites is not None:
         return 0 if overwrites(node.attrs["params"]) else None
     if kernel in RASTER_KERNELS:
-        return raster_gap(node.attrs["params"])
+        return raster_gap(node.attrs["params"], KERNELS[kernel].raster_block)
     return None
 
 
@@ -382,7 +384,7 @@ def _apart_or_raster(graph: Graph, mem: MemoryPlan, node) -> bool:
         return True
     ox, oo = x.index, out.index
     nx = graph.tensors[node.inputs[0]].nbytes
-    return oo >= ox + nx or ox - oo >= raster_gap(node.attrs["params"])
+    return oo >= ox + nx or ox - oo >= raster_gap(node.attrs["params"], KERNELS[node.attrs["kernel"]].raster_block)
 
 
 def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:

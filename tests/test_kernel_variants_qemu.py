@@ -404,3 +404,101 @@ def test_variants_get_exactly_their_scratch(board):
         assert node.outputs[1] == f"{node.name}_scratch"
         assert graph.tensors[node.outputs[1]].shape == (max(1, size(node.attrs["params"])),)
     assert scratched == {"mps2-an386": 10, "mps2-an385": 6}[board]  # _fast 1x1 and fc read their input in place
+
+
+# ---- Raster overlap on the device: each variant's output starts its derived gap below its dying input ----------
+
+def overlap_cases(seed: int) -> GraphBuilder:
+    """Convs, depthwise convs and average pools whose output outruns their input (C_out > C_in, stride 1, padding),
+    so the gap matters; fast mode (int8 clamp) so the DSP assembly and its row order run; pixel counts not a
+    multiple of the Helium block of 3."""
+    g = GraphBuilder(seed)
+    f = "full"
+    g.conv(1, 5, 7, 16, 40, kernel=(1, 1), extreme=f, family="1x1")
+    g.conv(2, 3, 5, 12, 8, kernel=(1, 1), extreme=f, family="1x1")
+    g.conv(1, 7, 6, 8, 24, pad=(1, 1), extreme=f, family="gemm")
+    g.conv(1, 9, 7, 3, 16, stride=(2, 2), pad=(1, 1), extreme=f, family="gemm")
+    g.conv(1, 25, 5, 64, 64, pad=(1, 1), depthwise=True, extreme=f, family="dw")   # KWS's depthwise
+    g.conv(1, 9, 11, 24, 24, pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(2, 8, 9, 13, 13, stride=(2, 2), pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.avgpool(1, 6, 6, 17, (3, 3), (1, 1), pad=(1, 1))
+    return g
+
+
+def chained(graph: Graph) -> Graph:
+    """Each call x -> y becomes x -> copy -> t -> call -> u -> copy -> y, so its input t and output u live in the
+    arena and t dies at the call (the copies: portable 1x1 max pools)."""
+    tensors, nodes = dict(graph.tensors), []
+    for node in graph.nodes:
+        x, y = node.inputs[0], node.outputs[0]
+        t, u = f"t_{node.name}", f"u_{node.name}"
+        tensors[t], tensors[u] = tensors[x].replace(name=t), tensors[y].replace(name=u)
+        for src, dst, tag in ((x, t, "a"), (u, y, "b")):
+            shape = tensors[src].shape
+            copy = {"input": shape, "output": shape, "kernel_h": 1, "kernel_w": 1, "stride_h": 1, "stride_w": 1,
+                    "pad_top": 0, "pad_left": 0, "zero_point": 0, "divisor": 0, "act_min": -128, "act_max": 127}
+            copy_node = Node(f"{node.name}{tag}", "call", (src,), (dst,), {"kernel": "mcu_maxpool2d_s8",
+                                                                          "params": copy, "quant": None})
+            if tag == "b":
+                nodes.append(node.replace(inputs=(t, *node.inputs[1:]), outputs=(u, *node.outputs[1:])))
+            nodes.append(copy_node)
+    return verify(Graph(tensors, tuple(nodes), graph.inputs, graph.outputs))
+
+
+def placed_at_the_gap(graph: Graph, mem):
+    """The plan with each chain in its own region: the call's output at the region's start, its input exactly
+    overlap_gap bytes above (rounded up to the 16-byte alignment), its scratch above both. Checked by
+    verify_tensor_plan, which re-derives every gap."""
+    import dataclasses
+    from mcu.codegen.memory import Location, overlap_gap, verify_tensor_plan
+    from mcu.memory_planner import Plan
+    locations, base, gaps = dict(mem.locations), 0, {}
+    for node in graph.nodes:
+        if node.attrs["kernel"] == "mcu_maxpool2d_s8":
+            continue
+        t, u = node.inputs[0], node.outputs[0]
+        gap = overlap_gap(node)
+        assert gap is not None, f"{node.attrs['kernel']} may not overlap its input"
+        gaps[node.name] = gap
+        at = -(-gap // 16) * 16
+        locations[u], locations[t] = Location("arena", base), Location("arena", base + at)
+        top = max(base + at + graph.tensors[t].nbytes, base + graph.tensors[u].nbytes)
+        for s in node.outputs[1:]:  # scratch
+            top = -(-top // 16) * 16
+            locations[s] = Location("arena", top)
+            top += graph.tensors[s].nbytes
+        base = -(-top // 16) * 16
+    placed = dataclasses.replace(mem, locations=locations, plan=Plan({}, base, "by hand"))
+    verify_tensor_plan(graph, placed)
+    return placed, gaps
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", BOARDS)
+def test_raster_variants_overlapping_their_input_on_device(board, tmp_path):
+    """Every raster variant's output starting its derived gap below its dying input gives the portable twin's
+    result on the device, the DSP assembly's row order and the Helium blocks of 3 included."""
+    builder = overlap_cases(seed=5)
+    graph = verify(select_kernels(chained(builder.graph()), Target.of_board(load_board(board))))
+    picked = {n.attrs["kernel"] for n in graph.nodes} - {"mcu_maxpool2d_s8"}
+    assert picked == {expected_kernel(Node("", "call", (), (), {"kernel": k}), f, board)
+                      for k, f in (("mcu_conv2d_s8", "1x1"), ("mcu_conv2d_s8", "gemm"), ("mcu_dwconv2d_s8", "dw"),
+                                   ("mcu_avgpool2d_s8", "avgpool"))}
+    graph, mem = plan_graph(graph)
+    mem, gaps = placed_at_the_gap(graph, mem)
+    assert min(gaps.values()) > 0
+    rng = np.random.default_rng(11)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    expected = run_reference(graph, inputs)
+    for name, text in emit(graph, mem, board=board).items():
+        (tmp_path / name).write_text(text)
+    elf = build_firmware(board, tmp_path, tmp_path / "build")
+    res = run_firmware(elf, load_board(board), b"".join(x.tobytes() for x in inputs), timeout=60)
+    assert res.status == 0
+    pos = 0
+    for name, e in zip(graph.outputs, expected):
+        n = graph.tensors[name].nbytes
+        node = next(n for n in graph.nodes if n.outputs[0] == f"u_{graph.producer(name).name[:-1]}")
+        assert_equal_int(np.frombuffer(res.output_bytes[pos:pos + n], np.int8).reshape(e.shape), e,
+                         f"{node.attrs['kernel']} ({node.name}, gap {gaps[node.name]}) on {board}")
+        pos += n

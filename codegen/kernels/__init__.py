@@ -6,7 +6,8 @@
   wants (`prepare`, codegen/kernels/packing.py) and the scratch it takes (`scratch`, the twin of its C
   `*_scratch_bytes`), and the shared cores it calls (`links`: sources under runtime_c/kernels/shared that the
   manifest lists once for every kernel that needs them). Memory properties: `inplace` (which input the output may take exactly), `raster`
-  (output pixels written in order: the output may slide under a dying input by a derived gap), `strided`
+  (output pixels written in order, in blocks of `raster_block`: the output may slide under a dying input by a
+  derived gap), `strided`
   (honours params["output_pixel_stride"]), `overwrites` (an in-place variant: the geometry it runs over its
   dying input, gap 0).
 - Family modules (conv, fc, pool, elementwise, activation, shape, reduce, convert) list their kernels, every
@@ -45,6 +46,10 @@ class KernelSpec:
     scratch: Callable[[dict], int] | None = field(default=None, compare=False)
     inplace: str = ""                  # "elementwise": any same-sized dying input; "residual": the last input
     raster: bool = False
+    # a raster kernel's unit of order: output pixels in blocks of this many (counted over n, y, x from 0), or
+    # "row" (one output row): every read for a block happens before any write of the next block, and a block's
+    # writes may come before its own reads end (mcu.codegen.memory.raster_gap)
+    raster_block: int | str = 1
     strided: bool = False
     overwrites: Callable[[dict], bool] | None = field(default=None, compare=False)
     input_array: bool = False          # inputs passed as one `const T *const inputs[]` argument (concat)

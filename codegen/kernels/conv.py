@@ -16,6 +16,10 @@ from mcu.codegen.twins.mve import conv2d_s8_mve_scratch_bytes, dwconv2d_3x3_s8_m
 from mcu.codegen.twins.s16 import conv2d_s16_dsp_scratch_bytes
 
 MVE, DSP = ("mve",), ("dsp",)
+# Loop orders (the `raster` property): the DSP convs widen a pixel pair (both windows) before writing either
+# pixel, so pixel order holds; the Helium convs read 3 pixels in place while writing them 4 channels at a time
+# (blocks of 3); the DSP depthwise runs a row's interior pixels one 4-channel group at a time (one row).
+BLOCKS_OF_3 = {"raster": True, "raster_block": 3}
 CONV, CONV_F32 = "mcu_conv2d_params_t", "mcu_conv2d_f32_params_t"
 
 SPECS = [
@@ -30,21 +34,23 @@ SPECS = [
     kernel("mcu_dwconv2d_f32", "float", CONV_F32, strided=True),
     # int8 conv variants, most preferred first
     variant("mcu_conv2d_s4", "conv", "mcu_conv2d_s8", INT4, prepare=prepare_s4, scratch=conv2d_s4_scratch_bytes),
-    variant("mcu_conv2d_1x1_s8_mve", "conv", "mcu_conv2d_s8", MVE, is_1x1, prepare_mve, links=(GEMM_MVE,)),
+    variant("mcu_conv2d_1x1_s8_mve", "conv", "mcu_conv2d_s8", MVE, is_1x1, prepare_mve, links=(GEMM_MVE,),
+            **BLOCKS_OF_3),
     variant("mcu_conv2d_s8_mve", "conv", "mcu_conv2d_s8", MVE, prepare=prepare_mve,
-            scratch=conv2d_s8_mve_scratch_bytes, links=(GEMM_MVE,)),
+            scratch=conv2d_s8_mve_scratch_bytes, links=(GEMM_MVE,), **BLOCKS_OF_3),
     variant("mcu_conv2d_1x1_s8_dsp", "conv", "mcu_conv2d_s8", DSP, is_1x1, prepare_dsp_conv,
-            conv2d_1x1_s8_dsp_scratch_bytes, links=(GEMM2_DSP,)),
+            conv2d_1x1_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), raster=True),
     variant("mcu_conv2d_s8_dsp", "conv", "mcu_conv2d_s8", DSP, prepare=prepare_dsp_conv,
-            scratch=conv2d_s8_dsp_scratch_bytes, links=(GEMM2_DSP,)),
-    variant("mcu_conv2d_1x1_s8_fast", "conv", "mcu_conv2d_s8", (), is_1x1, prepare_fast),
-    variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes),
+            scratch=conv2d_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), raster=True),
+    variant("mcu_conv2d_1x1_s8_fast", "conv", "mcu_conv2d_s8", (), is_1x1, prepare_fast, raster=True),
+    variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes,
+            raster=True),
     variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3, prepare_dw_mve,
-            dwconv2d_3x3_s8_mve_scratch_bytes),
+            dwconv2d_3x3_s8_mve_scratch_bytes, raster=True),
     variant("mcu_dwconv2d_3x3_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp,
-            dwconv2d_3x3_s8_dsp_scratch_bytes),
+            dwconv2d_3x3_s8_dsp_scratch_bytes, raster=True, raster_block="row"),
     variant("mcu_dwconv2d_3x3_s8_fast", "conv", "mcu_dwconv2d_s8", (), is_dw3x3, prepare_dw_fast,
-            dwconv2d_3x3_s8_fast_scratch_bytes),
+            dwconv2d_3x3_s8_fast_scratch_bytes, raster=True),
     # optimize="memory": in place over a dying input, on the geometry `overwrites` accepts
     variant("mcu_dwconv2d_s8_inplace", "conv", "mcu_dwconv2d_s8", mode="memory",
             applies=dwconv2d_s8_inplace_fits, overwrites=dwconv2d_s8_inplace_fits,
