@@ -5,7 +5,8 @@
   kernel's bit for bit):
     fold    bias' = bias + input_offset * sum(w) per output channel (a NULL bias becomes one), so the
             inner loop multiplies raw int8 inputs; padded taps then read -input_offset (the zero point);
-    pack    weights reordered (DSP: widened to int16; fast: two channels per int32 word), stored as
+    pack    weights reordered (DSP conv: int8 words per channel pair; DSP fc: widened to int16; fast: two channels
+            per int32 word), stored as
             bytes so the `const int8_t *filter` signature stays, in the order the kernel streams them;
             channels padded with zero rows, bias and quant arrays padded likewise;
     records per-channel requantization constants {mult, sh, round_lo, round_hi} replacing
@@ -95,17 +96,16 @@ def g2_ctrl_after(steps: int) -> list[int]:
 def pack_g2_stream(w_rows: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
     """The 2x2 DSP GEMM's filter stream (mcu_opt.h, mcu_dsp_g2_t), from int8 weights [C, K], the folded bias
     [C2] and 3-word records [3 * C2] (C2 = C rounded up to 2, zero rows): per pair of channels the two biases;
-    per step of 4 taps (K padded to 4) the int16 words c0 (w0, w2), c0 (w1, w3), c1 (w0, w2), c1 (w1, w3), with
-    a control word after the steps g2_ctrl_after names, 0 inside the pair and at its end 1, or -1 for the last
-    whole pair; then the pair's 6 record words. As bytes (int8)."""
+    per step of 4 taps (K padded to 4) the int8 words c0 (w0, w1, w2, w3), c1 (w0, w1, w2, w3) (the kernel
+    widens them with SXTB16), with a control word after the steps g2_ctrl_after names, 0 inside the pair and
+    at its end 1, or -1 for the last whole pair; then the pair's 6 record words. As bytes (int8)."""
     c, k = w_rows.shape
     k4, c2 = round_up(max(k, 1), 4), round_up(c, 2)
     steps, pairs = k4 // 4, c2 // 2
-    w = np.zeros((c2, k4), np.int16)
+    w = np.zeros((c2, k4), np.int8)
     w[:c, :k] = w_rows
-    w = w.reshape(pairs, 2, steps, 4)[..., [0, 2, 1, 3]]              # [pair, channel, step, lane]
-    w = np.ascontiguousarray(w.transpose(0, 2, 1, 3)).astype("<i2")   # [pair, step, channel, lane]
-    w = w.reshape(pairs, steps, 8).view(np.int8)                        # 16 bytes per step
+    w = np.ascontiguousarray(w.reshape(pairs, 2, steps, 4).transpose(0, 2, 1, 3))  # [pair, step, channel, tap]
+    w = w.reshape(pairs, steps, 8)                                                    # 8 bytes per step
     parts, start = [_words(np.asarray(bias, np.int64).reshape(pairs, 2))], 0
     for after in g2_ctrl_after(steps):
         parts.append(w[:, start:after + 1].reshape(pairs, -1))

@@ -649,18 +649,20 @@ MCU_INLINE void mcu_dsp_gemm_row(const uint32_t *x, int32_t groups, const int8_t
  *    widened (the bias is folded); S steps. The assembly also uses the word before them (its entry address)
  *    and the word after them (the address of the state below): x has S * 4 + 2 words from x - 1 on.
  *  - The filter stream (select_kernels.pack_g2_stream), per pair of channels: the folded biases {b0, b1}; per
- *    step the int16 words {c0 (w0, w2), c0 (w1, w3), c1 (w0, w2), c1 (w1, w3)}; control words after step 0
- *    when S = 1, else after steps 0 + r and every MCU_DSP_G2_CHUNK (16) steps from there, where the S - 1
- *    steps after the first come in chunks, the first of r = S - 1 - 16 * ceil((S - 1) / 16) + 16: 0 inside
- *    the pair, at its end 1, or -1 for the last whole pair; then both channels' 3-word records
+ *    step the int8 words {c0 (w0, w1, w2, w3), c1 (w0, w1, w2, w3)} as stored (int8 in flash, as CMSIS-NN):
+ *    SXTB16 of a word and of it rotated by 8 give (w0, w2) and (w1, w3), the lanes of x's words; control words
+ *    after step 0 when S = 1, else after steps 0 + r and every MCU_DSP_G2_CHUNK (16) steps from there, where
+ *    the S - 1 steps after the first come in chunks, the first of r = S - 1 - 16 * ceil((S - 1) / 16) + 16: 0
+ *    inside the pair, at its end 1, or -1 for the last whole pair; then both channels' 3-word records
  *    (mcu_rq3_record). An odd C_out pads the last pair with a zero channel.
  *  - Assembly (fast mode, whole pairs): step 0 starts pixel 1's accumulators from the biases; the others take
- *    10 instructions each (two LDM, eight SMLAD) in a 16-step body entered Duff-style at step 16 - r, the
- *    control word read after each chunk; then per output SMMLA, ASR, SSAT, STRB. The loop takes all 14
+ *    14 instructions each (two LDM, four SXTB16, eight SMLAD) in a 16-step body entered Duff-style at step
+ *    16 - r, the control word read after each chunk; then per output SMMLA, ASR, SSAT, STRB. The loop takes all 14
  *    registers: what lives from block to block is in the state, whose address comes back from the word
  *    after x, or in the stream.
  */
-#define MCU_DSP_G2_CHUNK 16 /* steps per chunk of the stream and of the assembly's loop body */
+#define MCU_DSP_G2_CHUNK 16      /* steps per chunk of the stream and of the assembly's loop body */
+#define MCU_DSP_G2_STEP_BYTES 56 /* code bytes of one step of that body (two LDM.W, 4 SXTB16, 8 SMLAD) */
 
 typedef struct {
     uint32_t *x;        /* 0: the widened pixel pair */
@@ -688,13 +690,13 @@ MCU_INLINE void mcu_dsp_g2_init(mcu_dsp_g2_t *g, uint32_t *x, int32_t steps)
 {
     g->x = x;
     g->steps = steps;
-    g->entry = (MCU_DSP_G2_CHUNK - mcu_dsp_g2_first(steps)) * 40 + 1;
+    g->entry = (MCU_DSP_G2_CHUNK - mcu_dsp_g2_first(steps)) * MCU_DSP_G2_STEP_BYTES + 1;
 }
 
 /* Bytes of one pair in the stream. */
 MCU_INLINE int32_t mcu_dsp_g2_pair_bytes(int32_t steps)
 {
-    return 8 + 16 * steps + 4 * mcu_dsp_g2_ctrls(steps) + 24;
+    return 8 + 8 * steps + 4 * mcu_dsp_g2_ctrls(steps) + 24;
 }
 
 /* Channel c's record in the stream. */

@@ -72,9 +72,10 @@ static __attribute__((noinline)) const int8_t *pair_c(const uint32_t *x, const i
     int32_t acc[4] = {b[0], b[1], b[0], b[1]};
     int32_t left = mcu_dsp_g2_first(steps) + 1; /* steps up to the next control word, step 0 included */
     w += 8;
-    for (int32_t s = 0; s < steps; ++s, x += 4, w += 16) {
-        const uint32_t c0e = mcu_read_u32(w), c0o = mcu_read_u32(w + 4);
-        const uint32_t c1e = mcu_read_u32(w + 8), c1o = mcu_read_u32(w + 12);
+    for (int32_t s = 0; s < steps; ++s, x += 4, w += 8) {
+        const uint32_t c0 = mcu_read_u32(w), c1 = mcu_read_u32(w + 4);
+        const uint32_t c0e = mcu_sxtb16(c0), c0o = mcu_sxtb16(mcu_ror8(c0));
+        const uint32_t c1e = mcu_sxtb16(c1), c1o = mcu_sxtb16(mcu_ror8(c1));
         acc[0] = mcu_smlad(x[1], c0o, mcu_smlad(x[0], c0e, acc[0]));
         acc[1] = mcu_smlad(x[1], c1o, mcu_smlad(x[0], c1e, acc[1]));
         acc[2] = mcu_smlad(x[3], c0o, mcu_smlad(x[2], c0e, acc[2]));
@@ -94,9 +95,14 @@ static __attribute__((noinline)) const int8_t *pair_c(const uint32_t *x, const i
 }
 
 #if MCU_DSP_ASM
-#define MCU_DSP_G2_STEP                                                                                    \
-    "ldmia.w r12!, {r4, r5, r6, r7}\n\t"                                                                   \
-    "ldmia.w lr!, {r0, r1, r2, r3}\n\t"                                                                    \
+#define MCU_DSP_G2_WEIGHTS                                                                                 \
+    "ldmia.w lr!, {r0, r2}\n\t"                                                                            \
+    "sxtb16 r1, r0, ror #8\n\t"                                                                            \
+    "sxtb16 r0, r0\n\t"                                                                                    \
+    "sxtb16 r3, r2, ror #8\n\t"                                                                            \
+    "sxtb16 r2, r2\n\t"
+#define MCU_DSP_G2_STEP /* MCU_DSP_G2_STEP_BYTES of code */                                                \
+    "ldmia.w r12!, {r4, r5, r6, r7}\n\t" MCU_DSP_G2_WEIGHTS                                                 \
     "smlad r8, r4, r0, r8\n\t"                                                                             \
     "smlad r8, r5, r1, r8\n\t"                                                                             \
     "smlad r9, r4, r2, r9\n\t"                                                                             \
@@ -123,8 +129,7 @@ static __attribute__((noinline)) void pairs_asm(mcu_dsp_g2_t *g)
         "1:\n\t" /* a pair: step 0 from the biases, then enter the body */
         "ldmia lr!, {r8, r9}\n\t"
         "ldr r12, [r12, #0]\n\t"
-        "ldmia.w r12!, {r4, r5, r6, r7}\n\t"
-        "ldmia.w lr!, {r0, r1, r2, r3}\n\t"
+        "ldmia.w r12!, {r4, r5, r6, r7}\n\t" MCU_DSP_G2_WEIGHTS
         "smlad r10, r6, r0, r8\n\t"
         "smlad r10, r7, r1, r10\n\t"
         "smlad r11, r6, r2, r9\n\t"
@@ -168,6 +173,7 @@ static __attribute__((noinline)) void pairs_asm(mcu_dsp_g2_t *g)
 }
 #undef MCU_DSP_G2_STEP4
 #undef MCU_DSP_G2_STEP
+#undef MCU_DSP_G2_WEIGHTS
 #endif
 
 void mcu_dsp_g2_run(mcu_dsp_g2_t *g, const int8_t *w, int8_t *out0, int32_t stride, int32_t c_out,
