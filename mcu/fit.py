@@ -97,7 +97,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "shape/mcu_concat_s8": 960,
     "shape/mcu_transpose_s8": 448,
     "shape/mcu_upsample_nearest_s8": 384,
-    "shared/mcu_gemm2_s8_dsp": 2240,
+    "shared/mcu_gemm2_s8_dsp": 3648,
     "shared/mcu_gemm_s8_mve": 2880,
 }
 DEFAULT_CODE_BYTES = 4096

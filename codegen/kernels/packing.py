@@ -93,19 +93,22 @@ def g2_ctrl_after(steps: int) -> list[int]:
     return list(range(first, steps, G2_CHUNK))
 
 
-def pack_g2_stream(w_rows: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
-    """The 2x2 DSP GEMM's filter stream (mcu_opt.h, mcu_dsp_g2_t), from int8 weights [C, K], the folded bias
-    [C2] and 3-word records [3 * C2] (C2 = C rounded up to 2, zero rows): per pair of channels the two biases;
-    per step of 4 taps (K padded to 4) the int8 words c0 (w0, w1, w2, w3), c1 (w0, w1, w2, w3) (the kernel
-    widens them with SXTB16), with a control word after the steps g2_ctrl_after names, 0 inside the pair and
-    at its end 1, or -1 for the last whole pair; then the pair's 6 record words. As bytes (int8)."""
+def pack_g2_stream(w_rows: np.ndarray, bias: np.ndarray, rec: np.ndarray, wide: bool = False) -> np.ndarray:
+    """The 2x2 DSP GEMM's filter (mcu_opt.h, mcu_dsp_g2_t), from int8 weights [C, K], the folded bias [C2] and
+    3-word records [3 * C2] (C2 = C rounded up to 2, zero rows): a header word, the weight bytes per step (8, or
+    16 when `wide`); per pair of channels the two biases; per step of 4 taps (K padded to 4) the int8 words
+    c0 (w0, w1, w2, w3), c1 (w0, w1, w2, w3) (the kernel widens them with SXTB16), or when `wide` the int16
+    words c0 (w0, w2), c0 (w1, w3), c1 (w0, w2), c1 (w1, w3); a control word after the steps g2_ctrl_after
+    names, 0 inside the pair and at its end 1, or -1 for the last whole pair; then the pair's 6 record words.
+    As bytes (int8)."""
     c, k = w_rows.shape
     k4, c2 = round_up(max(k, 1), 4), round_up(c, 2)
     steps, pairs = k4 // 4, c2 // 2
-    w = np.zeros((c2, k4), np.int8)
+    w = np.zeros((c2, k4), np.int16 if wide else np.int8)
     w[:c, :k] = w_rows
-    w = np.ascontiguousarray(w.reshape(pairs, 2, steps, 4).transpose(0, 2, 1, 3))  # [pair, step, channel, tap]
-    w = w.reshape(pairs, steps, 8)                                                    # 8 bytes per step
+    w = w.reshape(pairs, 2, steps, 4)[..., [0, 2, 1, 3]] if wide else w.reshape(pairs, 2, steps, 4)
+    w = np.ascontiguousarray(w.transpose(0, 2, 1, 3)).astype("<i2" if wide else np.int8)  # [pair, step, ch, tap]
+    w = w.reshape(pairs, steps, 8).view(np.int8)                                          # 8 or 16 bytes a step
     parts, start = [_words(np.asarray(bias, np.int64).reshape(pairs, 2))], 0
     for after in g2_ctrl_after(steps):
         parts.append(w[:, start:after + 1].reshape(pairs, -1))
@@ -116,7 +119,8 @@ def pack_g2_stream(w_rows: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.
         parts.append(_words(ctrl))
         start = after + 1
     parts.append(_words(np.asarray(rec, np.int64).reshape(pairs, 6)))
-    return np.ascontiguousarray(np.concatenate(parts, axis=1)).reshape(-1)
+    header = _words(np.array([[16 if wide else 8]]))
+    return np.concatenate([header.reshape(-1), np.ascontiguousarray(np.concatenate(parts, axis=1)).reshape(-1)])
 
 
 def pack_groups_s8(w_rows: np.ndarray, group: int, chunk: int) -> np.ndarray:
@@ -257,16 +261,33 @@ def window_rows(node, tensors, rows: np.ndarray, multiple: int) -> np.ndarray:
 compact_window = dsp_conv_compact
 
 
+# A DSP conv keeps its weights int8 in flash and widens them in its loop: 4 SXTB16 per 16 MACs of a 2x2 block,
+# so widening them at compile time instead saves MACs / 4 instructions for 1 more flash byte per weight, i.e.
+# (output pixels) / 4 instructions per byte. A layer widens when that is at least WIDE_PIXELS / 4 = 64
+# instructions per inference a byte: large feature maps with few weights (VWW's and IC's early layers); the
+# weight-heavy layers of small maps stay int8. M4, instructions / weight flash, all int8 -> this rule -> all
+# int16: KWS 3.55 M / 35.7 KB (125 pixels: all int8), VWW 9.83 M / 272 KB -> 9.61 M / 273 KB -> 8.33 M /
+# 468 KB, IC 12.02 M / 92 KB -> 11.10 M / 107 KB -> 10.18 M / 164 KB.
+WIDE_PIXELS = 256
+
+
+def dsp_wide(params: dict) -> bool:
+    """Whether the DSP conv with these params stores its weights widened to int16 (see WIDE_PIXELS)."""
+    n, oh, ow, _ = params["output"]
+    return n * oh * ow >= WIDE_PIXELS
+
+
 def prepare_dsp_conv(node, tensors):
-    """2x2 SIMD32 GEMM (conv): one filter stream (pack_g2_stream) holding the folded biases, the int16 weights
-    in channel pairs (window rows padded to 4 taps) and 3-word records (_streamed)."""
+    """2x2 SIMD32 GEMM (conv): one filter stream (pack_g2_stream) holding the folded biases, the weights in
+    channel pairs (window rows padded to 4 taps; int8, or int16 where dsp_wide) and 3-word records
+    (_streamed)."""
     rows = _w_rows(node, tensors)
     p = node.attrs["params"]
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), p["input_offset"])
     c2 = round_up(rows.shape[0], 2)
     mult, shift = (tensors[q].data for q in node.attrs["quant"])
     padded = rows if compact_window(p) else window_rows(node, tensors, rows, 4)
-    stream = pack_g2_stream(padded, pad_rows(bias, c2), rq3_records(mult, shift, p["output_offset"], c2))
+    stream = pack_g2_stream(padded, pad_rows(bias, c2), rq3_records(mult, shift, p["output_offset"], c2), dsp_wide(p))
     return _streamed(node, stream)
 
 

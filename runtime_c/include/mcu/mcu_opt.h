@@ -648,29 +648,34 @@ MCU_INLINE void mcu_dsp_gemm_row(const uint32_t *x, int32_t groups, const int8_t
  *  - x (mcu_dsp_expand2): per step {p0 (t0, t2), p0 (t1, t3), p1 (t0, t2), p1 (t1, t3)}, the raw int8 inputs
  *    widened (the bias is folded); S steps. The assembly also uses the word before them (its entry address)
  *    and the word after them (the address of the state below): x has S * 4 + 2 words from x - 1 on.
- *  - The filter stream (select_kernels.pack_g2_stream), per pair of channels: the folded biases {b0, b1}; per
- *    step the int8 words {c0 (w0, w1, w2, w3), c1 (w0, w1, w2, w3)} as stored (int8 in flash, as CMSIS-NN):
- *    SXTB16 of a word and of it rotated by 8 give (w0, w2) and (w1, w3), the lanes of x's words; control words
- *    after step 0 when S = 1, else after steps 0 + r and every MCU_DSP_G2_CHUNK (16) steps from there, where
- *    the S - 1 steps after the first come in chunks, the first of r = S - 1 - 16 * ceil((S - 1) / 16) + 16: 0
- *    inside the pair, at its end 1, or -1 for the last whole pair; then both channels' 3-word records
- *    (mcu_rq3_record). An odd C_out pads the last pair with a zero channel.
+ *  - The filter (select_kernels.pack_g2_stream): a header word, the weight bytes per step (8 or 16), then per
+ *    pair of channels: the folded biases {b0, b1}; per step either the int8 words {c0 (w0, w1, w2, w3),
+ *    c1 (w0, w1, w2, w3)} (int8 in flash, as CMSIS-NN: SXTB16 of a word and of it rotated by 8 give (w0, w2)
+ *    and (w1, w3), the lanes of x's words) or the int16 words {c0 (w0, w2), c0 (w1, w3), c1 (w0, w2),
+ *    c1 (w1, w3)} (widened at compile time: codegen widens a layer whose output has many pixels, where the 4
+ *    SXTB16 a step cost most); control words after step 0 when S = 1, else after steps 0 + r and every
+ *    MCU_DSP_G2_CHUNK (16) steps from there, where the S - 1 steps after the first come in chunks, the first
+ *    of r = S - 1 - 16 * ceil((S - 1) / 16) + 16: 0 inside the pair, at its end 1, or -1 for the last whole
+ *    pair; then both channels' 3-word records (mcu_rq3_record). An odd C_out pads the last pair with a zero
+ *    channel.
  *  - Assembly (fast mode, whole pairs): step 0 starts pixel 1's accumulators from the biases; the others take
- *    14 instructions each (two LDM, four SXTB16, eight SMLAD) in a 16-step body entered Duff-style at step
- *    16 - r, the control word read after each chunk; then per output SMMLA, ASR, SSAT, STRB. The loop takes all 14
+ *    10 instructions each (two LDM, eight SMLAD; 14 with four SXTB16 for int8 weights) in a 16-step body
+ *    entered Duff-style at step 16 - r, the control word read after each chunk; then per output SMMLA, ASR,
+ *    SSAT, STRB. The loop takes all 14
  *    registers: what lives from block to block is in the state, whose address comes back from the word
  *    after x, or in the stream.
  */
-#define MCU_DSP_G2_CHUNK 16      /* steps per chunk of the stream and of the assembly's loop body */
-#define MCU_DSP_G2_STEP_BYTES 56 /* code bytes of one step of that body (two LDM.W, 4 SXTB16, 8 SMLAD) */
+#define MCU_DSP_G2_CHUNK 16 /* steps per chunk of the stream and of the assembly's loop body */
 
 typedef struct {
-    uint32_t *x;        /* 0: the widened pixel pair */
-    const int8_t *w;    /* 4: the stream at the next pair (advances) */
-    int8_t *out;        /* 8: pixel 0's output of the next pair (advances 2) */
-    int32_t stride;     /* 12: pixel 1's outputs are at out + stride (0: pixel 1 repeats pixel 0) */
-    int32_t entry;      /* 16: bytes from the step body to where step 1 enters it, + 1 (Thumb) */
-    int32_t steps;      /* 20: S >= 1 */
+    uint32_t *x;          /* 0: the widened pixel pair */
+    const int8_t *w;      /* 4: the stream at the next pair (advances) */
+    int8_t *out;          /* 8: pixel 0's output of the next pair (advances 2) */
+    int32_t stride;       /* 12: pixel 1's outputs are at out + stride (0: pixel 1 repeats pixel 0) */
+    int32_t entry;        /* 16: bytes from the step body to where step 1 enters it, + 1 (Thumb) */
+    int32_t steps;        /* 20: S >= 1 */
+    int32_t step_bytes;   /* 24: weight bytes per step: 8 (int8 words) or 16 (int16 words) */
+    const int8_t *stream; /* 28: the first pair */
 } mcu_dsp_g2_t;
 
 /* Control words of one pair: one per chunk of the steps after the first, at least one. */
@@ -685,34 +690,31 @@ MCU_INLINE int32_t mcu_dsp_g2_first(int32_t steps)
     return steps > 1 ? steps - 1 - MCU_DSP_G2_CHUNK * ((steps - 2) / MCU_DSP_G2_CHUNK) : 0;
 }
 
-/* The state of a GEMM over x (S * 4 + 2 words from x - 1 on). */
-MCU_INLINE void mcu_dsp_g2_init(mcu_dsp_g2_t *g, uint32_t *x, int32_t steps)
+/* Bytes of one pair in the stream. */
+MCU_INLINE int32_t mcu_dsp_g2_pair_bytes(int32_t steps, int32_t step_bytes)
 {
+    return 8 + step_bytes * steps + 4 * mcu_dsp_g2_ctrls(steps) + 24;
+}
+
+/* The state of a GEMM over x (S * 4 + 2 words from x - 1 on) and the filter (its header word: the weight bytes
+ * per step, 8 or 16; then the stream); checks the records of its c_out channels (as mcu_rq3_check) and sets the
+ * mode. Code bytes of one step of the assembly's body: two LDM.W and eight SMLAD, and four SXTB16 for int8. */
+MCU_INLINE mcu_status_t mcu_dsp_g2_open(mcu_dsp_g2_t *g, const int8_t *filter, uint32_t *x, int32_t steps,
+                                        int32_t c_out, const mcu_conv2d_params_t *p, mcu_rq_mode_t *m)
+{
+    const int32_t step_bytes = (int32_t)mcu_read_u32(filter);
+    if (step_bytes != 8 && step_bytes != 16) {
+        return MCU_ERR_ARG;
+    }
     g->x = x;
     g->steps = steps;
-    g->entry = (MCU_DSP_G2_CHUNK - mcu_dsp_g2_first(steps)) * MCU_DSP_G2_STEP_BYTES + 1;
-}
-
-/* Bytes of one pair in the stream. */
-MCU_INLINE int32_t mcu_dsp_g2_pair_bytes(int32_t steps)
-{
-    return 8 + 8 * steps + 4 * mcu_dsp_g2_ctrls(steps) + 24;
-}
-
-/* Channel c's record in the stream. */
-MCU_INLINE const int32_t *mcu_dsp_g2_record(const int8_t *w, int32_t steps, int32_t c)
-{
-    const int32_t pair = mcu_dsp_g2_pair_bytes(steps);
-    return (const int32_t *)(const void *)(w + (c / 2 + 1) * pair - 24 + (c % 2) * 12);
-}
-
-/* Checks the records of the stream's c_out channels (as mcu_rq3_check) and sets the mode. */
-MCU_INLINE mcu_status_t mcu_dsp_g2_mode(const int8_t *w, int32_t steps, int32_t c_out, const mcu_conv2d_params_t *p,
-                                        mcu_rq_mode_t *m)
-{
+    g->step_bytes = step_bytes;
+    g->stream = filter + 4;
+    g->entry = (MCU_DSP_G2_CHUNK - mcu_dsp_g2_first(steps)) * (step_bytes == 8 ? 56 : 40) + 1;
     *m = (mcu_rq_mode_t){p->act_min, p->act_max, p->output_offset, 1, 0};
+    const int32_t pair = mcu_dsp_g2_pair_bytes(steps, step_bytes);
     for (int32_t c = 0; c < c_out; ++c) {
-        const int32_t *rec = mcu_dsp_g2_record(w, steps, c);
+        const int32_t *rec = (const int32_t *)(const void *)(g->stream + (c / 2 + 1) * pair - 24 + (c % 2) * 12);
         if (mcu_rq3_check(rec, 1) != MCU_OK) {
             return MCU_ERR_ARG;
         }
@@ -778,8 +780,7 @@ MCU_INLINE void mcu_dsp_expand2_9x3(const int8_t *a, const int8_t *b, int32_t rs
 
 /* One pixel pair: out0 (pixel 0) and out0 + stride (pixel 1) get all c_out channels from the widened pair
  * g->x (the word after its steps may be overwritten) and the stream w. (shared/mcu_gemm2_s8_dsp.c) */
-void mcu_dsp_g2_run(mcu_dsp_g2_t *g, const int8_t *w, int8_t *out0, int32_t stride, int32_t c_out,
-                    const mcu_rq_mode_t *m);
+void mcu_dsp_g2_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride, int32_t c_out, const mcu_rq_mode_t *m);
 
 /* ---- DSP depthwise 3x3 (the _dsp depthwise variant) ---------------------------------------------------- */
 

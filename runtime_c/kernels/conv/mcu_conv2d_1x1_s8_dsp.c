@@ -20,15 +20,14 @@ mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_
         return MCU_ERR_SHAPE;
     }
     const int32_t c_in = p->input.c, c_out = p->output.c, out_w = p->output.w, steps = (c_in + 3) / 4;
+    /* scratch (mcu_conv2d_1x1_s8_dsp_scratch_bytes): the entry, a pixel pair widened to int16, the state's address */
     mcu_rq_mode_t mode;
-    if (mcu_dsp_g2_mode(filter, steps, c_out, p, &mode) != MCU_OK) {
+    mcu_dsp_g2_t g;
+    if (mcu_dsp_g2_open(&g, filter, (uint32_t *)(void *)scratch + 1, steps, c_out, p, &mode) != MCU_OK) {
         return MCU_ERR_ARG;
     }
     const int32_t pixels = p->output.n * p->output.h * out_w;
     const int32_t col_step = p->stride_w * c_in, row_step = p->stride_h * p->input.w * c_in;
-    /* scratch (mcu_conv2d_1x1_s8_dsp_scratch_bytes): the entry, a pixel pair widened to int16, the state's address */
-    mcu_dsp_g2_t g;
-    mcu_dsp_g2_init(&g, (uint32_t *)(void *)scratch + 1, steps);
 
     /* Output pixel (n, y, x) reads input pixel (n, y * stride_h, x * stride_w): with unit strides pixel i reads
      * pixel i; else `next` walks them in order. */
@@ -37,11 +36,11 @@ mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_
         for (; i + 1 < pixels; i += 2) {
             const int8_t *a = input + i * c_in;
             mcu_dsp_expand2(a, a + c_in, c_in, g.x);
-            mcu_dsp_g2_run(&g, filter, output + i * c_out, c_out, c_out, &mode);
+            mcu_dsp_g2_run(&g, output + i * c_out, c_out, c_out, &mode);
         }
         if (i < pixels) {
             mcu_dsp_expand2(input + i * c_in, input + i * c_in, c_in, g.x);
-            mcu_dsp_g2_run(&g, filter, output + i * c_out, 0, c_out, &mode);
+            mcu_dsp_g2_run(&g, output + i * c_out, 0, c_out, &mode);
         }
         return MCU_OK;
     }
@@ -67,7 +66,7 @@ mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_
             }
         }
         mcu_dsp_expand2(a, b, c_in, g.x);
-        mcu_dsp_g2_run(&g, filter, output + i * c_out, i + 1 < pixels ? c_out : 0, c_out, &mode);
+        mcu_dsp_g2_run(&g, output + i * c_out, i + 1 < pixels ? c_out : 0, c_out, &mode);
     }
     return MCU_OK;
 }

@@ -51,8 +51,10 @@ mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_
         return MCU_ERR_SHAPE;
     }
     const int32_t steps = (k + 3) / 4;
+    uint32_t *x = (uint32_t *)(void *)scratch;
     mcu_rq_mode_t mode;
-    if (mcu_dsp_g2_mode(filter, steps, c_out, p, &mode) != MCU_OK) {
+    mcu_dsp_g2_t g;
+    if (mcu_dsp_g2_open(&g, filter, x + 1, steps, c_out, p, &mode) != MCU_OK) {
         return MCU_ERR_ARG;
     }
     const int8_t zero_point = (int8_t)(-p->input_offset);
@@ -66,11 +68,8 @@ mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_
     /* scratch (mcu_conv2d_s8_dsp_scratch_bytes): the entry, a pixel pair's windows widened to int16 and the
      * state's address (4 * steps + 2 words); then per pixel a buffer of `piece` bytes (rounded up to 4) for its
      * gathered window rows, or (compact) its whole window */
-    uint32_t *x = (uint32_t *)(void *)scratch;
     const int32_t piece = compact ? k : (seg < MCU_DSP_ROW_PIECE ? seg : MCU_DSP_ROW_PIECE);
     int8_t *rows[2] = {scratch + 4 * (4 * steps + 2), scratch + 4 * (4 * steps + 2) + ((piece + 3) & ~3)};
-    mcu_dsp_g2_t g;
-    mcu_dsp_g2_init(&g, x + 1, steps);
 
     /* Each pixel of a pair is (n, y, x) with its window at (base_y, base_x). A window lies inside the image, or
      * is gathered with the zero point as padding: compact windows whole (one run of k taps), others row by row
@@ -138,7 +137,7 @@ mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_
                 }
             }
         }
-        mcu_dsp_g2_run(&g, filter, output + i * c_out, two ? c_out : 0, c_out, &mode);
+        mcu_dsp_g2_run(&g, output + i * c_out, two ? c_out : 0, c_out, &mode);
         px[0] = px[1];
         if (++px[0].x == out_w) {
             px[0].x = 0;

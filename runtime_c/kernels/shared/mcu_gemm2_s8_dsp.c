@@ -65,17 +65,23 @@ uint32_t *mcu_dsp_expand2(const int8_t *a, const int8_t *b, int32_t n, uint32_t 
 }
 
 /* One pair in C, any mode: its four outputs (channel 1's only when two), the stream past it returned. */
-static __attribute__((noinline)) const int8_t *pair_c(const uint32_t *x, const int8_t *w, int32_t steps, int8_t *out,
+static __attribute__((noinline)) const int8_t *pair_c(const mcu_dsp_g2_t *g, const int8_t *w, int8_t *out,
                                                        int32_t stride, int two, const mcu_rq_mode_t *m)
 {
     const int32_t *b = (const int32_t *)(const void *)w;
     int32_t acc[4] = {b[0], b[1], b[0], b[1]};
+    const uint32_t *x = g->x;
+    const int32_t steps = g->steps, wide = g->step_bytes == 16;
     int32_t left = mcu_dsp_g2_first(steps) + 1; /* steps up to the next control word, step 0 included */
     w += 8;
-    for (int32_t s = 0; s < steps; ++s, x += 4, w += 8) {
-        const uint32_t c0 = mcu_read_u32(w), c1 = mcu_read_u32(w + 4);
-        const uint32_t c0e = mcu_sxtb16(c0), c0o = mcu_sxtb16(mcu_ror8(c0));
-        const uint32_t c1e = mcu_sxtb16(c1), c1o = mcu_sxtb16(mcu_ror8(c1));
+    for (int32_t s = 0; s < steps; ++s, x += 4, w += g->step_bytes) {
+        uint32_t c0e, c0o, c1e, c1o;
+        if (wide) {
+            c0e = mcu_read_u32(w), c0o = mcu_read_u32(w + 4), c1e = mcu_read_u32(w + 8), c1o = mcu_read_u32(w + 12);
+        } else {
+            const uint32_t c0 = mcu_read_u32(w), c1 = mcu_read_u32(w + 4);
+            c0e = mcu_sxtb16(c0), c0o = mcu_sxtb16(mcu_ror8(c0)), c1e = mcu_sxtb16(c1), c1o = mcu_sxtb16(mcu_ror8(c1));
+        }
         acc[0] = mcu_smlad(x[1], c0o, mcu_smlad(x[0], c0e, acc[0]));
         acc[1] = mcu_smlad(x[1], c1o, mcu_smlad(x[0], c1e, acc[1]));
         acc[2] = mcu_smlad(x[3], c0o, mcu_smlad(x[2], c0e, acc[2]));
@@ -95,14 +101,17 @@ static __attribute__((noinline)) const int8_t *pair_c(const uint32_t *x, const i
 }
 
 #if MCU_DSP_ASM
-#define MCU_DSP_G2_WEIGHTS                                                                                 \
+/* The weights of one step into r0-r3 as int16 pairs (r0/r1 channel 0, r2/r3 channel 1): int8 words widened, or
+ * int16 words loaded. */
+#define MCU_DSP_G2_WEIGHTS8                                                                                \
     "ldmia.w lr!, {r0, r2}\n\t"                                                                            \
     "sxtb16 r1, r0, ror #8\n\t"                                                                            \
     "sxtb16 r0, r0\n\t"                                                                                    \
     "sxtb16 r3, r2, ror #8\n\t"                                                                            \
     "sxtb16 r2, r2\n\t"
-#define MCU_DSP_G2_STEP /* MCU_DSP_G2_STEP_BYTES of code */                                                \
-    "ldmia.w r12!, {r4, r5, r6, r7}\n\t" MCU_DSP_G2_WEIGHTS                                                 \
+#define MCU_DSP_G2_WEIGHTS16 "ldmia.w lr!, {r0, r1, r2, r3}\n\t"
+#define MCU_DSP_G2_STEP(weights) /* 56 or 40 bytes of code (mcu_dsp_g2_open) */                             \
+    "ldmia.w r12!, {r4, r5, r6, r7}\n\t" weights                                                           \
     "smlad r8, r4, r0, r8\n\t"                                                                             \
     "smlad r8, r5, r1, r8\n\t"                                                                             \
     "smlad r9, r4, r2, r9\n\t"                                                                             \
@@ -111,74 +120,86 @@ static __attribute__((noinline)) const int8_t *pair_c(const uint32_t *x, const i
     "smlad r10, r7, r1, r10\n\t"                                                                           \
     "smlad r11, r6, r2, r11\n\t"                                                                           \
     "smlad r11, r7, r3, r11\n\t"
-#define MCU_DSP_G2_STEP4 MCU_DSP_G2_STEP MCU_DSP_G2_STEP MCU_DSP_G2_STEP MCU_DSP_G2_STEP
+#define MCU_DSP_G2_STEP4(w) MCU_DSP_G2_STEP(w) MCU_DSP_G2_STEP(w) MCU_DSP_G2_STEP(w) MCU_DSP_G2_STEP(w)
 
 /* Every whole pair of the stream at g->w, up to the one whose last control word is -1, in fast mode;
  * g->x[4 * steps] must hold g. The flags of that control word's CMP decide the pair loop (nothing in
  * between sets them). Not inlined: GCC saves the registers it takes. */
-static __attribute__((noinline)) void pairs_asm(mcu_dsp_g2_t *g)
+#define MCU_DSP_G2_PAIRS_ASM(weights)                                                                       \
+    "ldr r0, [r12, #16]\n\t" /* the entry address, into x[-1] */                                            \
+    "adr r1, 2f\n\t"                                                                                        \
+    "add r0, r0, r1\n\t"                                                                                    \
+    "ldr r2, [r12, #0]\n\t"                                                                                 \
+    "str r0, [r2, #-4]\n\t"                                                                                 \
+    "ldr lr, [r12, #4]\n"                                                                                   \
+    "1:\n\t" /* a pair: step 0 from the biases, then enter the body */                                      \
+    "ldmia lr!, {r8, r9}\n\t"                                                                               \
+    "ldr r12, [r12, #0]\n\t"                                                                                \
+    "ldmia.w r12!, {r4, r5, r6, r7}\n\t" weights                                                            \
+    "smlad r10, r6, r0, r8\n\t"                                                                             \
+    "smlad r10, r7, r1, r10\n\t"                                                                            \
+    "smlad r11, r6, r2, r9\n\t"                                                                             \
+    "smlad r11, r7, r3, r11\n\t"                                                                            \
+    "smlad r8, r4, r0, r8\n\t"                                                                              \
+    "smlad r8, r5, r1, r8\n\t"                                                                              \
+    "smlad r9, r4, r2, r9\n\t"                                                                              \
+    "smlad r9, r5, r3, r9\n\t"                                                                              \
+    "ldr r0, [r12, #-20]\n\t"                                                                               \
+    "bx r0\n\t"                                                                                             \
+    ".balign 4\n"                                                                                           \
+    "2:\n\t" /* MCU_DSP_G2_CHUNK steps */                                                                   \
+    MCU_DSP_G2_STEP4(weights) MCU_DSP_G2_STEP4(weights) MCU_DSP_G2_STEP4(weights) MCU_DSP_G2_STEP4(weights) \
+    "ldr r0, [lr], #4\n\t"                                                                                  \
+    "cmp r0, #0\n\t"                                                                                        \
+    "beq 2b\n\t"                                                                                            \
+    "ldr r12, [r12]\n\t" /* the state, after x */                                                           \
+    "ldmia lr!, {r1, r2, r3, r4, r5, r6}\n\t"                                                               \
+    "ldrd r0, r7, [r12, #8]\n\t"                                                                            \
+    "smmla r8, r8, r1, r3\n\t"                                                                              \
+    "smmla r10, r10, r1, r3\n\t"                                                                            \
+    "smmla r9, r9, r4, r6\n\t"                                                                              \
+    "smmla r11, r11, r4, r6\n\t"                                                                            \
+    "asr r8, r8, r2\n\t"                                                                                    \
+    "asr r10, r10, r2\n\t"                                                                                  \
+    "asr r9, r9, r5\n\t"                                                                                    \
+    "asr r11, r11, r5\n\t"                                                                                  \
+    "ssat r8, #8, r8\n\t"                                                                                   \
+    "ssat r10, #8, r10\n\t"                                                                                 \
+    "ssat r9, #8, r9\n\t"                                                                                   \
+    "ssat r11, #8, r11\n\t"                                                                                 \
+    "strb r10, [r0, r7]\n\t"                                                                                \
+    "strb r8, [r0], #1\n\t"                                                                                 \
+    "strb r11, [r0, r7]\n\t"                                                                                \
+    "strb r9, [r0], #1\n\t"                                                                                 \
+    "str r0, [r12, #8]\n\t"                                                                                 \
+    "bpl 1b\n\t"                                                                                            \
+    "str lr, [r12, #4]\n\t"
+
+#define MCU_DSP_G2_CLOBBERS                                                                                \
+    "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory"
+
+static __attribute__((noinline)) void pairs_asm8(mcu_dsp_g2_t *g)
 {
     register mcu_dsp_g2_t *st __asm__("r12") = g;
-    __asm__ volatile(
-        "ldr r0, [r12, #16]\n\t" /* the entry address, into x[-1] */
-        "adr r1, 2f\n\t"
-        "add r0, r0, r1\n\t"
-        "ldr r2, [r12, #0]\n\t"
-        "str r0, [r2, #-4]\n\t"
-        "ldr lr, [r12, #4]\n"
-        "1:\n\t" /* a pair: step 0 from the biases, then enter the body */
-        "ldmia lr!, {r8, r9}\n\t"
-        "ldr r12, [r12, #0]\n\t"
-        "ldmia.w r12!, {r4, r5, r6, r7}\n\t" MCU_DSP_G2_WEIGHTS
-        "smlad r10, r6, r0, r8\n\t"
-        "smlad r10, r7, r1, r10\n\t"
-        "smlad r11, r6, r2, r9\n\t"
-        "smlad r11, r7, r3, r11\n\t"
-        "smlad r8, r4, r0, r8\n\t"
-        "smlad r8, r5, r1, r8\n\t"
-        "smlad r9, r4, r2, r9\n\t"
-        "smlad r9, r5, r3, r9\n\t"
-        "ldr r0, [r12, #-20]\n\t"
-        "bx r0\n\t"
-        ".balign 4\n"
-        "2:\n\t" MCU_DSP_G2_STEP4 MCU_DSP_G2_STEP4 MCU_DSP_G2_STEP4 MCU_DSP_G2_STEP4 /* MCU_DSP_G2_CHUNK */
-        "ldr r0, [lr], #4\n\t"
-        "cmp r0, #0\n\t"
-        "beq 2b\n\t"
-        "ldr r12, [r12]\n\t" /* the state, after x */
-        "ldmia lr!, {r1, r2, r3, r4, r5, r6}\n\t"
-        "ldrd r0, r7, [r12, #8]\n\t"
-        "smmla r8, r8, r1, r3\n\t"
-        "smmla r10, r10, r1, r3\n\t"
-        "smmla r9, r9, r4, r6\n\t"
-        "smmla r11, r11, r4, r6\n\t"
-        "asr r8, r8, r2\n\t"
-        "asr r10, r10, r2\n\t"
-        "asr r9, r9, r5\n\t"
-        "asr r11, r11, r5\n\t"
-        "ssat r8, #8, r8\n\t"
-        "ssat r10, #8, r10\n\t"
-        "ssat r9, #8, r9\n\t"
-        "ssat r11, #8, r11\n\t"
-        "strb r10, [r0, r7]\n\t"
-        "strb r8, [r0], #1\n\t"
-        "strb r11, [r0, r7]\n\t"
-        "strb r9, [r0], #1\n\t"
-        "str r0, [r12, #8]\n\t"
-        "bpl 1b\n\t"
-        "str lr, [r12, #4]\n\t"
-        : "+r"(st)
-        :
-        : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory");
+    __asm__ volatile(MCU_DSP_G2_PAIRS_ASM(MCU_DSP_G2_WEIGHTS8) : "+r"(st) : : MCU_DSP_G2_CLOBBERS);
 }
+
+static __attribute__((noinline)) void pairs_asm16(mcu_dsp_g2_t *g)
+{
+    register mcu_dsp_g2_t *st __asm__("r12") = g;
+    __asm__ volatile(MCU_DSP_G2_PAIRS_ASM(MCU_DSP_G2_WEIGHTS16) : "+r"(st) : : MCU_DSP_G2_CLOBBERS);
+}
+#undef MCU_DSP_G2_CLOBBERS
+#undef MCU_DSP_G2_PAIRS_ASM
 #undef MCU_DSP_G2_STEP4
 #undef MCU_DSP_G2_STEP
-#undef MCU_DSP_G2_WEIGHTS
+#undef MCU_DSP_G2_WEIGHTS16
+#undef MCU_DSP_G2_WEIGHTS8
 #endif
 
-void mcu_dsp_g2_run(mcu_dsp_g2_t *g, const int8_t *w, int8_t *out0, int32_t stride, int32_t c_out,
-                    const mcu_rq_mode_t *m)
+void mcu_dsp_g2_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride, int32_t c_out, const mcu_rq_mode_t *m)
 {
+    const int8_t *w = g->stream;
     int32_t c = 0;
 #if MCU_DSP_ASM
     if (m->fast && c_out >= 2) {
@@ -186,12 +207,12 @@ void mcu_dsp_g2_run(mcu_dsp_g2_t *g, const int8_t *w, int8_t *out0, int32_t stri
         g->out = out0;
         g->stride = stride;
         g->x[4 * g->steps] = (uint32_t)(uintptr_t)g;
-        pairs_asm(g);
+        (g->step_bytes == 8 ? pairs_asm8 : pairs_asm16)(g);
         w = g->w;
         c = c_out & ~1;
     }
 #endif
     for (; c < c_out; c += 2) {
-        w = pair_c(g->x, w, g->steps, out0 + c, stride, c + 1 < c_out, m);
+        w = pair_c(g, w, out0 + c, stride, c + 1 < c_out, m);
     }
 }
