@@ -207,7 +207,11 @@ void mcu_dsp_g2_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride, int32_t c_out
         g->out = out0;
         g->stride = stride;
         g->x[4 * g->steps] = (uint32_t)(uintptr_t)g;
-        (g->step_bytes == 8 ? pairs_asm8 : pairs_asm16)(g);
+        if (g->step_bytes == 8) { /* direct calls: the static stack bound (mcu.stack) follows them */
+            pairs_asm8(g);
+        } else {
+            pairs_asm16(g);
+        }
         w = g->w;
         c = c_out & ~1;
     }
