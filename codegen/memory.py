@@ -41,8 +41,9 @@ from mcu.memory_planner.schedule import Op, best_order, peak
 from mcu.codegen.kernels import KERNELS, names
 
 # Kernel properties, from the registry (codegen/kernels): `raster` kernels run n, y, x (output pixels in order,
-# in blocks of `raster_block` pixels or one row, every read of a block before any write of the next); `strided` ones honour params["output_pixel_stride"] (the portable conv and pool
-# loop nests, mcu_kernels.h); an in-place variant's `overwrites` is the geometry it runs over its dying input.
+# in blocks of `raster_block` pixels or one row, every read of a block before any write of the next); `strided`
+# ones honour params["output_pixel_stride"] (the portable conv and pool loop nests, mcu_kernels.h); an in-place
+# variant's `overwrites` is the geometry it runs over its dying input.
 RASTER_KERNELS = names(raster=True)
 STRIDED_KERNELS = names(strided=True)
 

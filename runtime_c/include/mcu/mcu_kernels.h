@@ -579,8 +579,10 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *            word leaves int32: w1 or w3 = -128 beside a negative w0 or w2 keeps the portable kernel);
  *      dsp (fc): int16 as little-endian bytes, [C4/4][K4/4][4 channels][4 taps in order 0, 2, 1, 3], K4 = K
  *            rounded up to 4 with zero taps; input_offset is added by the kernel (bias not folded);
- *      dsp (conv): a stream per pair of channels (C_out rounded up to 2): biases {b0, b1}; per 4 taps the
- *            int8 words c0 (w0, w1, w2, w3), c1 (w0, w1, w2, w3), widened by the kernel, control words between
+ *      dsp (conv): a header word (weight bytes per step: 8 or 16), then a stream per pair of channels (C_out
+ *            rounded up to 2): biases {b0, b1}; per 4 taps the int8 words c0 (w0, w1, w2, w3),
+ *            c1 (w0, w1, w2, w3), widened by the kernel, or (a layer of >= 256 output pixels) the int16 words
+ *            c0 (w0, w2), c0 (w1, w3), c1 (w0, w2), c1 (w1, w3); control words between
  *            chunks of 16 (mcu_opt.h, mcu_dsp_g2_t); the two records. A window whose rows are not whole
  *            4-tap groups and that has at most 128 taps (an RGB first layer) is packed whole, K rounded
  *            up to 4 at its end, instead of row by row;

@@ -661,9 +661,8 @@ MCU_INLINE void mcu_dsp_gemm_row(const uint32_t *x, int32_t groups, const int8_t
  *  - Assembly (fast mode, whole pairs): step 0 starts pixel 1's accumulators from the biases; the others take
  *    10 instructions each (two LDM, eight SMLAD; 14 with four SXTB16 for int8 weights) in a 16-step body
  *    entered Duff-style at step 16 - r, the control word read after each chunk; then per output SMMLA, ASR,
- *    SSAT, STRB. The loop takes all 14
- *    registers: what lives from block to block is in the state, whose address comes back from the word
- *    after x, or in the stream.
+ *    SSAT, STRB. The loop takes all 14 registers: what lives from block to block is in the state, whose
+ *    address comes back from the word after x, or in the stream.
  */
 #define MCU_DSP_G2_CHUNK 16 /* steps per chunk of the stream and of the assembly's loop body */
 
