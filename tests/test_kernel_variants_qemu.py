@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -17,10 +19,11 @@ from mcu.build import build_firmware
 from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
 from mcu.codegen.kernels import KERNELS
-from mcu.codegen.memory import plan_graph
+from mcu.codegen.memory import Location, overlap_gap, plan_graph, verify_tensor_plan
 from mcu.codegen.target import Target
 from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.reference import run_reference
+from mcu.memory_planner import Plan
 from mcu.qemu.runner import run_firmware
 from mcu.codegen.twins.quant import INT32_MAX, INT32_MIN, quantize_multipliers
 
@@ -425,23 +428,24 @@ def overlap_cases(seed: int) -> GraphBuilder:
     return g
 
 
+def copy_node(name: str, src: str, dst: str, shape) -> Node:
+    """A portable 1x1 max pool: dst = src."""
+    params = {"input": shape, "output": shape, "kernel_h": 1, "kernel_w": 1, "stride_h": 1, "stride_w": 1,
+              "pad_top": 0, "pad_left": 0, "zero_point": 0, "divisor": 0, "act_min": -128, "act_max": 127}
+    return Node(name, "call", (src,), (dst,), {"kernel": "mcu_maxpool2d_s8", "params": params, "quant": None})
+
+
 def chained(graph: Graph) -> Graph:
     """Each call x -> y becomes x -> copy -> t -> call -> u -> copy -> y, so its input t and output u live in the
-    arena and t dies at the call (the copies: portable 1x1 max pools)."""
+    arena and t dies at the call."""
     tensors, nodes = dict(graph.tensors), []
     for node in graph.nodes:
         x, y = node.inputs[0], node.outputs[0]
         t, u = f"t_{node.name}", f"u_{node.name}"
         tensors[t], tensors[u] = tensors[x].replace(name=t), tensors[y].replace(name=u)
-        for src, dst, tag in ((x, t, "a"), (u, y, "b")):
-            shape = tensors[src].shape
-            copy = {"input": shape, "output": shape, "kernel_h": 1, "kernel_w": 1, "stride_h": 1, "stride_w": 1,
-                    "pad_top": 0, "pad_left": 0, "zero_point": 0, "divisor": 0, "act_min": -128, "act_max": 127}
-            copy_node = Node(f"{node.name}{tag}", "call", (src,), (dst,), {"kernel": "mcu_maxpool2d_s8",
-                                                                          "params": copy, "quant": None})
-            if tag == "b":
-                nodes.append(node.replace(inputs=(t, *node.inputs[1:]), outputs=(u, *node.outputs[1:])))
-            nodes.append(copy_node)
+        nodes += [copy_node(f"{node.name}a", x, t, tensors[x].shape),
+                  node.replace(inputs=(t, *node.inputs[1:]), outputs=(u, *node.outputs[1:])),
+                  copy_node(f"{node.name}b", u, y, tensors[y].shape)]
     return verify(Graph(tensors, tuple(nodes), graph.inputs, graph.outputs))
 
 
@@ -449,9 +453,6 @@ def placed_at_the_gap(graph: Graph, mem):
     """The plan with each chain in its own region: the call's output at the region's start, its input exactly
     overlap_gap bytes above (rounded up to the 16-byte alignment), its scratch above both. Checked by
     verify_tensor_plan, which re-derives every gap."""
-    import dataclasses
-    from mcu.codegen.memory import Location, overlap_gap, verify_tensor_plan
-    from mcu.memory_planner import Plan
     locations, base, gaps = dict(mem.locations), 0, {}
     for node in graph.nodes:
         if node.attrs["kernel"] == "mcu_maxpool2d_s8":
@@ -498,7 +499,7 @@ def test_raster_variants_overlapping_their_input_on_device(board, tmp_path):
     pos = 0
     for name, e in zip(graph.outputs, expected):
         n = graph.tensors[name].nbytes
-        node = next(n for n in graph.nodes if n.outputs[0] == f"u_{graph.producer(name).name[:-1]}")
+        node = graph.producer(graph.producer(name).inputs[0])  # the call the copy into y reads
         assert_equal_int(np.frombuffer(res.output_bytes[pos:pos + n], np.int8).reshape(e.shape), e,
                          f"{node.attrs['kernel']} ({node.name}, gap {gaps[node.name]}) on {board}")
         pos += n

@@ -616,7 +616,8 @@ def test_variant_scratch_bytes_c_equals_twin():
 
 
 def prepared_variant_args(variant, params, mult, shift, x, w, bias) -> tuple:
-    """The variant's C arguments (without scratch) for portable twin arguments, prepared as select_kernels does."""
+    """The variant's C arguments (without scratch) for portable twin arguments, prepared as select_kernels does;
+    None when its prepare declines the constants (select_kernels then keeps another kernel)."""
     from mcu.codegen.ir import Node, Tensor
     tensors = {"w": Tensor("w", tuple(w.shape), "int8", data=w), "m": Tensor("m", tuple(mult.shape), "int32", data=mult),
                "s": Tensor("s", tuple(shift.shape), "int32", data=shift)}
@@ -624,7 +625,10 @@ def prepared_variant_args(variant, params, mult, shift, x, w, bias) -> tuple:
         tensors["b"] = Tensor("b", tuple(bias.shape), "int32", data=bias)
     node = Node("n0", "call", ("x", "w", "b" if bias is not None else None), ("y",),
                 attrs={"kernel": variant.name, "params": params, "quant": ("m", "s")})
-    node, new = variant.prepare(node, tensors)
+    prepared = variant.prepare(node, tensors)
+    if prepared is None:
+        return None
+    node, new = prepared
     tensors.update(new)
     q = node.attrs["quant"]
     return (params, tensors[q[0]].data, tensors[q[1]].data, x,

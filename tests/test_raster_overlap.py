@@ -20,8 +20,9 @@ from test_kernels_host import (assert_equal_int, conv_params, pool_case, prepare
                                rand_bias, rand_int8, rand_offsets, rand_quant)
 
 HOST = frozenset({"dsp"})  # features the host build emulates (Helium kernels only compute on the target)
-RASTER = sorted(k.name for k in KERNELS.values()  # the conv fused with its residual add: test_kernels_host.py
-                if k.raster and (k.name.endswith("_s8") or "_s8_" in k.name) and k.name != "mcu_conv2d_add_s8")
+# int8 kernels end in _s8 or hold _s8_; the conv fused with its residual add is tested in test_kernels_host.py
+RASTER = sorted(k.name for k in KERNELS.values()
+                if k.raster and "_s8_" in k.name + "_" and k.name != "mcu_conv2d_add_s8")
 ON_HOST = [k for k in RASTER if KERNELS[k].requires <= HOST]
 
 
@@ -77,24 +78,19 @@ def test_raster_kernel_overlapping_its_input_at_the_gap(lib, kernel, seed):
     base = KERNELS[spec.portable or kernel]
     rng = np.random.default_rng(seed)
     pool = "pool" in kernel
-    for _ in range(50):  # a variant's prepare may decline the constants: draw again
-        args = pool_case(seed * 100 + _, "avg" in kernel) if pool else conv_args(rng, kernel)
-        if pool or not spec.prepare:
-            c_args = args
+    for draw in range(50):  # a variant's prepare may decline the constants: draw again
+        args = pool_case(seed * 100 + draw, "avg" in kernel) if pool else conv_args(rng, kernel)
+        c_args = args if pool or not spec.prepare else prepared_variant_args(spec, *args)
+        if c_args is not None:
             break
-        try:
-            c_args = prepared_variant_args(spec, *args)
-            break
-        except TypeError:  # prepare returned None
-            continue
     params = args[0]
-    x = args[1] if pool else args[3]
+    at = 1 if pool else 3  # the input among the twin's (and the C kernel's) arguments
+    x = args[at]
     expected = base.twin(*args)
     gap = raster_gap(params, spec.raster_block)
     buf = np.full(gap + max(x.size, expected.size) + 8, 0x5A, np.int8)
     buf[gap:gap + x.size] = x.ravel()
-    call = [params, buf[gap:gap + x.size].reshape(x.shape)] if pool else [*c_args[:3], buf[gap:gap + x.size].reshape(
-        x.shape), *c_args[4:]]
+    call = [*c_args[:at], buf[gap:gap + x.size].reshape(x.shape), *c_args[at + 1:]]
     if spec.scratch is not None:
         call.append(np.full(max(1, spec.scratch(params)), 0x33, np.int8))
     out = buf[:expected.size]
