@@ -8,15 +8,14 @@ kernels, glue (model.c: the call sequence and the params structs) and their sum 
 the second gives every kernel source's flash on each board (a source has the same bytes in every model)."""
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 import mcu
 from mcu.zoo import MODELS, calibration_set
 
+from flash_table import sweep  # scripts/ is on sys.path when a script in it runs
+
 BOARDS = ["mps2-an386", "mps2-an385", "mps2-an500", "mps2-an505", "mps3-an547"]
-ZOO = ["kws", "vww", "ic", "ad"]
 GOAL = {"ad": 4096}  # kernels + glue, bytes; 8 KB for the others
 DEFAULT_GOAL = 8192
 
@@ -54,23 +53,11 @@ def source_table(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--boards", nargs="*", default=BOARDS)
-    ap.add_argument("--models", nargs="*", default=ZOO)
-    ap.add_argument("--out", default="out/code_size")
-    ap.add_argument("--json")
-    a = ap.parse_args(argv)
-    rows = []
-    for board in a.boards:
-        for name in a.models:
-            rows.append(row(name, board, Path(a.out)))
-            print(model_table(rows[-1:]).splitlines()[-1], flush=True)
+    rows = sweep(argv, __doc__, BOARDS, "out/code_size", row, model_table)
     print()
     print(model_table(rows))
     print()
     print(source_table(rows))
-    if a.json:
-        Path(a.json).write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

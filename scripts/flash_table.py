@@ -48,11 +48,14 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--boards", nargs="*", default=BOARDS)
+def sweep(argv, doc: str, boards: list[str], out: str, row, table) -> list[dict]:
+    """The command line of a zoo sweep (--boards, --models, --out, --json): row(model, board, out dir) for each
+    board x model, each printed as table(rows)'s last line as it comes; all rows returned (and written to
+    --json)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--boards", nargs="*", default=boards)
     ap.add_argument("--models", nargs="*", default=ZOO)
-    ap.add_argument("--out", default="out/flash_table")
+    ap.add_argument("--out", default=out)
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     rows = []
@@ -60,9 +63,13 @@ def main(argv=None) -> None:
         for name in a.models:
             rows.append(row(name, board, Path(a.out)))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
-    print(table(rows))
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+def main(argv=None) -> None:
+    print(table(sweep(argv, __doc__, BOARDS, "out/flash_table", row, table)))
 
 
 if __name__ == "__main__":
