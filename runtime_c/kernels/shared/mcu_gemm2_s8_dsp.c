@@ -4,6 +4,27 @@
 
 #include "mcu/mcu_opt.h"
 
+#if MCU_DSP_ASM
+/* 4 taps of both pixels widened: {a (t0, t2), a (t1, t3), b (t0, t2), b (t1, t3)} */
+#define MCU_DSP_EXPAND_STEP                                                                                \
+    "ldr r4, [%[a]], #4\n\t"                                                                               \
+    "ldr r6, [%[b]], #4\n\t"                                                                               \
+    "sxtb16 r5, r4, ror #8\n\t"                                                                            \
+    "sxtb16 r4, r4\n\t"                                                                                    \
+    "sxtb16 r7, r6, ror #8\n\t"                                                                            \
+    "sxtb16 r6, r6\n\t"                                                                                    \
+    "stmia %[d]!, {r4, r5, r6, r7}\n\t"
+#endif
+
+/* 4 taps of both pixels, as words va and vb, widened into dst[0..3] (as MCU_DSP_EXPAND_STEP) */
+MCU_INLINE void widen2(uint32_t va, uint32_t vb, uint32_t *dst)
+{
+    dst[0] = mcu_sxtb16(va);
+    dst[1] = mcu_sxtb16(mcu_ror8(va));
+    dst[2] = mcu_sxtb16(vb);
+    dst[3] = mcu_sxtb16(mcu_ror8(vb));
+}
+
 uint32_t *mcu_dsp_expand2(const int8_t *a, const int8_t *b, int32_t n, uint32_t *dst)
 {
     const int32_t i = n & ~3;
@@ -13,30 +34,11 @@ uint32_t *mcu_dsp_expand2(const int8_t *a, const int8_t *b, int32_t n, uint32_t 
         const int8_t *pa = a, *pb = b;
         __asm__ volatile("lsrs %[n], %[n], #1\n\t"
                          "bcc 2f\n\t"
-                         "ldr r4, [%[a]], #4\n\t"
-                         "ldr r6, [%[b]], #4\n\t"
-                         "sxtb16 r5, r4, ror #8\n\t"
-                         "sxtb16 r4, r4\n\t"
-                         "sxtb16 r7, r6, ror #8\n\t"
-                         "sxtb16 r6, r6\n\t"
-                         "stmia %[d]!, {r4, r5, r6, r7}\n"
+                         MCU_DSP_EXPAND_STEP
                          "2:\n\t"
                          "cbz %[n], 3f\n"
                          "1:\n\t"
-                         "ldr r4, [%[a]], #4\n\t"
-                         "ldr r6, [%[b]], #4\n\t"
-                         "sxtb16 r5, r4, ror #8\n\t"
-                         "sxtb16 r4, r4\n\t"
-                         "sxtb16 r7, r6, ror #8\n\t"
-                         "sxtb16 r6, r6\n\t"
-                         "stmia %[d]!, {r4, r5, r6, r7}\n\t"
-                         "ldr r4, [%[a]], #4\n\t"
-                         "ldr r6, [%[b]], #4\n\t"
-                         "sxtb16 r5, r4, ror #8\n\t"
-                         "sxtb16 r4, r4\n\t"
-                         "sxtb16 r7, r6, ror #8\n\t"
-                         "sxtb16 r6, r6\n\t"
-                         "stmia %[d]!, {r4, r5, r6, r7}\n\t"
+                         MCU_DSP_EXPAND_STEP MCU_DSP_EXPAND_STEP
                          "subs %[n], %[n], #1\n\t"
                          "bne 1b\n"
                          "3:\n\t"
@@ -46,23 +48,16 @@ uint32_t *mcu_dsp_expand2(const int8_t *a, const int8_t *b, int32_t n, uint32_t 
     }
 #else
     for (int32_t j = 0; j < i; j += 4, dst += 4) {
-        const uint32_t va = mcu_read_u32(a + j), vb = mcu_read_u32(b + j);
-        dst[0] = mcu_sxtb16(va);
-        dst[1] = mcu_sxtb16(mcu_ror8(va));
-        dst[2] = mcu_sxtb16(vb);
-        dst[3] = mcu_sxtb16(mcu_ror8(vb));
+        widen2(mcu_read_u32(a + j), mcu_read_u32(b + j), dst);
     }
 #endif
     if (i < n) {
-        const uint32_t va = mcu_read_tail(a + i, n - i), vb = mcu_read_tail(b + i, n - i);
-        dst[0] = mcu_sxtb16(va);
-        dst[1] = mcu_sxtb16(mcu_ror8(va));
-        dst[2] = mcu_sxtb16(vb);
-        dst[3] = mcu_sxtb16(mcu_ror8(vb));
+        widen2(mcu_read_tail(a + i, n - i), mcu_read_tail(b + i, n - i), dst);
         dst += 4;
     }
     return dst;
 }
+#undef MCU_DSP_EXPAND_STEP
 
 /* One pair in C, any mode: its four outputs (channel 1's only when two), the stream past it returned. */
 static __attribute__((noinline)) const int8_t *pair_c(const mcu_dsp_g2_t *g, const int8_t *w, int8_t *out,
