@@ -198,7 +198,8 @@ def dsp_path_cases(seed: int) -> GraphBuilder:
     step counts at the control-word edges (S = 1, 2, 16, 17, 18, 33), odd channel and pixel counts, a C_out of 1,
     the strided 1x1 walker; compact windows (3 x 9-byte rows from the input, near its end, and gathered), window
     rows in pieces, dilation; depthwise runs (stride 1, 2), per-pixel windows (dilation, stride 3), border taps,
-    channel tails, no interior at all, padding at the end only."""
+    channel tails, no interior at all, padding at the end only. Outputs of >= 256 pixels store int16 weights
+    (packing.dsp_wide): the same step counts and a narrow clamp (the C pair) in that layout too."""
     g = GraphBuilder(seed)
     f = "full"
     for c_in in (4, 8, 64, 68, 72, 132):
@@ -225,6 +226,10 @@ def dsp_path_cases(seed: int) -> GraphBuilder:
     g.conv(1, 8, 8, 8, 8, stride=(2, 2), pad_end=(1, 1), depthwise=True, extreme=f, family="dw")  # 'same'
     g.conv(1, 7, 8, 12, 12, pad_end=(2, 2), depthwise=True, extreme=f, family="dw")
     g.conv(1, 8, 8, 3, 6, stride=(2, 2), pad_end=(1, 1), extreme=f, family="gemm")
+    for c_in in (4, 68, 72):                                                  # int16 weights: S = 1, 17, 18
+        g.conv(1, 16, 17, c_in, 5, kernel=(1, 1), extreme=f, family="1x1")    # 272 pixels
+    g.conv(1, 16, 16, 8, 3, pad=(1, 1), extreme=f, family="gemm")             # 256 pixels, S = 18
+    g.conv(1, 16, 16, 8, 4, pad=(1, 1), extreme=True, family="gemm")          # narrow clamp: the C pair
     return g
 
 
@@ -381,6 +386,14 @@ def test_fast_gemm_declines_weights_too_large_for_the_split():
     graph.tensors["w0"] = graph.tensors["w0"].replace(data=np.full_like(w, 127))  # 128 * 600 * 127 >= 2^23
     picked = select_kernels(graph, Target.of_board(load_board("mps2-an385")))
     assert picked.nodes[0].attrs["kernel"] == "mcu_conv2d_s8"
+
+
+def test_dsp_path_cases_store_both_weight_layouts():
+    """dsp_path_cases (on QEMU above) reaches the DSP GEMM's int8 and int16 streams: header words 8 and 16."""
+    graph = select_kernels(dsp_path_cases(seed=7).graph(), Target.of_board(load_board("mps2-an386")))
+    headers = {int(graph.tensors[n.inputs[1]].data[:4].view("<i4")[0]) for n in graph.nodes
+               if n.attrs["kernel"] in ("mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_dsp")}
+    assert headers == {8, 16}
 
 
 def test_folded_bias_wraps_like_int32():
