@@ -266,7 +266,7 @@ compact_window = dsp_conv_compact
 # (output pixels) / 4 instructions per byte. A layer widens when that is at least WIDE_PIXELS / 4 = 64
 # instructions per inference a byte: large feature maps with few weights (VWW's and IC's early layers); the
 # weight-heavy layers of small maps stay int8. M4, instructions / weight flash, all int8 -> this rule -> all
-# int16: KWS 3.55 M / 35.7 KB (125 pixels: all int8), VWW 9.83 M / 272 KB -> 9.61 M / 273 KB -> 8.33 M /
+# int16: KWS 3.55 M / 35.7 KB (125 pixels: all int8), VWW 9.83 M / 272 KB -> 9.60 M / 273 KB -> 8.33 M /
 # 468 KB, IC 12.02 M / 92 KB -> 11.10 M / 107 KB -> 10.18 M / 164 KB.
 WIDE_PIXELS = 256
 
