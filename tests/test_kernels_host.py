@@ -570,21 +570,19 @@ SCRATCH_VARIANTS = _scratch_variants()
 
 def _scratch_wrapper() -> str:
     lines = ["#include <stdint.h>", '#include "mcu/mcu_kernels.h"']
-    for kernel, (base, _) in sorted(SCRATCH_VARIANTS.items()):
-        ptype = "mcu_fc_params_t" if base == "mcu_fully_connected_s8" else "mcu_conv2d_params_t"
-        lines.append(f"int32_t t_{kernel}(const {ptype} *p) {{ return {kernel}_scratch_bytes(p); }}")
+    for kernel in sorted(SCRATCH_VARIANTS):
+        lines.append(f"int32_t t_{kernel}(const mcu_conv2d_params_t *p) {{ return {kernel}_scratch_bytes(p); }}")
     return "\n".join(lines) + "\n"
 
 
 def _scratch_twin(kernel: str):
-    module = fc if kernel.startswith("mcu_fully_connected") else conv
-    return getattr(module, f"{kernel.removeprefix('mcu_')}_scratch_bytes")
+    return getattr(conv, f"{kernel.removeprefix('mcu_')}_scratch_bytes")
 
 
 def test_scratch_variants_are_the_dsp_fast_and_int4_window_kernels():
+    """The fully connected variants read their input row in place (the DSP one widens it in the loop)."""
     assert sorted(SCRATCH_VARIANTS) == ["mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s4", "mcu_conv2d_s8_dsp",
-                                        "mcu_conv2d_s8_fast", "mcu_dwconv2d_3x3_s8_dsp", "mcu_dwconv2d_3x3_s8_fast",
-                                        "mcu_fully_connected_s8_dsp"]
+                                        "mcu_conv2d_s8_fast", "mcu_dwconv2d_3x3_s8_dsp", "mcu_dwconv2d_3x3_s8_fast"]
     for kernel, (_, v) in SCRATCH_VARIANTS.items():
         assert v.scratch is _scratch_twin(kernel), kernel
 
@@ -597,14 +595,13 @@ def test_variant_scratch_bytes_c_equals_twin():
         kh, kw = (int(v) for v in rng.integers(1, 12, 2))
         c_in = int(rng.choice([1, 3, 4, 5, 16, 40, 130, 1100]))
         params = conv_params((1, 20, 20, c_in), (8, kh, kw, c_in), (1, 4, 4, 8), pad=(i % 2, i % 3))
-        for kernel, (base, _) in SCRATCH_VARIANTS.items():
-            p = fc_params(2, kh * kw * c_in, 8) if base == "mcu_fully_connected_s8" else params
-            struct = hostc.struct("mcu_fc_params_t" if base == "mcu_fully_connected_s8" else "mcu_conv2d_params_t", p)
+        for kernel in SCRATCH_VARIANTS:
             fn = getattr(lib, f"t_{kernel}")
             fn.restype = ctypes.c_int32
-            assert fn(ctypes.byref(struct)) == _scratch_twin(kernel)(p), (kernel, p)
+            assert fn(ctypes.byref(hostc.struct("mcu_conv2d_params_t", params))) == _scratch_twin(kernel)(params), \
+                (kernel, params)
     # hand-computed: the DSP conv widens an RGB 3x3 window whole (27 taps -> 28) and gathers it whole (28 bytes);
-    # a 3x3x160 window row by row (480 taps a row) through 128-byte pieces; the 1x1 pair and the fc row
+    # a 3x3x160 window row by row (480 taps a row) through 128-byte pieces; the 1x1 pair
     rgb = conv_params((1, 8, 8, 3), (8, 3, 3, 3), (1, 8, 8, 8), pad=(1, 1))
     wide = conv_params((1, 8, 8, 160), (8, 3, 3, 160), (1, 8, 8, 8), pad=(1, 1))
     assert conv.conv2d_s8_dsp_scratch_bytes(rgb) == 4 * (28 + 2) + 2 * 28
@@ -612,7 +609,6 @@ def test_variant_scratch_bytes_c_equals_twin():
     assert conv.conv2d_s8_fast_scratch_bytes(wide) == conv.conv2d_s4_scratch_bytes(wide) == 1440
     assert conv.conv2d_s4_scratch_bytes(conv_params((1, 8, 8, 160), (8, 1, 1, 160), (1, 8, 8, 8))) == 0
     assert conv.conv2d_1x1_s8_dsp_scratch_bytes(conv_params((1, 2, 2, 13), (8, 1, 1, 13), (1, 2, 2, 8))) == 16 * 4 + 8
-    assert fc.fully_connected_s8_dsp_scratch_bytes(fc_params(1, 1500, 8)) == 3000
 
 
 def prepared_variant_args(variant, params, mult, shift, x, w, bias) -> tuple:
@@ -640,12 +636,9 @@ def large_window_case(kernel: str, seed: int):
     arena) for the variant, weights in [-7, 7] so that every variant's prepare takes them (int4, the scalar GEMM's
     split)."""
     rng = np.random.default_rng(seed)
-    base = SCRATCH_VARIANTS[kernel][0]
     in_off, out_off = rand_offsets(rng)
     act = rand_act(rng, out_off)
-    if base == "mcu_fully_connected_s8":
-        params, taps, xs, ws, c_out = fc_params(2, 1500, 9, (in_off, out_off), act), 1500, (2, 1500), (9, 1500), 9
-    elif "dwconv" in kernel:
+    if "dwconv" in kernel:
         c = 1100
         params = conv_params((1, 4, 5, c), (1, 3, 3, c), (1, 4, 5, c), pad=(1, 1), offsets=(in_off, out_off), act=act)
         taps, xs, ws, c_out = 9, (1, 4, 5, c), (1, 3, 3, c), c
@@ -668,10 +661,9 @@ def large_window_case(kernel: str, seed: int):
 def test_variant_with_large_window_matches_portable_in_exact_scratch(lib, kernel, seed):
     """More than 1024 taps (channels, for depthwise): the portable result, in exactly the planned scratch (garbage on
     entry, canaries after it untouched); a NULL scratch is MCU_ERR_ARG before anything is written."""
-    base, variant = SCRATCH_VARIANTS[kernel]
+    variant = SCRATCH_VARIANTS[kernel][1]
     args = large_window_case(kernel, seed)
-    expected = (fc.fully_connected_s8 if base == "mcu_fully_connected_s8" else
-                conv.dwconv2d_s8 if "dwconv" in kernel else conv.conv2d_s8)(*args)
+    expected = (conv.dwconv2d_s8 if "dwconv" in kernel else conv.conv2d_s8)(*args)
     c_args = prepared_variant_args(variant, *args)
     rng = np.random.default_rng(seed)
     size = variant.scratch(args[0])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from mcu.codegen.kernels import GEMM_MVE, kernel, variant
 from mcu.codegen.kernels.packing import INT4, prepare_dsp, prepare_fast, prepare_mve, prepare_s4, prepare_s16_fc_dsp
-from mcu.codegen.twins.fc import fully_connected_s8_dsp_scratch_bytes
 from mcu.codegen.twins.s16 import fully_connected_s16_dsp_scratch_bytes
 
 FC = "mcu_fc_params_t"
@@ -18,8 +17,7 @@ SPECS = [
     variant("mcu_fully_connected_s4", "fc", "mcu_fully_connected_s8", INT4, prepare=prepare_s4),
     variant("mcu_fully_connected_s8_mve", "fc", "mcu_fully_connected_s8", ("mve",), prepare=prepare_mve,
             links=(GEMM_MVE,)),
-    variant("mcu_fully_connected_s8_dsp", "fc", "mcu_fully_connected_s8", ("dsp",), prepare=prepare_dsp,
-            scratch=fully_connected_s8_dsp_scratch_bytes),
+    variant("mcu_fully_connected_s8_dsp", "fc", "mcu_fully_connected_s8", ("dsp",), prepare=prepare_dsp),
     variant("mcu_fully_connected_s8_fast", "fc", "mcu_fully_connected_s8", prepare=prepare_fast),
     variant("mcu_fully_connected_s16_dsp", "s16", "mcu_fully_connected_s16", ("dsp",), prepare=prepare_s16_fc_dsp,
             scratch=fully_connected_s16_dsp_scratch_bytes),

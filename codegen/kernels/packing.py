@@ -5,12 +5,13 @@
   kernel's bit for bit):
     fold    bias' = bias + input_offset * sum(w) per output channel (a NULL bias becomes one), so the
             inner loop multiplies raw int8 inputs; padded taps then read -input_offset (the zero point);
-    pack    weights reordered (DSP conv: int8 words per channel pair; DSP fc: widened to int16; fast: two channels
-            per int32 word), stored as
-            bytes so the `const int8_t *filter` signature stays, in the order the kernel streams them;
-            channels padded with zero rows, bias and quant arrays padded likewise;
-    records per-channel requantization constants {mult, sh, round_lo, round_hi} replacing
-            quant.multiplier (see runtime_c/include/mcu/mcu_opt.h); quant.shift stays as is.
+    pack    weights reordered (DSP conv: int8 or int16 words per channel pair; DSP fc: int8 words per channel
+            quad; fast: two channels per int32 word), stored as bytes so the `const int8_t *filter` signature
+            stays, in the order the kernel streams them; channels padded with zero rows, bias and quant arrays
+            padded likewise;
+    records per-channel requantization constants replacing both quant arrays (see
+            runtime_c/include/mcu/mcu_opt.h): {mult, sh, round_lo, round_hi} (the _fast kernels) or
+            {mult, sh, rh} (DSP fc);
     stream  (DSP convs and depthwise) folded biases, packed weights and 3-word records {mult, sh, rh}
             interleaved into the filter in the order the kernel's assembly reads them (pack_g2_stream,
             pack_dw_stream); the bias input becomes None and quant points at the portable shifts twice.
@@ -133,16 +134,16 @@ def pack_groups_s8(w_rows: np.ndarray, group: int, chunk: int) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(-1, group, k_pad // chunk, chunk).transpose(0, 2, 1, 3)).reshape(-1)
 
 
-def pack_quads_s16(w_rows: np.ndarray) -> np.ndarray:
-    """int8 [C, K] -> int16 in SXTB16 order (each group k0..k3 as k0, k2, k1, k3), 4 channels interleaved
-    per group, as little-endian bytes (int8): the layout mcu_dsp_dot_1x4 streams."""
+def pack_quads_s8(w_rows: np.ndarray) -> np.ndarray:
+    """int8 [C, K] -> per 4 channels, per group of 4 taps, each channel's taps k0..k3 as one int8 word in natural
+    order (C padded to 4 with zero rows, K to 4 with zero taps): the layout the DSP fully connected kernel
+    widens with SXTB16 / SXTB16 ROR 8 into (k0, k2), (k1, k3)."""
     c, k = w_rows.shape
     k4 = round_up(k, 4)
-    w = np.zeros((round_up(c, 4), k4), np.int16)
+    w = np.zeros((round_up(c, 4), k4), np.int8)
     w[:c, :k] = w_rows
-    w = w.reshape(-1, 4, k4 // 4, 4)[..., [0, 2, 1, 3]]        # [quad, channel, group, lane]
-    w = np.ascontiguousarray(w.transpose(0, 2, 1, 3)).astype("<i2")  # [quad, group, channel, lane]
-    return w.reshape(-1).view(np.int8)
+    w = w.reshape(-1, 4, k4 // 4, 4)                                # [quad, channel, group, tap]
+    return np.ascontiguousarray(w.transpose(0, 2, 1, 3)).reshape(-1)  # [quad, group, channel, tap]
 
 
 # ---- Prepare hooks ------------------------------------------------------------------------------------------
@@ -162,9 +163,9 @@ def _w_rows(node: Node, tensors: dict[str, Tensor]) -> np.ndarray:
 
 
 def _prepared(node: Node, tensors: dict[str, Tensor], suffix: str, *, weights: np.ndarray,
-              bias: np.ndarray, records: bool) -> tuple[Node, dict[str, Tensor]]:
-    """The node with new weight/bias (and record) constants named <node>_<suffix>_{w,b,rq}; with records, both
-    quant pointers point at them (the portable multipliers and shifts are not stored)."""
+              bias: np.ndarray, records=None) -> tuple[Node, dict[str, Tensor]]:
+    """The node with new weight/bias (and record) constants named <node>_<suffix>_{w,b,rq}; with records (rq_records
+    or rq3_records), both quant pointers point at them (the portable multipliers and shifts are not stored)."""
     new = {f"{node.name}_{suffix}_w": _new(f"{node.name}_{suffix}_w", weights, "int8"),
            f"{node.name}_{suffix}_b": _new(f"{node.name}_{suffix}_b", bias, "int32")}
     a = node.attrs
@@ -172,7 +173,7 @@ def _prepared(node: Node, tensors: dict[str, Tensor], suffix: str, *, weights: n
     if records:
         c_pad = bias.size
         mult, shift = (tensors[q].data for q in quant)
-        rec = rq_records(mult, shift, a["params"]["output_offset"], c_pad)
+        rec = records(mult, shift, a["params"]["output_offset"], c_pad)
         new[f"{node.name}_{suffix}_rq"] = _new(f"{node.name}_{suffix}_rq", rec, "int32")
         quant = (f"{node.name}_{suffix}_rq",) * 2  # the kernels read the records only (shift: non-NULL)
     inputs = (node.inputs[0], f"{node.name}_{suffix}_w", f"{node.name}_{suffix}_b")
@@ -218,7 +219,7 @@ def prepare_fast(node, tensors):
         return None
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
     c4 = round_up(rows.shape[0], 4)
-    return _prepared(node, tensors, "fast", weights=packed, bias=pad_rows(bias, c4), records=True)
+    return _prepared(node, tensors, "fast", weights=packed, bias=pad_rows(bias, c4), records=rq_records)
 
 
 def pack_s4(w_rows: np.ndarray) -> np.ndarray | None:
@@ -241,7 +242,7 @@ def prepare_s4(node, tensors):
     if packed is None:
         return None
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
-    return _prepared(node, tensors, "s4", weights=packed, bias=bias, records=False)
+    return _prepared(node, tensors, "s4", weights=packed, bias=bias)
 
 
 def window_rows(node, tensors, rows: np.ndarray, multiple: int) -> np.ndarray:
@@ -292,13 +293,14 @@ def prepare_dsp_conv(node, tensors):
 
 
 def prepare_dsp(node, tensors):
-    """SIMD32 GEMM row (fully connected): the kernel adds input_offset while widening, so the bias is only
-    padded; int16 weights in quads."""
-    rows = window_rows(node, tensors, _w_rows(node, tensors), 4)
-    b = _const(tensors, node.inputs[2])
-    c4 = round_up(rows.shape[0], 4)
-    bias = pad_rows(np.zeros(rows.shape[0], np.int32) if b is None else b.astype(np.int32), c4)
-    return _prepared(node, tensors, "dsp", weights=pack_quads_s16(rows), bias=bias, records=True)
+    """SIMD32 GEMV (fully connected): folded bias; int8 weights in quads (pack_quads_s8), widened in the loop
+    as the input is; 3-word records. Each weight meets one input row
+    (batches are 1 on a microcontroller), so widening it in flash would save half an instruction a byte, far
+    below the DSP convs' WIDE_PIXELS rule: int8 always."""
+    rows = _w_rows(node, tensors)
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    return _prepared(node, tensors, "dsp", weights=pack_quads_s8(rows), bias=pad_rows(bias, round_up(rows.shape[0], 4)),
+                     records=rq3_records)
 
 
 def prepare_mve(node, tensors):
@@ -310,7 +312,7 @@ def prepare_mve(node, tensors):
     c4 = round_up(rows.shape[0], 4)
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
     node, new = _prepared(node, tensors, "mve", weights=pack_groups_s8(pad_rows(rows, c4), 2, 16),
-                          bias=pad_rows(bias, c4), records=False)
+                          bias=pad_rows(bias, c4))
     names = (f"{node.name}_mve_m", f"{node.name}_mve_s")
     for name, q in zip(names, node.attrs["quant"]):
         new[name] = _new(name, pad_rows(tensors[q].data.astype(np.int32), c4), "int32")
@@ -327,7 +329,7 @@ def prepare_dw_fast(node, tensors):
     """Scalar depthwise: folded bias, int8 weights [C][9], records."""
     taps = _dw_taps(node, tensors)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
-    return _prepared(node, tensors, "fast", weights=taps.reshape(-1), bias=bias, records=True)
+    return _prepared(node, tensors, "fast", weights=taps.reshape(-1), bias=bias, records=rq_records)
 
 
 def pack_dw_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
@@ -369,7 +371,7 @@ def prepare_dw_mve(node, tensors):
     def lanes(a):
         return pad_rows(np.asarray(a, np.int32), c8).reshape(-1, 8)[:, DW_MVE_LANES].reshape(-1)
 
-    node, new = _prepared(node, tensors, "mve", weights=w, bias=lanes(bias), records=False)
+    node, new = _prepared(node, tensors, "mve", weights=w, bias=lanes(bias))
     names = (f"{node.name}_mve_m", f"{node.name}_mve_s")
     for name, q in zip(names, node.attrs["quant"]):
         new[name] = _new(name, lanes(tensors[q].data), "int32")

@@ -12,8 +12,8 @@
   but not emitted), and codegen/reference.py runs the portable twin on those. So the device is always
   compared with the unprepared computation, and a wrong `prepare` shows up as a mismatch; no variant
   needs a twin of its own.
-- Scratch: a variant that needs working memory (the DSP convs' widened pixel pair, the DSP fully connected
-  layer's widened row, the scalar and int4 convs' im2col window, the depthwise 3x3 kernels' row of padding)
+- Scratch: a variant that needs working memory (the DSP convs' widened pixel pair, the scalar and int4 convs'
+  im2col window, the depthwise 3x3 kernels' row of padding)
   names its size, the twin of its C `*_scratch_bytes` (codegen/twins), as its spec's `scratch`: the node gets
   a scratch tensor sized exactly for it (with_scratch), which the planner places in the arena, live during
   the call only. These variants (the Helium conv's 3 windows and row table too) therefore take any window

@@ -1,5 +1,5 @@
-"""Numpy twins of runtime_c/kernels/fc: mcu_fully_connected_s8 and mcu_matmul_s8, with the same integer arithmetic,
-and the scratch size of the _dsp variant (mcu_kernels.h) for select_kernels to plan it."""
+"""Numpy twins of runtime_c/kernels/fc: mcu_fully_connected_s8 and mcu_matmul_s8, with the same integer
+arithmetic."""
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +45,3 @@ def matmul_s8(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     out = requantize(np.broadcast_to(acc, (b, m, n)), p["output_multiplier"], p["output_shift"]) + p["output_offset"]
     return saturate(out, p["act_min"], p["act_max"])
 
-
-def fully_connected_s8_dsp_scratch_bytes(p: dict) -> int:
-    """Twin of mcu_fully_connected_s8_dsp_scratch_bytes: one input row widened to int16, K rounded up to 4."""
-    return 2 * (-(-p["in_features"] // 4) * 4)

@@ -564,8 +564,8 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  * time, so the constant arguments differ from the portable kernel's as stated per family:
  *  - fold:    bias[c] = bias_portable[c] + input_offset * sum(w[c]) (never NULL); the kernel multiplies raw
  *             inputs and reads padding as -input_offset.
- *  - records: quant->multiplier points to 4 int32 per channel {mult, sh, round_lo, round_hi}
- *             (mcu_opt.h); quant->shift is the portable shift array.
+ *  - records: quant->multiplier (and quant->shift, not read) point to per-channel records (mcu_opt.h): 4
+ *             int32 {mult, sh, round_lo, round_hi} (the _fast kernels) or 3 {mult, sh, rh} (the dsp fc).
  *  - c4:      filter, bias and records are padded to C_out rounded up to 4 (zero rows).
  *  - stream:  (the dsp convs and depthwise) the filter argument carries the folded biases, the packed weights
  *             and 3-word records {mult, sh, rh} (mcu_opt.h) interleaved in the order the kernel reads them;
@@ -577,8 +577,8 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *      fast: int32 [C4/4][K][2]: per tap the words w0 + w1 * 2^24 and w2 + w3 * 2^24 (one SMLAL does two
  *            MACs; chosen only when 128 * sum|w| < 2^23 for channels 0 and 2 of each quad, and no
  *            word leaves int32: w1 or w3 = -128 beside a negative w0 or w2 keeps the portable kernel);
- *      dsp (fc): int16 as little-endian bytes, [C4/4][K4/4][4 channels][4 taps in order 0, 2, 1, 3], K4 = K
- *            rounded up to 4 with zero taps; input_offset is added by the kernel (bias not folded);
+ *      dsp (fc): int8 [C4/4][K4/4][4 channels][4 taps], K4 = K rounded up to 4 with zero taps, widened by
+ *            the kernel (SXTB16 of a word and of it rotated by 8) as it widens the input;
  *      dsp (conv): a header word (weight bytes per step: 8 or 16), then a stream per pair of channels (C_out
  *            rounded up to 2): biases {b0, b1}; per 4 taps the int8 words c0 (w0, w1, w2, w3),
  *            c1 (w0, w1, w2, w3), widened by the kernel, or (a layer of >= 256 output pixels) the int16 words
@@ -613,8 +613,6 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *  - conv2d_s8_fast, conv2d_s4: one pixel's window, K = KH * KW * C_in bytes (0 for the s4 kernel's 1x1
  *    filter without padding, which reads the pixel in place).
  *  - dwconv2d_3x3_s8_dsp, dwconv2d_3x3_s8_fast: C bytes of the input zero point, which padded taps read.
- *  - fully_connected_s8_dsp: one input row widened to int16 with input_offset added, in_features rounded up
- *    to 4: 2 * K4 bytes.
  *  - conv2d_s8_mve: a table of 3 row pointers (4 bytes each) per window row, then 3 gathered windows (the
  *    block's pixels). KW * C_in a multiple of 16: KH rows of KW * C_in bytes (pixels inside the input are read
  *    in place), then one row of KW * C_in zero points (for rows in the vertical padding); else ("compact") a
@@ -668,11 +666,6 @@ static inline int32_t mcu_dwconv2d_3x3_s8_fast_scratch_bytes(const mcu_conv2d_pa
     return params->input.c;
 }
 
-static inline int32_t mcu_fully_connected_s8_dsp_scratch_bytes(const mcu_fc_params_t *params)
-{
-    return 2 * ((params->in_features + 3) & ~3);
-}
-
 static inline int32_t mcu_conv2d_s8_mve_scratch_bytes(const mcu_conv2d_params_t *params)
 {
     const int32_t seg = params->filter.w * params->input.c, kh = params->filter.h;
@@ -705,13 +698,13 @@ mcu_status_t mcu_conv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_
                                const int8_t *input, const int8_t *filter, const int32_t *bias,
                                int8_t *scratch, int8_t *output);
 
-/* Fully connected: as the 1x1 conv (rows = batches). */
+/* Fully connected: as the 1x1 conv (rows = batches); dsp: fold, records (3 words), c4. */
 mcu_status_t mcu_fully_connected_s8_fast(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
                                          const int8_t *input, const int8_t *weights, const int32_t *bias,
                                          int8_t *output);
 mcu_status_t mcu_fully_connected_s8_dsp(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
                                         const int8_t *input, const int8_t *weights, const int32_t *bias,
-                                        int8_t *scratch, int8_t *output);
+                                        int8_t *output);
 mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
                                         const int8_t *input, const int8_t *weights, const int32_t *bias,
                                         int8_t *output);
