@@ -19,6 +19,7 @@ from mcu.build import build_firmware
 from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
 from mcu.codegen.kernels import KERNELS
+from mcu.codegen.kernels.packing import FAST_WIDE_ROWS
 from mcu.codegen.memory import Location, overlap_gap, plan_graph, verify_tensor_plan
 from mcu.codegen.target import Target
 from mcu.codegen.passes.select_kernels import select_kernels
@@ -171,6 +172,7 @@ def gemm_cases(seed: int) -> GraphBuilder:
     g.conv(1, 5, 5, 7, 5, pad=(1, 1), mode="ties", extreme=True, family="gemm")
     g.conv(1, 6, 5, 16, 6, mode="ties", family="gemm")
     g.fc(2, 24, 7, mode="ties", extreme=True)
+    g.fc(FAST_WIDE_ROWS, 21, 6, extreme=True)                                  # the _fast GEMM's split words
     return g
 
 
@@ -394,6 +396,20 @@ def test_dsp_path_cases_store_both_weight_layouts():
     headers = {int(graph.tensors[n.inputs[1]].data[:4].view("<i4")[0]) for n in graph.nodes
                if n.attrs["kernel"] in ("mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_dsp")}
     assert headers == {8, 16}
+
+
+def test_fast_gemm_cases_store_both_weight_layouts():
+    """On the M3, gemm_cases and dsp_path_cases (on QEMU above) reach the scalar GEMM's int8 words and its split
+    words (header words 4 and 8, packing.fast_wide) in the 1x1 conv, the general conv and the fully connected
+    layer."""
+    target = Target.of_board(load_board("mps2-an385"))
+    fast = ("mcu_conv2d_1x1_s8_fast", "mcu_conv2d_s8_fast", "mcu_fully_connected_s8_fast")
+    seen = set()
+    for cases in (gemm_cases, dsp_path_cases):
+        graph = select_kernels(cases(seed=7).graph(), target)
+        seen |= {(n.attrs["kernel"], int(graph.tensors[n.inputs[1]].data[:4].view("<i4")[0])) for n in graph.nodes
+                 if n.attrs["kernel"] in fast}
+    assert seen == {(k, h) for k in fast for h in (4, 8)}
 
 
 def test_folded_bias_wraps_like_int32():

@@ -148,6 +148,11 @@ def pack_quads_s8(w_rows: np.ndarray) -> np.ndarray:
 
 # ---- Prepare hooks ------------------------------------------------------------------------------------------
 
+# The exchange rate between speed and flash: a variant stores its weights widened (int16, or the scalar GEMM's
+# two-channel words) rather than int8 only in a layer where that saves at least this many instructions per
+# inference per flash byte it costs (dsp_wide, fast_wide).
+WIDEN_GAIN = 64
+
 def _const(tensors: dict[str, Tensor], name: str) -> np.ndarray | None:
     return None if name is None else tensors[name].data
 
@@ -195,9 +200,11 @@ def _streamed(node: Node, stream: np.ndarray) -> tuple[Node, dict[str, Tensor]]:
 SPLIT = 1 << 24  # mcu_fast_split: two channels per 32-bit weight word, the low one's sum within +-2^23
 
 
-def pack_pairs_s32(w_rows: np.ndarray) -> np.ndarray | None:
-    """int8 [C, K] -> per 4 channels, per tap, the words w0 + w1 * 2^24 and w2 + w3 * 2^24 (int32 bytes);
-    None when a low channel's sum could leave +-2^23 (128 * sum |w| >= 2^23), or a word could leave
+def pack_pairs_s32(w_rows: np.ndarray, wide: bool = True) -> np.ndarray | None:
+    """The scalar GEMM's filter (mcu_fast_gemm_row) from int8 [C, K]: a header word, the weight bytes per tap of 4
+    channels, then per 4 channels, per tap, when `wide` the int32 split words w0 + w1 * 2^24 and w2 + w3 * 2^24,
+    else one int8 word of bytes (w1, w0, w2, w3 - [w2 < 0]) that the kernel turns into the same two (mcu_fast_words);
+    as bytes. None when a low channel's sum could leave +-2^23 (128 * sum |w| >= 2^23), or a word could leave
     int32 (a high weight of -128 beside a negative low one; the quantizer's weights stay in [-127, 127])."""
     c, k = w_rows.shape
     w = pad_rows(w_rows.astype(np.int64), round_up(c, 4)).reshape(-1, 2, 2, k)  # [quad, pair, lo/hi, k]
@@ -206,15 +213,32 @@ def pack_pairs_s32(w_rows: np.ndarray) -> np.ndarray | None:
     words = w[:, :, 0, :] + w[:, :, 1, :] * SPLIT                                  # [quad, pair, k]
     if words.size and words.min() < np.iinfo(np.int32).min:
         return None
-    words = words.astype(np.int32)
-    return np.ascontiguousarray(words.transpose(0, 2, 1)).astype("<i4").reshape(-1).view(np.int8)
+    if wide:
+        body = np.ascontiguousarray(words.transpose(0, 2, 1)).astype("<i4").reshape(-1).view(np.int8)
+    else:
+        lo_a, hi_a, lo_b, hi_b = w[:, 0, 0], w[:, 0, 1], w[:, 1, 0], w[:, 1, 1]   # [quad, k] each
+        body = np.stack([hi_a, lo_a, lo_b, hi_b - (lo_b < 0)], axis=-1).astype(np.int8).reshape(-1)
+    return np.concatenate([_words(np.array([[8 if wide else 4]])).reshape(-1), body])
+
+
+# A _fast GEMM widens its weights to the split words at compile time, or builds them in its loop from int8 words
+# (mcu_fast_words): about 9 instructions a tap of 4 channels on the M3 instead of 7. Widening costs one flash byte
+# per weight and saves half an instruction per weight per output row, so a layer widens where that is at least
+# WIDEN_GAIN instructions per inference a byte: 128 output rows (pixels, or batches of a fully connected layer).
+FAST_WIDE_ROWS = 2 * WIDEN_GAIN
+
+
+def fast_wide(params: dict) -> bool:
+    """Whether the _fast GEMM with these params (conv or fully connected) stores the split words (FAST_WIDE_ROWS)."""
+    rows = params["batches"] if "batches" in params else int(np.prod(params["output"][:3]))
+    return rows >= FAST_WIDE_ROWS
 
 
 def prepare_fast(node, tensors):
-    """Scalar GEMM: folded bias, two channels per weight word (mcu_fast_split), records. Declines (None)
-    when the weights are too large for the split."""
+    """Scalar GEMM: folded bias, two channels per weight word (mcu_fast_split), widened at compile time or in
+    the loop (fast_wide), records. Declines (None) when the weights are too large for the split."""
     rows = _w_rows(node, tensors)
-    packed = pack_pairs_s32(rows)
+    packed = pack_pairs_s32(rows, fast_wide(node.attrs["params"]))
     if packed is None:
         return None
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
@@ -264,12 +288,12 @@ compact_window = dsp_conv_compact
 
 # A DSP conv keeps its weights int8 in flash and widens them in its loop: 4 SXTB16 per 16 MACs of a 2x2 block,
 # so widening them at compile time instead saves MACs / 4 instructions for 1 more flash byte per weight, i.e.
-# (output pixels) / 4 instructions per byte. A layer widens when that is at least WIDE_PIXELS / 4 = 64
-# instructions per inference a byte: large feature maps with few weights (VWW's and IC's early layers); the
-# weight-heavy layers of small maps stay int8. M4, instructions / weight flash, all int8 -> this rule -> all
+# (output pixels) / 4 instructions per byte. A layer widens when that is at least WIDEN_GAIN instructions per
+# inference a byte (WIDE_PIXELS = 256 pixels): large feature maps with few weights (VWW's and IC's early layers);
+# the weight-heavy layers of small maps stay int8. M4, instructions / weight flash, all int8 -> this rule -> all
 # int16: KWS 3.55 M / 35.7 KB (125 pixels: all int8), VWW 9.83 M / 272 KB -> 9.60 M / 273 KB -> 8.33 M /
 # 468 KB, IC 12.02 M / 92 KB -> 11.10 M / 107 KB -> 10.18 M / 164 KB.
-WIDE_PIXELS = 256
+WIDE_PIXELS = 4 * WIDEN_GAIN
 
 
 def dsp_wide(params: dict) -> bool:

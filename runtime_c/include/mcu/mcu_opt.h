@@ -804,26 +804,66 @@ MCU_INLINE void mcu_fast_split(int64_t s, int32_t *a, int32_t *b)
     *b = (int32_t)((s - lo) >> 24);
 }
 
+/* The two split words of a tap from its int8 word (bytes w1, w0, w2, w3 - [w2 < 0]): w0 + w1 * 2^24 by SBFX and
+ * an ADD of the word shifted left by 24; w2 + w3 * 2^24 by SBFX and BFI: w2 sign-extended to 24 bits under the
+ * top byte, which the packing lowered by one for a negative w2 to make up for the borrow. */
+MCU_INLINE void mcu_fast_words(uint32_t v, int32_t *a, int32_t *b)
+{
+    *a = (int32_t)((uint32_t)((int32_t)(v << 16) >> 24) + (v << 24));
+#if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2
+    uint32_t lo;
+    __asm__("sbfx %1, %0, #16, #8\n\tbfi %0, %1, #0, #24" : "+r"(v), "=&r"(lo));
+    *b = (int32_t)v;
+#else
+    *b = (int32_t)((v & 0xFF000000u) | ((uint32_t)((int32_t)(v << 8) >> 24) & 0x00FFFFFFu));
+#endif
+}
+
+/* One tap of 4 channels from its int8 word: s01 += x * (w0 + w1 * 2^24), s23 += x * (w2 + w3 * 2^24). */
+MCU_INLINE void mcu_fast_tap(int32_t x, uint32_t v, int64_t *s01, int64_t *s23)
+{
+    int32_t a, b;
+    mcu_fast_words(v, &a, &b);
+    *s01 += (int64_t)x * a;
+    *s23 += (int64_t)x * b;
+}
+
 /* out[c] = rq(bias[c] + sum_k x[k] * w[c][k]) for c < c_out: x an int8 row of k values (the offset is in
- * the folded bias), w packed per 4 channels as [k][2] words (w0 + w1 * 2^24, w2 + w3 * 2^24), c_out padded
- * to 4 (zero rows, padded bias/records). */
-MCU_INLINE void mcu_fast_gemm_row(const int8_t *x, int32_t k, const int8_t *w, const int32_t *bias,
+ * the folded bias); c_out padded to 4 (zero rows, padded bias/records). The filter: a header word, the weight
+ * bytes per tap of 4 channels, then per 4 channels and tap either (8) the split words w0 + w1 * 2^24 and
+ * w2 + w3 * 2^24 as int32 (widened at compile time: 7 instructions a tap on the M3), or (4) one int8 word that
+ * mcu_fast_words turns into the same two (9, 4 taps a loop). */
+MCU_INLINE void mcu_fast_gemm_row(const int8_t *x, int32_t k, const int8_t *filter, const int32_t *bias,
                                   const int32_t *rec, int32_t c_out, const mcu_rq_mode_t *m, int8_t *out)
 {
+    const int wide = mcu_read_u32(filter) == 8u;
+    const int8_t *w = filter + 4;
     for (int32_t c = 0; c < c_out; c += 4, bias += 4, rec += 16) {
         int64_t s01 = 0, s23 = 0;
         const int8_t *xp = x, *end = x + k;
-        for (; xp + 2 <= end; xp += 2, w += 16) {
-            const int32_t x0 = xp[0], x1 = xp[1];
-            s01 += (int64_t)x0 * (int32_t)mcu_read_u32(w);
-            s23 += (int64_t)x0 * (int32_t)mcu_read_u32(w + 4);
-            s01 += (int64_t)x1 * (int32_t)mcu_read_u32(w + 8);
-            s23 += (int64_t)x1 * (int32_t)mcu_read_u32(w + 12);
-        }
-        if (xp < end) {
-            s01 += (int64_t)xp[0] * (int32_t)mcu_read_u32(w);
-            s23 += (int64_t)xp[0] * (int32_t)mcu_read_u32(w + 4);
-            w += 8;
+        if (wide) {
+            for (; xp + 2 <= end; xp += 2, w += 16) {
+                const int32_t x0 = xp[0], x1 = xp[1];
+                s01 += (int64_t)x0 * (int32_t)mcu_read_u32(w);
+                s23 += (int64_t)x0 * (int32_t)mcu_read_u32(w + 4);
+                s01 += (int64_t)x1 * (int32_t)mcu_read_u32(w + 8);
+                s23 += (int64_t)x1 * (int32_t)mcu_read_u32(w + 12);
+            }
+            if (xp < end) {
+                s01 += (int64_t)xp[0] * (int32_t)mcu_read_u32(w);
+                s23 += (int64_t)xp[0] * (int32_t)mcu_read_u32(w + 4);
+                w += 8;
+            }
+        } else {
+            for (; xp + 4 <= end; xp += 4, w += 16) {
+                mcu_fast_tap(xp[0], mcu_read_u32(w), &s01, &s23);
+                mcu_fast_tap(xp[1], mcu_read_u32(w + 4), &s01, &s23);
+                mcu_fast_tap(xp[2], mcu_read_u32(w + 8), &s01, &s23);
+                mcu_fast_tap(xp[3], mcu_read_u32(w + 12), &s01, &s23);
+            }
+            for (; xp < end; ++xp, w += 4) {
+                mcu_fast_tap(xp[0], mcu_read_u32(w), &s01, &s23);
+            }
         }
         int32_t acc[4];
         mcu_fast_split(s01, &acc[0], &acc[1]);
