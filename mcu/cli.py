@@ -151,8 +151,9 @@ def cmd_compile(args) -> None:
         print(pkg.precision.table())
     m = pkg.manifest
     print(f"wrote {pkg.out_dir}: {len(m['ops'])} ops, kernels: {', '.join(k.split('/')[-1] for k in m['kernels'])}")
-    print(f"arena {m['arena_bytes']} B (liveness lower bound {m['arena_lower_bound']} B, {m['planner']}), "
-          f"weights {m['weights_bytes']} B")
+    if args.no_run:  # else the summary line below says it
+        print(f"arena {m['arena_bytes']} B (liveness lower bound {m['arena_lower_bound']} B, {m['planner']}), "
+              f"weights {m['weights_bytes']} B")
     for f in m.get("fallbacks", []):
         where = f" at {f['source']}" if f["source"] else ""
         print(f"float32 fallback (no int8 kernel): {f['op']} -> {f['kernel']}{where}")
@@ -161,17 +162,30 @@ def cmd_compile(args) -> None:
     note = soft_float_note(pkg.graph, load_board(pkg.board))
     if note:
         print(note)
+    if not args.no_run:
+        from mcu.errors import NotEmulatedError, QemuNotFoundError
+        size = mcu.size(pkg)
+        try:  # a .pt2 brings no example inputs here: seeded randn, as `mcu run`
+            instructions = mcu.run(pkg, example_inputs or _randn_inputs(pkg, 0)).instructions
+        except (NotEmulatedError, QemuNotFoundError) as exc:
+            instructions = None
+            print(f"not run: {exc}", file=sys.stderr)
+        print(summary_line(pkg.board, instructions, m["arena_bytes"], m["arena_lower_bound"], size))
+
+
+def summary_line(board: str, instructions: int | None, arena: int, lower_bound: int, size) -> str:
+    """`mcu compile`'s last line: one inference's QEMU instructions (on the example inputs), the arena and its
+    liveness lower bound, and the firmware's flash (weights + code) against the board's."""
+    run = "not run" if instructions is None else f"{instructions:,} instructions"
+    capacity = f" of {size.flash_capacity:,} B" if size.flash_capacity else ""
+    return (f"{board}: {run}, arena {arena:,} B (lower bound {lower_bound:,} B), flash {size.flash_total:,} B"
+            f"{capacity} (weights {size.flash_weights:,} B, code {size.flash_total - size.flash_weights:,} B)")
 
 
 def cmd_run(args) -> None:
     import mcu
-    import torch
     pkg = mcu.load(args.dir)
-    if args.input:
-        inputs = _load_inputs(args.input)
-    else:
-        g = torch.Generator().manual_seed(args.seed)
-        inputs = [torch.randn(tuple(_shape(s)), generator=g) for s in pkg.manifest["inputs"]]
+    inputs = _load_inputs(args.input) if args.input else _randn_inputs(pkg, args.seed)
     res = mcu.run(pkg, inputs, timeout=args.timeout)
     ref = pkg.reference(inputs)
     agree = []
@@ -187,6 +201,13 @@ def cmd_run(args) -> None:
     print(f"instructions: {res.instructions}")
     if not all(agree):
         raise McuError("device output differs from the numpy reference")
+
+
+def _randn_inputs(pkg, seed: int) -> list:
+    """Seeded randn inputs of the package's input shapes (torch order)."""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(tuple(_shape(s)), generator=g) for s in pkg.manifest["inputs"]]
 
 
 def _shape(spec):
@@ -358,6 +379,9 @@ def build_parser() -> ArgumentParser:
                    help="int4: conv and linear weights in [-7, 7], two per byte in flash (default: int8)")
     p.add_argument("--no-bias-correction", action="store_true",
                    help="keep the float biases (default: correct them for the weights' rounding)")
+    p.add_argument("--no-run", action="store_true",
+                   help="only write the package (default: also build it and run the example inputs under QEMU, "
+                        "and end with one line: instructions, arena and its lower bound, flash)")
     p = _command(sub, "run", cmd_run, "build and run a package on its board under QEMU",
                  "mcu run out/cnn", "mcu run out/cnn --input x.npy")
     p.add_argument("dir", help=package)

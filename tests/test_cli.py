@@ -3,6 +3,7 @@ error, 130 interrupted) and calibration progress (the callback of mcu.compile an
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import re
 
@@ -153,6 +154,36 @@ def test_cli_compile_prints_progress_to_stderr(models, capsys, tmp_path):  # noq
     assert len(lines) == 3, err
     for done, (line, left) in enumerate(zip(lines, [r"about \d+\.\d s left"] * 2 + ["done"]), 1):
         assert re.fullmatch(pattern.format(done, left), line), line
+
+
+def test_cli_compile_ends_with_one_line_of_instructions_arena_and_flash(models, capsys, tmp_path):  # noqa: F811
+    """The line's numbers are the package's: a QEMU run of the example inputs, the manifest's arena and lower
+    bound, the ELF's flash; --no-run writes the same package without building it."""
+    rc, out, err = run_main(capsys, "compile", "errmodels:linear", "-o", tmp_path / "o")
+    assert rc == 0, err
+    pkg = mcu.load(tmp_path / "o")
+    size = mcu.size(pkg)
+    instructions = mcu.run(pkg, models[0].linear()[1]).instructions
+    m = pkg.manifest
+    assert out.splitlines()[-1] == mcu.cli.summary_line("mps2-an386", instructions, m["arena_bytes"],
+                                                         m["arena_lower_bound"], size)
+    assert re.fullmatch(r"mps2-an386: [\d,]+ instructions, arena [\d,]+ B \(lower bound [\d,]+ B\), flash [\d,]+ B "
+                        r"of 4,194,304 B \(weights [\d,]+ B, code [\d,]+ B\)", out.splitlines()[-1])
+    rc, out, err = run_main(capsys, "compile", "errmodels:linear", "-o", tmp_path / "p", "--no-run")
+    assert rc == 0, err
+    assert "instructions" not in out and f"arena {m['arena_bytes']} B" in out
+    assert not mcu.load(tmp_path / "p").build_dir.exists()
+
+
+def test_summary_line():
+    from mcu.elfsize import SizeReport
+    size = SizeReport(flash_weights=34904, flash_generated=1500, flash_kernels=13000, flash_runtime=300,
+                      flash_other=3040, ram_arena=10816, ram_static=0, ram_stack=2048, flash_capacity=4194304)
+    assert mcu.cli.summary_line("mps2-an386", 3549680, 10816, 8704, size) == (
+        "mps2-an386: 3,549,680 instructions, arena 10,816 B (lower bound 8,704 B), flash 52,744 B of 4,194,304 B "
+        "(weights 34,904 B, code 17,840 B)")
+    assert mcu.cli.summary_line("x", None, 1, 0, dataclasses.replace(size, flash_capacity=None)).startswith("x: not run, arena 1 B (lower bound 0 B), "
+                                                                  "flash 52,744 B (weights")
 
 
 def test_format_progress():
