@@ -205,14 +205,14 @@ def raster_gap(params: dict, block: int | str = 1) -> int:
 
 def overlap_gap(node) -> int | None:
     """How many bytes below its first input a call's output must start to overlap it, if that input dies
-    at the call: 0 for an in-place kernel on geometry it runs, raster_gap for a raster kernel; None when
+    at the call: 0 for an in-place kernel on geometry it runs, else raster_gap for a raster kernel; None when
     the kernel's output may not overlap its input."""
     kernel = node.attrs.get("kernel") if node.op == "call" else None
     if pixel_stride(node) is not None:  # raster_gap assumes contiguous pixels
         return None
     overwrites = KERNELS[kernel].overwrites if kernel else None
-    if overwrites is not None:
-        return 0 if overwrites(node.attrs["params"]) else None
+    if overwrites is not None and overwrites(node.attrs["params"]):
+        return 0
     if kernel in RASTER_KERNELS:
         return raster_gap(node.attrs["params"], KERNELS[kernel].raster_block)
     return None

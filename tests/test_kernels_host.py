@@ -470,6 +470,43 @@ def test_inplace_kernel_matches_the_portable_twin(lib, kernel, where, seed):
     assert (scratch[-8:] == canary).all(), "wrote past its scratch"
 
 
+@pytest.mark.host_c
+@pytest.mark.parametrize("where", ["in place", "below", "apart"])
+@pytest.mark.parametrize("seed", range(12))
+def test_dsp_depthwise_runs_in_place(lib, where, seed):
+    """mcu_dwconv2d_3x3_s8_dsp on the in-place geometry (3x3 'same', stride 1, any padding split and dilation),
+    its output over its input, 0..C*W bytes below it, or apart: the portable result (its ring of output rows in
+    the scratch after the padding; the C path, which the QEMU overlap test runs in assembly)."""
+    from mcu.codegen.kernels import KERNELS
+    rng = np.random.default_rng(seed)
+    n, h, w, c = int(rng.choice([1, 2])), int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 14))
+    dh, dw = (int(v) for v in rng.integers(1, 3, size=2))
+    in_off, out_off = rand_offsets(rng)
+    params = conv_params((n, h, w, c), (1, 3, 3, c), (n, h, w, c), (1, 1),
+                         (int(rng.integers(0, 2 * dh + 1)), int(rng.integers(0, 2 * dw + 1))), (dh, dw),
+                         (in_off, out_off), rand_act(rng, out_off) if seed % 3 else (-128, 127))
+    acc_std = math.sqrt(9 * (in_off**2 + 5500) * 5500)
+    mult, shift = rand_quant(rng, c, acc_std)
+    x, filt, bias = rand_int8(rng, (n, h, w, c)), rng.integers(-128, 128, (1, 3, 3, c), dtype=np.int8), \
+        rand_bias(rng, c, acc_std)
+    expected = conv.dwconv2d_s8(params, mult, shift, x, filt, bias)
+    variant = KERNELS["mcu_dwconv2d_3x3_s8_dsp"]
+    assert variant.overwrites(params)
+    args = prepared_variant_args(variant, params, mult, shift, x, filt, bias)
+    gap = {"in place": 0, "below": int(rng.integers(1, w * c + 2)), "apart": x.size + 3}[where]
+    buf = rng.integers(-128, 128, size=gap + x.size + 5, dtype=np.int8)
+    buf[gap:gap + x.size] = x.reshape(-1)
+    size = variant.scratch(params)
+    scratch = rng.integers(-128, 128, size=size + 8, dtype=np.int8)  # 8 canaries after it
+    canary = scratch[-8:].copy()
+    out = buf[:expected.size] if where != "apart" else np.empty(expected.size, np.int8)
+    status = hostc.call(lib, "mcu_dwconv2d_3x3_s8_dsp", *args[:3], buf[gap:gap + x.size], *args[4:], scratch,
+                        out=out)
+    assert status == hostc.MCU_OK
+    assert_equal_int(out.reshape(expected.shape), expected)
+    assert (scratch[-8:] == canary).all(), "wrote past its scratch"
+
+
 SCRATCH_WRAPPER = """
 #include <stdint.h>
 #include "mcu/mcu_kernels.h"
@@ -595,6 +632,8 @@ def test_variant_scratch_bytes_c_equals_twin():
         kh, kw = (int(v) for v in rng.integers(1, 12, 2))
         c_in = int(rng.choice([1, 3, 4, 5, 16, 40, 130, 1100]))
         params = conv_params((1, 20, 20, c_in), (8, kh, kw, c_in), (1, 4, 4, 8), pad=(i % 2, i % 3))
+        if i % 4 == 0:  # the depthwise in-place geometry: stride 1, output dims == input dims
+            params = conv_params((1, 6, 7, c_in), (1, 3, 3, c_in), (1, 6, 7, c_in), pad=(i % 3, i % 2))
         for kernel in SCRATCH_VARIANTS:
             fn = getattr(lib, f"t_{kernel}")
             fn.restype = ctypes.c_int32
@@ -609,6 +648,9 @@ def test_variant_scratch_bytes_c_equals_twin():
     assert conv.conv2d_s8_fast_scratch_bytes(wide) == conv.conv2d_s4_scratch_bytes(wide) == 1440
     assert conv.conv2d_s4_scratch_bytes(conv_params((1, 8, 8, 160), (8, 1, 1, 160), (1, 8, 8, 8))) == 0
     assert conv.conv2d_1x1_s8_dsp_scratch_bytes(conv_params((1, 2, 2, 13), (8, 1, 1, 13), (1, 2, 2, 8))) == 16 * 4 + 8
+    # KWS's depthwise: a pixel of padding, then a ring of 2 output rows of 5 pixels (it runs in place)
+    assert conv.dwconv2d_3x3_s8_dsp_scratch_bytes(conv_params((1, 25, 5, 64), (1, 3, 3, 64), (1, 25, 5, 64),
+                                                              pad=(1, 1))) == 64 + 2 * 5 * 64
 
 
 def prepared_variant_args(variant, params, mult, shift, x, w, bias) -> tuple:

@@ -238,8 +238,10 @@ def conv2d_s4_scratch_bytes(p: dict) -> int:
 
 
 def dwconv2d_3x3_s8_dsp_scratch_bytes(p: dict) -> int:
-    """Twin of mcu_dwconv2d_3x3_s8_dsp_scratch_bytes: C bytes of padding (the zero point)."""
-    return p["input"][3]
+    """Twin of mcu_dwconv2d_3x3_s8_dsp_scratch_bytes: C bytes of padding (the zero point), then, on the in-place
+    geometry (dwconv2d_s8_inplace_fits), the ring of delayed output rows: pad_top + 1 rows."""
+    c = p["input"][3]
+    return c + ((p["pad_top"] + 1) * p["output"][2] * c if dwconv2d_s8_inplace_fits(p) else 0)
 
 
 def dwconv2d_3x3_s8_fast_scratch_bytes(p: dict) -> int:

@@ -659,9 +659,20 @@ static inline int32_t mcu_conv2d_s4_scratch_bytes(const mcu_conv2d_params_t *par
     return one_by_one ? 0 : params->filter.h * params->filter.w * params->input.c;
 }
 
+/* The DSP depthwise runs in place (its output over its dying input, at or below it) on the geometry of
+ * mcu_dwconv2d_s8_inplace (stride 1, output dims == input dims): its output rows then wait in a ring of
+ * pad_top + 1 rows, after the C bytes of padding. */
+static inline int mcu_dwconv2d_3x3_s8_dsp_inplace_fits(const mcu_conv2d_params_t *params)
+{
+    const mcu_dims_t *i = &params->input, *o = &params->output;
+    return params->stride_h == 1 && params->stride_w == 1 && i->n == o->n && i->h == o->h && i->w == o->w &&
+           i->c == o->c;
+}
+
 static inline int32_t mcu_dwconv2d_3x3_s8_dsp_scratch_bytes(const mcu_conv2d_params_t *params)
 {
-    return params->input.c;
+    const int32_t c = params->input.c;
+    return c + (mcu_dwconv2d_3x3_s8_dsp_inplace_fits(params) ? (params->pad_top + 1) * params->output.w * c : 0);
 }
 
 static inline int32_t mcu_dwconv2d_3x3_s8_fast_scratch_bytes(const mcu_conv2d_params_t *params)

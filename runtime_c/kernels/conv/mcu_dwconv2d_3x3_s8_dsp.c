@@ -6,18 +6,18 @@
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
 
-/* Output pixels [x_begin, x_end) of one output row, one at a time: channels [0, done) by the assembly when
- * asm_ok (windows in place, or taps through a table at the borders; else they are done already), the rest in
- * C. row[ky] is window row ky's input row, NULL in the padding. */
+/* Output pixels [x_begin, x_end) of one output row, one at a time, pixel x_begin's outputs at out and each
+ * next pixel's C bytes on: channels [0, done) by the assembly when asm_ok (windows in place, or taps through a
+ * table at the borders; else they are done already), the rest in C. row[ky] is window row ky's input row, NULL
+ * in the padding. */
 static void pixels(const mcu_conv2d_params_t *p, const int8_t *const row[3], int32_t x_begin, int32_t x_end,
                    const int8_t *pad, const int8_t *filter, const mcu_rq_mode_t *mode, int32_t done, int asm_ok,
-                   int8_t *out_row)
+                   int8_t *out)
 {
     const int32_t c = p->input.c, in_w = p->input.w, dw = p->dilation_w;
     const int rows_inside = row[0] != NULL && row[2] != NULL;
-    for (int32_t x = x_begin; x < x_end; ++x) {
+    for (int32_t x = x_begin; x < x_end; ++x, out += c) {
         const int32_t base_x = x * p->stride_w - p->pad_left;
-        int8_t *out = out_row + x * c;
         const int8_t *tap[9];
         for (int32_t kx = 0; kx < 3; ++kx) {
             const int32_t ix = base_x + kx * dw;
@@ -47,6 +47,23 @@ static void pixels(const mcu_conv2d_params_t *p, const int8_t *const row[3], int
     }
 }
 
+/* The input rows of output row y's window (NULL in the padding). */
+static void window_rows(const mcu_conv2d_params_t *p, const int8_t *in_n, int32_t y, const int8_t *row[3])
+{
+    const int32_t base_y = y * p->stride_h - p->pad_top, in_w = p->input.w, c = p->input.c;
+    for (int32_t ky = 0; ky < 3; ++ky) {
+        const int32_t iy = base_y + ky * p->dilation_h;
+        row[ky] = iy >= 0 && iy < p->input.h ? in_n + iy * in_w * c : NULL;
+    }
+}
+
+/* Whether the output's bytes overlap the input's. */
+static int overlapping(const int8_t *input, const int8_t *output, int32_t bytes)
+{
+    const uintptr_t i = (uintptr_t)input, o = (uintptr_t)output;
+    return o < i + (uintptr_t)bytes && i < o + (uintptr_t)bytes;
+}
+
 mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
                                      int8_t *scratch, int8_t *output)
@@ -70,15 +87,26 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
         mode.records_fast = mode.records_fast && rec[1] >= 0;
     }
     mode.fast = mode.records_fast && p->act_min == MCU_Q7_MIN && p->act_max == MCU_Q7_MAX;
-    const int32_t dh = p->dilation_h, sw = p->stride_w;
+    const int32_t sw = p->stride_w;
     (void)sw;
     int8_t *pad = scratch; /* C bytes: a padded tap reads the zero point, the bias is folded */
     mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
-    /* The assembly does whole groups of 4 channels in fast mode: runs of interior pixels [x0, x1) of the rows
-     * inside the image a group at a time (dilation_w 1, stride_w 1 or 2), other pixels one at a time. */
-    int32_t done = 0, x0 = 0, x1 = 0;
+    int32_t done = 0;
 #if MCU_DSP_ASM
     done = mode.fast ? c & ~3 : 0;
+#endif
+    /* In place (the in-place geometry, the output over the input, at or below it): output row r (flattened n, y)
+     * goes to ring slot r % (pad_top + 1); rows after r read no input row before r + 1 - pad_top, so output row
+     * r - pad_top then leaves its slot (the next one) for its place. */
+    const int32_t row_bytes = out_w * c, ring_rows = p->pad_top + 1;
+    const int in_place = mcu_dwconv2d_3x3_s8_dsp_inplace_fits(p) &&
+                         overlapping(input, output, p->output.n * p->output.h * row_bytes);
+    int8_t *ring = scratch + c;
+    int32_t r = 0, slot = 0;
+    /* The assembly does whole groups of 4 channels in fast mode: runs of interior pixels [x0, x1) of the rows
+     * inside the image a group at a time (dilation_w 1, stride_w 1 or 2), other pixels one at a time. */
+    int32_t x0 = 0, x1 = 0;
+#if MCU_DSP_ASM
     if (done > 0 && p->dilation_w == 1 && (sw == 1 || sw == 2) && in_w - 3 + p->pad_left >= 0) {
         x0 = (p->pad_left + sw - 1) / sw; /* the interior columns: x * sw - pad_left in [0, in_w - 3] */
         x1 = (in_w - 3 + p->pad_left) / sw + 1;
@@ -86,34 +114,38 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
         x0 = x0 < x1 ? x0 : x1;
     }
 #endif
-    int8_t *out = output;
-
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
-        for (int32_t y = 0; y < p->output.h; ++y, out += out_w * c) {
-            const int32_t base_y = y * p->stride_h - p->pad_top;
+        for (int32_t y = 0; y < p->output.h; ++y, ++r) {
+            int8_t *out = in_place ? ring + slot * row_bytes : output + r * row_bytes;
             const int8_t *row[3];
-            for (int32_t ky = 0; ky < 3; ++ky) {
-                const int32_t iy = base_y + ky * dh;
-                row[ky] = iy >= 0 && iy < in_h ? in_n + iy * in_w * c : NULL;
-            }
+            window_rows(p, in_n, y, row);
             const int rows_inside = row[0] != NULL && row[2] != NULL;
             const int32_t r0 = rows_inside ? x0 : 0, r1 = rows_inside ? x1 : 0; /* this row's run, maybe empty */
 #if MCU_DSP_ASM
             if (r1 > r0) {
-                const int8_t *src = in_n + (base_y * in_w + r0 * sw - p->pad_left) * c;
+                const int8_t *src = row[0] + (r0 * sw - p->pad_left) * c;
                 for (int32_t g = 0; g < done; g += 4) {
-                    mcu_dsp_dw_run_asm(src + g, c, dh * in_w * c, filter + g / 4 * MCU_DSP_DW_GROUP_BYTES,
+                    mcu_dsp_dw_run_asm(src + g, c, (int32_t)(row[1] - row[0]), filter + g / 4 * MCU_DSP_DW_GROUP_BYTES,
                                        out + r0 * c + g, out + r1 * c + g, sw == 2);
                 }
                 if (done < c) { /* the channel tail of the run's pixels */
-                    pixels(p, row, r0, r1, pad, filter, &mode, done, 0, out);
+                    pixels(p, row, r0, r1, pad, filter, &mode, done, 0, out + r0 * c);
                 }
             }
 #endif
             pixels(p, row, 0, r0, pad, filter, &mode, done, 1, out);
-            pixels(p, row, r1, out_w, pad, filter, &mode, done, 1, out);
+            pixels(p, row, r1, out_w, pad, filter, &mode, done, 1, out + r1 * c);
+            if (in_place) {
+                slot = slot + 1 == ring_rows ? 0 : slot + 1;
+                if (r >= p->pad_top) {
+                    memcpy(output + (r - p->pad_top) * row_bytes, ring + slot * row_bytes, (size_t)row_bytes);
+                }
+            }
         }
+    }
+    for (int32_t k = r > p->pad_top ? r - p->pad_top : 0; in_place && k < r; ++k) { /* still in the ring */
+        memcpy(output + k * row_bytes, ring + (k % ring_rows) * row_bytes, (size_t)row_bytes);
     }
     return MCU_OK;
 }
