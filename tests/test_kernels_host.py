@@ -473,10 +473,12 @@ def test_inplace_kernel_matches_the_portable_twin(lib, kernel, where, seed):
 @pytest.mark.host_c
 @pytest.mark.parametrize("where", ["in place", "below", "apart"])
 @pytest.mark.parametrize("seed", range(12))
-def test_dsp_depthwise_runs_in_place(lib, where, seed):
-    """mcu_dwconv2d_3x3_s8_dsp on the in-place geometry (3x3 'same', stride 1, any padding split and dilation),
-    its output over its input, 0..C*W bytes below it, or apart: the portable result (its ring of output rows in
-    the scratch after the padding; the C path, which the QEMU overlap test runs in assembly)."""
+@pytest.mark.parametrize("kernel", ["mcu_dwconv2d_3x3_s8_dsp", "mcu_dwconv2d_3x3_s8_fast"])
+def test_depthwise_3x3_runs_in_place(lib, kernel, where, seed):
+    """The 3x3 depthwise variants on the in-place geometry (3x3 'same', stride 1, any padding split and dilation),
+    the output over the input, 0..C*W bytes below it, or apart: the portable result (their ring of output rows in
+    the scratch after the padding; the DSP one's C path: the QEMU overlap test runs its assembly and the
+    Helium one)."""
     from mcu.codegen.kernels import KERNELS
     rng = np.random.default_rng(seed)
     n, h, w, c = int(rng.choice([1, 2])), int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 14))
@@ -490,7 +492,7 @@ def test_dsp_depthwise_runs_in_place(lib, where, seed):
     x, filt, bias = rand_int8(rng, (n, h, w, c)), rng.integers(-128, 128, (1, 3, 3, c), dtype=np.int8), \
         rand_bias(rng, c, acc_std)
     expected = conv.dwconv2d_s8(params, mult, shift, x, filt, bias)
-    variant = KERNELS["mcu_dwconv2d_3x3_s8_dsp"]
+    variant = KERNELS[kernel]
     assert variant.overwrites(params)
     args = prepared_variant_args(variant, params, mult, shift, x, filt, bias)
     gap = {"in place": 0, "below": int(rng.integers(1, w * c + 2)), "apart": x.size + 3}[where]
@@ -500,7 +502,7 @@ def test_dsp_depthwise_runs_in_place(lib, where, seed):
     scratch = rng.integers(-128, 128, size=size + 8, dtype=np.int8)  # 8 canaries after it
     canary = scratch[-8:].copy()
     out = buf[:expected.size] if where != "apart" else np.empty(expected.size, np.int8)
-    status = hostc.call(lib, "mcu_dwconv2d_3x3_s8_dsp", *args[:3], buf[gap:gap + x.size], *args[4:], scratch,
+    status = hostc.call(lib, kernel, *args[:3], buf[gap:gap + x.size], *args[4:], scratch,
                         out=out)
     assert status == hostc.MCU_OK
     assert_equal_int(out.reshape(expected.shape), expected)

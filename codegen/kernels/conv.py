@@ -18,8 +18,9 @@ from mcu.codegen.twins.s16 import conv2d_s16_dsp_scratch_bytes
 MVE, DSP = ("mve",), ("dsp",)
 # Loop orders (the `raster` property): the DSP convs widen a pixel pair (both windows) before writing either
 # pixel, so pixel order holds; the Helium convs read 3 pixels in place while writing them 4 channels at a time
-# (blocks of 3); the DSP depthwise runs a row's interior pixels one 4-channel group at a time (one row), and on
-# the in-place depthwise's geometry runs in place (`overwrites`: its outputs wait in a ring, mcu_kernels.h).
+# (blocks of 3); the DSP depthwise runs a row's interior pixels one 4-channel group at a time (one row). The 3x3
+# depthwise variants run in place on the in-place depthwise's geometry (`overwrites`: their output rows wait in
+# a ring, mcu_opt.h mcu_dw_rows_t).
 BLOCKS_OF_3 = {"raster": True, "raster_block": 3}
 CONV, CONV_F32 = "mcu_conv2d_params_t", "mcu_conv2d_f32_params_t"
 
@@ -47,11 +48,11 @@ SPECS = [
     variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes,
             raster=True),
     variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3, prepare_dw_mve,
-            dwconv2d_3x3_s8_mve_scratch_bytes, raster=True),
+            dwconv2d_3x3_s8_mve_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp,
             dwconv2d_3x3_s8_dsp_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_fast", "conv", "mcu_dwconv2d_s8", (), is_dw3x3, prepare_dw_fast,
-            dwconv2d_3x3_s8_fast_scratch_bytes, raster=True),
+            dwconv2d_3x3_s8_fast_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
     # optimize="memory": in place over a dying input, on the geometry `overwrites` accepts
     variant("mcu_dwconv2d_s8_inplace", "conv", "mcu_dwconv2d_s8", mode="memory",
             applies=dwconv2d_s8_inplace_fits, overwrites=dwconv2d_s8_inplace_fits,

@@ -237,13 +237,19 @@ def conv2d_s4_scratch_bytes(p: dict) -> int:
     return 0 if one_by_one else conv2d_s8_fast_scratch_bytes(p)
 
 
-def dwconv2d_3x3_s8_dsp_scratch_bytes(p: dict) -> int:
-    """Twin of mcu_dwconv2d_3x3_s8_dsp_scratch_bytes: C bytes of padding (the zero point), then, on the in-place
-    geometry (dwconv2d_s8_inplace_fits), the ring of delayed output rows: pad_top + 1 rows."""
+def dw3x3_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_dw3x3_scratch_bytes, the 3x3 depthwise variants' (fast, dsp, mve) scratch: C bytes of padding
+    (the zero point), then, on the in-place geometry (dwconv2d_s8_inplace_fits), a ring of pad_top + 1 output
+    rows (they run in place)."""
     c = p["input"][3]
     return c + ((p["pad_top"] + 1) * p["output"][2] * c if dwconv2d_s8_inplace_fits(p) else 0)
 
 
+def dwconv2d_3x3_s8_dsp_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_dwconv2d_3x3_s8_dsp_scratch_bytes (dw3x3_scratch_bytes)."""
+    return dw3x3_scratch_bytes(p)
+
+
 def dwconv2d_3x3_s8_fast_scratch_bytes(p: dict) -> int:
-    """Twin of mcu_dwconv2d_3x3_s8_fast_scratch_bytes: C bytes of padding (the zero point)."""
-    return p["input"][3]
+    """Twin of mcu_dwconv2d_3x3_s8_fast_scratch_bytes (dw3x3_scratch_bytes)."""
+    return dw3x3_scratch_bytes(p)

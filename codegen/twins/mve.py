@@ -4,6 +4,8 @@ The kernels' arithmetic needs no twin of its own: a variant's output equals its 
 codegen/reference.py runs (see codegen/passes/select_kernels.py)."""
 from __future__ import annotations
 
+from .conv import dw3x3_scratch_bytes
+
 
 def conv2d_s8_mve_compact(p: dict) -> bool:
     """The _mve conv gathers the whole window compactly (its rows, KW * C_in taps, are not whole 16-tap chunks)."""
@@ -21,5 +23,5 @@ def conv2d_s8_mve_scratch_bytes(p: dict) -> int:
 
 
 def dwconv2d_3x3_s8_mve_scratch_bytes(p: dict) -> int:
-    """Twin of mcu_dwconv2d_3x3_s8_mve_scratch_bytes: C bytes of padding (the zero point)."""
-    return p["input"][3]
+    """Twin of mcu_dwconv2d_3x3_s8_mve_scratch_bytes (conv.dw3x3_scratch_bytes)."""
+    return dw3x3_scratch_bytes(p)

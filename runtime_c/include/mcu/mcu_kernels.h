@@ -615,13 +615,14 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *    rounded up to 4.
  *  - conv2d_s8_fast, conv2d_s4: one pixel's window, K = KH * KW * C_in bytes (0 for the s4 kernel's 1x1
  *    filter without padding, which reads the pixel in place).
- *  - dwconv2d_3x3_s8_dsp, dwconv2d_3x3_s8_fast: C bytes of the input zero point, which padded taps read.
+ *  - dwconv2d_3x3_s8_dsp, dwconv2d_3x3_s8_fast, dwconv2d_3x3_s8_mve: C bytes of the input zero point, which
+ *    padded taps read; on the in-place geometry (mcu_dw3x3_inplace_fits) then a ring of pad_top + 1 output
+ *    rows.
  *  - conv2d_s8_mve: a table of 3 row pointers (4 bytes each) per window row, then 3 gathered windows (the
  *    block's pixels). KW * C_in a multiple of 16: KH rows of KW * C_in bytes (pixels inside the input are read
  *    in place), then one row of KW * C_in zero points (for rows in the vertical padding); else ("compact") a
  *    table of K16 byte offsets (K16 = KH * KW * C_in rounded up to 16; an inside window spanning at most 256
- *    input bytes is one VLDRB gather per 16 taps) and 3 windows of K16 bytes.
- *  - dwconv2d_3x3_s8_mve: C bytes of the input zero point, which padded taps read. */
+ *    input bytes is one VLDRB gather per 16 taps) and 3 windows of K16 bytes. */
 #define MCU_DSP_COMPACT_K 128
 #define MCU_DSP_ROW_PIECE 128
 
@@ -659,25 +660,30 @@ static inline int32_t mcu_conv2d_s4_scratch_bytes(const mcu_conv2d_params_t *par
     return one_by_one ? 0 : params->filter.h * params->filter.w * params->input.c;
 }
 
-/* The DSP depthwise runs in place (its output over its dying input, at or below it) on the geometry of
- * mcu_dwconv2d_s8_inplace (stride 1, output dims == input dims): its output rows then wait in a ring of
- * pad_top + 1 rows, after the C bytes of padding. */
-static inline int mcu_dwconv2d_3x3_s8_dsp_inplace_fits(const mcu_conv2d_params_t *params)
+/* The 3x3 depthwise variants (fast, dsp, mve) run in place (their output over their dying input, at or below
+ * it) on the geometry of mcu_dwconv2d_s8_inplace (stride 1, output dims == input dims): their output rows then
+ * wait in a ring of pad_top + 1 rows, after the C bytes of padding (mcu_opt.h, mcu_dw_rows_t). */
+static inline int mcu_dw3x3_inplace_fits(const mcu_conv2d_params_t *params)
 {
     const mcu_dims_t *i = &params->input, *o = &params->output;
     return params->stride_h == 1 && params->stride_w == 1 && i->n == o->n && i->h == o->h && i->w == o->w &&
            i->c == o->c;
 }
 
-static inline int32_t mcu_dwconv2d_3x3_s8_dsp_scratch_bytes(const mcu_conv2d_params_t *params)
+static inline int32_t mcu_dw3x3_scratch_bytes(const mcu_conv2d_params_t *params)
 {
     const int32_t c = params->input.c;
-    return c + (mcu_dwconv2d_3x3_s8_dsp_inplace_fits(params) ? (params->pad_top + 1) * params->output.w * c : 0);
+    return c + (mcu_dw3x3_inplace_fits(params) ? (params->pad_top + 1) * params->output.w * c : 0);
+}
+
+static inline int32_t mcu_dwconv2d_3x3_s8_dsp_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return mcu_dw3x3_scratch_bytes(params);
 }
 
 static inline int32_t mcu_dwconv2d_3x3_s8_fast_scratch_bytes(const mcu_conv2d_params_t *params)
 {
-    return params->input.c;
+    return mcu_dw3x3_scratch_bytes(params);
 }
 
 static inline int32_t mcu_conv2d_s8_mve_scratch_bytes(const mcu_conv2d_params_t *params)
@@ -688,7 +694,7 @@ static inline int32_t mcu_conv2d_s8_mve_scratch_bytes(const mcu_conv2d_params_t 
 
 static inline int32_t mcu_dwconv2d_3x3_s8_mve_scratch_bytes(const mcu_conv2d_params_t *params)
 {
-    return params->input.c;
+    return mcu_dw3x3_scratch_bytes(params);
 }
 
 /* Conv, 1x1 filter, no padding: fold (fast, mve), records and c4 (fast), stream (dsp), packed filter. */

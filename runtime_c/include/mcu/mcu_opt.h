@@ -150,6 +150,53 @@ MCU_INLINE void mcu_dw3x3_taps(const mcu_conv2d_params_t *p, const int8_t *in_n,
     }
 }
 
+/* A 3x3 depthwise variant running in place (mcu_dw3x3_inplace_fits, its output over its input, at or below
+ * it): output row r (flattened n, y) goes to slot r % (pad_top + 1) of a ring of rows in its scratch; rows
+ * after r read no input row before r + 1 - pad_top, so once row r is done, output row r - pad_top leaves its
+ * slot (the next one) for its place. Off (output apart, or the raster gap below): rows go to their place. */
+typedef struct {
+    int8_t *output, *ring;
+    int32_t row_bytes, rows, delay, r, slot;
+    int on;
+} mcu_dw_rows_t;
+
+MCU_INLINE mcu_dw_rows_t mcu_dw_rows_open(const mcu_conv2d_params_t *p, const int8_t *input, int8_t *output,
+                                          int8_t *ring)
+{
+    const int32_t row_bytes = p->output.w * p->output.c, bytes = p->output.n * p->output.h * row_bytes;
+    const uintptr_t i = (uintptr_t)input, o = (uintptr_t)output;
+    mcu_dw_rows_t d = {output, ring, row_bytes, p->pad_top + 1, p->pad_top, 0, 0, 0};
+    d.on = mcu_dw3x3_inplace_fits(p) && o < i + (uintptr_t)bytes && i < o + (uintptr_t)bytes;
+    return d;
+}
+
+/* Where output row d->r goes. */
+MCU_INLINE int8_t *mcu_dw_rows_out(const mcu_dw_rows_t *d)
+{
+    return d->on ? d->ring + d->slot * d->row_bytes : d->output + d->r * d->row_bytes;
+}
+
+/* Output row d->r is done. */
+MCU_INLINE void mcu_dw_rows_next(mcu_dw_rows_t *d)
+{
+    if (d->on) {
+        d->slot = d->slot + 1 == d->rows ? 0 : d->slot + 1;
+        if (d->r >= d->delay) {
+            memcpy(d->output + (d->r - d->delay) * d->row_bytes, d->ring + d->slot * d->row_bytes,
+                   (size_t)d->row_bytes);
+        }
+    }
+    ++d->r;
+}
+
+/* Every row is done: the ones still in the ring go to their places, oldest first. */
+MCU_INLINE void mcu_dw_rows_close(mcu_dw_rows_t *d)
+{
+    for (int32_t k = d->r > d->delay ? d->r - d->delay : 0; d->on && k < d->r; ++k) {
+        memcpy(d->output + k * d->row_bytes, d->ring + (k % d->rows) * d->row_bytes, (size_t)d->row_bytes);
+    }
+}
+
 /* FC pointers and scalar parameters. */
 MCU_INLINE mcu_status_t mcu_fc_check(const mcu_fc_params_t *p, const mcu_per_channel_quant_t *q, const void *input,
                                      const void *weights, const void *output)

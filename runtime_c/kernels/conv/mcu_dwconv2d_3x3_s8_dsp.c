@@ -57,13 +57,6 @@ static void window_rows(const mcu_conv2d_params_t *p, const int8_t *in_n, int32_
     }
 }
 
-/* Whether the output's bytes overlap the input's. */
-static int overlapping(const int8_t *input, const int8_t *output, int32_t bytes)
-{
-    const uintptr_t i = (uintptr_t)input, o = (uintptr_t)output;
-    return o < i + (uintptr_t)bytes && i < o + (uintptr_t)bytes;
-}
-
 mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
                                      int8_t *scratch, int8_t *output)
@@ -95,14 +88,7 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
 #if MCU_DSP_ASM
     done = mode.fast ? c & ~3 : 0;
 #endif
-    /* In place (the in-place geometry, the output over the input, at or below it): output row r (flattened n, y)
-     * goes to ring slot r % (pad_top + 1); rows after r read no input row before r + 1 - pad_top, so output row
-     * r - pad_top then leaves its slot (the next one) for its place. */
-    const int32_t row_bytes = out_w * c, ring_rows = p->pad_top + 1;
-    const int in_place = mcu_dwconv2d_3x3_s8_dsp_inplace_fits(p) &&
-                         overlapping(input, output, p->output.n * p->output.h * row_bytes);
-    int8_t *ring = scratch + c;
-    int32_t r = 0, slot = 0;
+    mcu_dw_rows_t rows = mcu_dw_rows_open(p, input, output, scratch + c); /* in place: a ring of rows */
     /* The assembly does whole groups of 4 channels in fast mode: runs of interior pixels [x0, x1) of the rows
      * inside the image a group at a time (dilation_w 1, stride_w 1 or 2), other pixels one at a time. */
     int32_t x0 = 0, x1 = 0;
@@ -116,8 +102,8 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
 #endif
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
-        for (int32_t y = 0; y < p->output.h; ++y, ++r) {
-            int8_t *out = in_place ? ring + slot * row_bytes : output + r * row_bytes;
+        for (int32_t y = 0; y < p->output.h; ++y, mcu_dw_rows_next(&rows)) {
+            int8_t *out = mcu_dw_rows_out(&rows);
             const int8_t *row[3];
             window_rows(p, in_n, y, row);
             const int rows_inside = row[0] != NULL && row[2] != NULL;
@@ -136,16 +122,8 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
 #endif
             pixels(p, row, 0, r0, pad, filter, &mode, done, 1, out);
             pixels(p, row, r1, out_w, pad, filter, &mode, done, 1, out + r1 * c);
-            if (in_place) {
-                slot = slot + 1 == ring_rows ? 0 : slot + 1;
-                if (r >= p->pad_top) {
-                    memcpy(output + (r - p->pad_top) * row_bytes, ring + slot * row_bytes, (size_t)row_bytes);
-                }
-            }
         }
     }
-    for (int32_t k = r > p->pad_top ? r - p->pad_top : 0; in_place && k < r; ++k) { /* still in the ring */
-        memcpy(output + k * row_bytes, ring + (k % ring_rows) * row_bytes, (size_t)row_bytes);
-    }
+    mcu_dw_rows_close(&rows);
     return MCU_OK;
 }

@@ -25,12 +25,13 @@ mcu_status_t mcu_dwconv2d_3x3_s8_fast(const mcu_conv2d_params_t *params, const m
     const mcu_rq_mode_t mode = mcu_rq_mode(rec, c, p->output_offset, p->act_min, p->act_max);
     int8_t *pad = scratch; /* C bytes: a padded tap reads the zero point, the bias is folded */
     mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
-    int8_t *out = output;
+    mcu_dw_rows_t rows = mcu_dw_rows_open(p, input, output, scratch + c); /* in place: a ring of rows */
 
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
-        for (int32_t y = 0; y < p->output.h; ++y) {
+        for (int32_t y = 0; y < p->output.h; ++y, mcu_dw_rows_next(&rows)) {
             const int32_t base_y = y * p->stride_h - p->pad_top;
+            int8_t *out = mcu_dw_rows_out(&rows);
             for (int32_t x = 0; x < p->output.w; ++x, out += c) {
                 const int8_t *tap[9];
                 mcu_dw3x3_taps(p, in_n, base_y, x * p->stride_w - p->pad_left, pad, tap);
@@ -45,5 +46,6 @@ mcu_status_t mcu_dwconv2d_3x3_s8_fast(const mcu_conv2d_params_t *params, const m
             }
         }
     }
+    mcu_dw_rows_close(&rows);
     return MCU_OK;
 }

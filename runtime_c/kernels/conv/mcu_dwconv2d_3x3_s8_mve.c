@@ -27,12 +27,13 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
     const int32x4_t vmin = vdupq_n_s32(p->act_min), vmax = vdupq_n_s32(p->act_max);
     const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
     const int16_t *w16 = (const int16_t *)(const void *)filter; /* [9][c8] */
-    int8_t *out = output;
+    mcu_dw_rows_t rows = mcu_dw_rows_open(p, input, output, scratch + c); /* in place: a ring of rows */
 
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
-        for (int32_t y = 0; y < p->output.h; ++y) {
+        for (int32_t y = 0; y < p->output.h; ++y, mcu_dw_rows_next(&rows)) {
             const int32_t base_y = y * p->stride_h - p->pad_top;
+            int8_t *out = mcu_dw_rows_out(&rows);
             for (int32_t x = 0; x < p->output.w; ++x, out += c) {
                 const int32_t base_x = x * p->stride_w - p->pad_left;
                 const int8_t *tap[9];
@@ -61,6 +62,7 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
             }
         }
     }
+    mcu_dw_rows_close(&rows);
     return MCU_OK;
 #else
     (void)params, (void)quant, (void)input, (void)filter, (void)bias, (void)scratch, (void)output;
