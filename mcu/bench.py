@@ -1,5 +1,6 @@
-"""`python -m mcu.bench` (or `mcu bench`): compile and run the model zoo on each board; print the table
-and write it to JSON. Numbers are QEMU instructions (not cycles), bytes from the ELF."""
+"""`python -m mcu.bench` (or `mcu bench`): compile and run the model zoo on each board; print the table, and the
+one-build goals table (each number against its goal), and write them to JSON. Numbers are QEMU instructions
+(not cycles), bytes from the ELF."""
 from __future__ import annotations
 
 import json
@@ -16,7 +17,20 @@ from mcu.errors import BoardFitError
 from mcu.metrics import relative_error, sqnr_db
 from mcu.zoo import MODELS, calibration_set, macs
 
-BOARDS = ["mps2-an386", "mps2-an385", "mps3-an547"]
+BOARDS = ["mps2-an386", "mps2-an385", "mps2-an500", "mps2-an505", "mps3-an547"]
+
+# The one-build goals (issue #14), per model and board: instructions at most the speed build's when the issue was
+# filed (measured then; the M3's IC: 25 M), the arena at most the memory build's, weight flash at most 1.10x the
+# int8 parameters (one byte per parameter), kernels + glue at most 8 KiB (AD: 4 KiB).
+BEFORE_INSTRUCTIONS = {
+    "mps2-an386": {"kws": 2_949_200, "vww": 8_303_760, "ic": 10_164_840, "ad": 241_600},
+    "mps2-an385": {"kws": 7_583_160, "vww": 23_330_160, "ic": 25_000_000, "ad": 539_800},
+    "mps2-an500": {"kws": 2_931_160, "vww": 8_297_560, "ic": 10_171_360, "ad": 241_720},
+    "mps2-an505": {"kws": 2_951_600, "vww": 8_299_100, "ic": 10_166_800, "ad": 241_550},
+    "mps3-an547": {"kws": 1_686_313, "vww": 6_078_594, "ic": 2_971_438, "ad": 107_813},
+}
+FLASH_PER_PARAM = 1.10
+CODE_BYTES = {"ad": 4096}  # else 8192
 
 
 def bench_one(name: str, board: str, out_root: Path, quantize: str = "int8") -> dict:
@@ -40,6 +54,7 @@ def bench_one(name: str, board: str, out_root: Path, quantize: str = "int8") -> 
         "exact": bool(np.array_equal(res.raw_outputs[0], refs[0])),
         "sqnr_db": sqnr_db(want, [pkg.dequantize_outputs([r])[0] for r in refs]),  # pooled over 10 inputs
         "kernels": sorted({op["kernel"] for op in pkg.manifest["ops"]} - {"alias"}),
+        "params": sum(p.numel() for p in model.parameters()),
     }
     if quantize == "int8":  # the smallest arena: optimize="memory" (portable and in-place kernels), compiled only
         small = mcu.compile(model, example, board=board, calibration=calibration_set(name), force=True,
@@ -63,6 +78,27 @@ def format_table(rows: list[dict]) -> str:
                      f"{r['flash_kernels']:,} | {r['flash_runtime']:,} | {r['flash_glue']:,} | {r['ram_static']:,} | "
                      f"{r['instructions']:,} | {r['macs']:,} | {r['macs_per_instruction']:.3f} | "
                      f"{'yes' if r['exact'] else 'NO'} | {r['sqnr_db']:.1f} |")
+    return "\n".join(lines)
+
+
+def format_goals(rows: list[dict]) -> str:
+    """The one-build goals table (BEFORE_INSTRUCTIONS): each int8 row's numbers against its goal, 'ok' or 'over'."""
+    def cell(value: str, goal: str, ok: bool) -> str:
+        return f"{value} ({goal}) {'ok' if ok else 'over'}"
+    lines = ["| model | board | instructions (goal) | arena B (memory mode) | weight flash / params (goal) | "
+             "kernels + glue B (goal) |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        if r.get("quantize", "int8") != "int8" or "arena_memory" not in r or "params" not in r:
+            continue
+        ceiling = BEFORE_INSTRUCTIONS.get(r["board"], {}).get(r["model"])
+        ins = r["instructions"]
+        ins = cell(f"{ins:,}", f"{ceiling:,}", ins <= ceiling) if ceiling else f"{ins:,}"
+        arena = cell(f"{r['arena_bytes']:,}", f"{r['arena_memory']:,}", r["arena_bytes"] <= r["arena_memory"])
+        ratio = r["flash_weights"] / r["params"]
+        flash = cell(f"{ratio:.2f}", f"{FLASH_PER_PARAM:.2f}", ratio <= FLASH_PER_PARAM)
+        code, code_goal = r["flash_kernels"] + r["flash_glue"], CODE_BYTES.get(r["model"], 8192)
+        lines.append(f"| {r['model']} | {r['board']} | {ins} | {arena} | {flash} | "
+                     f"{cell(f'{code:,}', f'{code_goal:,}', code <= code_goal)} |")
     return "\n".join(lines)
 
 
@@ -95,6 +131,8 @@ def bench(models: list[str] | None = None, boards: list[str] | None = None,
     path = out / ("bench.json" if quantize == "int8" else "bench-float32.json")
     path.write_text(json.dumps(rows, indent=2) + "\n")
     print(format_table(rows))
+    if quantize == "int8":
+        print("\nThe one-build goals (issue #14):\n" + format_goals(rows))
     if quantize == "none":
         print("\n| model | board | relative error, device vs torch | numpy twin vs torch (10 inputs) |\n|---|---|---|---|")
         for r in rows:

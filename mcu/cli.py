@@ -427,7 +427,7 @@ def build_parser() -> ArgumentParser:
                  "mcu bench --quantize none --boards mps2-an386", "mcu bench --numerics --models kws")
     p.add_argument("--models", nargs="*", metavar="MODEL", help="mcu.zoo models to run (default: all)")
     p.add_argument("--boards", nargs="*", metavar="BOARD",
-                   help="boards to run on (default: mcu.bench.BOARDS, the three QEMU boards of the README table)")
+                   help="boards to run on (default: mcu.bench.BOARDS, the five Arm QEMU boards of the README table)")
     p.add_argument("--out", default="out/bench", help="folder for the packages and bench.json (default: out/bench)")
     p.add_argument("--quantize", choices=("int8", "none"), default="int8",
                    help="none: the float models, float32 kernels (flash, arena, instructions, relative error)")
