@@ -6,9 +6,9 @@
     fold    bias' = bias + input_offset * sum(w) per output channel (a NULL bias becomes one), so the
             inner loop multiplies raw int8 inputs; padded taps then read -input_offset (the zero point);
     pack    weights reordered (DSP conv: int8 or int16 words per channel pair; DSP fc: int8 words per channel
-            quad; fast: two channels per int32 word), stored as bytes so the `const int8_t *filter` signature
-            stays, in the order the kernel streams them; channels padded with zero rows, bias and quant arrays
-            padded likewise;
+            quad; fast: per tap of 4 channels two int32 words of two channels each, or one int8 word they are
+            built from), stored as bytes so the `const int8_t *filter` signature stays, in the order the kernel
+            streams them; channels padded with zero rows, bias and quant arrays padded likewise;
     records per-channel requantization constants replacing both quant arrays (see
             runtime_c/include/mcu/mcu_opt.h): {mult, sh, round_lo, round_hi} (the _fast kernels) or
             {mult, sh, rh} (DSP fc);
@@ -152,6 +152,7 @@ def pack_quads_s8(w_rows: np.ndarray) -> np.ndarray:
 # two-channel words) rather than int8 only in a layer where that saves at least this many instructions per
 # inference per flash byte it costs (dsp_wide, fast_wide).
 WIDEN_GAIN = 64
+
 
 def _const(tensors: dict[str, Tensor], name: str) -> np.ndarray | None:
     return None if name is None else tensors[name].data

@@ -84,15 +84,12 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
     (void)sw;
     int8_t *pad = scratch; /* C bytes: a padded tap reads the zero point, the bias is folded */
     mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
-    int32_t done = 0;
-#if MCU_DSP_ASM
-    done = mode.fast ? c & ~3 : 0;
-#endif
     mcu_dw_rows_t rows = mcu_dw_rows_open(p, input, output, scratch + c); /* in place: a ring of rows */
     /* The assembly does whole groups of 4 channels in fast mode: runs of interior pixels [x0, x1) of the rows
      * inside the image a group at a time (dilation_w 1, stride_w 1 or 2), other pixels one at a time. */
-    int32_t x0 = 0, x1 = 0;
+    int32_t done = 0, x0 = 0, x1 = 0;
 #if MCU_DSP_ASM
+    done = mode.fast ? c & ~3 : 0;
     if (done > 0 && p->dilation_w == 1 && (sw == 1 || sw == 2) && in_w - 3 + p->pad_left >= 0) {
         x0 = (p->pad_left + sw - 1) / sw; /* the interior columns: x * sw - pad_left in [0, in_w - 3] */
         x1 = (in_w - 3 + p->pad_left) / sw + 1;
@@ -111,9 +108,10 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
 #if MCU_DSP_ASM
             if (r1 > r0) {
                 const int8_t *src = row[0] + (r0 * sw - p->pad_left) * c;
+                const int32_t rs = (int32_t)(row[1] - row[0]);
                 for (int32_t g = 0; g < done; g += 4) {
-                    mcu_dsp_dw_run_asm(src + g, c, (int32_t)(row[1] - row[0]), filter + g / 4 * MCU_DSP_DW_GROUP_BYTES,
-                                       out + r0 * c + g, out + r1 * c + g, sw == 2);
+                    mcu_dsp_dw_run_asm(src + g, c, rs, filter + g / 4 * MCU_DSP_DW_GROUP_BYTES, out + r0 * c + g,
+                                       out + r1 * c + g, sw == 2);
                 }
                 if (done < c) { /* the channel tail of the run's pixels */
                     pixels(p, row, r0, r1, pad, filter, &mode, done, 0, out + r0 * c);
