@@ -386,12 +386,12 @@ DW_MVE_LANES = [0, 2, 4, 6, 1, 3, 5, 7]  # VMULLB/VMULLT split 8 channels into e
 
 
 def prepare_dw_mve(node, tensors):
-    """Helium depthwise: int16 weights [9][C8]; folded bias, multiplier and shift in lane order per 8
-    channels (even channels, then odd), padded to C8."""
+    """Helium depthwise: int8 weights [9][C8] (the kernel widens them as it loads them, VLDRB.S16); folded bias,
+    multiplier and shift in lane order per 8 channels (even channels, then odd), padded to C8."""
     taps = _dw_taps(node, tensors)
     c8 = round_up(taps.shape[0], 8)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
-    w = np.ascontiguousarray(pad_rows(taps.astype(np.int16), c8).T).astype("<i2").reshape(-1).view(np.int8)
+    w = np.ascontiguousarray(pad_rows(taps, c8).T).reshape(-1)
 
     def lanes(a):
         return pad_rows(np.asarray(a, np.int32), c8).reshape(-1, 8)[:, DW_MVE_LANES].reshape(-1)

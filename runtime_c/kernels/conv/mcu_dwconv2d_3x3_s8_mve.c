@@ -26,7 +26,7 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
     mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
     const int32x4_t vmin = vdupq_n_s32(p->act_min), vmax = vdupq_n_s32(p->act_max);
     const uint32x4_t even = vidupq_n_u32(0, 2), odd = vidupq_n_u32(1, 2);
-    const int16_t *w16 = (const int16_t *)(const void *)filter; /* [9][c8] */
+    /* int8 [9][c8], widened by the load (VLDRB.S16: as many instructions as loading int16) */
     mcu_dw_rows_t rows = mcu_dw_rows_open(p, input, output, scratch + c); /* in place: a ring of rows */
 
     for (int32_t n = 0; n < p->output.n; ++n) {
@@ -45,7 +45,7 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
                     int32x4_t acc_e = vldrwq_s32(bias + ch), acc_o = vldrwq_s32(bias + ch + 4);
                     for (int32_t t = 0; t < 9; ++t) {
                         const int16x8_t xv = vldrbq_z_s16(tap[t] + ch, pred);
-                        const int16x8_t wv = vldrhq_s16(w16 + t * c8 + ch);
+                        const int16x8_t wv = vldrbq_s16(filter + t * c8 + ch);
                         acc_e = vaddq_s32(acc_e, vmullbq_int_s16(xv, wv));
                         acc_o = vaddq_s32(acc_o, vmulltq_int_s16(xv, wv));
                     }
