@@ -731,8 +731,8 @@ mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu
 
 /* Depthwise 3x3, channel multiplier 1, any stride/padding/dilation. Packed filters (C = channels):
  *   fast: fold, records, int8 [C][9];
- *   dsp:  stream per 4 channels (C rounded up to 4): folded biases b0..b3; per tap t = ky * 3 + kx the int16
- *         words (w_c0, w_c2), (w_c1, w_c3); the 4 records (136 bytes);
+ *   dsp:  stream per 4 channels (C rounded up to 4): folded biases b0..b3; per tap t = ky * 3 + kx the int8
+ *         word (w_c0, w_c1, w_c2, w_c3), widened by the kernel; the 4 records (100 bytes);
  *   mve:  fold, int8 [9][C8] (widened by the load); bias, multiplier and shift padded to C8 and stored per 8
  *         channels in lane order 0, 2, 4, 6, 1, 3, 5, 7. */
 mcu_status_t mcu_dwconv2d_3x3_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,

@@ -700,15 +700,16 @@ void mcu_dsp_g2_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride, int32_t c_out
 
 /* ---- DSP depthwise 3x3 (the _dsp depthwise variant) ---------------------------------------------------- */
 
-/* The filter stream (select_kernels.pack_dw_stream), per group of 4 channels (C rounded up to 4, zero
- * channels): the folded biases b0..b3; per tap t = ky * 3 + kx the int16 words (w_c0, w_c2), (w_c1, w_c3);
- * the four 3-word records (mcu_rq3_record). 34 words. */
-#define MCU_DSP_DW_GROUP_BYTES 136
+/* The filter stream (packing.pack_dw_stream), per group of 4 channels (C rounded up to 4, zero channels): the
+ * folded biases b0..b3; per tap t = ky * 3 + kx the int8 word (w_c0, w_c1, w_c2, w_c3), which SXTB16 and SXTB16
+ * ROR 8 widen to (w_c0, w_c2), (w_c1, w_c3), the lanes of the input word widened the same way; the four 3-word
+ * records (mcu_rq3_record). 25 words. */
+#define MCU_DSP_DW_GROUP_BYTES 100
 
 /* Channel c's record in the stream. */
 MCU_INLINE const int32_t *mcu_dsp_dw_record(const int8_t *w, int32_t c)
 {
-    return (const int32_t *)(const void *)(w + (c / 4) * MCU_DSP_DW_GROUP_BYTES + 88 + (c % 4) * 12);
+    return (const int32_t *)(const void *)(w + (c / 4) * MCU_DSP_DW_GROUP_BYTES + 52 + (c % 4) * 12);
 }
 
 /* Channels [c, c + n) (n <= 4, c % 4 == 0) of one pixel in C, any mode: tap[t] points at channel c of tap t
@@ -720,21 +721,21 @@ MCU_INLINE void mcu_dsp_dw_group_c(const int8_t *const tap[9], int32_t n, const 
     for (int32_t j = 0; j < n; ++j) {
         uint32_t acc = (uint32_t)bias[j]; /* wraps like the folded bias */
         for (int32_t t = 0; t < 9; ++t) {
-            int16_t w;
-            memcpy(&w, g + 16 + t * 8 + (j & 1) * 4 + (j >> 1) * 2, sizeof w);
-            acc += (uint32_t)(tap[t][j] * w);
+            acc += (uint32_t)(tap[t][j] * g[16 + t * 4 + j]);
         }
-        out[j] = mcu_rq3_out((int32_t)acc, (const int32_t *)(const void *)(g + 88 + 12 * j), m);
+        out[j] = mcu_rq3_out((int32_t)acc, (const int32_t *)(const void *)(g + 52 + 12 * j), m);
     }
 }
 
 #if MCU_DSP_ASM
-/* One tap of one group (4 channels): the word at addr, widened, against the next two weight words. */
+/* One tap of one group (4 channels): the word at addr and the next weight word, both widened. */
 #define MCU_DSP_DWT(addr)                                                                                  \
     "ldr r5, " addr "\n\t"                                                                                 \
     "sxtb16 r4, r5\n\t"                                                                                    \
     "sxtb16 r5, r5, ror #8\n\t"                                                                            \
-    "ldrd r6, r7, [%[w]], #8\n\t"                                                                          \
+    "ldr r7, [%[w]], #4\n\t"                                                                               \
+    "sxtb16 r6, r7\n\t"                                                                                    \
+    "sxtb16 r7, r7, ror #8\n\t"                                                                            \
     "smlabb r8, r4, r6, r8\n\t"                                                                            \
     "smlatt r10, r4, r6, r10\n\t"                                                                          \
     "smlabb r9, r5, r7, r9\n\t"                                                                            \
@@ -769,8 +770,8 @@ MCU_INLINE void mcu_dsp_dw_group_c(const int8_t *const tap[9], int32_t n, const 
 
 /* (Both not inlined, static: all registers go to their loops.)
  * Whole groups [0, groups) of one pixel, fast mode: tap (ky, kx) of channel 0 at p + ky * rs + kx * cs, group
- * g at + 4 g; w the stream of group 0; 4 outputs per group from out on. Per group and tap: one LDR, two SXTB16,
- * one LDRD of weights, four SMLAxy; per output SMMLA, ASR, SSAT, STRB. */
+ * g at + 4 g; w the stream of group 0; 4 outputs per group from out on. Per group and tap: two LDR, four SXTB16
+ * (input and weights), four SMLAxy; per output SMMLA, ASR, SSAT, STRB. */
 static __attribute__((noinline, unused)) void mcu_dsp_dw_pixel_asm(const int8_t *p, int32_t cs, int32_t rs,
                                                                    const int8_t *w, int8_t *out, int32_t groups)
 {
@@ -794,7 +795,7 @@ static __attribute__((noinline, unused)) void mcu_dsp_dw_run_asm(const int8_t *p
 {
 #define MCU_DSP_DW_RUN(step)                                                                               \
     __asm__ volatile("1:\n\t" MCU_DSP_DW9 MCU_DSP_DWRQ4                                                     \
-                     "sub %[w], %[w], #136\n\t"                                                            \
+                     "sub %[w], %[w], #100\n\t"                                                            \
                      "add %[p], %[p], " step "\n\t"                                                        \
                      "add %[out], %[out], %[cs]\n\t"                                                       \
                      "cmp %[out], %[end]\n\t"                                                              \
