@@ -223,10 +223,11 @@ def pack_pairs_s32(w_rows: np.ndarray, wide: bool = True) -> np.ndarray | None:
 
 
 # A _fast GEMM widens its weights to the split words at compile time, or builds them in its loop from int8 words
-# (mcu_fast_words): about 9 instructions a tap of 4 channels on the M3 instead of 7. Widening costs one flash byte
-# per weight and saves half an instruction per weight per output row, so a layer widens where that is at least
-# WIDEN_GAIN instructions per inference a byte: 128 output rows (pixels, or batches of a fully connected layer).
-FAST_WIDE_ROWS = 2 * WIDEN_GAIN
+# (mcu_fast_words): its ARMv7-M loop of 4 taps of 4 channels takes 31 instructions instead of 16 (MCU_FAST_ASM in
+# mcu_opt.h). Widening costs one flash byte per weight and saves 15/16 instruction per weight per output row, so a
+# layer widens where that is at least WIDEN_GAIN instructions per inference a byte: 69 output rows (pixels, or
+# batches of a fully connected layer).
+FAST_WIDE_ROWS = -(-WIDEN_GAIN * 16 // 15)
 
 
 def fast_wide(params: dict) -> bool:

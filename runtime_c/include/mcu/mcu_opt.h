@@ -867,6 +867,41 @@ MCU_INLINE void mcu_fast_words(uint32_t v, int32_t *a, int32_t *b)
 #endif
 }
 
+#if defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2 && defined(__arm__)
+/* ARMv7-M (the Cortex-M3 and up): the scalar GEMM's 4-tap loops in assembly, 16 and 31 instructions a loop where
+ * GCC's C takes 24-26 and 36 (it loads word by word and keeps moving the 64-bit sums between registers). */
+#define MCU_FAST_ASM 1
+/* %[x] the next 4 inputs, %[w] their weights, sums in %[al]:%[ah] (channels 0, 1) and %[bl]:%[bh] (2, 3). */
+#define MCU_FAST_WIDE_TAP2(wa, wb, wc, wd)                                                                 \
+    "ldrsb r8, [%[x]], #1\n\t"                                                                             \
+    "smlal %[al], %[ah], " wa ", r8\n\t"                                                                   \
+    "smlal %[bl], %[bh], " wb ", r8\n\t"                                                                   \
+    "ldrsb r8, [%[x]], #1\n\t"                                                                             \
+    "smlal %[al], %[ah], " wc ", r8\n\t"                                                                   \
+    "smlal %[bl], %[bh], " wd ", r8\n\t"
+#define MCU_FAST_WIDE_LOOP                                                                                 \
+    "1:\n\t"                                                                                               \
+    "ldmia %[w]!, {r4, r5, r6, r7}\n\t" MCU_FAST_WIDE_TAP2("r4", "r5", "r6", "r7")                          \
+    "ldmia %[w]!, {r4, r5, r6, r7}\n\t" MCU_FAST_WIDE_TAP2("r4", "r5", "r6", "r7")                          \
+    "cmp %[x], %[end]\n\t"                                                                                 \
+    "bne 1b\n\t"
+/* One tap from the int8 word wr (mcu_fast_words): SBFX + ADD LSL 24, SBFX + BFI. */
+#define MCU_FAST_INT8_TAP(wr)                                                                              \
+    "ldrsb r8, [%[x]], #1\n\t"                                                                             \
+    "sbfx r9, " wr ", #8, #8\n\t"                                                                          \
+    "add r9, r9, " wr ", lsl #24\n\t"                                                                      \
+    "smlal %[al], %[ah], r9, r8\n\t"                                                                       \
+    "sbfx r9, " wr ", #16, #8\n\t"                                                                         \
+    "bfi " wr ", r9, #0, #24\n\t"                                                                          \
+    "smlal %[bl], %[bh], " wr ", r8\n\t"
+#define MCU_FAST_INT8_LOOP                                                                                 \
+    "1:\n\t"                                                                                               \
+    "ldmia %[w]!, {r4, r5, r6, r7}\n\t" MCU_FAST_INT8_TAP("r4") MCU_FAST_INT8_TAP("r5")                    \
+        MCU_FAST_INT8_TAP("r6") MCU_FAST_INT8_TAP("r7")                                                    \
+    "cmp %[x], %[end]\n\t"                                                                                 \
+    "bne 1b\n\t"
+#endif
+
 /* One tap of 4 channels from its int8 word: s01 += x * (w0 + w1 * 2^24), s23 += x * (w2 + w3 * 2^24). */
 MCU_INLINE void mcu_fast_tap(int32_t x, uint32_t v, int64_t *s01, int64_t *s23)
 {
@@ -884,33 +919,55 @@ MCU_INLINE void mcu_fast_tap(int32_t x, uint32_t v, int64_t *s01, int64_t *s23)
 MCU_INLINE void mcu_fast_gemm_row(const int8_t *x, int32_t k, const int8_t *filter, const int32_t *bias,
                                   const int32_t *rec, int32_t c_out, const mcu_rq_mode_t *m, int8_t *out)
 {
-    const int wide = mcu_read_u32(filter) == 8u;
-    const int8_t *w = filter + 4;
+    const uint32_t *w = (const uint32_t *)(const void *)filter + 1; /* the filter is 4-byte aligned */
+    const int wide = filter[0] == 8;
     for (int32_t c = 0; c < c_out; c += 4, bias += 4, rec += 16) {
         int64_t s01 = 0, s23 = 0;
         const int8_t *xp = x, *end = x + k;
-        if (wide) {
-            for (; xp + 2 <= end; xp += 2, w += 16) {
-                const int32_t x0 = xp[0], x1 = xp[1];
-                s01 += (int64_t)x0 * (int32_t)mcu_read_u32(w);
-                s23 += (int64_t)x0 * (int32_t)mcu_read_u32(w + 4);
-                s01 += (int64_t)x1 * (int32_t)mcu_read_u32(w + 8);
-                s23 += (int64_t)x1 * (int32_t)mcu_read_u32(w + 12);
+#if MCU_FAST_ASM
+        if (k >= 4) { /* whole 4-tap groups; the C loops below do the rest */
+            const int8_t *end4 = x + (k & ~3);
+            uint32_t al = 0, ah = 0, bl = 0, bh = 0;
+            if (wide) {
+                __asm__ volatile(MCU_FAST_WIDE_LOOP
+                                 : [x] "+r"(xp), [w] "+r"(w), [al] "+r"(al), [ah] "+r"(ah), [bl] "+r"(bl), [bh] "+r"(bh)
+                                 : [end] "r"(end4)
+                                 : "r4", "r5", "r6", "r7", "r8", "cc", "memory");
+            } else {
+                __asm__ volatile(MCU_FAST_INT8_LOOP
+                                 : [x] "+r"(xp), [w] "+r"(w), [al] "+r"(al), [ah] "+r"(ah), [bl] "+r"(bl), [bh] "+r"(bh)
+                                 : [end] "r"(end4)
+                                 : "r4", "r5", "r6", "r7", "r8", "r9", "cc", "memory");
             }
-            if (xp < end) {
-                s01 += (int64_t)xp[0] * (int32_t)mcu_read_u32(w);
-                s23 += (int64_t)xp[0] * (int32_t)mcu_read_u32(w + 4);
-                w += 8;
+            s01 = (int64_t)(((uint64_t)ah << 32) | al);
+            s23 = (int64_t)(((uint64_t)bh << 32) | bl);
+        }
+#endif
+        if (wide) {
+            for (; xp + 4 <= end; xp += 4, w += 8) {
+                const int32_t x0 = xp[0], x1 = xp[1], x2 = xp[2], x3 = xp[3];
+                s01 += (int64_t)x0 * (int32_t)w[0];
+                s23 += (int64_t)x0 * (int32_t)w[1];
+                s01 += (int64_t)x1 * (int32_t)w[2];
+                s23 += (int64_t)x1 * (int32_t)w[3];
+                s01 += (int64_t)x2 * (int32_t)w[4];
+                s23 += (int64_t)x2 * (int32_t)w[5];
+                s01 += (int64_t)x3 * (int32_t)w[6];
+                s23 += (int64_t)x3 * (int32_t)w[7];
+            }
+            for (; xp < end; ++xp, w += 2) {
+                s01 += (int64_t)xp[0] * (int32_t)w[0];
+                s23 += (int64_t)xp[0] * (int32_t)w[1];
             }
         } else {
-            for (; xp + 4 <= end; xp += 4, w += 16) {
-                mcu_fast_tap(xp[0], mcu_read_u32(w), &s01, &s23);
-                mcu_fast_tap(xp[1], mcu_read_u32(w + 4), &s01, &s23);
-                mcu_fast_tap(xp[2], mcu_read_u32(w + 8), &s01, &s23);
-                mcu_fast_tap(xp[3], mcu_read_u32(w + 12), &s01, &s23);
+            for (; xp + 4 <= end; xp += 4, w += 4) {
+                mcu_fast_tap(xp[0], w[0], &s01, &s23);
+                mcu_fast_tap(xp[1], w[1], &s01, &s23);
+                mcu_fast_tap(xp[2], w[2], &s01, &s23);
+                mcu_fast_tap(xp[3], w[3], &s01, &s23);
             }
-            for (; xp < end; ++xp, w += 4) {
-                mcu_fast_tap(xp[0], mcu_read_u32(w), &s01, &s23);
+            for (; xp < end; ++xp, ++w) {
+                mcu_fast_tap(xp[0], w[0], &s01, &s23);
             }
         }
         int32_t acc[4];
