@@ -576,8 +576,9 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *    of 4, mve: of 16), so the kernels can read input rows in place:
  *      fast: a header word (weight bytes per tap of 4 channels: 8 or 4), then per 4 channels and tap either
  *            the int32 words w0 + w1 * 2^24 and w2 + w3 * 2^24 (one SMLAL does two MACs), or (a layer of
- *            fewer than 128 output rows) the int8 word of bytes (w1, w0, w2, w3 - [w2 < 0]) the kernel builds
- *            them from (mcu_opt.h, mcu_fast_words); chosen only when 128 * sum|w| < 2^23 for channels 0 and
+ *            fewer than 69 output rows, packing.FAST_WIDE_ROWS) the int8 word of bytes
+ *            (w1, w0, w2, w3 - [w2 < 0]) the kernel builds them from (mcu_opt.h, mcu_fast_words); chosen only
+ *            when 128 * sum|w| < 2^23 for channels 0 and
  *            2 of each quad, and no word leaves int32: w1 or w3 = -128 beside a negative w0 or w2 keeps the
  *            portable kernel;
  *      dsp (fc): int8 [C4/4][K4/4][4 channels][4 taps], K4 = K rounded up to 4 with zero taps, widened by

@@ -914,8 +914,8 @@ MCU_INLINE void mcu_fast_tap(int32_t x, uint32_t v, int64_t *s01, int64_t *s23)
 /* out[c] = rq(bias[c] + sum_k x[k] * w[c][k]) for c < c_out: x an int8 row of k values (the offset is in
  * the folded bias); c_out padded to 4 (zero rows, padded bias/records). The filter: a header word, the weight
  * bytes per tap of 4 channels, then per 4 channels and tap either (8) the split words w0 + w1 * 2^24 and
- * w2 + w3 * 2^24 as int32 (widened at compile time: 7 instructions a tap on the M3), or (4) one int8 word that
- * mcu_fast_words turns into the same two (9, 4 taps a loop). */
+ * w2 + w3 * 2^24 as int32 (widened at compile time: 4 instructions a tap on the M3, MCU_FAST_ASM), or (4) one
+ * int8 word that mcu_fast_words turns into the same two (7.75). */
 MCU_INLINE void mcu_fast_gemm_row(const int8_t *x, int32_t k, const int8_t *filter, const int32_t *bias,
                                   const int32_t *rec, int32_t c_out, const mcu_rq_mode_t *m, int8_t *out)
 {
