@@ -8,8 +8,8 @@
   manifest lists once for every kernel that needs them). Memory properties: `inplace` (which input the output may take exactly), `raster`
   (output pixels written in order, in blocks of `raster_block`: the output may slide under a dying input by a
   derived gap), `strided`
-  (honours params["output_pixel_stride"]), `overwrites` (an in-place variant: the geometry it runs over its
-  dying input, gap 0).
+  (honours params["output_pixel_stride"]), `overwrites` (the geometry on which it runs over its dying input,
+  gap 0: an in-place variant, or a raster one that also runs in place there, as the 3x3 depthwise variants).
 - Family modules (conv, fc, pool, elementwise, activation, shape, reduce, convert) list their kernels, every
   element type together, as CMSIS-NN groups its sources. `KERNELS` is their union; every pass asks it.
 - Variants are tried in registration order (most preferred first): Helium, DSP, then scalar; a specialised
