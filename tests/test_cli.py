@@ -175,6 +175,17 @@ def test_cli_compile_ends_with_one_line_of_instructions_arena_and_flash(models, 
     assert not mcu.load(tmp_path / "p").build_dir.exists()
 
 
+def test_cli_compile_without_the_cross_compiler_writes_the_package_and_says_so(models, capsys, tmp_path,  # noqa: F811
+                                                                             monkeypatch):
+    import shutil
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "arm-none-eabi-gcc" else which(name))
+    rc, out, err = run_main(capsys, "compile", "errmodels:linear", "-o", tmp_path / "o")
+    assert rc == 0, err
+    assert "not built: arm-none-eabi-gcc is not installed" in err and "arena " in out and "instructions" not in out
+    assert (tmp_path / "o" / "model.c").is_file()
+
+
 def test_summary_line():
     from mcu.elfsize import SizeReport
     size = SizeReport(flash_weights=34904, flash_generated=1500, flash_kernels=13000, flash_runtime=300,
