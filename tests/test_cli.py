@@ -193,8 +193,8 @@ def test_summary_line():
     assert mcu.cli.summary_line("mps2-an386", 3549680, 10816, 8704, size) == (
         "mps2-an386: 3,549,680 instructions, arena 10,816 B (lower bound 8,704 B), flash 52,744 B of 4,194,304 B "
         "(weights 34,904 B, code 17,840 B)")
-    assert mcu.cli.summary_line("x", None, 1, 0, dataclasses.replace(size, flash_capacity=None)).startswith("x: not run, arena 1 B (lower bound 0 B), "
-                                                                  "flash 52,744 B (weights")
+    line = mcu.cli.summary_line("x", None, 1, 0, dataclasses.replace(size, flash_capacity=None))
+    assert line.startswith("x: not run, arena 1 B (lower bound 0 B), flash 52,744 B (weights")
 
 
 def test_format_progress():
