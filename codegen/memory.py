@@ -187,10 +187,11 @@ def group_offsets(graph: Graph) -> dict[str, int]:
             for t, o in concat_offsets(graph, n).items() for u in reshape_chain(graph, t)}
 
 
-def raster_gap(params: dict, block: int | str = 1) -> int:
+def raster_gap(params: dict, block: int | str = 1, first: bool = False) -> int:
     """Smallest safe (offset(input) - offset(output)) for a raster kernel with these params that works through
     its output pixels (n, y, x) in order in blocks of `block` pixels ("row": one output row): max over blocks of
-    (bytes written up to the block's end) - (first input byte any pixel from the block's start on reads)."""
+    (bytes written up to the block's end) - (first input byte any pixel from the block's start on reads); when
+    the kernel reads each block whole before writing any of it (`first`), from the next block's start on."""
     n, oh, ow, oc = params["output"]
     _, ih, iw, ic = params["input"]
     rows = np.maximum(np.arange(oh) * params["stride_h"] - params["pad_top"], 0)
@@ -200,7 +201,15 @@ def raster_gap(params: dict, block: int | str = 1) -> int:
     size = ow if block == "row" else int(block)
     starts = np.arange(0, first_in.size, size)
     written = np.minimum(starts + size, first_in.size) * oc  # through the block's last pixel
-    return int(max(0, (written - first_in[starts] * ic).max()))
+    if first:  # the block's own reads are done; the last block's writes meet no later read
+        starts, written = starts[1:], written[:-1]
+    return int(max(0, (written - first_in[starts] * ic).max())) if starts.size else 0
+
+
+def kernel_raster_gap(kernel: str, params: dict) -> int:
+    """raster_gap for a raster kernel, with its registry's block and order."""
+    spec = KERNELS[kernel]
+    return raster_gap(params, spec.raster_block, spec.raster_first)
 
 
 def overlap_gap(node) -> int | None:
@@ -214,7 +223,7 @@ def overlap_gap(node) -> int | None:
     if overwrites is not None and overwrites(node.attrs["params"]):
         return 0
     if kernel in RASTER_KERNELS:
-        return raster_gap(node.attrs["params"], KERNELS[kernel].raster_block)
+        return kernel_raster_gap(kernel, node.attrs["params"])
     return None
 
 
@@ -385,7 +394,7 @@ def _apart_or_raster(graph: Graph, mem: MemoryPlan, node) -> bool:
         return True
     ox, oo = x.index, out.index
     nx = graph.tensors[node.inputs[0]].nbytes
-    return oo >= ox + nx or ox - oo >= raster_gap(node.attrs["params"], KERNELS[node.attrs["kernel"]].raster_block)
+    return oo >= ox + nx or ox - oo >= kernel_raster_gap(node.attrs["kernel"], node.attrs["params"])
 
 
 def verify_tensor_plan(graph: Graph, mem: MemoryPlan) -> None:

@@ -87,7 +87,7 @@ def test_raster_kernel_overlapping_its_input_at_the_gap(lib, kernel, seed):
     at = 1 if pool else 3  # the input among the twin's (and the C kernel's) arguments
     x = args[at]
     expected = base.twin(*args)
-    gap = raster_gap(params, spec.raster_block)
+    gap = raster_gap(params, spec.raster_block, spec.raster_first)
     buf = np.full(gap + max(x.size, expected.size) + 8, 0x5A, np.int8)
     buf[gap:gap + x.size] = x.ravel()
     call = [*c_args[:at], buf[gap:gap + x.size].reshape(x.shape), *c_args[at + 1:]]
@@ -119,3 +119,8 @@ def test_raster_block_gaps_by_hand():
     # blocks [0,3) [3,6) [6,7): written 384, 768, 896; first byte read 0, 192, 384
     assert raster_gap(pw, 3) == 768 - 192
     assert raster_gap(pw, 1) == 7 * 128 - 6 * 64
+    # read first (pairs): pair [0,2) written 256 before pair [2,4) reads from 128, ..., pair [4,6) 768 before
+    # [6,7) reads from 384; the last pair meets no later read. KWS's 64 -> 64 1x1 then needs no gap at all.
+    assert raster_gap(pw, 2, first=True) == 768 - 384
+    assert raster_gap(conv_params((1, 25, 5, 64), (64, 1, 1, 64), (1, 25, 5, 64)), 2, first=True) == 0
+    assert raster_gap(conv_params((1, 1, 1, 8), (8, 1, 1, 8), (1, 1, 1, 8)), 2, first=True) == 0  # one pixel

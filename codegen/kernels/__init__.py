@@ -50,6 +50,9 @@ class KernelSpec:
     # "row" (one output row): every read for a block happens before any write of the next block, and a block's
     # writes may come before its own reads end (mcu.codegen.memory.raster_gap)
     raster_block: int | str = 1
+    # every read of a block happens before any write of it (the DSP convs widen a pixel pair, the scalar conv
+    # copies a window, into scratch first): then only later blocks' reads bound the gap
+    raster_first: bool = False
     strided: bool = False
     overwrites: Callable[[dict], bool] | None = field(default=None, compare=False)
     input_array: bool = False          # inputs passed as one `const T *const inputs[]` argument (concat)

@@ -16,12 +16,14 @@ from mcu.codegen.twins.mve import conv2d_s8_mve_scratch_bytes, dwconv2d_3x3_s8_m
 from mcu.codegen.twins.s16 import conv2d_s16_dsp_scratch_bytes
 
 MVE, DSP = ("mve",), ("dsp",)
-# Loop orders (the `raster` property): the DSP convs widen a pixel pair (both windows) before writing either
-# pixel, so pixel order holds; the Helium convs read 3 pixels in place while writing them 4 channels at a time
+# Loop orders (the `raster` property): the DSP convs widen a pixel pair (both windows, pixels paired over n, y, x)
+# into scratch before writing either pixel (blocks of 2, read first), the scalar conv copies each window first;
+# the Helium convs read 3 pixels in place while writing them 4 channels at a time
 # (blocks of 3); the DSP depthwise runs a row's interior pixels one 4-channel group at a time (one row). The 3x3
 # depthwise variants run in place on the in-place depthwise's geometry (`overwrites`: their output rows wait in
 # a ring, mcu_opt.h mcu_dw_rows_t).
 BLOCKS_OF_3 = {"raster": True, "raster_block": 3}
+PAIRS_FIRST = {"raster": True, "raster_block": 2, "raster_first": True}
 CONV, CONV_F32 = "mcu_conv2d_params_t", "mcu_conv2d_f32_params_t"
 
 SPECS = [
@@ -41,12 +43,12 @@ SPECS = [
     variant("mcu_conv2d_s8_mve", "conv", "mcu_conv2d_s8", MVE, prepare=prepare_mve,
             scratch=conv2d_s8_mve_scratch_bytes, links=(GEMM_MVE,), **BLOCKS_OF_3),
     variant("mcu_conv2d_1x1_s8_dsp", "conv", "mcu_conv2d_s8", DSP, is_1x1, prepare_dsp_conv,
-            conv2d_1x1_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), raster=True),
+            conv2d_1x1_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), **PAIRS_FIRST),
     variant("mcu_conv2d_s8_dsp", "conv", "mcu_conv2d_s8", DSP, prepare=prepare_dsp_conv,
-            scratch=conv2d_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), raster=True),
+            scratch=conv2d_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), **PAIRS_FIRST),
     variant("mcu_conv2d_1x1_s8_fast", "conv", "mcu_conv2d_s8", (), is_1x1, prepare_fast, raster=True),
     variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes,
-            raster=True),
+            raster=True, raster_first=True),
     variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3, prepare_dw_mve,
             dwconv2d_3x3_s8_mve_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp,
