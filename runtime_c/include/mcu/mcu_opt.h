@@ -466,7 +466,7 @@ MCU_INLINE void mcu_im2col_s8(const mcu_conv2d_params_t *p, const int8_t *in_n, 
     mcu_im2col_rows_s8(p, in_n, y, x, zero_point, p->filter.w * p->input.c, win);
 }
 
-/* ---- SIMD32 (DSP extension) with C stand-ins; the fully connected GEMM row ----------------------------- */
+/* ---- SIMD32 (DSP extension) with C stand-ins ---------------------------------------------------------- */
 
 MCU_INLINE uint32_t mcu_ror8(uint32_t x)
 {
@@ -504,6 +504,20 @@ MCU_INLINE int32_t mcu_smlad(uint32_t x, uint32_t y, int32_t acc)
 
 #endif
 
+#if MCU_HAVE_DSP
+#define mcu_sxtb16(x) ((uint32_t)__sxtb16((int8x4_t)(x)))
+#else
+#define mcu_sxtb16(x) mcu_sxtab16(0u, (x))
+#endif
+
+/* An int8 word (v0, v1, v2, v3) as two int16 pairs in SXTB16 order: (v0, v2), (v1, v3). Two operands widened
+ * the same way pair up lane by lane, so SMLAD sums their products without reordering. */
+MCU_INLINE void mcu_widen8(uint32_t v, uint32_t out[2])
+{
+    out[0] = mcu_sxtb16(v);
+    out[1] = mcu_sxtb16(mcu_ror8(v));
+}
+
 /* GCC's Cortex-M tuning never forms LDM/LDRD or SXTAB16 with rotation, which halve the hot loops' instruction
  * counts (the measure here is instructions); those loops are inline assembly on Thumb-2 cores with the DSP
  * extension, C elsewhere. Local labels 1-5 are used inside each block. */
@@ -513,53 +527,7 @@ MCU_INLINE int32_t mcu_smlad(uint32_t x, uint32_t y, int32_t acc)
 #define MCU_DSP_ASM 0
 #endif
 
-/* dst (words) = the n int8 at src plus off, as int16 pairs in SXTB16 order: each group of 4 values
- * x0..x3 becomes the words (x0, x2), (x1, x3). A tail group reads only the bytes that exist; its
- * padding lanes hold off (the packed weights are zero there). src may be unaligned, dst is not. */
-MCU_INLINE void mcu_dsp_expand(const int8_t *src, int32_t n, int32_t off, uint32_t *dst)
-{
-    const uint32_t off2 = ((uint32_t)off & 0xFFFFu) * 0x00010001u;
-    int32_t i = 0;
-#if MCU_DSP_ASM
-    int32_t pairs = n >> 3;
-    if (pairs > 0) {
-        __asm__ volatile(
-            "1:\n\t"
-            "ldr r4, [%[src]], #4\n\t"
-            "ldr r6, [%[src]], #4\n\t"
-            "sxtab16 r5, %[off2], r4, ror #8\n\t"
-            "sxtab16 r4, %[off2], r4\n\t"
-            "sxtab16 r7, %[off2], r6, ror #8\n\t"
-            "sxtab16 r6, %[off2], r6\n\t"
-            "stmia %[dst]!, {r4, r5, r6, r7}\n\t"
-            "subs %[n], %[n], #1\n\t"
-            "bne 1b\n\t"
-            : [src] "+r"(src), [dst] "+r"(dst), [n] "+r"(pairs)
-            : [off2] "r"(off2)
-            : "r4", "r5", "r6", "r7", "cc", "memory");
-        i = n & ~7;
-        src -= i;
-    }
-#endif
-    for (; i + 4 <= n; i += 4) {
-        const uint32_t v = mcu_read_u32(src + i);
-        *dst++ = mcu_sxtab16(off2, v);
-        *dst++ = mcu_sxtab16(off2, mcu_ror8(v));
-    }
-    if (i < n) {
-        const uint32_t v = mcu_read_tail(src + i, n - i);
-        dst[0] = mcu_sxtab16(off2, v);
-        dst[1] = mcu_sxtab16(off2, mcu_ror8(v));
-    }
-}
-
 /* ---- DSP 2x2 GEMM (the _dsp conv variants) ---------------------------------------------------------- */
-
-#if MCU_HAVE_DSP
-#define mcu_sxtb16(x) ((uint32_t)__sxtb16((int8x4_t)(x)))
-#else
-#define mcu_sxtb16(x) mcu_sxtab16(0u, (x))
-#endif
 
 /* Two output pixels times two channels per block, SMLAD on int16 pairs, one step = 4 taps:
  *  - x (mcu_dsp_expand2): per step {p0 (t0, t2), p0 (t1, t3), p1 (t0, t2), p1 (t1, t3)}, the raw int8 inputs
@@ -919,8 +887,8 @@ MCU_INLINE void mcu_fast_tap(int32_t x, uint32_t v, int64_t *s01, int64_t *s23)
 MCU_INLINE void mcu_fast_gemm_row(const int8_t *x, int32_t k, const int8_t *filter, const int32_t *bias,
                                   const int32_t *rec, int32_t c_out, const mcu_rq_mode_t *m, int8_t *out)
 {
-    const uint32_t *w = (const uint32_t *)(const void *)filter + 1; /* the filter is 4-byte aligned */
-    const int wide = filter[0] == 8;
+    const uint32_t *w = (const uint32_t *)(const void *)filter; /* 4-byte aligned: its header word, then taps */
+    const int wide = *w++ == 8u;
     for (int32_t c = 0; c < c_out; c += 4, bias += 4, rec += 16) {
         int64_t s01 = 0, s23 = 0;
         const int8_t *xp = x, *end = x + k;

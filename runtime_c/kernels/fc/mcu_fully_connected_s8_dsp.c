@@ -78,13 +78,6 @@ typedef struct {
 #define FC8_CLOBBERS "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc", "memory"
 #endif
 
-/* (x0, x2) and (x1, x3) of a group's word. */
-static inline void fc8_widen(uint32_t v, uint32_t x[2])
-{
-    x[0] = mcu_sxtb16(v);
-    x[1] = mcu_sxtb16(mcu_ror8(v));
-}
-
 /* acc[j] = bias[j] + dot(x, w_j), j = 0..3, over the whole groups and the tail word (or none); returns w past
  * the quad. */
 static const int8_t *fc8_dot_1x4(const int8_t *x, const int8_t *w, int32_t groups, const uint32_t *tail,
@@ -94,10 +87,10 @@ static const int8_t *fc8_dot_1x4(const int8_t *x, const int8_t *w, int32_t group
     const int32_t n = groups + (tail != NULL);
     for (int32_t g = 0; g < n; ++g, x += 4) {
         uint32_t xw[2];
-        fc8_widen(g < groups ? mcu_read_u32(x) : *tail, xw);
+        mcu_widen8(g < groups ? mcu_read_u32(x) : *tail, xw);
         for (int32_t j = 0; j < 4; ++j, w += 4) {
             uint32_t ww[2];
-            fc8_widen(mcu_read_u32(w), ww);
+            mcu_widen8(mcu_read_u32(w), ww);
             a[j] = mcu_smlad(xw[0], ww[0], a[j]);
             a[j] = mcu_smlad(xw[1], ww[1], a[j]);
         }

@@ -19,10 +19,8 @@
 /* 4 taps of both pixels, as words va and vb, widened into dst[0..3] (as MCU_DSP_EXPAND_STEP) */
 MCU_INLINE void widen2(uint32_t va, uint32_t vb, uint32_t *dst)
 {
-    dst[0] = mcu_sxtb16(va);
-    dst[1] = mcu_sxtb16(mcu_ror8(va));
-    dst[2] = mcu_sxtb16(vb);
-    dst[3] = mcu_sxtb16(mcu_ror8(vb));
+    mcu_widen8(va, dst);
+    mcu_widen8(vb, dst + 2);
 }
 
 uint32_t *mcu_dsp_expand2(const int8_t *a, const int8_t *b, int32_t n, uint32_t *dst)
@@ -70,17 +68,16 @@ static __attribute__((noinline)) const int8_t *pair_c(const mcu_dsp_g2_t *g, con
     int32_t left = mcu_dsp_g2_first(steps) + 1; /* steps up to the next control word, step 0 included */
     w += 8;
     for (int32_t s = 0; s < steps; ++s, x += 4, w += g->step_bytes) {
-        uint32_t c0e, c0o, c1e, c1o;
+        uint32_t c[4]; /* c0 (w0, w2), c0 (w1, w3), c1 (w0, w2), c1 (w1, w3) */
         if (wide) {
-            c0e = mcu_read_u32(w), c0o = mcu_read_u32(w + 4), c1e = mcu_read_u32(w + 8), c1o = mcu_read_u32(w + 12);
+            memcpy(c, w, sizeof c);
         } else {
-            const uint32_t c0 = mcu_read_u32(w), c1 = mcu_read_u32(w + 4);
-            c0e = mcu_sxtb16(c0), c0o = mcu_sxtb16(mcu_ror8(c0)), c1e = mcu_sxtb16(c1), c1o = mcu_sxtb16(mcu_ror8(c1));
+            widen2(mcu_read_u32(w), mcu_read_u32(w + 4), c);
         }
-        acc[0] = mcu_smlad(x[1], c0o, mcu_smlad(x[0], c0e, acc[0]));
-        acc[1] = mcu_smlad(x[1], c1o, mcu_smlad(x[0], c1e, acc[1]));
-        acc[2] = mcu_smlad(x[3], c0o, mcu_smlad(x[2], c0e, acc[2]));
-        acc[3] = mcu_smlad(x[3], c1o, mcu_smlad(x[2], c1e, acc[3]));
+        acc[0] = mcu_smlad(x[1], c[1], mcu_smlad(x[0], c[0], acc[0]));
+        acc[1] = mcu_smlad(x[1], c[3], mcu_smlad(x[0], c[2], acc[1]));
+        acc[2] = mcu_smlad(x[3], c[1], mcu_smlad(x[2], c[0], acc[2]));
+        acc[3] = mcu_smlad(x[3], c[3], mcu_smlad(x[2], c[2], acc[3]));
         if (--left == 0) { /* past a control word */
             w += 4;
             left = MCU_DSP_G2_CHUNK;
