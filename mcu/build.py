@@ -14,6 +14,14 @@ from mcu.paths import package_root
 COMPILER = "arm-none-eabi-gcc"
 
 
+def missing_compiler() -> str | None:
+    """Why no firmware can be built here (the cross compiler is not installed, and how to install it), or None."""
+    if shutil.which(COMPILER) is not None:
+        return None
+    return (f"{COMPILER} is not installed; install it with `apt-get install gcc-arm-none-eabi "
+            "libnewlib-arm-none-eabi` or run ./dev setup")
+
+
 def firmware_script() -> Path:
     """The SCons script that builds a firmware image (shipped inside the mcu package)."""
     return package_root("mcu") / "firmware.scons"
@@ -30,11 +38,9 @@ def build_firmware(board: str | Board, model_dir: str | os.PathLike, build_dir: 
     """
     name = board.name if isinstance(board, Board) else board
     load_board(name)  # unknown boards fail here, with suggestions, not inside SCons
-    if shutil.which(COMPILER) is None:
-        raise BuildError(
-            f"{COMPILER} is not installed; install it with `apt-get install gcc-arm-none-eabi "
-            "libnewlib-arm-none-eabi` or run ./dev setup"
-        )
+    missing = missing_compiler()
+    if missing:
+        raise BuildError(missing)
     model_dir = Path(model_dir).resolve()
     build_dir = Path(build_dir).resolve()
     build_dir.mkdir(parents=True, exist_ok=True)

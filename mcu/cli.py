@@ -151,15 +151,14 @@ def cmd_compile(args) -> None:
         print(pkg.precision.table())
     m = pkg.manifest
     print(f"wrote {pkg.out_dir}: {len(m['ops'])} ops, kernels: {', '.join(k.split('/')[-1] for k in m['kernels'])}")
-    import shutil
-    from mcu.build import COMPILER
-    built = not args.no_run and shutil.which(COMPILER) is not None
+    from mcu.build import missing_compiler
+    missing = None if args.no_run else missing_compiler()
+    built = not args.no_run and missing is None
     if not built:  # else the summary line below says it
         print(f"arena {m['arena_bytes']} B (liveness lower bound {m['arena_lower_bound']} B, {m['planner']}), "
               f"weights {m['weights_bytes']} B")
-    if not args.no_run and not built:
-        print(f"not built: {COMPILER} is not installed (apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi, "
-              f"or ./dev setup); the package is written, `mcu run {pkg.out_dir}` builds and runs it",
+    if missing:
+        print(f"not built: {missing}; the package is written, `mcu run {pkg.out_dir}` builds and runs it",
               file=sys.stderr)
     for f in m.get("fallbacks", []):
         where = f" at {f['source']}" if f["source"] else ""
