@@ -134,18 +134,6 @@ def pack_groups_s8(w_rows: np.ndarray, group: int, chunk: int) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(-1, group, k_pad // chunk, chunk).transpose(0, 2, 1, 3)).reshape(-1)
 
 
-def pack_quads_s8(w_rows: np.ndarray) -> np.ndarray:
-    """int8 [C, K] -> per 4 channels, per group of 4 taps, each channel's taps k0..k3 as one int8 word in natural
-    order (C padded to 4 with zero rows, K to 4 with zero taps): the layout the DSP fully connected kernel
-    widens with SXTB16 / SXTB16 ROR 8 into (k0, k2), (k1, k3)."""
-    c, k = w_rows.shape
-    k4 = round_up(k, 4)
-    w = np.zeros((round_up(c, 4), k4), np.int8)
-    w[:c, :k] = w_rows
-    w = w.reshape(-1, 4, k4 // 4, 4)                                # [quad, channel, group, tap]
-    return np.ascontiguousarray(w.transpose(0, 2, 1, 3)).reshape(-1)  # [quad, group, channel, tap]
-
-
 # ---- Prepare hooks ------------------------------------------------------------------------------------------
 
 # The exchange rate between speed and flash: a variant stores its weights widened (int16, or the scalar GEMM's
@@ -230,10 +218,14 @@ def pack_pairs_s32(w_rows: np.ndarray, wide: bool = True) -> np.ndarray | None:
 FAST_WIDE_ROWS = -(-WIDEN_GAIN * 16 // 15)
 
 
+def output_rows(params: dict) -> int:
+    """The GEMM rows of a conv (output pixels) or fully connected layer (batches): how often each weight is used."""
+    return params["batches"] if "batches" in params else int(np.prod(params["output"][:3]))
+
+
 def fast_wide(params: dict) -> bool:
     """Whether the _fast GEMM with these params (conv or fully connected) stores the split words (FAST_WIDE_ROWS)."""
-    rows = params["batches"] if "batches" in params else int(np.prod(params["output"][:3]))
-    return rows >= FAST_WIDE_ROWS
+    return output_rows(params) >= FAST_WIDE_ROWS
 
 
 def prepare_fast(node, tensors):
@@ -300,8 +292,7 @@ WIDE_PIXELS = 4 * WIDEN_GAIN
 
 def dsp_wide(params: dict) -> bool:
     """Whether the DSP conv with these params stores its weights widened to int16 (see WIDE_PIXELS)."""
-    n, oh, ow, _ = params["output"]
-    return n * oh * ow >= WIDE_PIXELS
+    return output_rows(params) >= WIDE_PIXELS
 
 
 def prepare_dsp_conv(node, tensors):
@@ -319,13 +310,14 @@ def prepare_dsp_conv(node, tensors):
 
 
 def prepare_dsp(node, tensors):
-    """SIMD32 GEMV (fully connected): folded bias; int8 weights in quads (pack_quads_s8), widened in the loop
-    as the input is; 3-word records. Each weight meets one input row
-    (batches are 1 on a microcontroller), so widening it in flash would save half an instruction a byte, far
-    below the DSP convs' WIDE_PIXELS rule: int8 always."""
+    """SIMD32 GEMV (fully connected): folded bias; int8 weights per 4 channels and 4 taps, each channel's taps
+    one word (pack_groups_s8, group 4, chunk 4), widened in the loop as the input is; 3-word records. Each
+    weight meets one input row (batches are 1 on a microcontroller), so widening it in flash would save half an
+    instruction a byte, far below WIDEN_GAIN: int8 always."""
     rows = _w_rows(node, tensors)
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
-    return _prepared(node, tensors, "dsp", weights=pack_quads_s8(rows), bias=pad_rows(bias, round_up(rows.shape[0], 4)),
+    c4 = round_up(rows.shape[0], 4)
+    return _prepared(node, tensors, "dsp", weights=pack_groups_s8(rows, 4, 4), bias=pad_rows(bias, c4),
                      records=rq3_records)
 
 

@@ -8,8 +8,9 @@
 /*  - Bias folded (packing.folded_bias): bias + input_offset * sum(w), so the raw int8 inputs multiply.
  *  - Input: read in place, each group of 4 taps as one word and widened in the loop: SXTB16 gives (x0, x2),
  *    SXTB16 ROR 8 gives (x1, x3). A tail group (K % 4 taps) is read once per row into a zero-padded word.
- *  - Weights (packing.pack_quads_s8): per 4 channels, per group, each channel's 4 taps as one int8 word in
- *    natural order (zero taps past K), widened the same way, so the lanes pair up without reordering.
+ *  - Weights (packing.pack_groups_s8, 4 channels, 4 taps): per 4 channels, per group, each channel's 4 taps as
+ *    one int8 word in natural order (zero taps past K), widened the same way, so the lanes pair up without
+ *    reordering (mcu_widen8).
  *  - 4 channels x 4 taps take 21 instructions (LDR, two SXTB16 for the input; two LDM, eight SXTB16, eight
  *    SMLAD), against 11 with int16 weights and a widened input row: no scratch, and weight flash is the int8
  *    parameters; each weight is used once (GEMV), so nothing is saved by widening it ahead. */
