@@ -456,15 +456,23 @@ def test_inplace_kernel_matches_the_portable_twin(lib, kernel, where, seed):
     expected = portable(params, mult, shift, x, filt, bias)
     assert getattr(conv, kernel.removeprefix("mcu_"))(params, mult, shift, x, filt, bias,
                                                       np.zeros(scratch_bytes(params), np.int8)).tolist() == expected.tolist()
-    rng = np.random.default_rng(seed)
+    call_overlapped(lib, kernel, (params, mult, shift, x, filt, bias), scratch_bytes(params), expected, where,
+                    np.random.default_rng(seed))
+
+
+def call_overlapped(lib, kernel, args, scratch_bytes, expected, where, rng):
+    """Call `kernel` on C arguments args (params, mult, shift, x, filter, bias) with scratch_bytes of scratch (garbage,
+    8 canaries after it), its output over its input ("in place"), 1..W*C + 1 bytes below it ("below"), or apart:
+    the result is `expected` and nothing is written past the scratch."""
+    params, x = args[0], args[3]
     gap = {"in place": 0, "below": int(rng.integers(1, params["input"][2] * params["input"][3] + 2)),
            "apart": x.size + 3}[where]
     buf = rng.integers(-128, 128, size=gap + max(x.size, expected.size) + 5, dtype=np.int8)
     buf[gap:gap + x.size] = x.reshape(-1)
-    scratch = rng.integers(-128, 128, size=scratch_bytes(params) + 8, dtype=np.int8)  # 8 canaries after it
+    scratch = rng.integers(-128, 128, size=scratch_bytes + 8, dtype=np.int8)
     canary = scratch[-8:].copy()
     out = buf[:expected.size] if where != "apart" else np.empty(expected.size, np.int8)
-    status = hostc.call(lib, kernel, params, mult, shift, buf[gap:gap + x.size], filt, bias, scratch, out=out)
+    status = hostc.call(lib, kernel, *args[:3], buf[gap:gap + x.size], *args[4:], scratch, out=out)
     assert status == hostc.MCU_OK
     assert_equal_int(out.reshape(expected.shape), expected)
     assert (scratch[-8:] == canary).all(), "wrote past its scratch"
@@ -494,19 +502,8 @@ def test_depthwise_3x3_runs_in_place(lib, kernel, where, seed):
     expected = conv.dwconv2d_s8(params, mult, shift, x, filt, bias)
     variant = KERNELS[kernel]
     assert variant.overwrites(params)
-    args = prepared_variant_args(variant, params, mult, shift, x, filt, bias)
-    gap = {"in place": 0, "below": int(rng.integers(1, w * c + 2)), "apart": x.size + 3}[where]
-    buf = rng.integers(-128, 128, size=gap + x.size + 5, dtype=np.int8)
-    buf[gap:gap + x.size] = x.reshape(-1)
-    size = variant.scratch(params)
-    scratch = rng.integers(-128, 128, size=size + 8, dtype=np.int8)  # 8 canaries after it
-    canary = scratch[-8:].copy()
-    out = buf[:expected.size] if where != "apart" else np.empty(expected.size, np.int8)
-    status = hostc.call(lib, kernel, *args[:3], buf[gap:gap + x.size], *args[4:], scratch,
-                        out=out)
-    assert status == hostc.MCU_OK
-    assert_equal_int(out.reshape(expected.shape), expected)
-    assert (scratch[-8:] == canary).all(), "wrote past its scratch"
+    call_overlapped(lib, kernel, prepared_variant_args(variant, params, mult, shift, x, filt, bias),
+                    variant.scratch(params), expected, where, rng)
 
 
 SCRATCH_WRAPPER = """
