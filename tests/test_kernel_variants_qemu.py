@@ -390,26 +390,29 @@ def test_fast_gemm_declines_weights_too_large_for_the_split():
     assert picked.nodes[0].attrs["kernel"] == "mcu_conv2d_s8"
 
 
+def filter_headers(builders, board: str, kernels) -> set[tuple[str, int]]:
+    """(kernel, the header word of its filter: its weight layout) of every call of `kernels` the builders' cases
+    give on `board`."""
+    seen = set()
+    for cases in builders:
+        graph = select_kernels(cases(seed=7).graph(), Target.of_board(load_board(board)))
+        seen |= {(n.attrs["kernel"], int(graph.tensors[n.inputs[1]].data[:4].view("<i4")[0])) for n in graph.nodes
+                 if n.attrs["kernel"] in kernels}
+    return seen
+
+
 def test_dsp_path_cases_store_both_weight_layouts():
     """dsp_path_cases (on QEMU above) reaches the DSP GEMM's int8 and int16 streams: header words 8 and 16."""
-    graph = select_kernels(dsp_path_cases(seed=7).graph(), Target.of_board(load_board("mps2-an386")))
-    headers = {int(graph.tensors[n.inputs[1]].data[:4].view("<i4")[0]) for n in graph.nodes
-               if n.attrs["kernel"] in ("mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_dsp")}
-    assert headers == {8, 16}
+    dsp = ("mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_dsp")
+    assert {h for _, h in filter_headers([dsp_path_cases], "mps2-an386", dsp)} == {8, 16}
 
 
 def test_fast_gemm_cases_store_both_weight_layouts():
     """On the M3, gemm_cases and dsp_path_cases (on QEMU above) reach the scalar GEMM's int8 words and its split
     words (header words 4 and 8, packing.fast_wide) in the 1x1 conv, the general conv and the fully connected
     layer."""
-    target = Target.of_board(load_board("mps2-an385"))
     fast = ("mcu_conv2d_1x1_s8_fast", "mcu_conv2d_s8_fast", "mcu_fully_connected_s8_fast")
-    seen = set()
-    for cases in (gemm_cases, dsp_path_cases):
-        graph = select_kernels(cases(seed=7).graph(), target)
-        seen |= {(n.attrs["kernel"], int(graph.tensors[n.inputs[1]].data[:4].view("<i4")[0])) for n in graph.nodes
-                 if n.attrs["kernel"] in fast}
-    assert seen == {(k, h) for k in fast for h in (4, 8)}
+    assert filter_headers([gemm_cases, dsp_path_cases], "mps2-an385", fast) == {(k, h) for k in fast for h in (4, 8)}
 
 
 def test_folded_bias_wraps_like_int32():
