@@ -220,7 +220,7 @@ def check_fit(graph: Graph, manifest: dict, board: Board) -> Footprint:
     else:
         options.append("no board mcu knows has room for it")
     if need.flash > board.flash_size:
-        options.append("shrink the weights (fewer or narrower layers; int4 weights, planned, would halve them)")
+        options.append("shrink the weights (fewer or narrower layers, or int4 weights, two per byte: --weights int4)")
     if need.ram > board.ram_size:
         options.append("shrink the arena and I/O (a smaller input, narrower early layers)")
     lines.append("  to make it fit: " + "; or ".join(options))
