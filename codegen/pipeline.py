@@ -29,7 +29,7 @@ def passes(target: Target = Target()) -> list:
         copy_aliased_outputs,                 # an output that is an input (or a view of one) gets a copy
         lower,                                # ops -> portable kernel calls, on (op, element type); converts
         partial(select_kernels, target=target),  # portable -> the board's fastest variant
-        partial(use_inplace_kernels, target=target),  # optimize="memory": in-place variants over dying inputs
+        partial(use_inplace_kernels, target=target),  # concats written in place; memory: in-place variants
         partial(fuse_residual_adds, target=target),  # optimize="memory": conv + residual add in one call
         share_constants,                      # identical constant arrays (an unrolled GRU's weights) stored once
     ]

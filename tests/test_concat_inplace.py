@@ -1,8 +1,10 @@
-"""A channel concat written in place (optimize="memory"): its producers write their pixels output_pixel_stride apart
-straight into the concat's buffer. The strided kernels equal their contiguous twins at the strided positions and
-leave the gaps alone, every variant refuses a stride, the rule fires on inception / fire blocks exactly (host and
-QEMU) and stays off where it must; the tensor verifier re-derives the interleaved slices from the kernels' params."""
+"""A channel concat written in place (both builds): its producers write their pixels output_pixel_stride apart
+straight into the concat's buffer. The strided kernels (portable, and the int8 conv / average pool variants) equal
+their contiguous twins at the strided positions and leave the gaps alone, the other variants refuse a stride, the
+rule fires on inception / fire blocks exactly (host and QEMU, the DSP, scalar and Helium variants in the default
+build) and stays off where it must; the tensor verifier re-derives the interleaved slices from the kernels' params."""
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -17,7 +19,9 @@ from mcu.codegen.passes import inplace
 from mcu.memory_planner import PlanError
 from mcu.codegen.twins import conv, float32, pool, s16
 from test_float32 import conv_case as f32_conv_case, pool_case as f32_pool_case
-from test_kernels_host import conv_case as s8_conv_case, conv_params, pool_case as s8_pool_case, pool_params
+from mcu.codegen.kernels import KERNELS
+from test_kernels_host import (conv_case as s8_conv_case, conv_params, pool_case as s8_pool_case, pool_params,
+                               prepared_variant_args, rand_act, rand_bias, rand_int8, rand_offsets, rand_quant)
 from test_kernels_s16_host import _conv_case as s16_conv_case, _pool_case as s16_pool_case
 
 # ---- Kernels: a strided call writes the contiguous twin's values at the strided positions, nothing else -------------
@@ -96,15 +100,94 @@ def test_portable_kernels_refuse_a_stride_below_the_channels(lib, kernel):
 
 
 def _variants():
-    """Every variant of a strided-capable kernel's params struct: _dsp, _fast, _mve, _s4, _inplace, conv2d_add."""
+    """Every variant of a strided-capable kernel's params struct that writes contiguously (not registry `strided`):
+    the 3x3 depthwise variants, _s4, _inplace, conv2d_add, the int16 DSP convs."""
     for name, args in sorted(hostc.PROTOTYPES.items()):
         kind = args[0][0]
         if kind in ("mcu_conv2d_params_t", "mcu_pool2d_params_t", "mcu_conv2d_add_params_t") and (
-                any(v in name for v in ("_dsp", "_fast", "_mve", "_s4", "_inplace")) or name == "mcu_conv2d_add_s8"):
+                any(v in name for v in ("_dsp", "_fast", "_mve", "_s4", "_inplace")) or name == "mcu_conv2d_add_s8"
+        ) and name not in STRIDED_VARIANTS:
             yield name
 
 
+# the int8 conv, 1x1 conv and average pool variants write each pixel whole at its stride (mcu_kernels.h)
+STRIDED_VARIANTS = {k.name for k in KERNELS.values() if k.strided and k.portable}
 VARIANTS = list(_variants())
+
+
+def _one_by_one_case(seed):
+    """Portable twin arguments of a 1x1 conv without padding (any stride), which the 1x1 variants run."""
+    rng = np.random.default_rng(seed)
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 8)), int(rng.integers(1, 8))
+    sh, sw = (int(v) for v in rng.integers(1, 3, size=2))
+    c_in, c_out = int(rng.integers(1, 24)), int(rng.integers(1, 11))
+    in_off, out_off = rand_offsets(rng)
+    params = conv_params((n, h, w, c_in), (c_out, 1, 1, c_in), (n, (h - 1) // sh + 1, (w - 1) // sw + 1, c_out),
+                         (sh, sw), (0, 0), (1, 1), (in_off, out_off), rand_act(rng, out_off))
+    acc_std = math.sqrt(c_in * (in_off**2 + 5500) * 5500)
+    return (params, *rand_quant(rng, c_out, acc_std), rand_int8(rng, (n, h, w, c_in)),
+            rng.integers(-128, 128, size=(c_out, 1, 1, c_in), dtype=np.int8), rand_bias(rng, c_out, acc_std))
+
+
+def _strided_variant_call(lib, kernel, seed, stride_extra):
+    """(C result, expected contiguous twin output, strided output buffer, pixel positions) of one strided call of
+    a variant on the host (its portable C paths: no DSP or Helium instructions there), or None when the
+    variant's prepare declines the case."""
+    spec = KERNELS[kernel]
+    if spec.family == "pool":
+        args = s8_pool_case(seed, avg=True)
+        expected, c_args = pool.avgpool2d_s8(*args), args
+    else:
+        args = _one_by_one_case(seed) if "1x1" in kernel else s8_conv_case(seed, depthwise=False)
+        expected = conv.conv2d_s8(*args)
+        c_args = prepared_variant_args(spec, *args)
+        if c_args is None:
+            return None
+        if spec.scratch is not None:
+            c_args = (*c_args, np.zeros(spec.scratch(args[0]), np.int8))
+    n, h, w, c = args[0]["output"]
+    stride, pixels = c + stride_extra, n * h * w
+    out = np.zeros(pixels * max(stride, c) + 3, np.int8)
+    out.view(np.uint8)[:] = CANARY
+    rc = hostc.call(lib, kernel, {**c_args[0], "output_pixel_stride": stride}, *c_args[1:], out=out)
+    return rc, np.asarray(expected, np.int8), out, (np.arange(pixels) * stride)[:, None] + np.arange(c)
+
+
+HOST_STRIDED = sorted(k for k in STRIDED_VARIANTS if not k.endswith("_mve"))  # Helium: on QEMU (below)
+
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("extra", [1, 5])
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("kernel", HOST_STRIDED)
+def test_strided_variant_is_the_contiguous_twin_at_its_pixels(lib, kernel, seed, extra):
+    assert {"mcu_conv2d_s8_dsp", "mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_fast", "mcu_conv2d_1x1_s8_fast",
+            "mcu_avgpool2d_s8_fast"} <= set(HOST_STRIDED)
+    done = _strided_variant_call(lib, kernel, seed, extra)
+    if done is None:
+        pytest.skip("the variant's prepare declines these weights (select_kernels keeps another kernel)")
+    rc, expected, out, at = done
+    assert rc == hostc.MCU_OK
+    got = out[at].reshape(expected.shape)
+    assert got.tobytes() == expected.tobytes(), f"{kernel}: first mismatch at {np.argwhere(got != expected)[:1]}"
+    gaps = np.ones(out.size, bool)
+    gaps[at.ravel()] = False
+    assert (out[gaps].view(np.uint8) == CANARY).all(), "wrote into the gaps between its pixels"
+
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("kernel", HOST_STRIDED)
+def test_strided_variants_refuse_a_stride_below_the_channels(lib, kernel):
+    spec = KERNELS[kernel]
+    for seed in range(20):
+        done = _strided_variant_call(lib, kernel, seed, 0)
+        if done is not None and done[1].shape[-1] > 1:
+            break
+    c = done[1].shape[-1]
+    for stride in (-1, 1, c - 1):
+        done = _strided_variant_call(lib, kernel, seed, stride - c)
+        assert done[0] == hostc.MCU_ERR_ARG, f"{spec.name} took output_pixel_stride {stride} < C_out {c}"
+        assert (done[2].view(np.uint8) == CANARY).all()
 
 
 def _variant_args(kernel, stride):
@@ -132,8 +215,8 @@ def _variant_args(kernel, stride):
 @pytest.mark.host_c
 @pytest.mark.parametrize("kernel", VARIANTS)
 def test_variants_refuse_a_pixel_stride(lib, kernel):
-    assert {"mcu_conv2d_s8_dsp", "mcu_conv2d_1x1_s8_inplace", "mcu_conv2d_add_s8", "mcu_avgpool2d_s8_fast",
-            "mcu_conv2d_s4"} <= set(VARIANTS)
+    assert {"mcu_dwconv2d_3x3_s8_dsp", "mcu_conv2d_1x1_s8_inplace", "mcu_conv2d_add_s8", "mcu_conv2d_s4"} <= set(
+        VARIANTS)
     out = np.zeros(1 << 12, hostc._DTYPES[hostc.PROTOTYPES[kernel][-1][0]])
     out.view(np.uint8)[:] = CANARY
     assert hostc.call(lib, kernel, *_variant_args(kernel, 8 + 4), out=out) == hostc.MCU_ERR_ARG
@@ -155,17 +238,17 @@ def _calib(shape, seed=0):
     return xs
 
 
-def _compile(model, shape, out_dir, optimize="memory"):
+def _compile(model, shape, out_dir, optimize="memory", board="mps2-an386"):
     torch.manual_seed(0)
     calib = [(x,) for x in _calib(shape)]
-    return mcu.compile(model.eval(), calib[0], calibration=calib, out_dir=out_dir, optimize=optimize)
+    return mcu.compile(model.eval(), calib[0], calibration=calib, out_dir=out_dir, optimize=optimize, board=board)
 
 
-def _copy_arena(model, shape, out_dir, monkeypatch):
+def _copy_arena(model, shape, out_dir, monkeypatch, **kw):
     """The arena with the channel rule off (the concat copies)."""
     with monkeypatch.context() as m:
         m.setattr(inplace, "is_channel_concat", lambda g, n: False)
-        return _compile(model, shape, out_dir)
+        return _compile(model, shape, out_dir, **kw)
 
 
 def _inputs(shape, seed):
@@ -322,10 +405,70 @@ def test_channel_concat_keeps_its_copy(model, shape, why, tmp_path):
     verify_tensor_plan(pkg.graph, pkg.memory)
 
 
-def test_no_strided_producers_in_speed_mode(tmp_path):
-    pkg = _compile(Fire(), FIRE, tmp_path, optimize="speed")
-    assert "mcu_concat_s8" in _kernels(pkg) and not _views(pkg)
-    assert not any(n.attrs["params"].get("output_pixel_stride") for n in pkg.graph.nodes if n.op == "call")
+# ---- The default build: the board's variants write the concat in place -------------------------------------------
+
+
+class Pooled(nn.Module):
+    """A 1x1 branch and a 3x3 average pool of the input, concatenated over channels, then a 1x1 conv."""
+
+    def __init__(self, c=16):
+        super().__init__()
+        self.a = nn.Conv2d(c, 24, 1)
+        self.c = nn.Conv2d(24 + c, 8, 1)
+
+    def forward(self, x):
+        return self.c(torch.cat([nn.functional.relu6(self.a(x)), nn.functional.avg_pool2d(x, 3, 1, 1)], dim=1))
+
+
+SPEED = {  # (model, board) -> the concat producers' kernels
+    ("fire", "mps2-an386"): ["mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_dsp"],
+    ("fire", "mps2-an385"): ["mcu_conv2d_1x1_s8_fast", "mcu_conv2d_s8_fast"],
+    ("fire", "mps3-an547"): ["mcu_conv2d_1x1_s8_mve", "mcu_conv2d_s8_mve"],
+    ("pooled", "mps2-an386"): ["mcu_conv2d_1x1_s8_dsp", "mcu_avgpool2d_s8_fast"],
+    ("pooled", "mps3-an547"): ["mcu_conv2d_1x1_s8_mve", "mcu_avgpool2d_s8_mve"],
+}
+SPEED_MODELS = {"fire": (Fire, FIRE, 128), "pooled": (Pooled, FIRE, 40)}  # class, input shape, C_total
+
+
+@pytest.fixture(scope="module")
+def speed_builds(tmp_path_factory):
+    return {(m, b): _compile(SPEED_MODELS[m][0](), SPEED_MODELS[m][1], tmp_path_factory.mktemp(f"{m}-{b}"),
+                             optimize="speed", board=b) for m, b in SPEED}
+
+
+@pytest.mark.parametrize("model, board", sorted(SPEED))
+def test_speed_build_writes_the_concat_in_place(speed_builds, model, board, tmp_path, monkeypatch):
+    pkg = speed_builds[model, board]
+    cls, shape, c_total = SPEED_MODELS[model]
+    g, mem = pkg.graph, pkg.memory
+    (view,) = _views(pkg)
+    producers = [g.producer(t) for t in view.inputs]
+    assert [p.attrs["kernel"] for p in producers] == SPEED[model, board]
+    assert [p.attrs["params"]["output_pixel_stride"] for p in producers] == [c_total] * 2
+    out = mem.locations[view.outputs[0]].index
+    first_c = g.tensors[view.inputs[0]].shape[3]
+    assert [mem.locations[t] for t in view.inputs] == [Location("arena", out + o) for o in (0, first_c)]
+    verify_tensor_plan(g, mem)
+    copy = _copy_arena(cls(), shape, tmp_path / "copy", monkeypatch, optimize="speed", board=board)
+    assert "mcu_concat_s8" in _kernels(copy)
+    # the concat's 8x8xC_total buffer no longer lives beside its inputs' own buffers at the copy
+    assert copy.arena_bytes - pkg.arena_bytes >= 64 * first_c
+
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("model, board", [k for k in sorted(SPEED) if k[1] != "mps3-an547"])
+def test_speed_build_concat_in_place_is_exact_on_the_host(speed_builds, model, board):
+    _exact_on_host(speed_builds[model, board], SPEED_MODELS[model][1])
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("model, board", sorted(SPEED))
+def test_speed_build_concat_in_place_is_exact_on_the_board(speed_builds, model, board):
+    pkg = speed_builds[model, board]
+    x = _inputs(SPEED_MODELS[model][1], 6)
+    got, want = mcu.run(pkg, x).raw_outputs[0], pkg.reference(x)[0]
+    bad = np.argwhere(got != want)
+    assert not len(bad), f"first mismatch at {tuple(bad[0])}: device {got[tuple(bad[0])]}, reference {want[tuple(bad[0])]}"
 
 
 def _as_call(pkg, view, **params):
@@ -342,7 +485,7 @@ def _as_call(pkg, view, **params):
     return pkg.graph.replace(nodes=tuple(nodes)), cat
 
 
-def test_channel_concat_view_needs_equal_qparams_and_portable_producers(inception):
+def test_channel_concat_view_needs_equal_qparams_and_strided_producers(inception):
     (view,) = _views(inception)
     g, cat = _as_call(inception, view)
     assert inplace.concat_view(g, cat)
@@ -350,9 +493,9 @@ def test_channel_concat_view_needs_equal_qparams_and_portable_producers(inceptio
     g2, cat2 = _as_call(inception, view, multiplier=(p["multiplier"][0], 1 << 29, p["multiplier"][2]))
     assert not inplace.concat_view(g2, cat2)  # a requantizing input: qparams differ
     a = g.producer(cat.inputs[0])
-    variant = a.replace(attrs={**a.attrs, "kernel": "mcu_conv2d_1x1_s8_fast"})
+    variant = a.replace(attrs={**a.attrs, "kernel": "mcu_dwconv2d_3x3_s8_dsp"})
     g3 = g.replace(nodes=tuple(variant if n is a else n for n in g.nodes))
-    assert not inplace.concat_view(g3, cat)  # a variant cannot stride its output
+    assert not inplace.concat_view(g3, cat)  # a contiguous variant cannot stride its output
     assert not inplace.concat_view(g.replace(outputs=g.outputs + (cat.inputs[1],)), cat)  # a slice is an output
 
 

@@ -75,7 +75,9 @@ def test_memory_properties():
         "mcu_conv2d_1x1_s8_dsp": 2, "mcu_conv2d_s8_dsp": 2}
     assert names(raster_first=True) == {"mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_dsp", "mcu_conv2d_s8_fast"}
     assert names(strided=True) == {f"mcu_{op}_{t}" for op in ("conv2d", "dwconv2d", "maxpool2d", "avgpool2d")
-                                   for t in ("s8", "s16", "f32")} | {"mcu_conv2d_grouped_s8"}
+                                   for t in ("s8", "s16", "f32")} | {"mcu_conv2d_grouped_s8"} | {
+        f"mcu_{k}_{v}" for k in ("conv2d_s8", "conv2d_1x1_s8", "avgpool2d_s8") for v in ("dsp", "mve", "fast")
+        if f"mcu_{k}_{v}" in KERNELS}  # the GEMM and average pool variants; not the 3x3 depthwise ones (their ring)
     assert names(input_array=True) == {"mcu_concat_s8", "mcu_concat_s16", "mcu_concat_f32"}
     assert KERNELS["mcu_conv2d_add_s8"].inplace == "residual"
     # an elementwise variant writes over its input as its portable kernel does; an in-place variant's rule is its own

@@ -24,6 +24,8 @@ MVE, DSP = ("mve",), ("dsp",)
 # a ring, mcu_opt.h mcu_dw_rows_t).
 BLOCKS_OF_3 = {"raster": True, "raster_block": 3}
 PAIRS_FIRST = {"raster": True, "raster_block": 2, "raster_first": True}
+# the GEMM variants and the average pool variants write each pixel whole at params["output_pixel_stride"]
+STRIDED = {"strided": True}
 CONV, CONV_F32 = "mcu_conv2d_params_t", "mcu_conv2d_f32_params_t"
 
 SPECS = [
@@ -39,16 +41,16 @@ SPECS = [
     # int8 conv variants, most preferred first
     variant("mcu_conv2d_s4", "conv", "mcu_conv2d_s8", INT4, prepare=prepare_s4, scratch=conv2d_s4_scratch_bytes),
     variant("mcu_conv2d_1x1_s8_mve", "conv", "mcu_conv2d_s8", MVE, is_1x1, prepare_mve, links=(GEMM_MVE,),
-            **BLOCKS_OF_3),
+            **BLOCKS_OF_3, **STRIDED),
     variant("mcu_conv2d_s8_mve", "conv", "mcu_conv2d_s8", MVE, prepare=prepare_mve,
-            scratch=conv2d_s8_mve_scratch_bytes, links=(GEMM_MVE,), **BLOCKS_OF_3),
+            scratch=conv2d_s8_mve_scratch_bytes, links=(GEMM_MVE,), **BLOCKS_OF_3, **STRIDED),
     variant("mcu_conv2d_1x1_s8_dsp", "conv", "mcu_conv2d_s8", DSP, is_1x1, prepare_dsp_conv,
-            conv2d_1x1_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), **PAIRS_FIRST),
+            conv2d_1x1_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), **PAIRS_FIRST, **STRIDED),
     variant("mcu_conv2d_s8_dsp", "conv", "mcu_conv2d_s8", DSP, prepare=prepare_dsp_conv,
-            scratch=conv2d_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), **PAIRS_FIRST),
-    variant("mcu_conv2d_1x1_s8_fast", "conv", "mcu_conv2d_s8", (), is_1x1, prepare_fast, raster=True),
+            scratch=conv2d_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), **PAIRS_FIRST, **STRIDED),
+    variant("mcu_conv2d_1x1_s8_fast", "conv", "mcu_conv2d_s8", (), is_1x1, prepare_fast, raster=True, **STRIDED),
     variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes,
-            raster=True, raster_first=True),
+            raster=True, raster_first=True, **STRIDED),
     variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3, prepare_dw_mve,
             dwconv2d_3x3_s8_mve_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp,

@@ -13,6 +13,6 @@ SPECS = [
     kernel("mcu_avgpool2d_s16", "s16", POOL, strided=True),
     kernel("mcu_maxpool2d_f32", "float", POOL_F32, strided=True),
     kernel("mcu_avgpool2d_f32", "float", POOL_F32, strided=True),
-    variant("mcu_avgpool2d_s8_mve", "pool", "mcu_avgpool2d_s8", ("mve",), raster=True),
-    variant("mcu_avgpool2d_s8_fast", "pool", "mcu_avgpool2d_s8", raster=True),
+    variant("mcu_avgpool2d_s8_mve", "pool", "mcu_avgpool2d_s8", ("mve",), raster=True, strided=True),
+    variant("mcu_avgpool2d_s8_fast", "pool", "mcu_avgpool2d_s8", raster=True, strided=True),
 ]

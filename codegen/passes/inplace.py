@@ -1,4 +1,5 @@
-"""optimize="memory": a conv whose input dies at it runs as its in-place variant, with planned scratch.
+"""A concat written in place (both builds); optimize="memory": a conv whose input dies at it runs as its in-place
+variant, with planned scratch.
 
 - Memory mode keeps the portable kernels, whose outputs may start `raster_gap` bytes below a dying
   input (codegen/memory.py). Along a chain each such overlap moves the next tensor down by its gap, so
@@ -23,7 +24,8 @@
   the reference runs the concat twin. Otherwise (differing qparams, an input read elsewhere, ...) the copy stays.
 - Channel concat in place: a concat over the last axis of 4-d NHWC tensors (memory.is_channel_concat) under the
   same conditions, where every input comes straight from a call of a kernel that writes strided output
-  (a `strided` kernel: the portable conv and pool loops) not already strided, becomes a view too: each
+  (a `strided` kernel: the portable conv and pool loops, the int8 conv and average pool variants) not already
+  strided, becomes a view too: each
   producer's params get output_pixel_stride = C_total, so it writes pixel q's C_i channels at
   q * C_total + c_offset of the concat's buffer (its tensor sits c_offset elements into it). Such a producer
   never overlaps its input (memory.overlap_gap) nor runs as an in-place variant (its output is a slice).
@@ -53,7 +55,7 @@ def concat_view(graph: Graph, node) -> bool:
         for t in node.inputs:
             producer = graph.producer(t)
             if (producer is None or producer.op != "call" or producer.attrs.get("kernel") not in STRIDED
-                    or producer.attrs["params"].get("output_pixel_stride", 0) != 0 or producer.outputs != (t,)
+                    or producer.attrs["params"].get("output_pixel_stride", 0) != 0 or producer.outputs[0] != t
                     or t in external or graph.consumers(t) != [node]):
                 return False
         return True
@@ -82,9 +84,9 @@ def concat_views(graph: Graph) -> Graph:
 
 
 def use_inplace_kernels(graph: Graph, target: Target) -> Graph:
+    graph = concat_views(graph)  # both builds: the speed build's producers are the board's strided variants
     if target.variants:  # optimize="speed": the board's fastest kernels
         return graph
-    graph = concat_views(graph)
     nodes, tensors = [], dict(graph.tensors)
     for node, dies in zip(graph.nodes, overwritable_inputs(graph)):
         v = next(iter(variants_of(node.attrs["kernel"], "memory")), None) if node.op == "call" else None

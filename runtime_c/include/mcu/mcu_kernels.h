@@ -21,9 +21,11 @@
  *    The portable conv, grouped conv, depthwise and pool kernels (int8, int16, float32) take any stride >= C_out:
  *    pixel q's C_out channels go to output[q * stride ...], and the stride - C_out elements after them are not
  *    written (so producers of a channel concat write their channels of each pixel straight into it, see
- *    codegen/memory.py). A stride in [1, C_out) or negative gives MCU_ERR_ARG. Every variant (_dsp, _fast,
- *    _mve, _s4, _inplace, mcu_conv2d_add_s8) writes contiguously: a stride other than 0 or C_out gives
- *    MCU_ERR_ARG. A strided output never overlaps its input (the raster rule above assumes contiguous pixels).
+ *    codegen/memory.py). A stride in [1, C_out) or negative gives MCU_ERR_ARG. The int8 conv, 1x1 conv and
+ *    average pool variants (_dsp, _fast, _mve: registry `strided`) take the same strides and write each pixel
+ *    whole where the stride puts it. The other variants (the 3x3 depthwise variants, _s4, _inplace, mcu_conv2d_add_s8) write
+ *    contiguously: a stride other than 0 or C_out gives MCU_ERR_ARG. A strided output never overlaps its input
+ *    (the raster rule above assumes contiguous pixels).
  */
 #ifndef MCU_KERNELS_H
 #define MCU_KERNELS_H

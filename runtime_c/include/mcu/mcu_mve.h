@@ -32,6 +32,7 @@ typedef struct {
     uint32_t tail;                       /* VPR mask of the tail's taps (vctp8q), 0 without a tail */
     int32_t zo, act_min, act_max;
     int down;                            /* every channel's shift < 0 */
+    int32_t ostride;                     /* elements from one output pixel to the next (>= c_out) */
 } mcu_mve_gemm_t;
 
 /* What the quad assembly reads (offsets fixed in the assembly). */
@@ -134,26 +135,27 @@ MCU_INLINE void mcu_mve_block_body(const int8_t *const *rows, const mcu_mve_gemm
         const int32x4_t m = vldrwq_s32(mult + c), sh = vldrwq_s32(shift + c);
         mcu_mve_out4(acc, m, sh, zo, vmin, vmax, down, p, out + c);
         if (npix > 1) {
-            mcu_mve_out4(acc + 4, m, sh, zo, vmin, vmax, down, p, out + c_out + c);
+            mcu_mve_out4(acc + 4, m, sh, zo, vmin, vmax, down, p, out + g->ostride + c);
             if (npix > 2) {
-                mcu_mve_out4(acc + 8, m, sh, zo, vmin, vmax, down, p, out + 2 * c_out + c);
+                mcu_mve_out4(acc + 8, m, sh, zo, vmin, vmax, down, p, out + 2 * g->ostride + c);
             }
         }
     }
 }
 
 /* Up to 3 pixels (npix 1..3; the row table always holds 3, a missing pixel repeating another) times all
- * channels; pixel j's outputs at out + j * c_out. (shared/mcu_gemm_s8_mve.c, linked once) */
+ * channels; pixel j's outputs at out + j * g->ostride. (shared/mcu_gemm_s8_mve.c, linked once) */
 void mcu_mve_gemm_block(const int8_t *const *rows, const mcu_mve_gemm_t *g, int32_t npix, int8_t *out);
 
 /* One row (rows == 1: fc or 1x1 with a single pixel) times all channels, 4 at a time (the quad's two pairs):
  * 4 VMLADAVA per input load, where a 3-pixel block would waste two thirds of its work. */
 void mcu_mve_gemv(const int8_t *x, const mcu_mve_gemm_t *g, int8_t *out);
 
-/* The GEMM of a prepared kernel: windows of `rows` rows of k taps (k a multiple of 16 when rows > 1). */
+/* The GEMM of a prepared kernel: windows of `rows` rows of k taps (k a multiple of 16 when rows > 1); output
+ * pixels `ostride` elements apart (c_out: contiguous). */
 MCU_INLINE mcu_mve_gemm_t mcu_mve_gemm_of(const int8_t *w, const int32_t *bias, const mcu_per_channel_quant_t *q,
                                           int32_t c_out, int32_t rows, int32_t k, int32_t zo, int32_t act_min,
-                                          int32_t act_max)
+                                          int32_t act_max, int32_t ostride)
 {
     int down = 1;
     for (int32_t c = 0; c < c_out; ++c) {
@@ -161,7 +163,7 @@ MCU_INLINE mcu_mve_gemm_t mcu_mve_gemm_of(const int8_t *w, const int32_t *bias, 
     }
     const mcu_mve_gemm_t g = {w,  bias,   q->multiplier, q->shift, c_out,   rows,
                               k >> 4, (k & 15) ? (uint32_t)vctp8q((uint32_t)(k & 15)) : 0u,
-                              zo, act_min, act_max, down};
+                              zo, act_min, act_max, down, ostride};
     return g;
 }
 

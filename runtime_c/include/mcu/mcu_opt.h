@@ -56,14 +56,20 @@
 
 /* ---- Argument checks (the portable kernels' rules) ------------------------------------------------ */
 
-/* An int8 average pool variant's arguments, as mcu_avgpool2d_s8 checks them, and a contiguous output. */
+/* Elements from one output pixel to the next: output_pixel_stride, or the channels when it is 0 (contiguous). */
+MCU_INLINE int32_t mcu_out_stride(int32_t output_pixel_stride, int32_t channels)
+{
+    return output_pixel_stride != 0 ? output_pixel_stride : channels;
+}
+
+/* An int8 average pool variant's arguments, as mcu_avgpool2d_s8 checks them (any output_pixel_stride >= C: both
+ * variants write pixel q at output + q * mcu_out_stride, as the portable kernel). */
 MCU_INLINE mcu_status_t mcu_avgpool_check(const mcu_pool2d_params_t *p, const int8_t *input, const int8_t *output)
 {
     if (p == NULL || input == NULL || output == NULL) {
         return MCU_ERR_ARG;
     }
-    if (!MCU_POOL_GEOMETRY_OK(p) || p->divisor < 0 || !mcu_io_offsets_ok(0, p->zero_point, p->act_min, p->act_max) ||
-        !mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c)) {
+    if (!MCU_POOL_GEOMETRY_OK(p) || p->divisor < 0 || !mcu_io_offsets_ok(0, p->zero_point, p->act_min, p->act_max)) {
         return MCU_ERR_ARG;
     }
     return MCU_POOL_SHAPE_OK(p) ? MCU_OK : MCU_ERR_SHAPE;
@@ -82,9 +88,11 @@ MCU_INLINE void mcu_pool_window(const mcu_pool2d_params_t *p, int32_t y, int32_t
     *x1 += left;
 }
 
-/* Pointers and scalar parameters of a conv (the shape agreement is checked by the caller). */
-MCU_INLINE mcu_status_t mcu_conv_check(const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *q,
-                                       const void *input, const void *filter, const void *output)
+/* Pointers and scalar parameters of a conv (the shape agreement is checked by the caller); `strided`: the kernel
+ * writes pixel q at output + q * mcu_out_stride (any output_pixel_stride >= C_out, as the portable kernels), else
+ * it takes a contiguous output only. */
+MCU_INLINE mcu_status_t mcu_conv_args(const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *q,
+                                      const void *input, const void *filter, const void *output, const int strided)
 {
     if (p == NULL || q == NULL || q->multiplier == NULL || q->shift == NULL || input == NULL || filter == NULL ||
         output == NULL) {
@@ -93,10 +101,25 @@ MCU_INLINE mcu_status_t mcu_conv_check(const mcu_conv2d_params_t *p, const mcu_p
     if (!mcu_dims_ok(&p->input) || !mcu_dims_ok(&p->filter) || !mcu_dims_ok(&p->output) || p->stride_h < 1 ||
         p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 || p->pad_top < 0 || p->pad_left < 0 ||
         !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max) ||
-        !mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c)) {
+        !(strided ? mcu_pixel_stride_ok(p->output_pixel_stride, p->output.c)
+                  : mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c))) {
         return MCU_ERR_ARG;
     }
     return MCU_OK;
+}
+
+/* A conv variant that writes contiguous output only (the 3x3 depthwise variants, whose rows may wait in a ring). */
+MCU_INLINE mcu_status_t mcu_conv_check(const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *q,
+                                       const void *input, const void *filter, const void *output)
+{
+    return mcu_conv_args(p, q, input, filter, output, 0);
+}
+
+/* A conv variant that honours output_pixel_stride (registry `strided`: a channel concat's slice). */
+MCU_INLINE mcu_status_t mcu_conv_check_strided(const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *q,
+                                               const void *input, const void *filter, const void *output)
+{
+    return mcu_conv_args(p, q, input, filter, output, 1);
 }
 
 /* Add pointers and parameters (as the portable mcu_add_s8 checks them). */

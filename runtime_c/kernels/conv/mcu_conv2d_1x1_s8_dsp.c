@@ -11,7 +11,7 @@ mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_
 {
     const mcu_conv2d_params_t *p = params;
     (void)bias; /* folded into the filter stream */
-    mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
+    mcu_status_t status = mcu_conv_check_strided(p, quant, input, filter, output);
     if (status != MCU_OK || scratch == NULL) {
         return status != MCU_OK ? status : MCU_ERR_ARG;
     }
@@ -20,6 +20,7 @@ mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_
         return MCU_ERR_SHAPE;
     }
     const int32_t c_in = p->input.c, c_out = p->output.c, out_w = p->output.w, steps = (c_in + 3) / 4;
+    const int32_t os = mcu_out_stride(p->output_pixel_stride, c_out); /* output pixel q at output + q * os */
     /* scratch (mcu_conv2d_1x1_s8_dsp_scratch_bytes): the entry, a pixel pair widened to int16, the state's address */
     mcu_rq_mode_t mode;
     mcu_dsp_g2_t g;
@@ -36,11 +37,11 @@ mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_
         for (; i + 1 < pixels; i += 2) {
             const int8_t *a = input + i * c_in;
             mcu_dsp_expand2(a, a + c_in, c_in, g.x);
-            mcu_dsp_g2_run(&g, output + i * c_out, c_out, c_out, &mode);
+            mcu_dsp_g2_run(&g, output + i * os, os, c_out, &mode);
         }
         if (i < pixels) {
             mcu_dsp_expand2(input + i * c_in, input + i * c_in, c_in, g.x);
-            mcu_dsp_g2_run(&g, output + i * c_out, 0, c_out, &mode);
+            mcu_dsp_g2_run(&g, output + i * os, 0, c_out, &mode);
         }
         return MCU_OK;
     }
@@ -66,7 +67,7 @@ mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_
             }
         }
         mcu_dsp_expand2(a, b, c_in, g.x);
-        mcu_dsp_g2_run(&g, output + i * c_out, i + 1 < pixels ? c_out : 0, c_out, &mode);
+        mcu_dsp_g2_run(&g, output + i * os, i + 1 < pixels ? os : 0, c_out, &mode);
     }
     return MCU_OK;
 }

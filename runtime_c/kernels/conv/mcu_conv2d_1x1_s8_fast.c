@@ -9,7 +9,7 @@ mcu_status_t mcu_conv2d_1x1_s8_fast(const mcu_conv2d_params_t *params, const mcu
                                     const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
 {
     const mcu_conv2d_params_t *p = params;
-    mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
+    mcu_status_t status = mcu_conv_check_strided(p, quant, input, filter, output);
     if (status != MCU_OK || bias == NULL) {
         return status != MCU_OK ? status : MCU_ERR_ARG;
     }
@@ -17,7 +17,7 @@ mcu_status_t mcu_conv2d_1x1_s8_fast(const mcu_conv2d_params_t *params, const mcu
         (p->output.h - 1) * p->stride_h >= p->input.h || (p->output.w - 1) * p->stride_w >= p->input.w) {
         return MCU_ERR_SHAPE;
     }
-    const int32_t c_in = p->input.c, c_out = p->output.c;
+    const int32_t c_in = p->input.c, c_out = p->output.c, os = mcu_out_stride(p->output_pixel_stride, c_out);
     if (mcu_records_check(quant->multiplier, c_out) != MCU_OK) {
         return MCU_ERR_ARG;
     }
@@ -27,7 +27,7 @@ mcu_status_t mcu_conv2d_1x1_s8_fast(const mcu_conv2d_params_t *params, const mcu
     for (int32_t n = 0; n < p->output.n; ++n) {
         for (int32_t y = 0; y < p->output.h; ++y) {
             const int8_t *in = input + ((n * p->input.h + y * p->stride_h) * p->input.w) * c_in;
-            for (int32_t x = 0; x < p->output.w; ++x, in += p->stride_w * c_in, out += c_out) {
+            for (int32_t x = 0; x < p->output.w; ++x, in += p->stride_w * c_in, out += os) {
                 mcu_fast_gemm_row(in, c_in, filter, bias, quant->multiplier, c_out, &mode, out);
             }
         }

@@ -10,7 +10,7 @@ mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_
 {
 #if MCU_HAVE_MVE
     const mcu_conv2d_params_t *p = params;
-    mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
+    mcu_status_t status = mcu_conv_check_strided(p, quant, input, filter, output);
     if (status != MCU_OK || bias == NULL) {
         return status != MCU_OK ? status : MCU_ERR_ARG;
     }
@@ -22,8 +22,9 @@ mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_
     if (mcu_quant_check(quant, c_out) != MCU_OK) {
         return MCU_ERR_ARG;
     }
+    const int32_t os = mcu_out_stride(p->output_pixel_stride, c_out); /* output pixel q at output + q * os */
     const mcu_mve_gemm_t g = mcu_mve_gemm_of(filter, bias, quant, c_out, 1, c_in, p->output_offset, p->act_min,
-                                             p->act_max);
+                                             p->act_max, os);
     const int32_t dx = p->stride_w * c_in, dy = p->stride_h * p->input.w * c_in, plane = p->input.h * p->input.w * c_in;
     const int32_t pixels = p->output.n * oh * ow;
     const int8_t *row_start = input, *px = input; /* output pixel (n, y, x)'s input pixel, and (n, y, 0)'s */
@@ -47,9 +48,9 @@ mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_
             }
         }
         if (npix == 1) {
-            mcu_mve_gemv(rows[0], &g, output + i * c_out);
+            mcu_mve_gemv(rows[0], &g, output + i * os);
         } else {
-            mcu_mve_gemm_block(rows, &g, npix, output + i * c_out);
+            mcu_mve_gemm_block(rows, &g, npix, output + i * os);
         }
     }
     return MCU_OK;

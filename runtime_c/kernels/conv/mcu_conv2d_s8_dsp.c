@@ -39,11 +39,12 @@ mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_
 {
     const mcu_conv2d_params_t *p = params;
     (void)bias; /* folded into the filter stream */
-    mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
+    mcu_status_t status = mcu_conv_check_strided(p, quant, input, filter, output);
     if (status != MCU_OK || scratch == NULL) {
         return status != MCU_OK ? status : MCU_ERR_ARG;
     }
     const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c, c_out = p->output.c;
+    const int32_t os = mcu_out_stride(p->output_pixel_stride, c_out); /* output pixel q at output + q * os */
     const int32_t kh = p->filter.h, kw = p->filter.w, seg = kw * c_in;
     const int compact = mcu_dsp_conv_compact(kh, kw, c_in);
     const int32_t k = compact ? kh * seg : kh * ((seg + 3) & ~3); /* taps of the widened window */
@@ -137,7 +138,7 @@ mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_
                 }
             }
         }
-        mcu_dsp_g2_run(&g, output + i * c_out, two ? c_out : 0, c_out, &mode);
+        mcu_dsp_g2_run(&g, output + i * os, two ? os : 0, c_out, &mode);
         px[0] = px[1];
         if (++px[0].x == out_w) {
             px[0].x = 0;

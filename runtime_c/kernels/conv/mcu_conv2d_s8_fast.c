@@ -10,11 +10,12 @@ mcu_status_t mcu_conv2d_s8_fast(const mcu_conv2d_params_t *params, const mcu_per
                                 int8_t *output)
 {
     const mcu_conv2d_params_t *p = params;
-    mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
+    mcu_status_t status = mcu_conv_check_strided(p, quant, input, filter, output);
     if (status != MCU_OK || bias == NULL || scratch == NULL) {
         return status != MCU_OK ? status : MCU_ERR_ARG;
     }
     const int32_t c_out = p->output.c, k = p->filter.h * p->filter.w * p->input.c;
+    const int32_t os = mcu_out_stride(p->output_pixel_stride, c_out); /* output pixel q at output + q * os */
     if (!mcu_conv_shapes_ok(p)) {
         return MCU_ERR_SHAPE;
     }
@@ -29,7 +30,7 @@ mcu_status_t mcu_conv2d_s8_fast(const mcu_conv2d_params_t *params, const mcu_per
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * p->input.h * p->input.w * p->input.c;
         for (int32_t y = 0; y < p->output.h; ++y) {
-            for (int32_t x = 0; x < p->output.w; ++x, out += c_out) {
+            for (int32_t x = 0; x < p->output.w; ++x, out += os) {
                 mcu_im2col_s8(p, in_n, y, x, zero_point, window);
                 mcu_fast_gemm_row(window, k, filter, bias, quant->multiplier, c_out, &mode, out);
             }

@@ -116,7 +116,7 @@ mcu_status_t mcu_conv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_
 {
 #if MCU_HAVE_MVE
     const mcu_conv2d_params_t *p = params;
-    mcu_status_t status = mcu_conv_check(p, quant, input, filter, output);
+    mcu_status_t status = mcu_conv_check_strided(p, quant, input, filter, output);
     if (status != MCU_OK || bias == NULL || scratch == NULL) {
         return status != MCU_OK ? status : MCU_ERR_ARG;
     }
@@ -133,7 +133,8 @@ mcu_status_t mcu_conv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_
     cx.k16 = (kh * cx.seg + 15) & ~15;
     const int32_t nrows = cx.compact ? 1 : kh, win_bytes = cx.compact ? cx.k16 : kh * cx.seg;
     const mcu_mve_gemm_t g = mcu_mve_gemm_of(filter, bias, quant, c_out, nrows, cx.compact ? cx.k16 : cx.seg,
-                                             p->output_offset, p->act_min, p->act_max);
+                                             p->output_offset, p->act_min, p->act_max,
+                                             mcu_out_stride(p->output_pixel_stride, c_out));
     /* scratch: the row table (nrows x 3 pointers); compact: the offsets table (k16 bytes), 3 windows; rows: 3
      * windows, the zero-point row */
     const int8_t **rows = (const int8_t **)(void *)scratch;
@@ -218,7 +219,7 @@ mcu_status_t mcu_conv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_
                 }
             }
         }
-        mcu_mve_gemm_block(rows, &g, npix, output + i * c_out);
+        mcu_mve_gemm_block(rows, &g, npix, output + i * g.ostride);
     }
     return MCU_OK;
 #else

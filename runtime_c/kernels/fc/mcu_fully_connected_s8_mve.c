@@ -20,7 +20,7 @@ mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu
         return MCU_ERR_ARG;
     }
     const mcu_mve_gemm_t g = mcu_mve_gemm_of(weights, bias, quant, n_out, 1, k, p->output_offset, p->act_min,
-                                             p->act_max);
+                                             p->act_max, n_out);
     for (int32_t b = 0; b < p->batches; b += 3) {
         const int32_t npix = p->batches - b < 3 ? p->batches - b : 3;
         const int8_t *rows[3];

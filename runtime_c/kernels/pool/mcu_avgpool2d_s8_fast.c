@@ -17,11 +17,12 @@ mcu_status_t mcu_avgpool2d_s8_fast(const mcu_pool2d_params_t *params, const int8
         return status;
     }
     const int32_t in_h = p->input.h, in_w = p->input.w, c = p->input.c, zp = p->zero_point;
+    const int32_t os = mcu_out_stride(p->output_pixel_stride, c); /* output pixel q at output + q * os */
     int8_t *out = output;
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
         for (int32_t y = 0; y < p->output.h; ++y) {
-            for (int32_t x = 0; x < p->output.w; ++x, out += c) {
+            for (int32_t x = 0; x < p->output.w; ++x, out += os) {
                 int32_t ky0, ky1, kx0, kx1;
                 mcu_pool_window(p, y, x, &ky0, &ky1, &kx0, &kx1);
                 const int32_t count = (ky1 - ky0) * (kx1 - kx0), d = p->divisor > 0 ? p->divisor : count;
