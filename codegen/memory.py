@@ -206,16 +206,17 @@ def raster_gap(params: dict, block: int | str = 1, first: bool = False) -> int:
     return int(max(0, (written - first_in[starts] * ic).max())) if starts.size else 0
 
 
-def kernel_raster_gap(kernel: str, params: dict) -> int:
-    """raster_gap for a raster kernel, with its registry's block and order."""
+def kernel_raster_gap(kernel: str, params: dict, copy: bool = True) -> int:
+    """raster_gap for a raster kernel, with its registry's block and order (`copy` False: a raster_copy kernel's
+    plain gap, under which it copies nothing)."""
     spec = KERNELS[kernel]
-    return raster_gap(params, spec.raster_block, spec.raster_first)
+    return raster_gap(params, spec.raster_block, spec.raster_first and (copy or not spec.raster_copy))
 
 
-def overlap_gap(node) -> int | None:
+def overlap_gap(node, copy: bool = True) -> int | None:
     """How many bytes below its first input a call's output must start to overlap it, if that input dies
-    at the call: 0 for an in-place kernel on geometry it runs, else raster_gap for a raster kernel; None when
-    the kernel's output may not overlap its input."""
+    at the call: 0 for an in-place kernel on geometry it runs, else raster_gap for a raster kernel (`copy` False:
+    a raster_copy kernel's plain gap); None when the kernel's output may not overlap its input."""
     kernel = node.attrs.get("kernel") if node.op == "call" else None
     if pixel_stride(node) is not None:  # raster_gap assumes contiguous pixels
         return None
@@ -223,7 +224,7 @@ def overlap_gap(node) -> int | None:
     if overwrites is not None and overwrites(node.attrs["params"]):
         return 0
     if kernel in RASTER_KERNELS:
-        return kernel_raster_gap(kernel, node.attrs["params"])
+        return kernel_raster_gap(kernel, node.attrs["params"], copy)
     return None
 
 
@@ -257,11 +258,11 @@ def overwritable_inputs(graph: Graph) -> list[bool]:
     return _overwritable(graph, group, _external(graph, group))
 
 
-def _overlaps(graph: Graph, group: dict[str, str], external) -> dict[tuple[str, str], int]:
+def _overlaps(graph: Graph, group: dict[str, str], external, copy: bool = True) -> dict[tuple[str, str], int]:
     """(output group, input group) -> gap for raster and in-place kernels whose input group dies at the node."""
     found = {}
     for n, ok in zip(graph.nodes, _overwritable(graph, group, external)):
-        gap = overlap_gap(n) if ok else None
+        gap = overlap_gap(n, copy) if ok else None
         if gap is not None:
             found[group[n.outputs[0]], group[n.inputs[0]]] = gap
     return found
@@ -341,6 +342,14 @@ def plan_graph(graph: Graph) -> tuple[Graph, MemoryPlan]:
                     for g in sorted(first, key=lambda g: (first[g], g)) if g not in external)
     overlaps = _overlaps(graph, group, external)
     result = plan(buffers, overlaps=overlaps)
+    # raster_copy kernels copy a block only where the plan needs their read-first gap: each takes its plain gap
+    # (no copies) unless that grows the arena
+    chosen = dict(overlaps)
+    for key, gap in _overlaps(graph, group, external, copy=False).items():
+        if gap != chosen[key]:
+            trial = plan(buffers, overlaps={**chosen, key: gap})
+            if trial.arena_bytes <= result.arena_bytes:
+                chosen[key], result = gap, trial
     locations, inside = {}, group_offsets(graph)
     for t, tensor in graph.tensors.items():
         if tensor.is_const:

@@ -155,8 +155,9 @@ def test_concat_axis_is_remapped_to_nhwc_and_equal_qparams_are_copied():
 
 def test_concat_of_ten_inputs_is_chained():
     g = _lower(Fn(lambda x: torch.cat([x * (i + 1) for i in range(10)], 1)), (1, 2, 3))
-    concats = [n for n in g.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_concat_s8"]
-    assert [c.attrs["params"]["num_inputs"] for c in concats] == [8, 3]
+    concats = [n for n in g.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_concat_s8"
+               or n.op == "alias" and n.attrs.get("view") == "concat"]  # the first is written in place (a view)
+    assert [(c.op, c.attrs["params"]["num_inputs"]) for c in concats] == [("alias", 8), ("call", 3)]
 
 
 @pytest.mark.parametrize("perm", [(0, 2, 3, 1), (0, 3, 1, 2), (3, 2, 1, 0), (0, 1, 3, 2)])

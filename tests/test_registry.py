@@ -73,7 +73,8 @@ def test_memory_properties():
     assert {k.name: k.raster_block for k in KERNELS.values() if k.raster and k.raster_block != 1} == {
         "mcu_conv2d_1x1_s8_mve": 3, "mcu_conv2d_s8_mve": 3, "mcu_dwconv2d_3x3_s8_dsp": "row",
         "mcu_conv2d_1x1_s8_dsp": 2, "mcu_conv2d_s8_dsp": 2}
-    assert names(raster_first=True) == {"mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_dsp", "mcu_conv2d_s8_fast"}
+    assert names(raster_first=True) == {"mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_dsp", "mcu_conv2d_s8_fast",
+                                        "mcu_conv2d_1x1_s8_fast", "mcu_conv2d_1x1_s8_mve"}
     assert names(strided=True) == {f"mcu_{op}_{t}" for op in ("conv2d", "dwconv2d", "maxpool2d", "avgpool2d")
                                    for t in ("s8", "s16", "f32")} | {"mcu_conv2d_grouped_s8"} | {
         f"mcu_{k}_{v}" for k in ("conv2d_s8", "conv2d_1x1_s8", "avgpool2d_s8") for v in ("dsp", "mve", "fast")

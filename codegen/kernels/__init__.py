@@ -53,6 +53,10 @@ class KernelSpec:
     # every read of a block happens before any write of it (the DSP convs widen a pixel pair, the scalar conv
     # copies a window, into scratch first): then only later blocks' reads bound the gap
     raster_first: bool = False
+    # raster_first only by copying a block to scratch where its writes would reach input still to be read (the
+    # scalar and Helium 1x1 convs; instructions): the planner takes the read-first gap only where it lowers the
+    # arena (mcu.codegen.memory.plan_graph), else the plain gap, under which the kernel copies nothing
+    raster_copy: bool = False
     strided: bool = False
     overwrites: Callable[[dict], bool] | None = field(default=None, compare=False)
     input_array: bool = False          # inputs passed as one `const T *const inputs[]` argument (concat)

@@ -7,23 +7,27 @@ from mcu.codegen.kernels import GEMM2_DSP, GEMM_MVE, kernel, variant
 from mcu.codegen.kernels.packing import (INT4, is_1x1, is_dw3x3, is_dw_s16, is_groups1, prepare_dsp_conv,
                                          prepare_dw_dsp, prepare_dw_fast, prepare_dw_mve, prepare_fast, prepare_mve,
                                          prepare_s4, prepare_s16_conv_dsp, prepare_s16_dw_dsp)
-from mcu.codegen.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_1x1_s8_inplace_fits,
+from mcu.codegen.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_1x1_s8_fast_scratch_bytes,
+                                    conv2d_1x1_s8_inplace_fits,
                                     conv2d_1x1_s8_inplace_scratch_bytes, conv2d_s4_scratch_bytes,
                                     conv2d_s8_dsp_scratch_bytes, conv2d_s8_fast_scratch_bytes,
                                     dwconv2d_3x3_s8_dsp_scratch_bytes, dwconv2d_3x3_s8_fast_scratch_bytes,
                                     dwconv2d_s8_inplace_fits, dwconv2d_s8_inplace_scratch_bytes)
-from mcu.codegen.twins.mve import conv2d_s8_mve_scratch_bytes, dwconv2d_3x3_s8_mve_scratch_bytes
+from mcu.codegen.twins.mve import (conv2d_1x1_s8_mve_scratch_bytes, conv2d_s8_mve_scratch_bytes,
+                                   dwconv2d_3x3_s8_mve_scratch_bytes)
 from mcu.codegen.twins.s16 import conv2d_s16_dsp_scratch_bytes
 
 MVE, DSP = ("mve",), ("dsp",)
 # Loop orders (the `raster` property): the DSP convs widen a pixel pair (both windows, pixels paired over n, y, x)
 # into scratch before writing either pixel (blocks of 2, read first), the scalar conv copies each window first;
-# the Helium convs read 3 pixels in place while writing them 4 channels at a time
-# (blocks of 3); the DSP depthwise runs a row's interior pixels one 4-channel group at a time (one row). The 3x3
+# the Helium convs read 3 pixels in place while writing them 4 channels at a time (blocks of 3); the scalar and
+# Helium 1x1 convs copy their block's pixels (1, 3) to scratch first when the output overlaps the input (read
+# first; apart they read in place, which nothing then bounds); the DSP depthwise runs a row's interior pixels one 4-channel group at a time (one row). The 3x3
 # depthwise variants run in place on the in-place depthwise's geometry (`overwrites`: their output rows wait in
 # a ring, mcu_opt.h mcu_dw_rows_t).
 BLOCKS_OF_3 = {"raster": True, "raster_block": 3}
 PAIRS_FIRST = {"raster": True, "raster_block": 2, "raster_first": True}
+COPY_FIRST = {"raster_first": True, "raster_copy": True}  # read first by copying, where the plan needs it
 # the GEMM variants and the average pool variants write each pixel whole at params["output_pixel_stride"]
 STRIDED = {"strided": True}
 CONV, CONV_F32 = "mcu_conv2d_params_t", "mcu_conv2d_f32_params_t"
@@ -40,15 +44,16 @@ SPECS = [
     kernel("mcu_dwconv2d_f32", "float", CONV_F32, strided=True),
     # int8 conv variants, most preferred first
     variant("mcu_conv2d_s4", "conv", "mcu_conv2d_s8", INT4, prepare=prepare_s4, scratch=conv2d_s4_scratch_bytes),
-    variant("mcu_conv2d_1x1_s8_mve", "conv", "mcu_conv2d_s8", MVE, is_1x1, prepare_mve, links=(GEMM_MVE,),
-            **BLOCKS_OF_3, **STRIDED),
+    variant("mcu_conv2d_1x1_s8_mve", "conv", "mcu_conv2d_s8", MVE, is_1x1, prepare_mve,
+            conv2d_1x1_s8_mve_scratch_bytes, links=(GEMM_MVE,), **BLOCKS_OF_3, **COPY_FIRST, **STRIDED),
     variant("mcu_conv2d_s8_mve", "conv", "mcu_conv2d_s8", MVE, prepare=prepare_mve,
             scratch=conv2d_s8_mve_scratch_bytes, links=(GEMM_MVE,), **BLOCKS_OF_3, **STRIDED),
     variant("mcu_conv2d_1x1_s8_dsp", "conv", "mcu_conv2d_s8", DSP, is_1x1, prepare_dsp_conv,
             conv2d_1x1_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), **PAIRS_FIRST, **STRIDED),
     variant("mcu_conv2d_s8_dsp", "conv", "mcu_conv2d_s8", DSP, prepare=prepare_dsp_conv,
             scratch=conv2d_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), **PAIRS_FIRST, **STRIDED),
-    variant("mcu_conv2d_1x1_s8_fast", "conv", "mcu_conv2d_s8", (), is_1x1, prepare_fast, raster=True, **STRIDED),
+    variant("mcu_conv2d_1x1_s8_fast", "conv", "mcu_conv2d_s8", (), is_1x1, prepare_fast,
+            conv2d_1x1_s8_fast_scratch_bytes, raster=True, **COPY_FIRST, **STRIDED),
     variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes,
             raster=True, raster_first=True, **STRIDED),
     variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3, prepare_dw_mve,

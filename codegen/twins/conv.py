@@ -226,6 +226,12 @@ def conv2d_s8_dsp_scratch_bytes(p: dict) -> int:
     return 4 * (k4 + 2) + 2 * _round4(gather)
 
 
+def conv2d_1x1_s8_fast_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_conv2d_1x1_s8_fast_scratch_bytes: one input pixel, C_in bytes (copied there when the output
+    overlaps the input)."""
+    return p["input"][3]
+
+
 def conv2d_s8_fast_scratch_bytes(p: dict) -> int:
     """Twin of mcu_conv2d_s8_fast_scratch_bytes: one pixel's window, KH * KW * C_in bytes."""
     return p["filter"][1] * p["filter"][2] * p["input"][3]

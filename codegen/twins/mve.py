@@ -12,6 +12,12 @@ def conv2d_s8_mve_compact(p: dict) -> bool:
     return (p["filter"][2] * p["input"][3]) % 16 != 0
 
 
+def conv2d_1x1_s8_mve_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_conv2d_1x1_s8_mve_scratch_bytes: a block's 3 input pixels, C_in bytes each (copied there when the
+    output overlaps the input)."""
+    return 3 * p["input"][3]
+
+
 def conv2d_s8_mve_scratch_bytes(p: dict) -> int:
     """Twin of mcu_conv2d_s8_mve_scratch_bytes: 3 row pointers (4 bytes each) per window row, then 3 windows: KH
     rows of KW * C_in bytes, and a row of KW * C_in zero points; or, compact, a table of K16 byte offsets (K = KH * KW * C_in rounded up to 16) and 3

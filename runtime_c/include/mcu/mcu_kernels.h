@@ -618,6 +618,10 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *    rounded up to 4.
  *  - conv2d_s8_fast, conv2d_s4: one pixel's window, K = KH * KW * C_in bytes (0 for the s4 kernel's 1x1
  *    filter without padding, which reads the pixel in place).
+ *  - conv2d_1x1_s8_fast, conv2d_1x1_s8_mve: the input pixels of one block (1 for fast, 3 for Helium), C_in
+ *    bytes each. When the output overlaps the input (the planner slides it over a dying input), each block's
+ *    pixels are copied there before any of its outputs is written (so only later blocks' reads bound the
+ *    overlap: registry raster_first); apart, the pixels are read in place and the scratch is not touched.
  *  - dwconv2d_3x3_s8_dsp, dwconv2d_3x3_s8_fast, dwconv2d_3x3_s8_mve: C bytes of the input zero point, which
  *    padded taps read; on the in-place geometry (mcu_dw3x3_inplace_fits) then a ring of pad_top + 1 output
  *    rows.
@@ -649,6 +653,16 @@ static inline int32_t mcu_conv2d_s8_dsp_scratch_bytes(const mcu_conv2d_params_t 
     const int32_t k4 = compact ? (kh * seg + 3) & ~3 : kh * ((seg + 3) & ~3);
     const int32_t gather = compact ? kh * seg : (seg < MCU_DSP_ROW_PIECE ? seg : MCU_DSP_ROW_PIECE);
     return 4 * (k4 + 2) + 2 * ((gather + 3) & ~3);
+}
+
+static inline int32_t mcu_conv2d_1x1_s8_fast_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return params->input.c;
+}
+
+static inline int32_t mcu_conv2d_1x1_s8_mve_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return 3 * params->input.c;
 }
 
 static inline int32_t mcu_conv2d_s8_fast_scratch_bytes(const mcu_conv2d_params_t *params)
@@ -703,12 +717,13 @@ static inline int32_t mcu_dwconv2d_3x3_s8_mve_scratch_bytes(const mcu_conv2d_par
 /* Conv, 1x1 filter, no padding: fold (fast, mve), records and c4 (fast), stream (dsp), packed filter. */
 mcu_status_t mcu_conv2d_1x1_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                     const int8_t *input, const int8_t *filter, const int32_t *bias,
-                                    int8_t *output);
+                                    int8_t *scratch, int8_t *output);
 mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                    const int8_t *input, const int8_t *filter, const int32_t *bias,
                                    int8_t *scratch, int8_t *output);
 mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
-                                   const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+                                   const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                   int8_t *scratch, int8_t *output);
 
 /* Conv, any geometry, im2col of one output pixel: as the 1x1 variants. */
 mcu_status_t mcu_conv2d_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,

@@ -125,7 +125,7 @@ MCU_INLINE void mcu_mve_block_body(const int8_t *const *rows, const mcu_mve_gemm
 {
     int32_t acc[12] __attribute__((aligned(8)));
     mcu_mve_quad_t s = {rows, g->rows, g->w, g->bias, g->chunks, acc, g->tail};
-    const int32_t c_out = g->c_out, zo = g->zo;
+    const int32_t c_out = g->c_out, zo = g->zo, os = g->ostride;
     const int tail = g->tail != 0;
     const int32_t *mult = g->mult, *shift = g->shift;
     const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max);
@@ -135,9 +135,9 @@ MCU_INLINE void mcu_mve_block_body(const int8_t *const *rows, const mcu_mve_gemm
         const int32x4_t m = vldrwq_s32(mult + c), sh = vldrwq_s32(shift + c);
         mcu_mve_out4(acc, m, sh, zo, vmin, vmax, down, p, out + c);
         if (npix > 1) {
-            mcu_mve_out4(acc + 4, m, sh, zo, vmin, vmax, down, p, out + g->ostride + c);
+            mcu_mve_out4(acc + 4, m, sh, zo, vmin, vmax, down, p, out + os + c);
             if (npix > 2) {
-                mcu_mve_out4(acc + 8, m, sh, zo, vmin, vmax, down, p, out + 2 * g->ostride + c);
+                mcu_mve_out4(acc + 8, m, sh, zo, vmin, vmax, down, p, out + 2 * os + c);
             }
         }
     }

@@ -411,11 +411,22 @@ MCU_INLINE uint32_t mcu_read_tail(const int8_t *p, int32_t n)
 #define MCU_OPAQUE(v) ((void)0)
 #endif
 
+/* Would writing output bytes [lo, hi) of a block clobber input still to be read, [first, end): the block's first
+ * input byte up to the input's end (a 1x1 conv reads its pixels in raster order)? Only where the planner slid
+ * the output over its dying input by less than the in-place reading's gap (codegen/memory.py raster_gap). */
+MCU_INLINE int mcu_block_clobbers(const int8_t *lo, const int8_t *hi, const int8_t *first, const int8_t *end)
+{
+    return (uintptr_t)hi > (uintptr_t)first && (uintptr_t)lo < (uintptr_t)end;
+}
+
 /* dst[0..n) = src[0..n) (no overlap). */
 MCU_INLINE void mcu_copy_s8(int8_t *dst, const int8_t *src, int32_t n)
 {
 #if MCU_HAVE_MVE
-    for (; n > 0; n -= 16, src += 16, dst += 16) {
+    for (; n >= 16; n -= 16, src += 16, dst += 16) {
+        vstrbq_s8(dst, vldrbq_s8(src));
+    }
+    if (n > 0) {
         const mve_pred16_t p = vctp8q((uint32_t)n);
         vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);
     }

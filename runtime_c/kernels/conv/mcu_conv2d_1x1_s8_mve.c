@@ -1,4 +1,7 @@
 /* Helium (MVE) int8 1x1 convolution without padding: input pixels read in place, 3 pixels x 4 channels per block. */
+
+/* Over a dying input, a block whose outputs would overwrite input still to be read has its pixels copied to
+ * scratch first (registry raster_first); others are read in place. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -6,12 +9,13 @@
 #include "mcu/mcu_mve.h"
 
 mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
-                                   const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
+                                   const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                   int8_t *scratch, int8_t *output)
 {
 #if MCU_HAVE_MVE
     const mcu_conv2d_params_t *p = params;
     mcu_status_t status = mcu_conv_check_strided(p, quant, input, filter, output);
-    if (status != MCU_OK || bias == NULL) {
+    if (status != MCU_OK || bias == NULL || scratch == NULL) {
         return status != MCU_OK ? status : MCU_ERR_ARG;
     }
     if (!mcu_conv_shapes_ok(p) || p->filter.h != 1 || p->filter.w != 1 || p->pad_top != 0 || p->pad_left != 0 ||
@@ -29,12 +33,24 @@ mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_
     const int32_t pixels = p->output.n * oh * ow;
     const int8_t *row_start = input, *px = input; /* output pixel (n, y, x)'s input pixel, and (n, y, 0)'s */
     int32_t y = 0, x = 0, n = 0;
+    const int8_t *in_end = input + p->input.n * plane;
+    const int unit = p->stride_h == 1 && p->stride_w == 1; /* the pixels one after another: 3 in one run */
     for (int32_t i = 0; i < pixels; i += 3) {
         const int32_t npix = pixels - i < 3 ? pixels - i : 3;
+        const int copy = mcu_block_clobbers(output + i * os, output + (i + npix - 1) * os + c_out, px, in_end);
+        if (copy && unit) { /* scratch: 3 pixels of C_in bytes */
+            mcu_copy_s8(scratch, px, npix * c_in);
+        }
         const int8_t *rows[3];
         for (int32_t j = 0; j < 3; ++j) {
             rows[j] = j < npix ? px : rows[0]; /* past the end: pixel 0 again */
             if (j < npix) {
+                if (copy) {
+                    if (!unit) {
+                        mcu_copy_s8(scratch + j * c_in, px, c_in);
+                    }
+                    rows[j] = scratch + j * c_in;
+                }
                 px += dx;
                 if (++x == ow) {
                     x = 0;
@@ -55,7 +71,7 @@ mcu_status_t mcu_conv2d_1x1_s8_mve(const mcu_conv2d_params_t *params, const mcu_
     }
     return MCU_OK;
 #else
-    (void)params, (void)quant, (void)input, (void)filter, (void)bias, (void)output;
+    (void)params, (void)quant, (void)input, (void)filter, (void)bias, (void)scratch, (void)output;
     return MCU_ERR_ARG;
 #endif
 }
