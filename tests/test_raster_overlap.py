@@ -124,3 +124,52 @@ def test_raster_block_gaps_by_hand():
     assert raster_gap(pw, 2, first=True) == 768 - 384
     assert raster_gap(conv_params((1, 25, 5, 64), (64, 1, 1, 64), (1, 25, 5, 64)), 2, first=True) == 0
     assert raster_gap(conv_params((1, 1, 1, 8), (8, 1, 1, 8), (1, 1, 1, 8)), 2, first=True) == 0  # one pixel
+
+
+# ---- raster_copy: the read-first gap (copying blocks) only where it lowers the arena --------------------------------
+
+def _plan_on_m3(model, shape, tmp_path):
+    import torch
+    import mcu
+    torch.manual_seed(0)
+    calib = [(torch.randn(*shape),) for _ in range(2)]
+    pkg = mcu.compile(model.eval(), calib[0], calibration=calib, out_dir=tmp_path, board="mps2-an385")
+    (node,) = [n for n in pkg.graph.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_conv2d_1x1_s8_fast"]
+    mem = pkg.memory
+    return pkg, node, mem.locations[node.inputs[0]].index - mem.locations[node.outputs[0]].index
+
+
+def test_copy_gap_is_taken_only_where_it_lowers_the_arena(tmp_path):
+    """A scalar 1x1 (64 -> 64) reads a pixel, in place or copied to scratch, before writing it: its read-first gap
+    is 0, its plain gap one output pixel. At the peak (a 1x1 between two depthwise convs that keep the scratch
+    below) the planner takes gap 0 and reaches the liveness bound; away from the peak it keeps the plain gap, so the
+    kernel copies nothing."""
+    from torch import nn
+    from mcu.codegen.memory import overlap_gap
+
+    class AtPeak(nn.Module):  # KWS's shape: the 1x1's input and output are the largest tensors, side by side
+        def __init__(self):
+            super().__init__()
+            self.dw1, self.pw, self.dw2 = (nn.Conv2d(64, 64, 3, padding=1, groups=64), nn.Conv2d(64, 64, 1),
+                                           nn.Conv2d(64, 64, 3, padding=1, groups=64))
+            self.first, self.fc = nn.Conv2d(1, 64, 3, padding=1), nn.Linear(64, 4)
+
+        def forward(self, x):
+            y = self.dw2(torch.relu(self.pw(torch.relu(self.dw1(torch.relu(self.first(x)))))))
+            return self.fc(y.mean((2, 3)))
+
+    class OffPeak(nn.Module):  # the peak is the 16x16x64 map before the pool; the 1x1 runs on 8x8 after it
+        def __init__(self):
+            super().__init__()
+            self.first, self.pw, self.fc = nn.Conv2d(8, 64, 3, padding=1), nn.Conv2d(64, 64, 1), nn.Linear(64, 4)
+
+        def forward(self, x):
+            y = self.pw(nn.functional.max_pool2d(torch.relu(self.first(x)), 2))
+            return self.fc(torch.relu(y).mean((2, 3)))
+
+    import torch
+    pkg, node, gap = _plan_on_m3(AtPeak(), (1, 1, 12, 5), tmp_path / "at")
+    assert overlap_gap(node) == 0 and overlap_gap(node, copy=False) == 64
+    assert gap == 0 and pkg.arena_bytes == pkg.memory.lower_bound
+    pkg, node, gap = _plan_on_m3(OffPeak(), (1, 8, 16, 16), tmp_path / "off")
+    assert gap >= 64 or gap <= -pkg.graph.tensors[node.outputs[0]].nbytes  # plain gap, or apart: no copies
