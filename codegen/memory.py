@@ -358,7 +358,8 @@ def plan_graph(graph: Graph) -> tuple[Graph, MemoryPlan]:
             locations[t] = external[group[t]]
         elif group[t] in result.offsets:
             locations[t] = Location("arena", result.offsets[group[t]] + inside.get(t, 0))
-    mem = MemoryPlan(locations, buffers, result, lower_bound(buffers, overlaps), before, after, overlaps)
+    # the bound with every read-first gap (the best the copies allow); the gaps the plan was made with
+    mem = MemoryPlan(locations, buffers, result, lower_bound(buffers, overlaps), before, after, chosen)
     verify_tensor_plan(graph, mem)
     return graph, mem
 

@@ -255,12 +255,21 @@ def _inputs(shape, seed):
     return [_calib(shape, seed)[0]]
 
 
+def _assert_equal(got, want, where):
+    bad = np.argwhere(got != want)
+    at = tuple(bad[0]) if len(bad) else None
+    assert at is None, f"first mismatch at {at}: {where} {got[at]}, reference {want[at]}"
+
+
 def _exact_on_host(pkg, shape, seed=4):
     from mcu.hostbuild import run_host
     x = _inputs(shape, seed)
-    got, want = run_host(pkg, x).raw_outputs[0], pkg.reference(x)[0]
-    bad = np.argwhere(got != want)
-    assert not len(bad), f"first mismatch at {tuple(bad[0])}: host {got[tuple(bad[0])]}, reference {want[tuple(bad[0])]}"
+    _assert_equal(run_host(pkg, x).raw_outputs[0], pkg.reference(x)[0], "host")
+
+
+def _exact_on_board(pkg, shape, seed):
+    x = _inputs(shape, seed)
+    _assert_equal(mcu.run(pkg, x).raw_outputs[0], pkg.reference(x)[0], "device")
 
 
 def _views(pkg):
@@ -387,10 +396,7 @@ def test_channel_concat_in_place_is_exact(inception, fire):
 @pytest.mark.qemu
 def test_channel_concat_in_place_is_exact_on_the_board(inception):
     assert inception.board == "mps2-an386"
-    x = _inputs(INCEPTION, 5)
-    got, want = mcu.run(inception, x).raw_outputs[0], inception.reference(x)[0]
-    bad = np.argwhere(got != want)
-    assert not len(bad), f"first mismatch at {tuple(bad[0])}: device {got[tuple(bad[0])]}, reference {want[tuple(bad[0])]}"
+    _exact_on_board(inception, INCEPTION, 5)
 
 
 @pytest.mark.parametrize("model, shape, why", [
@@ -464,11 +470,7 @@ def test_speed_build_concat_in_place_is_exact_on_the_host(speed_builds, model, b
 @pytest.mark.qemu
 @pytest.mark.parametrize("model, board", sorted(SPEED))
 def test_speed_build_concat_in_place_is_exact_on_the_board(speed_builds, model, board):
-    pkg = speed_builds[model, board]
-    x = _inputs(SPEED_MODELS[model][1], 6)
-    got, want = mcu.run(pkg, x).raw_outputs[0], pkg.reference(x)[0]
-    bad = np.argwhere(got != want)
-    assert not len(bad), f"first mismatch at {tuple(bad[0])}: device {got[tuple(bad[0])]}, reference {want[tuple(bad[0])]}"
+    _exact_on_board(speed_builds[model, board], SPEED_MODELS[model][1], 6)
 
 
 def _as_call(pkg, view, **params):

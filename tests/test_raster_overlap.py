@@ -12,10 +12,13 @@ import math
 
 import numpy as np
 import pytest
+import torch
+from torch import nn
 
 import hostc
+import mcu
 from mcu.codegen.kernels import KERNELS
-from mcu.codegen.memory import raster_gap
+from mcu.codegen.memory import overlap_gap, raster_gap
 from test_kernels_host import (assert_equal_int, conv_params, pool_case, prepared_variant_args, rand_act,
                                rand_bias, rand_int8, rand_offsets, rand_quant)
 
@@ -129,8 +132,6 @@ def test_raster_block_gaps_by_hand():
 # ---- raster_copy: the read-first gap (copying blocks) only where it lowers the arena --------------------------------
 
 def _plan_on_m3(model, shape, tmp_path):
-    import torch
-    import mcu
     torch.manual_seed(0)
     calib = [(torch.randn(*shape),) for _ in range(2)]
     pkg = mcu.compile(model.eval(), calib[0], calibration=calib, out_dir=tmp_path, board="mps2-an385")
@@ -144,9 +145,6 @@ def test_copy_gap_is_taken_only_where_it_lowers_the_arena(tmp_path):
     is 0, its plain gap one output pixel. At the peak (a 1x1 between two depthwise convs that keep the scratch
     below) the planner takes gap 0 and reaches the liveness bound; away from the peak it keeps the plain gap, so the
     kernel copies nothing."""
-    from torch import nn
-    from mcu.codegen.memory import overlap_gap
-
     class AtPeak(nn.Module):  # KWS's shape: the 1x1's input and output are the largest tensors, side by side
         def __init__(self):
             super().__init__()
@@ -167,7 +165,6 @@ def test_copy_gap_is_taken_only_where_it_lowers_the_arena(tmp_path):
             y = self.pw(nn.functional.max_pool2d(torch.relu(self.first(x)), 2))
             return self.fc(torch.relu(y).mean((2, 3)))
 
-    import torch
     pkg, node, gap = _plan_on_m3(AtPeak(), (1, 1, 12, 5), tmp_path / "at")
     assert overlap_gap(node) == 0 and overlap_gap(node, copy=False) == 64
     assert gap == 0 and pkg.arena_bytes == pkg.memory.lower_bound

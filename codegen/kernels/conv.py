@@ -21,9 +21,9 @@ MVE, DSP = ("mve",), ("dsp",)
 # Loop orders (the `raster` property): the DSP convs widen a pixel pair (both windows, pixels paired over n, y, x)
 # into scratch before writing either pixel (blocks of 2, read first), the scalar conv copies each window first;
 # the Helium convs read 3 pixels in place while writing them 4 channels at a time (blocks of 3); the scalar and
-# Helium 1x1 convs copy their block's pixels (1, 3) to scratch first when the output overlaps the input (read
-# first; apart they read in place, which nothing then bounds); the DSP depthwise runs a row's interior pixels one 4-channel group at a time (one row). The 3x3
-# depthwise variants run in place on the in-place depthwise's geometry (`overwrites`: their output rows wait in
+# Helium 1x1 convs (blocks of 1, 3) read in place too, and copy a block to scratch first where its writes would
+# reach input still to be read (read first by copying: `raster_copy`); the DSP depthwise runs a row's interior
+# pixels one 4-channel group at a time (one row). The 3x3 depthwise variants run in place on the in-place depthwise's geometry (`overwrites`: their output rows wait in
 # a ring, mcu_opt.h mcu_dw_rows_t).
 BLOCKS_OF_3 = {"raster": True, "raster_block": 3}
 PAIRS_FIRST = {"raster": True, "raster_block": 2, "raster_first": True}

@@ -25,9 +25,8 @@ variant, with planned scratch.
 - Channel concat in place: a concat over the last axis of 4-d NHWC tensors (memory.is_channel_concat) under the
   same conditions, where every input comes straight from a call of a kernel that writes strided output
   (a `strided` kernel: the portable conv and pool loops, the int8 conv and average pool variants) not already
-  strided, becomes a view too: each
-  producer's params get output_pixel_stride = C_total, so it writes pixel q's C_i channels at
-  q * C_total + c_offset of the concat's buffer (its tensor sits c_offset elements into it). Such a producer
+  strided, becomes a view too: each producer's params get output_pixel_stride = C_total, so it writes pixel
+  q's C_i channels at q * C_total + c_offset of the concat's buffer (its tensor sits c_offset elements into it). Such a producer
   never overlaps its input (memory.overlap_gap) nor runs as an in-place variant (its output is a slice).
 """
 from __future__ import annotations

@@ -227,8 +227,8 @@ def conv2d_s8_dsp_scratch_bytes(p: dict) -> int:
 
 
 def conv2d_1x1_s8_fast_scratch_bytes(p: dict) -> int:
-    """Twin of mcu_conv2d_1x1_s8_fast_scratch_bytes: one input pixel, C_in bytes (copied there when the output
-    overlaps the input)."""
+    """Twin of mcu_conv2d_1x1_s8_fast_scratch_bytes: one input pixel, C_in bytes (copied there when its outputs
+    would overwrite input still to be read)."""
     return p["input"][3]
 
 

@@ -13,8 +13,8 @@ def conv2d_s8_mve_compact(p: dict) -> bool:
 
 
 def conv2d_1x1_s8_mve_scratch_bytes(p: dict) -> int:
-    """Twin of mcu_conv2d_1x1_s8_mve_scratch_bytes: a block's 3 input pixels, C_in bytes each (copied there when the
-    output overlaps the input)."""
+    """Twin of mcu_conv2d_1x1_s8_mve_scratch_bytes: a block's 3 input pixels, C_in bytes each (copied there when
+    the block's outputs would overwrite input still to be read)."""
     return 3 * p["input"][3]
 
 

@@ -23,9 +23,9 @@
  *    written (so producers of a channel concat write their channels of each pixel straight into it, see
  *    codegen/memory.py). A stride in [1, C_out) or negative gives MCU_ERR_ARG. The int8 conv, 1x1 conv and
  *    average pool variants (_dsp, _fast, _mve: registry `strided`) take the same strides and write each pixel
- *    whole where the stride puts it. The other variants (the 3x3 depthwise variants, _s4, _inplace, mcu_conv2d_add_s8) write
- *    contiguously: a stride other than 0 or C_out gives MCU_ERR_ARG. A strided output never overlaps its input
- *    (the raster rule above assumes contiguous pixels).
+ *    whole where the stride puts it. The others (the 3x3 depthwise variants, _s4, _inplace, mcu_conv2d_add_s8)
+ *    write contiguously: a stride other than 0 or C_out gives MCU_ERR_ARG. A strided output never overlaps its
+ *    input (the raster rule above assumes contiguous pixels).
  */
 #ifndef MCU_KERNELS_H
 #define MCU_KERNELS_H
@@ -619,9 +619,9 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *  - conv2d_s8_fast, conv2d_s4: one pixel's window, K = KH * KW * C_in bytes (0 for the s4 kernel's 1x1
  *    filter without padding, which reads the pixel in place).
  *  - conv2d_1x1_s8_fast, conv2d_1x1_s8_mve: the input pixels of one block (1 for fast, 3 for Helium), C_in
- *    bytes each. When the output overlaps the input (the planner slides it over a dying input), each block's
- *    pixels are copied there before any of its outputs is written (so only later blocks' reads bound the
- *    overlap: registry raster_first); apart, the pixels are read in place and the scratch is not touched.
+ *    bytes each. Where the planner slid the output over its dying input, a block whose outputs would overwrite
+ *    input still to be read has its pixels copied there before any of them is written (so only later blocks'
+ *    reads bound the overlap: registry raster_copy); other blocks are read in place, the scratch untouched.
  *  - dwconv2d_3x3_s8_dsp, dwconv2d_3x3_s8_fast, dwconv2d_3x3_s8_mve: C bytes of the input zero point, which
  *    padded taps read; on the in-place geometry (mcu_dw3x3_inplace_fits) then a ring of pad_top + 1 output
  *    rows.

@@ -1,7 +1,7 @@
 /* Scalar int8 1x1 convolution without padding: each input row times 4 channels at a time, folded offset. */
 
 /* Over a dying input, a pixel whose outputs would overwrite input still to be read is copied to scratch first
- * (registry raster_first); others are read in place. */
+ * (registry raster_copy); others are read in place. */
 #include <stddef.h>
 #include <stdint.h>
 

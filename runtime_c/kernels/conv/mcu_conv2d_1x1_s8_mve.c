@@ -1,7 +1,7 @@
 /* Helium (MVE) int8 1x1 convolution without padding: input pixels read in place, 3 pixels x 4 channels per block. */
 
 /* Over a dying input, a block whose outputs would overwrite input still to be read has its pixels copied to
- * scratch first (registry raster_first); others are read in place. */
+ * scratch first (registry raster_copy); others are read in place. */
 #include <stddef.h>
 #include <stdint.h>
 
