@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 from mcu.codegen.emit import emit
-from mcu.frontend import import_quantized
-from mcu.frontend_float import import_float
+from mcu.importer.from_quantized import import_quantized
+from mcu.importer.from_float import import_float
 from mcu.codegen import serialize
 from mcu.codegen.ir import DTYPES, Graph
 from mcu.codegen.memory import MemoryPlan, picture, plan_graph
@@ -25,14 +25,14 @@ from mcu.codegen.target import Target
 from mcu.codegen.pipeline import run_passes
 from mcu.codegen.reference import run_reference
 from mcu.errors import BoardFitError, McuError, status_name
-from mcu.export import example_inputs_of, export
-from mcu.fit import check_fit
-from mcu.package import FILES as DROPIN_FILES, dropin_files
+from mcu.importer.export import example_inputs_of, export
+from mcu.build.fit import check_fit
+from mcu.build.dropin import FILES as DROPIN_FILES, dropin_files
 from mcu.paths import BUILD_DIR
-from mcu.precision import PrecisionChoice, choose_precision
-from mcu.quantize import Progress, quantize as quantize_pt2e
+from mcu.quantization.precision import PrecisionChoice, choose_precision
+from mcu.quantization.quantizer import Progress, quantize as quantize_pt2e
 
-FLOAT_MODEL = "model.pt2"  # the float model, opened only by `mcu debug` (mcu.debug.check_trusted)
+FLOAT_MODEL = "model.pt2"  # the float model, opened only by `mcu debug` (mcu.tools.debug.check_trusted)
 IR_FILE = "ir.json"      # the lowered IR and memory plan, typed JSON (mcu.codegen.serialize)
 IR_DATA = "ir_data"      # its arrays, <index>.npy, read with allow_pickle=False
 OLD_IR_FILE = "ir.pkl"   # mcu 0.1.0 before package format 1: a pickle, never opened
@@ -69,7 +69,7 @@ class Package:
     graph: Graph
     memory: MemoryPlan
     converted: torch.fx.GraphModule | None = field(default=None, repr=False)
-    trusted: bool = field(default=False, repr=False)  # written by this process: its model.pt2 is ours (mcu.debug)
+    trusted: bool = field(default=False, repr=False)  # written by this process: its model.pt2 is ours (mcu.tools.debug)
     precision: PrecisionChoice | None = field(default=None, repr=False)  # what target_sqnr picked
 
     @property
@@ -134,7 +134,7 @@ class Package:
         return [o.numpy() for o in out]
 
     def build(self) -> Path:
-        from mcu.build import build_firmware
+        from mcu.build.firmware import build_firmware
         return build_firmware(self.board, self.out_dir, self.build_dir)
 
 
@@ -144,7 +144,7 @@ class RunResult:
     raw_outputs: list[np.ndarray]   # integer outputs, torch order
     instructions: int               # one inference, from SysTick under -icount shift=0
     stdout: str = ""
-    stack_bytes: int = 0            # peak stack of the run, harness included (see mcu.stack for the bound)
+    stack_bytes: int = 0            # peak stack of the run, harness included (see mcu.build.stack for the bound)
 
 
 def _torch_shape(spec) -> tuple[int, ...]:
@@ -162,16 +162,16 @@ def _to_torch(x: np.ndarray, spec) -> np.ndarray:
 
 
 def _portable_sources(graph: Graph) -> Graph:
-    """The graph with each op's source line naming its file as mcu.export.portable_path does: a package carries no
+    """The graph with each op's source line naming its file as mcu.importer.export.portable_path does: a package carries no
     user folders, and the same model compiled from two folders gives the same bytes (errors keep full paths)."""
-    from mcu.export import portable_source
+    from mcu.importer.export import portable_source
     return graph.replace(nodes=tuple(n.replace(source=portable_source(n.source)) if n.source else n
                                      for n in graph.nodes))
 
 
 def _saved(ep: torch.export.ExportedProgram) -> bytes:
     """ep as torch.export.save writes it, its stack traces naming files as portable_path does (no user folders)."""
-    from mcu.export import portable_stack_trace
+    from mcu.importer.export import portable_stack_trace
 
     nodes = [n for n in ep.graph.nodes if n.meta.get("stack_trace")]
     traces = [n.meta["stack_trace"] for n in nodes]
@@ -284,14 +284,14 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     input that dies there, for the smallest arena. progress(done, total, seconds),
     if given, is called after each calibration batch (total is None for a calibration set without len()).
     bias_correction subtracts each conv/linear's weight-rounding shift at the calibration mean from its
-    bias (mcu.quantize); the user's model is never modified. observer sets activation ranges: "minmax",
-    "percentile" or "mse" (mcu.quantize.OBSERVERS). weights="int4" quantizes conv and linear weights to
+    bias (mcu.quantization.quantizer); the user's model is never modified. observer sets activation ranges: "minmax",
+    "percentile" or "mse" (mcu.quantization.quantizer.OBSERVERS). weights="int4" quantizes conv and linear weights to
     [-7, 7] and stores them two per byte (the int4 kernels; depthwise and grouped convs keep int8 storage).
     quantize="a16w8" runs int16 activations with int8 weights (TFLite's 16x8). mixed maps module names or types
     to "int8", "a16w8" or "float32", e.g. mixed={"classifier": "float32"}: those layers run in that precision,
-    with converts planned at the boundaries (mcu.quantize).
+    with converts planned at the boundaries (mcu.quantization.quantizer).
     target_sqnr (dB) picks those precisions itself: the cheapest per-layer int8 / a16w8 / float32 mix whose SQNR vs
-    the float model, on the calibration data, reaches the target (mcu.precision); `mixed` entries stay as pinned.
+    the float model, on the calibration data, reaches the target (mcu.quantization.precision); `mixed` entries stay as pinned.
     The choice is pkg.precision (its .table(), and .mixed to pin it); log(line), if given, hears each step.
 
     A model quantized already (torchao's convert_pt2e output, e.g. after quantization-aware training with
@@ -598,5 +598,5 @@ def run(pkg: Package, inputs, *, timeout: float = 120.0) -> RunResult:
 def size(pkg: Package):
     """The flash/RAM size report of pkg's firmware (built if needed)."""
     from mcu.boards import load_board
-    from mcu.elfsize import size_report
+    from mcu.build.elfsize import size_report
     return size_report(pkg.build(), pkg.build_dir, load_board(pkg.board))

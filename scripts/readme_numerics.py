@@ -1,5 +1,5 @@
 """Rewrite the README's numerics table from a numerics.json (python scripts/readme_numerics.py out/bench/numerics.json),
-the output of `python -m mcu.bench --numerics`: one row per zoo model and numeric mode (int8, a16w8, int4 weights,
+the output of `python -m mcu.tools.bench --numerics`: one row per zoo model and numeric mode (int8, a16w8, int4 weights,
 float32) on one board."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from mcu.bench import NUMERICS_HEAD, format_numerics
+from mcu.tools.bench import NUMERICS_HEAD, format_numerics
 
 
 def main(numerics_json: str, readme: str = "README.md") -> None:

@@ -187,7 +187,7 @@ def test_cli_compile_without_the_cross_compiler_writes_the_package_and_says_so(m
 
 
 def test_summary_line():
-    from mcu.elfsize import SizeReport
+    from mcu.build.elfsize import SizeReport
     size = SizeReport(flash_weights=34904, flash_generated=1500, flash_kernels=13000, flash_runtime=300,
                       flash_other=3040, ram_arena=10816, ram_static=0, ram_stack=2048, flash_capacity=4194304)
     assert mcu.cli.summary_line("mps2-an386", 3549680, 10816, 8704, size) == (

@@ -21,7 +21,7 @@ from torch import nn
 import mcu
 from mcu.api import _write_package
 from mcu.boards import load_board
-from mcu.package import RUNTIME_DIR
+from mcu.build.dropin import RUNTIME_DIR
 from mcu.paths import package_root
 from mcu.qemu.runner import run_firmware
 
@@ -262,7 +262,7 @@ def test_installed_wheel_compiles_and_runs(tmp_path):
     wheel, = (tmp_path / "dist").glob("mcu-*.whl")
     sh([*pip, "install", "--no-deps", "--target", str(tmp_path / "site"), str(wheel)], tmp_path)
     site = tmp_path / "site" / "mcu"
-    for data in ("firmware.scons", "templates/model.c.j2", "templates/dropin/CMakeLists.txt.j2",
+    for data in ("build/firmware.scons", "templates/model.c.j2", "templates/dropin/CMakeLists.txt.j2",
                  "boards/microbit/board.toml", "boards/common/startup.c", "runtime_c/include/mcu/mcu_kernels.h"):
         assert (site / data).is_file(), f"the wheel lacks mcu/{data}"
 

@@ -20,7 +20,7 @@ from mcu.boards import board_names, load_board, load_board_file
 from mcu.cli import main as cli_main
 from mcu.errors import BoardConfigError, HardFaultError, McuError, QemuNotFoundError, QemuTimeoutError, \
     UnknownBoardError
-from mcu.export import ExportError, UnsupportedOpError, export
+from mcu.importer.export import ExportError, UnsupportedOpError, export
 
 MODELS = '''"""Models for tests/test_errors.py (written to a temporary folder, imported by the CLI as errmodels:<fn>)."""
 import torch

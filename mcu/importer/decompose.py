@@ -1,7 +1,7 @@
 """Composite ops as the primitives mcu has kernels for ("decompose, then cover").
 
 Two stages, both before quantization:
-- torch_decompositions (on the exported program, mcu.export): the ops whose Core ATen decomposition lands on
+- torch_decompositions (on the exported program, mcu.importer.export): the ops whose Core ATen decomposition lands on
   primitives we run (TORCH_DECOMPOSED: glu, pixel_shuffle, pixel_unshuffle, channel_shuffle, unflatten, movedim,
   tile, squeeze(), adaptive_avg_pool1d, softmin, GRU, LSTM) go through `ep.run_decompositions` with a table of
   just those ops; everything else stays as exported.
@@ -21,7 +21,7 @@ import math
 import torch
 from torch.fx import GraphModule, Node
 
-from mcu.rewrites import _attr, _tensor
+from mcu.importer.rewrites import _attr, _tensor
 
 aten = torch.ops.aten
 
@@ -475,7 +475,7 @@ def _bilinear(gm, n):
 
 
 def _refuse(n: Node, what: str, fix: str):
-    from mcu.export import UnsupportedOpError, source_line
+    from mcu.importer.export import UnsupportedOpError, source_line
     return UnsupportedOpError(f"{what} at {source_line(n) or '(no source line recorded)'} is not supported; {fix}")
 
 

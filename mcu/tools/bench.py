@@ -1,4 +1,4 @@
-"""`python -m mcu.bench` (or `mcu bench`): compile and run the model zoo on each board; print the table, and the
+"""`python -m mcu.tools.bench` (or `mcu bench`): compile and run the model zoo on each board; print the table, and the
 one-build goals table (each number against its goal), and write them to JSON. Numbers are QEMU instructions
 (not cycles), bytes from the ELF."""
 from __future__ import annotations
@@ -149,9 +149,9 @@ def _eval_set(name: str, model) -> tuple[list, list]:
 
 
 def observer_sqnr(models: list[str] | None = None, out: str | Path = "out/bench") -> list[dict]:
-    """SQNR vs float of each zoo model under each activation observer (mcu.quantize.OBSERVERS), from the numpy
+    """SQNR vs float of each zoo model under each activation observer (mcu.quantization.quantizer.OBSERVERS), from the numpy
     reference (which the device equals bit for bit) on 10 inputs drawn like the calibration data."""
-    from mcu.quantize import OBSERVERS
+    from mcu.quantization.quantizer import OBSERVERS
     models, out = models or list(MODELS), Path(out)
     rows = []
     for name in models:
@@ -217,7 +217,7 @@ def numerics(models: list[str] | None = None, board: str = "mps2-an386", out: st
 
 
 def main(argv=None) -> int:
-    """`python -m mcu.bench ARGS` is `mcu bench ARGS`: same options, messages and exit codes."""
+    """`python -m mcu.tools.bench ARGS` is `mcu bench ARGS`: same options, messages and exit codes."""
     from mcu.cli import main as cli_main
     return cli_main(["bench", *(sys.argv[1:] if argv is None else argv)])
 

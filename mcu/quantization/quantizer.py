@@ -4,7 +4,7 @@ Scheme (TFLite-compatible integer semantics):
 - weights int8 symmetric per output channel, range [-127, 127] (weights="int4": [-7, 7], packed two per byte);
 - activations int8 asymmetric per tensor, range [-128, 127];
 - bias int32, scale derived as s_in * s_w[c];
-- BatchNorm folded into the conv/linear before it (prepare_pt2e, mcu.rewrites); ReLU / ReLU6 annotated after their producer so
+- BatchNorm folded into the conv/linear before it (prepare_pt2e, mcu.importer.rewrites); ReLU / ReLU6 annotated after their producer so
   they fuse (the producer's output takes the activation's qparams);
 - ops that only move or select values (pools, flatten, reshape, permute, upsample) share their input's qparams;
 - softmax and sigmoid outputs are fixed at scale 1/256, zero point -128; tanh at 1/128, 0 (TFLite's);
@@ -47,9 +47,9 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from mcu.errors import McuError
-from mcu.export import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS
-from mcu.decompose import decompose_composites
-from mcu.rewrites import fold_batch_norms
+from mcu.importer.export import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS
+from mcu.importer.decompose import decompose_composites
+from mcu.importer.rewrites import fold_batch_norms
 
 aten = torch.ops.aten
 
@@ -294,7 +294,7 @@ def float_island(node: Node, precision: str) -> bool:
     """An op with no integer kernel in this precision (FLOAT_ISLAND_OPS, a division of two tensors; in a16w8 a
     subtraction or broadcasting addition of two tensors): left float, as mixed= float32 layers are, so the
     importer runs it between a dequantize and a quantize."""
-    if node.meta.get("mcu_float"):  # a composite's statistic (mcu.decompose): one float island
+    if node.meta.get("mcu_float"):  # a composite's statistic (mcu.importer.decompose): one float island
         return True
     if str((node.meta.get("torch_fn") or ("", ""))[1]).rsplit(".", 1)[-1] in RECURRENT_FNS:
         return True  # a GRU / LSTM cell, unrolled by torch's decomposition: its state stays float

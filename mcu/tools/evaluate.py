@@ -93,7 +93,7 @@ def evaluate(pkg, data, labels=None, *, float_model=None, progress=None, timeout
     data: an array [N, ...] (or one per model input) in torch order, each row one input without its batch
     axis of 1; labels: optional int array [N]; float_model: a torch module, callable or ExportedProgram;
     progress(done, total) follows the device run."""
-    from mcu.build import build_firmware
+    from mcu.build.firmware import build_firmware
     from mcu.qemu.runner import INSTRUCTIONS_PER_SECOND, run_firmware_batch
     from mcu.boards import load_board
 
@@ -169,8 +169,8 @@ def evaluate(pkg, data, labels=None, *, float_model=None, progress=None, timeout
 def load_float_model(pkg):
     """The package's float model (model.pt2) as a callable module, or None when it has none (compiled from a
     QAT model). Only on the user's word (CLI --trust-model): checked against the manifest's seal as mcu debug
-    does, then read through mcu.export.load_pt2, which refuses pickled objects that are not plain tensors."""
-    from mcu.export import load_pt2
+    does, then read through mcu.importer.export.load_pt2, which refuses pickled objects that are not plain tensors."""
+    from mcu.importer.export import load_pt2
 
     path = Path(pkg.out_dir) / FLOAT_MODEL
     if not path.exists():

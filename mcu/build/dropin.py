@@ -15,7 +15,7 @@ import jinja2
 
 from mcu.boards import Board
 from mcu.errors import McuError
-from mcu.fit import Footprint
+from mcu.build.fit import Footprint
 from mcu.paths import package_root
 
 RUNTIME_DIR = "mcu_runtime"

@@ -126,7 +126,7 @@ class CalibrationProgress:
 
 def _mixed_rule(text: str) -> tuple[str, str]:
     """MODULE=PRECISION (--mixed) -> (module name or type name, precision)."""
-    from mcu.quantize import PRECISIONS
+    from mcu.quantization.quantizer import PRECISIONS
     module, sep, precision = text.partition("=")
     if not sep or not module or precision not in PRECISIONS:
         raise argparse.ArgumentTypeError(f"{text!r}: write MODULE=PRECISION with PRECISION one of "
@@ -151,7 +151,7 @@ def cmd_compile(args) -> None:
         print(pkg.precision.table())
     m = pkg.manifest
     print(f"wrote {pkg.out_dir}: {len(m['ops'])} ops, kernels: {', '.join(k.split('/')[-1] for k in m['kernels'])}")
-    from mcu.build import missing_compiler
+    from mcu.build.firmware import missing_compiler
     missing = None if args.no_run else missing_compiler()
     built = not args.no_run and missing is None
     if not built:  # else the summary line below says it
@@ -164,7 +164,7 @@ def cmd_compile(args) -> None:
         where = f" at {f['source']}" if f["source"] else ""
         print(f"float32 fallback (no int8 kernel): {f['op']} -> {f['kernel']}{where}")
     from mcu.boards import load_board
-    from mcu.softfloat import soft_float_note
+    from mcu.build.softfloat import soft_float_note
     note = soft_float_note(pkg.graph, load_board(pkg.board))
     if note:
         print(note)
@@ -223,7 +223,7 @@ def _shape(spec):
 
 def cmd_size(args) -> None:
     import mcu
-    from mcu.stack import StackError, stack_depth
+    from mcu.build.stack import StackError, stack_depth
     pkg = mcu.load(args.dir)
     print(mcu.size(pkg).format())
     try:
@@ -244,7 +244,7 @@ def cmd_plan(args) -> None:
 
 def cmd_profile(args) -> None:
     import mcu
-    from mcu.profile import format_profile, profile_run
+    from mcu.tools.profile import format_profile, profile_run
     pkg = mcu.load(args.dir)
     rows, total = profile_run(pkg, seed=args.seed, timeout=args.timeout)
     print(f"{pkg.out_dir} on {pkg.board} (QEMU instructions per op, seeded randn input {args.seed})")
@@ -253,7 +253,7 @@ def cmd_profile(args) -> None:
 
 def cmd_debug(args) -> None:
     import mcu
-    from mcu.debug import debug, first_divergence, format_rows
+    from mcu.tools.debug import debug, first_divergence, format_rows
     pkg = mcu.load(args.dir)
     inputs = _load_inputs(args.input)
     rows = debug(pkg, inputs, timeout=args.timeout, trust_model=args.trust_model)
@@ -264,7 +264,7 @@ def cmd_debug(args) -> None:
 
 def cmd_eval(args) -> None:
     import mcu
-    from mcu.evaluate import FLOAT_MODEL, load_float_model
+    from mcu.tools.evaluate import FLOAT_MODEL, load_float_model
     pkg = mcu.load(args.dir)
     try:
         data = [_float32(np.load(f)) for f in args.data]
@@ -288,13 +288,13 @@ def cmd_eval(args) -> None:
 
 def cmd_report(args) -> None:
     import mcu
-    from mcu.report import report
+    from mcu.tools.report import report
     print(f"wrote {report(mcu.load(args.dir), with_profile=not args.no_profile)}")
 
 
 def cmd_boards(args) -> None:
     from mcu.boards import list_boards
-    from mcu.fit import format_size
+    from mcu.build.fit import format_size
     rows = [("board", "core", "features", "flash", "RAM", "runs on")]
     for b in list_boards():
         feats = ", ".join(f for f, on in (("FPU", bool(b.fpu)), ("DSP", b.dsp), ("MVE", b.mve)) if on) or "-"
@@ -308,7 +308,7 @@ def cmd_boards(args) -> None:
 
 
 def cmd_bench(args) -> None:
-    from mcu.bench import bench, numerics, observer_sqnr
+    from mcu.tools.bench import bench, numerics, observer_sqnr
     if args.observers:
         observer_sqnr(args.models, args.out)
         return
@@ -433,7 +433,7 @@ def build_parser() -> ArgumentParser:
                  "mcu bench --quantize none --boards mps2-an386", "mcu bench --numerics --models kws")
     p.add_argument("--models", nargs="*", metavar="MODEL", help="mcu.zoo models to run (default: all)")
     p.add_argument("--boards", nargs="*", metavar="BOARD",
-                   help="boards to run on (default: mcu.bench.BOARDS, the five Arm QEMU boards of the README table)")
+                   help="boards to run on (default: mcu.tools.bench.BOARDS, the five Arm QEMU boards of the README table)")
     p.add_argument("--out", default="out/bench", help="folder for the packages and bench.json (default: out/bench)")
     p.add_argument("--quantize", choices=("int8", "none"), default="int8",
                    help="none: the float models, float32 kernels (flash, arena, instructions, relative error)")
@@ -482,6 +482,3 @@ def _internal_error(exc: BaseException, verbose: bool) -> int:
           f"the traceback and report it)", file=sys.stderr)
     return 2
 
-
-if __name__ == "__main__":
-    sys.exit(main())

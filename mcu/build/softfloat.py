@@ -16,8 +16,8 @@ import numpy as np
 
 from mcu.codegen.ir import Graph
 from mcu.codegen.kernels import KERNELS
-from mcu.fit import FLOAT_FAMILIES
-from mcu.profile import op_macs
+from mcu.build.fit import FLOAT_FAMILIES
+from mcu.tools.profile import op_macs
 
 # core -> (instructions per float multiply-accumulate, per other float operation); "fpu" for cores with one
 INSTRUCTIONS = {"cortex-m0": (180, 170), "cortex-m0plus": (180, 170), "cortex-m3": (85, 80), "fpu": (8, 20)}

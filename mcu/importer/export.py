@@ -17,7 +17,7 @@ from mcu.errors import McuError
 aten = torch.ops.aten
 
 # Elementwise functions of one activation (and of a tensor and a scalar): int8 and int16 run them through a look-up
-# table computed with the op itself (mcu.frontend LUT_OPS), float32 through mcu_unary_f32 (codegen/lowering_float).
+# table computed with the op itself (mcu.importer.from_quantized LUT_OPS), float32 through mcu_unary_f32 (codegen/lowering_float).
 ELEMENTWISE_OPS = {
     aten.hardswish.default, aten.hardswish_.default, aten.hardsigmoid.default, aten.hardsigmoid_.default,
     aten.leaky_relu.default, aten.leaky_relu_.default, aten.gelu.default, aten.silu.default, aten.silu_.default,
@@ -30,12 +30,12 @@ ELEMENTWISE_OPS = {
 }
 
 # Ops with no integer kernel: in int8 and a16w8 models each runs as a float32 island (dequantize, the float kernel,
-# quantize; mcu.quantize marks it float32 as mixed= would), as does a division of two tensors.
+# quantize; mcu.quantization.quantizer marks it float32 as mixed= would), as does a division of two tensors.
 FLOAT_ISLAND_OPS = {aten.minimum.default, aten.maximum.default, aten.pow.Tensor_Tensor, aten.amax.default,
                     aten.argmax.default, aten.argmin.default,
                     aten.amin.default, aten.prod.dim_int, aten.prod.default}
 
-# Ops mcu.decompose rewrites as primitives before quantization (their names, to keep mcu.export import-light).
+# Ops mcu.importer.decompose rewrites as primitives before quantization (their names, to keep mcu.importer.export import-light).
 COMPOSITE_OPS = {
     aten.group_norm.default, aten.instance_norm.default, aten.rms_norm.default, aten.var.correction, aten.var.dim,
     aten.std.correction, aten.std.dim, aten.logsumexp.default, aten.log_softmax.int, aten._log_softmax.default,
@@ -48,7 +48,7 @@ COMPOSITE_OPS = {
     aten.index_select.default, aten.bilinear.default,
     aten.gt.Tensor, aten.gt.Scalar, aten.lt.Tensor, aten.lt.Scalar, aten.ge.Tensor, aten.ge.Scalar, aten.le.Tensor,
     aten.le.Scalar, aten.eq.Tensor, aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar,
-    # constants (mcu.decompose.CONSTANT_OPS), folded at compile time
+    # constants (mcu.importer.decompose.CONSTANT_OPS), folded at compile time
     aten.zeros.default, aten.ones.default, aten.full.default, aten.scalar_tensor.default, aten.arange.default,
     aten.arange.start, aten.arange.start_step, aten.zeros_like.default, aten.ones_like.default,
     aten.full_like.default,
@@ -344,8 +344,8 @@ def export(model, example_inputs: tuple | None = None) -> torch.export.ExportedP
     else:
         raise ExportError(f"cannot export a {type(model).__name__}; pass an nn.Module, an "
                           f"ExportedProgram or a .pt2 path")
-    from mcu.decompose import TORCH_DECOMPOSED, torch_decompositions
-    from mcu.rewrites import REWRITTEN_OPS, views_as_slices
+    from mcu.importer.decompose import TORCH_DECOMPOSED, torch_decompositions
+    from mcu.importer.rewrites import REWRITTEN_OPS, views_as_slices
     check_static(ep)
     if any(n.op == "call_function" and n.target in TORCH_DECOMPOSED for n in ep.graph.nodes):
         ep = torch_decompositions(ep)  # a new program: the user's stays as it was

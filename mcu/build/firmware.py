@@ -1,4 +1,4 @@
-"""Firmware build: runs mcu/firmware.scons (SCons + arm-none-eabi-gcc) for one board and one generated model."""
+"""Firmware build: runs mcu/build/firmware.scons (SCons + arm-none-eabi-gcc) for one board and one generated model."""
 from __future__ import annotations
 
 import os
@@ -24,7 +24,7 @@ def missing_compiler() -> str | None:
 
 def firmware_script() -> Path:
     """The SCons script that builds a firmware image (shipped inside the mcu package)."""
-    return package_root("mcu") / "firmware.scons"
+    return package_root("mcu.build") / "firmware.scons"
 
 
 def build_firmware(board: str | Board, model_dir: str | os.PathLike, build_dir: str | os.PathLike,

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from mcu.codegen.reference import run_reference
-from mcu.debug import record_outputs
+from mcu.tools.debug import record_outputs
 
 
 @dataclass(frozen=True)

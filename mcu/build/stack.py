@@ -1,6 +1,6 @@
 """Worst-case stack depth of a built firmware: gcc's per-function frames (-fstack-usage) over the ELF's call graph.
 
-- Frames: the .su files gcc writes beside every object of the build (mcu/firmware.scons passes -fstack-usage).
+- Frames: the .su files gcc writes beside every object of the build (mcu/build/firmware.scons passes -fstack-usage).
   Functions without one (newlib, libgcc) get the frame their prologue sets up (push, stmdb, vpush, sub sp),
   read from the disassembly; they are listed as estimated. A name defined in several files takes its largest frame.
 - Calls: every `bl` / `blx <symbol>` and every branch to another function's first instruction (a tail call) in
@@ -71,7 +71,7 @@ def analyze(elf: str | Path, build_dir: str | Path, *, fpu: bool, reserved: int 
     frames, dynamic = read_su(build_dir)
     if not frames:
         raise StackError(f"no .su files under {build_dir}: build the firmware with -fstack-usage "
-                         f"(mcu/firmware.scons does; rebuild with pkg.build())")
+                         f"(mcu/build/firmware.scons does; rebuild with pkg.build())")
     graph, prologue, indirect, starts = call_graph(elf)
     estimated = set()
 

@@ -6,12 +6,12 @@
   adds, squeeze-excite gates, ...) by their module; the model's own forward by its class name. A unit's name and
   keys are `mixed=` keys.
 - Sensitivity: each unit quantized alone (every other unit float32) at each precision below float32, on
-  torchao's converted model (which the integer reference follows op by op, mcu.fidelity); its noise is what that
+  torchao's converted model (which the integer reference follows op by op, mcu.tools.fidelity); its noise is what that
   adds to every-unit-float32's (the floor: the quantized model inputs). Noise powers add, scaled so that they sum
   to the measured all-int8 noise.
 - Cost of raising a unit, from its multiply-accumulates (ops without MACs: one per output) and parameters on the
   target core: instructions per MAC relative to int8 (INSTRUCTION_RATIO, FLOAT_RATIO: the a16w8 / int8 ratio of
-  `mcu bench --numerics`, mcu.softfloat's float figures) and flash bytes per parameter (FLASH_BYTES, BIAS_BYTES),
+  `mcu bench --numerics`, mcu.build.softfloat's float figures) and flash bytes per parameter (FLASH_BYTES, BIAS_BYTES),
   summed as fractions of the all-int8 model's instructions and flash.
 - Choice: the greedy order of raises by removed noise per cost; the noise model's shortest sufficient prefix is
   measured first, then a bisection finds the shortest prefix that measures at the target (mcu.compile measures
@@ -350,8 +350,8 @@ def choose_precision(ep: torch.export.ExportedProgram, example_inputs: tuple, ca
                      verify: Callable | None = None, flash_budget: float | None = None,
                      **qopts) -> PrecisionChoice:
     """target_sqnr for mcu.compile: measures on the calibration data (its first max_inputs batches; the example
-    inputs when there is none) against the float model. qopts go to mcu.quantize.quantize."""
-    from mcu.quantize import quantize
+    inputs when there is none) against the float model. qopts go to mcu.quantization.quantizer.quantize."""
+    from mcu.quantization.quantizer import quantize
     batches = [tuple(example_inputs)] if calibration is None else [b if isinstance(b, (tuple, list)) else (b,)
                                                                      for b in calibration]
     inputs = batches[:max_inputs]

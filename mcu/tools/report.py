@@ -37,7 +37,7 @@ def _pct(v) -> str:
 
 
 def eval_view(result) -> dict | None:
-    """The accuracy section of the page from an mcu.evaluate.EvalResult (None: no evaluation yet)."""
+    """The accuracy section of the page from an mcu.tools.evaluate.EvalResult (None: no evaluation yet)."""
     if result is None:
         return None
     paths = ("float", "reference", "device")
@@ -111,13 +111,13 @@ def report(pkg, *, with_profile: bool = True) -> Path:
     """Write pkg.out_dir/report.html (with the last `mcu eval` result, when there is one); returns its path."""
     import mcu
     from mcu.boards import load_board
-    from mcu.evaluate import load_result
+    from mcu.tools.evaluate import load_result
 
     board = load_board(pkg.board)
     size = mcu.size(pkg)
     rows, total = None, None
     if with_profile and board.emulated:
-        from mcu.profile import profile_run
+        from mcu.tools.profile import profile_run
         rows, total = profile_run(pkg)
     path = pkg.out_dir / "report.html"
     path.write_text(render(pkg, size, rows, total, board, load_result(pkg)))

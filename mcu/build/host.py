@@ -39,7 +39,7 @@ SANITIZER_ENV = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:exitcode=86",
                  "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=87"}
 HARNESS_NAME = "mcu_host_main.c"
 
-HARNESS = r"""/* Host harness of a generated model (written by mcu.hostbuild): inputs file -> model_run_v -> outputs file. */
+HARNESS = r"""/* Host harness of a generated model (written by mcu.build.host): inputs file -> model_run_v -> outputs file. */
 #define _POSIX_C_SOURCE 200112L
 #include <stdint.h>
 #include <stdio.h>

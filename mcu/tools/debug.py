@@ -7,7 +7,7 @@
   matches the float value its quantize node quantized (node attr "float_node").
 - model.pt2 is opened only for a package compiled in this process or with trust_model=True (CLI --trust-model):
   a .pt2 is PyTorch's format, whose loader may run code from the file; even then it is read through
-  mcu.export.load_pt2, which refuses pickled objects that are not plain tensors.
+  mcu.importer.export.load_pt2, which refuses pickled objects that are not plain tensors.
 - One row per call: op, kernel, the user's source line, max |device - reference| in LSB, and the
   SQNR of the dequantized device tensor against the float activation. The first row whose LSB error
   is not zero is where device and reference part ways.
@@ -69,8 +69,8 @@ def float_activations(pkg, inputs, trust_model: bool = False) -> dict[str, np.nd
     for quantization (BatchNorm folded), on `inputs` (torch order)."""
     from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
 
-    from mcu.export import load_pt2
-    from mcu.quantize import McuQuantizer
+    from mcu.importer.export import load_pt2
+    from mcu.quantization.quantizer import McuQuantizer
 
     path = pkg.out_dir / FLOAT_MODEL
     if not path.exists():
@@ -188,7 +188,7 @@ def format_rows(rows: list[DebugRow]) -> str:
 def debug(pkg, inputs, *, timeout: float = 300.0, trust_model: bool = False) -> list[DebugRow]:
     """Build the debug firmware, run it on `inputs` (float, torch order), return the table rows. The package's
     model.pt2 is loaded only if this process compiled it or trust_model is set (see check_trusted)."""
-    from mcu.build import build_firmware
+    from mcu.build.firmware import build_firmware
     from mcu.qemu.runner import run_firmware
 
     if isinstance(inputs, (torch.Tensor, np.ndarray)):

@@ -27,7 +27,7 @@ from torchao.quantization.pt2e import quantize_pt2e  # noqa: F401  (registers qu
 
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
 from mcu.errors import McuError
-from mcu.export import ELEMENTWISE_OPS, op_name, source_line
+from mcu.importer.export import ELEMENTWISE_OPS, op_name, source_line
 
 aten = torch.ops.aten
 qd = torch.ops.quantized_decomposed
@@ -41,7 +41,7 @@ ACTIVATIONS = {aten.relu.default: (0.0, float("inf")), aten.relu_.default: (0.0,
                aten.relu6.default: (0.0, 6.0)}
 LUT_OPS = ELEMENTWISE_OPS | {aten.sigmoid.default, aten.sigmoid_.default, aten.tanh.default, aten.tanh_.default,
                             aten.rsub.Scalar}
-# Two-tensor ops with a float32 kernel only (mcu_binary_f32): float islands in integer models (mcu.quantize).
+# Two-tensor ops with a float32 kernel only (mcu_binary_f32): float islands in integer models (mcu.quantization.quantizer).
 FLOAT_BINARY_OPS = {aten.minimum.default: "minimum", aten.maximum.default: "maximum", aten.pow.Tensor_Tensor: "pow"}
 BINARY_OPS = {aten.add.Tensor: "add", aten.add_.Tensor: "add", aten.sub.Tensor: "sub", aten.sub_.Tensor: "sub",
               aten.mul.Tensor: "mul", aten.mul_.Tensor: "mul", aten.div.Tensor: "div", aten.div_.Tensor: "div"}

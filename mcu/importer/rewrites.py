@@ -4,7 +4,7 @@
   that op's weight and bias; any other BatchNorm becomes a depthwise 1x1 conv2d (viewed to 4-d when
   its input is 2-d or 3-d), so it quantizes and runs like every other conv.
 prepare_pt2e already folds conv2d+BatchNorm2d; this catches the rest (Linear+BatchNorm1d, standalone BN).
-- views_as_slices (on the exported program, mcu.export): split, chunk, unbind, narrow and select become slices;
+- views_as_slices (on the exported program, mcu.importer.export): split, chunk, unbind, narrow and select become slices;
   mm, mv, addmm, addmv and baddbmm become matmul (and adds); t becomes permute; eval-mode dropout, alias, contiguous
   and clone vanish (views become reshapes); a training-mode BatchNorm or rrelu is refused.
 """
@@ -213,7 +213,7 @@ MAX_FLIP = 256  # a flip is one slice per index (and cats of them): refused beyo
 def _pad_as_slices(graph, n: Node) -> None:
     """F.pad in reflect, replicate or circular mode: per padded dim, the edge slices (one wide, or the wrapped
     block) cat around the tensor. The last cat is the node itself."""
-    from mcu.export import UnsupportedOpError, source_line
+    from mcu.importer.export import UnsupportedOpError, source_line
     x, pads = n.args[0], [int(p) for p in n.args[1]]
     mode = n.args[2] if len(n.args) > 2 else n.kwargs.get("mode")
     if mode not in ("reflect", "replicate", "circular") or any(p < 0 for p in pads):
@@ -245,7 +245,7 @@ def _pad_as_slices(graph, n: Node) -> None:
 def _as_slices_and_cats(graph, n: Node) -> None:
     """roll: two slices swapped by a cat per rolled dim; flip: the one-wide slices of each flipped dim in reverse
     order, cat. The last cat is the node itself (it keeps its name)."""
-    from mcu.export import UnsupportedOpError, source_line
+    from mcu.importer.export import UnsupportedOpError, source_line
     x = n.args[0]
     shape = [int(d) for d in x.meta["val"].shape]
     rank = len(shape)
@@ -288,7 +288,7 @@ def views_as_slices(gm: GraphModule) -> bool:
     unbind and select), and drop eval-mode dropout and alias: one view op for every later stage. Each piece keeps
     its node (name, value, source line): a getitem becomes the slice (or the squeeze of one). In place; True when
     anything changed. A BatchNorm in training mode is refused (its batch statistics are not eval maths)."""
-    from mcu.export import UnsupportedOpError, source_line
+    from mcu.importer.export import UnsupportedOpError, source_line
 
     graph, changed = gm.graph, False
     for n in list(graph.nodes):

@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from mcu.boards import load_board
-from mcu.build import build_firmware
+from mcu.build.firmware import build_firmware
 from mcu.paths import BUILD_DIR
 from mcu.qemu.runner import INSTRUCTIONS_PER_SECOND, run_firmware
 
