@@ -13,7 +13,10 @@ import torch
 
 import mcu
 import mcu.cli
-from mcu.cli import CalibrationProgress, build_parser, format_progress
+import mcu.cli.compile
+import mcu.cli.run
+from mcu.cli import build_parser
+from mcu.cli.compile import CalibrationProgress, format_progress
 from test_errors import cli, models, npy, one_error  # noqa: F401  (models is a fixture)
 
 COMMANDS = ["compile", "run", "size", "plan", "profile", "debug", "eval", "report", "boards", "bench"]
@@ -94,7 +97,7 @@ def _raise(exc):
 
 
 def test_internal_error_exits_2_with_one_line(capsys, monkeypatch):
-    monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(RuntimeError("kaboom\nsecond line")))
+    monkeypatch.setattr(mcu.cli.run, "cmd_boards", _raise(RuntimeError("kaboom\nsecond line")))
     rc, out, err = run_main(capsys, "boards")
     assert rc == 2 and out == ""
     assert err == f"mcu: internal error: RuntimeError: kaboom {INTERNAL}\n"
@@ -106,16 +109,16 @@ def test_internal_error_exits_2_with_one_line(capsys, monkeypatch):
 def test_a_file_the_system_refuses_is_a_user_error(capsys, monkeypatch):
     """Permission denied, a full disk or a missing folder is the user's to fix: exit 1, the path named."""
     denied = PermissionError(13, "Permission denied", "/out/model.c")
-    monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(denied))
+    monkeypatch.setattr(mcu.cli.run, "cmd_boards", _raise(denied))
     assert run_main(capsys, "boards") == (1, "", "mcu: error: Permission denied: /out/model.c; check that path (it "
                                                  "exists, is writable, and its disk has room)\n")
-    monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(OSError("socket closed")))  # no file: still a bug of ours
+    monkeypatch.setattr(mcu.cli.run, "cmd_boards", _raise(OSError("socket closed")))  # no file: still a bug of ours
     rc, _, err = run_main(capsys, "boards")
     assert rc == 2 and err == f"mcu: internal error: OSError: socket closed {INTERNAL}\n"
 
 
 def test_interrupt_exits_130(capsys, monkeypatch):
-    monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(KeyboardInterrupt()))
+    monkeypatch.setattr(mcu.cli.run, "cmd_boards", _raise(KeyboardInterrupt()))
     assert run_main(capsys, "boards") == (130, "", "mcu: interrupted\n")
 
 
@@ -165,7 +168,7 @@ def test_cli_compile_ends_with_one_line_of_instructions_arena_and_flash(models, 
     size = mcu.size(pkg)
     instructions = mcu.run(pkg, models[0].linear()[1]).instructions
     m = pkg.manifest
-    assert out.splitlines()[-1] == mcu.cli.summary_line("mps2-an386", instructions, m["arena_bytes"],
+    assert out.splitlines()[-1] == mcu.cli.compile.summary_line("mps2-an386", instructions, m["arena_bytes"],
                                                          m["arena_lower_bound"], size)
     assert re.fullmatch(r"mps2-an386: [\d,]+ instructions, arena [\d,]+ B \(lower bound [\d,]+ B\), flash [\d,]+ B "
                         r"of 4,194,304 B \(weights [\d,]+ B, code [\d,]+ B\)", out.splitlines()[-1])
@@ -190,10 +193,10 @@ def test_summary_line():
     from mcu.build.elfsize import SizeReport
     size = SizeReport(flash_weights=34904, flash_generated=1500, flash_kernels=13000, flash_runtime=300,
                       flash_other=3040, ram_arena=10816, ram_static=0, ram_stack=2048, flash_capacity=4194304)
-    assert mcu.cli.summary_line("mps2-an386", 3549680, 10816, 8704, size) == (
+    assert mcu.cli.compile.summary_line("mps2-an386", 3549680, 10816, 8704, size) == (
         "mps2-an386: 3,549,680 instructions, arena 10,816 B (lower bound 8,704 B), flash 52,744 B of 4,194,304 B "
         "(weights 34,904 B, code 17,840 B)")
-    line = mcu.cli.summary_line("x", None, 1, 0, dataclasses.replace(size, flash_capacity=None))
+    line = mcu.cli.compile.summary_line("x", None, 1, 0, dataclasses.replace(size, flash_capacity=None))
     assert line.startswith("x: not run, arena 1 B (lower bound 0 B), flash 52,744 B (weights")
 
 

@@ -164,6 +164,6 @@ def test_gru_state_in_and_out_streams(tmp_path):
 
 def test_every_composite_op_is_accepted_and_decomposed():
     from mcu.importer.decompose import COMPOSITES, CONSTANT_OPS
-    from mcu.importer.export import COMPOSITE_OPS, SUPPORTED_OPS
+    from mcu.importer.ops import COMPOSITE_OPS, SUPPORTED_OPS
     assert set(COMPOSITES) | CONSTANT_OPS == COMPOSITE_OPS
     assert COMPOSITE_OPS <= SUPPORTED_OPS

@@ -19,7 +19,8 @@ import torch
 from torch import nn
 
 import mcu
-from mcu.api import _write_package
+from mcu.api import OUR_FILES
+from mcu.writer import write_package
 from mcu.boards import load_board
 from mcu.build.dropin import RUNTIME_DIR
 from mcu.paths import package_root
@@ -153,8 +154,8 @@ def test_folder_holds_only_what_the_model_needs(pkg):
 
 def test_recompiling_replaces_the_runtime_folder_whole(tmp_path):
     out = tmp_path / "m"
-    _write_package(out, {"model.h": b"1", f"{RUNTIME_DIR}/kernels/a/old.c": b"old"}, force=False)
-    _write_package(out, {"model.h": b"2", f"{RUNTIME_DIR}/kernels/b/new.c": b"new"}, force=False)
+    write_package(out, {"model.h": b"1", f"{RUNTIME_DIR}/kernels/a/old.c": b"old"}, False, OUR_FILES)
+    write_package(out, {"model.h": b"2", f"{RUNTIME_DIR}/kernels/b/new.c": b"new"}, False, OUR_FILES)
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
         "mcu_runtime/kernels/b/new.c", "model.h"]
     assert [p.name for p in tmp_path.iterdir()] == ["m"]  # no temporary folder left behind

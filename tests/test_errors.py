@@ -20,7 +20,8 @@ from mcu.boards import board_names, load_board, load_board_file
 from mcu.cli import main as cli_main
 from mcu.errors import BoardConfigError, HardFaultError, McuError, QemuNotFoundError, QemuTimeoutError, \
     UnknownBoardError
-from mcu.importer.export import ExportError, UnsupportedOpError, export
+from mcu.errors import ExportError, UnsupportedOpError
+from mcu.importer.export import export
 
 MODELS = '''"""Models for tests/test_errors.py (written to a temporary folder, imported by the CLI as errmodels:<fn>)."""
 import torch
@@ -330,7 +331,7 @@ INPUT_CASES = {  # name: (inputs, exact message); all raise before anything is b
 @pytest.mark.parametrize("case", sorted(INPUT_CASES))
 def test_wrong_inputs_to_run(case, linear_pkg):
     make, want = INPUT_CASES[case]
-    with pytest.raises(mcu.api.InputError) as e:
+    with pytest.raises(mcu.errors.InputError) as e:
         mcu.run(linear_pkg, make())
     if want is None:
         assert str(e.value).startswith("input0 must be a float tensor of shape [1, 20] (torch order), got a list "
@@ -487,7 +488,7 @@ def test_interrupted_compile_leaves_the_previous_output(when, models, tmp_path, 
     if when == "writing":
         monkeypatch.setattr(Path, "write_bytes", failing(Path.write_bytes))
     else:
-        monkeypatch.setattr("mcu.api.os.replace", failing(os.replace))
+        monkeypatch.setattr("mcu.writer.os.replace", failing(os.replace))
     with pytest.raises(error, match="simulated failure"):
         mcu.compile(model, example, out_dir=out)
     monkeypatch.undo()

@@ -20,7 +20,8 @@ from torch import nn
 import hostc
 import mcu
 from mcu.importer.from_float import import_float
-from mcu.importer.export import UnsupportedOpError, export
+from mcu.errors import UnsupportedOpError
+from mcu.importer.export import export
 from mcu.metrics import FLOAT_TOLERANCE, relative_error
 from mcu.codegen.twins import float32 as twins
 from mcu.codegen.twins import shape as shape_twins

@@ -9,7 +9,8 @@ from mcu.importer.from_quantized import import_quantized
 from mcu.codegen.ir import Graph, IRError, Node, Tensor, verify
 from mcu.codegen.pipeline import PASSES
 from mcu.errors import McuError
-from mcu.importer.export import UnsupportedOpError, ExportError, export
+from mcu.errors import UnsupportedOpError, ExportError
+from mcu.importer.export import export
 from mcu.quantization.quantizer import quantize
 from tests.opmodels import make
 

@@ -12,7 +12,7 @@ from torch import nn
 import hostc
 import mcu
 from mcu.codegen.twins.shape import slice_s8
-from mcu.importer.export import UnsupportedOpError
+from mcu.errors import UnsupportedOpError
 from mcu.metrics import relative_error, sqnr_db
 
 

@@ -238,7 +238,7 @@ def build_host(pkg, *, sanitize: bool = True) -> Path:
 
 def run_host(pkg, inputs, *, sanitize: bool = True, timeout: float = 120.0) -> HostRun:
     """Run one inference of pkg's host build on float `inputs` (torch order, like mcu.run)."""
-    from mcu.api import _to_torch
+    from mcu.package import to_torch
     from mcu.codegen.ir import DTYPES
 
     raw_in = pkg.quantize_inputs(inputs)
@@ -261,7 +261,7 @@ def run_host(pkg, inputs, *, sanitize: bool = True, timeout: float = 120.0) -> H
     for spec in pkg.manifest["outputs"]:
         chunk = data[pos:pos + spec["bytes"]]
         pos += spec["bytes"]
-        raw.append(_to_torch(np.frombuffer(chunk, dtype=DTYPES[spec["dtype"]]).copy(), spec))
+        raw.append(to_torch(np.frombuffer(chunk, dtype=DTYPES[spec["dtype"]]).copy(), spec))
     if status != 0:
         raise SanitizerError(f"the model returned {status_name(status)} on the host: a code generator bug; "
                              f"please report it")

@@ -5,7 +5,7 @@
   float fallbacks) is a call into libgcc's soft-float routines (__aeabi_fadd, __aeabi_fmul, ...), which also
   take flash (fit.SOFT_FLOAT_FLASH_BYTES).
 - The estimate counts the float work of the lowered graph: multiply-accumulates of conv / depthwise / fully
-  connected calls (profile.op_macs), and one operation per tap or element of the other float calls; it prices
+  connected calls (mcu.codegen.macs.op_macs), and one operation per tap or element of the other float calls; it prices
   them with INSTRUCTIONS, QEMU instruction counts measured with `mcu profile` on the example CNN and a small
   conv / pool / add / softmax model (per MAC: ~85 on the Cortex-M3, ~180 on the Cortex-M0, ~8 with an FPU).
   An estimate: `mcu run` and `mcu profile` measure the real count.
@@ -16,8 +16,8 @@ import numpy as np
 
 from mcu.codegen.ir import Graph
 from mcu.codegen.kernels import KERNELS
+from mcu.codegen.macs import op_macs
 from mcu.build.fit import FLOAT_FAMILIES
-from mcu.tools.profile import op_macs
 
 # core -> (instructions per float multiply-accumulate, per other float operation); "fpu" for cores with one
 INSTRUCTIONS = {"cortex-m0": (180, 170), "cortex-m0plus": (180, 170), "cortex-m3": (85, 80), "fpu": (8, 20)}

@@ -21,7 +21,9 @@ import math
 import torch
 from torch.fx import GraphModule, Node
 
-from mcu.importer.rewrites import _attr, _tensor
+from mcu.errors import UnsupportedOpError
+from mcu.importer.ops import add_constant, const_tensor, source_line
+
 
 aten = torch.ops.aten
 
@@ -63,7 +65,7 @@ class _Builder:
         return n
 
     def const(self, name: str, value: torch.Tensor) -> Node:
-        n = _attr(self.gm, name, value.detach().float(), self.at)
+        n = add_constant(self.gm, name, value.detach().float(), self.at)
         n.meta["val"] = self.fake_mode.from_tensor(getattr(self.gm, n.target))
         return n
 
@@ -93,7 +95,7 @@ def _normalized(b: _Builder, x: Node, dims: list[int], eps: float, center: bool 
 
 def _channel_affine(b: _Builder, y: Node, weight: Node | None, bias: Node | None) -> Node:
     """y * weight[c] + bias[c] over dim 1, as a depthwise 1x1 conv (the BatchNorm form, integer in int8)."""
-    w, beta = _tensor(b.gm, weight), _tensor(b.gm, bias)
+    w, beta = const_tensor(b.gm, weight), const_tensor(b.gm, bias)
     if w is None and beta is None:
         return y
     shape = _shape(y)
@@ -134,7 +136,7 @@ def _rms_norm(gm, n):
     b = _Builder(gm, n, "rms_norm")
     rank = len(_shape(x))
     y = _normalized(b, x, list(range(rank - len(normalized_shape), rank)), eps, center=False)
-    w = _tensor(gm, weight)
+    w = const_tensor(gm, weight)
     return y if w is None else b(aten.mul.Tensor, y, b.const("_mcu_rms_weight", w))
 
 
@@ -203,7 +205,7 @@ def _clamp_tensor(gm, n):
 
 def _prelu(gm, n):
     x, weight = n.args[:2]
-    w = _tensor(gm, weight)
+    w = const_tensor(gm, weight)
     b = _Builder(gm, n, None)
     if w is None or w.numel() == 1:  # one slope: a leaky ReLU (a table in int8)
         if w is None:
@@ -239,7 +241,7 @@ def _sdpa(gm, n):
         if isinstance(mask, Node) and mask.meta["val"].dtype != torch.bool:
             s = b(aten.add.Tensor, s, mask)
         else:
-            allowed = torch.ones(qs[-2], ks[-2], dtype=torch.bool).tril() if causal else _tensor(gm, mask)
+            allowed = torch.ones(qs[-2], ks[-2], dtype=torch.bool).tril() if causal else const_tensor(gm, mask)
             if allowed is None:
                 raise _refuse(n, "scaled_dot_product_attention with a computed boolean mask",
                               "pass a float additive mask, or is_causal=True")
@@ -271,7 +273,7 @@ def _conv_transpose(gm, n):
     stride, padding, out_pad = (list(_arg(n, i, nm, [d] * k)) for i, nm, d in
                                 ((3, "stride", 1), (4, "padding", 0), (5, "output_padding", 0)))
     groups, dilation = int(_arg(n, 6, "groups", 1)), list(_arg(n, 7, "dilation", [1] * k))
-    w = _tensor(gm, weight)
+    w = const_tensor(gm, weight)
     if w is None:
         raise _refuse(n, "a transposed conv with a computed weight", "make the weight an nn.Parameter")
     b = _Builder(gm, n, None)
@@ -300,7 +302,7 @@ def _conv_transpose(gm, n):
         if before < 0 or after < 0:
             size = _shape(x)[i]
             x = b(aten.slice.Tensor, x, i, max(-before, 0), size - max(-after, 0))
-    bias_node = None if bias is None else b.const("_mcu_convt_bias", _tensor(gm, bias))
+    bias_node = None if bias is None else b.const("_mcu_convt_bias", const_tensor(gm, bias))
     y = b(aten.conv2d.default, x, b.const("_mcu_convt_weight", wc), bias_node, [1, 1], [0, 0], dilation, groups)
     return b(aten.squeeze.dims, y, [2]) if one_d else y
 
@@ -384,7 +386,7 @@ AND = {aten.logical_and.default, aten.bitwise_and.Tensor, aten.__and__.Tensor}
 def _mask(b: _Builder, c) -> Node:
     """A condition as a float 0/1 tensor: already one (a decomposed comparison), or a constant bool mask."""
     if isinstance(c, Node) and c.meta["val"].dtype == torch.bool:
-        t = _tensor(b.gm, c)
+        t = const_tensor(b.gm, c)
         if t is None:
             raise _refuse(b.at, "a boolean model input as a condition", "pass it as a float 0/1 tensor")
         return b.const("_mcu_mask", t.float())
@@ -443,7 +445,7 @@ def _gather(gm, n):
         x, idx, dim = n.args[0], n.args[1], 0
     else:
         x, dim, idx = n.args[0], int(n.args[1]), n.args[2]
-    index = _tensor(gm, idx) if isinstance(idx, Node) else torch.as_tensor(idx)
+    index = const_tensor(gm, idx) if isinstance(idx, Node) else torch.as_tensor(idx)
     if index is None:
         raise _refuse(n, f"{n.target.__name__} with indices computed by the model",
                       "make the indices a constant (a buffer), or gather with slices")
@@ -461,7 +463,7 @@ def _bilinear(gm, n):
     """bilinear(x1, x2, W, b)[..., k] = x1 W_k x2 + b_k: a linear layer of x1 onto [K * J] (W's in and out axes
     swapped), times x2 per k, summed over j (the product and sum a float island in int8)."""
     x1, x2, weight, bias = n.args[0], n.args[1], n.args[2], _arg(n, 3, "bias")
-    w = _tensor(gm, weight)
+    w = const_tensor(gm, weight)
     if w is None:
         raise _refuse(n, "bilinear with a computed weight", "make the weight an nn.Parameter")
     k, i, j = w.shape
@@ -470,12 +472,11 @@ def _bilinear(gm, n):
     t = b(aten.reshape.default, t, _shape(x1)[:-1] + [k, j])
     b.island = "bilinear"
     y = b(aten.sum.dim_IntList, b(aten.mul.Tensor, t, b(aten.unsqueeze.default, x2, -2)), [-1], False)
-    beta = _tensor(gm, bias) if bias is not None else None
+    beta = const_tensor(gm, bias) if bias is not None else None
     return y if beta is None else b(aten.add.Tensor, y, b.const("_mcu_bilinear_bias", beta))
 
 
 def _refuse(n: Node, what: str, fix: str):
-    from mcu.importer.export import UnsupportedOpError, source_line
     return UnsupportedOpError(f"{what} at {source_line(n) or '(no source line recorded)'} is not supported; {fix}")
 
 
@@ -512,7 +513,7 @@ LIKE_OPS = {aten.zeros_like.default, aten.ones_like.default, aten.full_like.defa
 
 def _value(gm: GraphModule, a):
     if isinstance(a, Node):
-        return _tensor(gm, a)
+        return const_tensor(gm, a)
     if isinstance(a, (list, tuple)):
         return type(a)(_value(gm, i) for i in a)
     return a
@@ -550,10 +551,10 @@ def fold_constants(gm: GraphModule) -> bool:
             value = n.target(*_value(gm, list(args)), **_value(gm, kwargs))
             if not value.is_floating_point():
                 continue  # an index (arange for a gather) stays as it is
-            replacement = _attr(gm, "_mcu_const", value.float(), n)
+            replacement = add_constant(gm, "_mcu_const", value.float(), n)
             replacement.meta["val"] = n.meta["val"]
         elif replacement == "zeros":
-            replacement = _attr(gm, "_mcu_const", torch.zeros(tuple(n.meta["val"].shape)), n)
+            replacement = add_constant(gm, "_mcu_const", torch.zeros(tuple(n.meta["val"].shape)), n)
             replacement.meta["val"] = n.meta["val"]
         n.replace_all_uses_with(replacement)
         graph.erase_node(n)
@@ -567,7 +568,7 @@ def _zero_operand(gm: GraphModule, n: Node):
     if n.target not in (aten.mul.Tensor, aten.add.Tensor, aten.sub.Tensor) or len(n.args) < 2:
         return None
     a, b = n.args[:2]
-    zero = [isinstance(v, Node) and v.op == "get_attr" and not _tensor(gm, v).any() for v in (a, b)]
+    zero = [isinstance(v, Node) and v.op == "get_attr" and not const_tensor(gm, v).any() for v in (a, b)]
     if n.target == aten.mul.Tensor and any(zero):
         return "zeros"
     alpha = n.kwargs.get("alpha", 1)

@@ -14,9 +14,11 @@ import numpy as np
 import torch
 from torch.fx import Node as FxNode
 
-from mcu.importer.from_quantized import IDENTITY_OPS, UNARY_IR_OPS, QuantizationError, _attrs, _first, _shape
+from mcu.importer.from_quantized import IDENTITY_OPS, UNARY_IR_OPS, _attrs, _first, _shape
+from mcu.errors import QuantizationError
 from mcu.codegen.ir import Graph, Node, Tensor, verify
-from mcu.importer.export import UnsupportedOpError, op_name, source_line
+from mcu.errors import UnsupportedOpError
+from mcu.importer.ops import op_name, source_line
 from mcu.importer.decompose import decompose_composites
 from mcu.importer.rewrites import fold_batch_norms
 

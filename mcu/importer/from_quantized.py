@@ -26,8 +26,8 @@ import mcu.torchao_quiet  # noqa: F401  (before any torchao import)
 from torchao.quantization.pt2e import quantize_pt2e  # noqa: F401  (registers quantized_decomposed ops)
 
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
-from mcu.errors import McuError
-from mcu.importer.export import ELEMENTWISE_OPS, op_name, source_line
+from mcu.errors import QuantizationError
+from mcu.importer.ops import ELEMENTWISE_OPS, op_name, source_line
 
 aten = torch.ops.aten
 qd = torch.ops.quantized_decomposed
@@ -56,10 +56,6 @@ ARG_OPS = {aten.argmax.default: "argmax", aten.argmin.default: "argmin"}
 UNARY_IR_OPS = ("reshape", "slice", "pad", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mean", "clamp",
                 "lut", "permute", "upsample_nearest", "upsample_nearest1d", "sum", "max_pool1d", "avg_pool1d",
                 "amax", "amin", "prod", "argmax", "argmin")
-
-
-class QuantizationError(McuError):
-    """The quantized graph has a pattern the integer lowering cannot express."""
 
 
 def _shape(n: FxNode) -> tuple[int, ...]:

@@ -15,39 +15,24 @@ import operator
 import torch
 from torch.fx import GraphModule, Node
 
+from mcu.errors import UnsupportedOpError
+from mcu.importer.ops import add_constant, const_tensor, source_line
+
 aten = torch.ops.aten
 BN_OPS = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}
 FOLD_INTO = {aten.conv2d.default, aten.linear.default}
-
-
-def _tensor(gm: GraphModule, n) -> torch.Tensor | None:
-    if isinstance(n, Node) and n.op == "get_attr":
-        obj = gm
-        for part in n.target.split("."):
-            obj = getattr(obj, part)
-        return obj.detach()
-    return None
 
 
 def _bn_affine(gm: GraphModule, bn: Node) -> tuple[torch.Tensor, torch.Tensor]:
     """(scale, shift) with bn(x) = x * scale + shift per channel."""
     _, weight, bias, mean, var = bn.args[:5]
     eps = bn.args[7] if bn.target == aten.batch_norm.default else bn.args[6]
-    mean, var = _tensor(gm, mean), _tensor(gm, var)
+    mean, var = const_tensor(gm, mean), const_tensor(gm, var)
     c = mean.shape[0]
-    gamma = _tensor(gm, weight) if weight is not None else torch.ones(c)
-    beta = _tensor(gm, bias) if bias is not None else torch.zeros(c)
+    gamma = const_tensor(gm, weight) if weight is not None else torch.ones(c)
+    beta = const_tensor(gm, bias) if bias is not None else torch.zeros(c)
     scale = gamma / torch.sqrt(var + eps)
     return scale, beta - mean * scale
-
-
-def _attr(gm: GraphModule, name: str, value: torch.Tensor, before: Node) -> Node:
-    i = 0
-    while hasattr(gm, f"{name}_{i}"):
-        i += 1
-    gm.register_buffer(f"{name}_{i}", value.contiguous())
-    with gm.graph.inserting_before(before):
-        return gm.graph.get_attr(f"{name}_{i}")
 
 
 def fold_batch_norms(gm: GraphModule, multi_output: bool = False) -> GraphModule:
@@ -65,15 +50,15 @@ def fold_batch_norms(gm: GraphModule, multi_output: bool = False) -> GraphModule
                 bn.meta["val"] = bn.meta["val"][0]
         scale, shift = _bn_affine(gm, bn)
         src = bn.args[0]
-        weight = _tensor(gm, src.args[1]) if isinstance(src, Node) and src.op == "call_function" \
+        weight = const_tensor(gm, src.args[1]) if isinstance(src, Node) and src.op == "call_function" \
             and src.target in FOLD_INTO and len(src.users) == 1 else None
         if weight is not None:
-            bias = _tensor(gm, src.args[2]) if len(src.args) > 2 and src.args[2] is not None else None
+            bias = const_tensor(gm, src.args[2]) if len(src.args) > 2 and src.args[2] is not None else None
             bias = torch.zeros_like(shift) if bias is None else bias
             shape = (-1,) + (1,) * (weight.dim() - 1)
             args = list(src.args) + [None] * (3 - len(src.args))
-            args[1] = _attr(gm, "_mcu_folded_weight", weight * scale.reshape(shape), src)
-            args[2] = _attr(gm, "_mcu_folded_bias", bias * scale + shift, src)
+            args[1] = add_constant(gm, "_mcu_folded_weight", weight * scale.reshape(shape), src)
+            args[2] = add_constant(gm, "_mcu_folded_bias", bias * scale + shift, src)
             src.args = tuple(args)
             bn.replace_all_uses_with(src)
         else:
@@ -88,8 +73,8 @@ def _bn_as_depthwise(gm: GraphModule, bn: Node, scale: torch.Tensor, shift: torc
     src = bn.args[0]
     shape = list(src.meta["val"].shape)
     c = shape[1]
-    w = _attr(gm, "_mcu_bn_weight", scale.reshape(c, 1, 1, 1), bn)
-    b = _attr(gm, "_mcu_bn_bias", shift, bn)
+    w = add_constant(gm, "_mcu_bn_weight", scale.reshape(c, 1, 1, 1), bn)
+    b = add_constant(gm, "_mcu_bn_bias", shift, bn)
     g = gm.graph
     with g.inserting_before(bn):
         x = src
@@ -213,7 +198,6 @@ MAX_FLIP = 256  # a flip is one slice per index (and cats of them): refused beyo
 def _pad_as_slices(graph, n: Node) -> None:
     """F.pad in reflect, replicate or circular mode: per padded dim, the edge slices (one wide, or the wrapped
     block) cat around the tensor. The last cat is the node itself."""
-    from mcu.importer.export import UnsupportedOpError, source_line
     x, pads = n.args[0], [int(p) for p in n.args[1]]
     mode = n.args[2] if len(n.args) > 2 else n.kwargs.get("mode")
     if mode not in ("reflect", "replicate", "circular") or any(p < 0 for p in pads):
@@ -245,7 +229,6 @@ def _pad_as_slices(graph, n: Node) -> None:
 def _as_slices_and_cats(graph, n: Node) -> None:
     """roll: two slices swapped by a cat per rolled dim; flip: the one-wide slices of each flipped dim in reverse
     order, cat. The last cat is the node itself (it keeps its name)."""
-    from mcu.importer.export import UnsupportedOpError, source_line
     x = n.args[0]
     shape = [int(d) for d in x.meta["val"].shape]
     rank = len(shape)
@@ -288,7 +271,6 @@ def views_as_slices(gm: GraphModule) -> bool:
     unbind and select), and drop eval-mode dropout and alias: one view op for every later stage. Each piece keeps
     its node (name, value, source line): a getitem becomes the slice (or the squeeze of one). In place; True when
     anything changed. A BatchNorm in training mode is refused (its batch statistics are not eval maths)."""
-    from mcu.importer.export import UnsupportedOpError, source_line
 
     graph, changed = gm.graph, False
     for n in list(graph.nodes):

@@ -345,13 +345,13 @@ def _greedy_order(options: list[Option], flash_budget: float | None = None) -> l
 
 
 def choose_precision(ep: torch.export.ExportedProgram, example_inputs: tuple, calibration, target_db: float,
-                     features: frozenset, precision: str = "int8", pinned: dict | None = None,
+                     features: frozenset, quantize: Callable, precision: str = "int8", pinned: dict | None = None,
                      progress: Callable[[str], None] | None = None, max_inputs: int = 16,
                      verify: Callable | None = None, flash_budget: float | None = None,
                      **qopts) -> PrecisionChoice:
     """target_sqnr for mcu.compile: measures on the calibration data (its first max_inputs batches; the example
-    inputs when there is none) against the float model. qopts go to mcu.quantization.quantizer.quantize."""
-    from mcu.quantization.quantizer import quantize
+    inputs when there is none) against the float model. quantize is mcu.quantization.quantizer.quantize (passed
+    in: the search only measures), qopts its options."""
     batches = [tuple(example_inputs)] if calibration is None else [b if isinstance(b, (tuple, list)) else (b,)
                                                                      for b in calibration]
     inputs = batches[:max_inputs]

@@ -47,7 +47,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from mcu.errors import McuError
-from mcu.importer.export import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS
+from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS
 from mcu.importer.decompose import decompose_composites
 from mcu.importer.rewrites import fold_batch_norms
 

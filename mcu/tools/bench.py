@@ -214,13 +214,3 @@ def numerics(models: list[str] | None = None, board: str = "mps2-an386", out: st
     print("\n".join(lines))
     print(f"\nwritten to {out / 'numerics.json'}")
     return rows
-
-
-def main(argv=None) -> int:
-    """`python -m mcu.tools.bench ARGS` is `mcu bench ARGS`: same options, messages and exit codes."""
-    from mcu.cli import main as cli_main
-    return cli_main(["bench", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -30,8 +30,8 @@ from mcu.codegen.memory import pixel_stride
 from mcu.codegen.reference import run_reference
 from mcu.errors import MCU_STATUS, McuError
 from mcu.metrics import sqnr_db
+from mcu.package import FLOAT_MODEL, read_sealed
 
-FLOAT_MODEL = "model.pt2"
 DEBUG_FILE = "debug.bin"
 MCU_ERR_ARENA_GUARD = next(k for k, v in MCU_STATUS.items() if v == "MCU_ERR_ARENA_GUARD")
 
@@ -77,7 +77,6 @@ def float_activations(pkg, inputs, trust_model: bool = False) -> dict[str, np.nd
         return {}  # compiled from a quantized model (QAT): no float model to compare with
     data = None
     if not pkg.trusted:
-        from mcu.api import read_sealed
         data = read_sealed(pkg, FLOAT_MODEL)  # the bytes mcu wrote, or a PackageError
     check_trusted(pkg, trust_model)
     try:

@@ -11,25 +11,14 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 
 from mcu.boards import load_board
+from mcu.codegen.macs import op_macs
 from mcu.build.firmware import build_firmware
 from mcu.paths import BUILD_DIR
 from mcu.qemu.runner import INSTRUCTIONS_PER_SECOND, run_firmware
 
 _LINE = re.compile(r"^MCU_PROFILE op=(\d+) ticks=(\d+)\s*$", re.MULTILINE)
-
-
-def op_macs(kernel: str, params: dict) -> int:
-    """Multiply-accumulates of one call of `kernel` (a portable name; variants share their twin's)."""
-    if kernel in ("mcu_conv2d_s8", "mcu_conv2d_grouped_s8", "mcu_conv2d_f32"):
-        return int(np.prod(params["output"])) * int(np.prod(params["filter"][1:]))
-    if kernel in ("mcu_dwconv2d_s8", "mcu_dwconv2d_f32"):
-        return int(np.prod(params["output"])) * params["filter"][1] * params["filter"][2]
-    if kernel in ("mcu_fully_connected_s8", "mcu_fully_connected_f32"):
-        return params["batches"] * params["in_features"] * params["out_features"]
-    return 0
 
 
 def _inputs(pkg, inputs, seed: int) -> bytes:

@@ -37,7 +37,7 @@ def _pct(v) -> str:
 
 
 def eval_view(result) -> dict | None:
-    """The accuracy section of the page from an mcu.tools.evaluate.EvalResult (None: no evaluation yet)."""
+    """The accuracy section of the page from an mcu.tools.eval_result.EvalResult (None: no evaluation yet)."""
     if result is None:
         return None
     paths = ("float", "reference", "device")
@@ -111,7 +111,7 @@ def report(pkg, *, with_profile: bool = True) -> Path:
     """Write pkg.out_dir/report.html (with the last `mcu eval` result, when there is one); returns its path."""
     import mcu
     from mcu.boards import load_board
-    from mcu.tools.evaluate import load_result
+    from mcu.tools.eval_result import load_result
 
     board = load_board(pkg.board)
     size = mcu.size(pkg)
