@@ -96,6 +96,8 @@ def _compile_command(sub) -> None:
                    help="int4: conv and linear weights in [-7, 7], two per byte in flash (default: int8)")
     p.add_argument("--no-bias-correction", action="store_true",
                    help="keep the float biases (default: correct them for the weights' rounding)")
+    p.add_argument("--progress", action="store_true",
+                   help="show the calibration progress bar even when stderr is not a terminal")
     p.add_argument("--no-run", action="store_true",
                    help="only write the package (default: also build it and run the example inputs under QEMU, "
                         "and end with one line: instructions, arena and its lower bound, flash)")

@@ -4,57 +4,13 @@ from __future__ import annotations
 import sys
 
 from mcu.cli.inputs import load_calibration, load_model, randn_inputs
-
-
-def format_progress(done: int, total: int | None, elapsed: float) -> str:
-    """One progress line: 'calibrating: 37/200 batches, 2.1 s elapsed, about 9.3 s left'."""
-    if total is None:
-        return f"calibrating: {done} batches, {elapsed:.1f} s elapsed"
-    left = "done" if done >= total else f"about {elapsed / done * (total - done):.1f} s left"
-    return f"calibrating: {done}/{total} batches, {elapsed:.1f} s elapsed, {left}"
-
-
-class CalibrationProgress:
-    """A progress callback for mcu.compile that writes to stream (default stderr).
-
-    - on a terminal: one line, rewritten in place after every batch, ended with a newline at the last one;
-    - otherwise (a log, a pipe): one line at each tenth of the way, the last batch included, so at most 10;
-      without a known total, at batches 1, 10, 100, ...
-    """
-
-    def __init__(self, stream=None):
-        self.stream = sys.stderr if stream is None else stream
-        self.tty = self.stream.isatty()
-        self.tenths = 0  # tenths of the way already printed (not on a terminal)
-        self.width = 0  # length of the line being rewritten (on a terminal); 0: no line open
-
-    def __call__(self, done: int, total: int | None, elapsed: float) -> None:
-        line = format_progress(done, total, elapsed)
-        if self.tty:
-            self.stream.write("\r" + line.ljust(self.width))
-            self.width = max(self.width, len(line))
-            if total is not None and done >= total:
-                self.close()
-        elif total is None:
-            if str(done).rstrip("0") == "1":
-                self.stream.write(line + "\n")
-        elif done * 10 // total > self.tenths:
-            self.tenths = done * 10 // total
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        """End a line left open on a terminal (calibration failed or had no known total)."""
-        if self.width:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.width = 0
+from mcu.cli.progress import ProgressBar, wanted
 
 
 def cmd_compile(args) -> None:
     import mcu
     model, example_inputs = load_model(args.model)
-    progress = CalibrationProgress()
+    progress = ProgressBar("calibrating", "batch", wanted(args.progress))
     try:
         pkg = mcu.compile(model, example_inputs, board=args.board, calibration=load_calibration(args.calib),
                           out_dir=args.output, force=args.force, optimize=args.optimize, progress=progress,

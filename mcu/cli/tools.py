@@ -6,6 +6,7 @@ import sys
 import numpy as np
 
 from mcu.cli.inputs import float32, load_inputs
+from mcu.cli.progress import ProgressBar, wanted
 from mcu.errors import McuError
 from mcu.metrics import FLOAT_TOLERANCE
 
@@ -46,12 +47,12 @@ def cmd_eval(args) -> None:
         print("mcu: float model not loaded (pass --trust-model to load model.pt2 and compare with it)",
               file=sys.stderr)
 
-    def progress(done: int, total: int) -> None:
-        bar = "#" * (30 * done // total)
-        print(f"\r  device {bar:<30} {done}/{total}", end="" if done < total else "\n", file=sys.stderr,
-              flush=True)
-    result = mcu.eval(pkg, data if len(data) > 1 else data[0], labels, float_model=float_model,
-                      progress=progress if sys.stderr.isatty() or args.progress else None, timeout=args.timeout)
+    progress = ProgressBar("device", "input", wanted(args.progress))
+    try:
+        result = mcu.eval(pkg, data if len(data) > 1 else data[0], labels, float_model=float_model, progress=progress,
+                          timeout=args.timeout)
+    finally:
+        progress.close()
     print(result.table())
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 import mcu
 from mcu.errors import McuError
@@ -115,19 +116,19 @@ def bench(models: list[str] | None = None, boards: list[str] | None = None,
     for board in boards:
         load_board(board)  # an unknown board fails before the first slow run
     rows = []
-    for name in models:
-        for board in boards:
-            t = time.time()
-            try:
-                rows.append(bench_one(name, board, out, quantize))
-            except BoardFitError as exc:
-                if quantize == "int8":
-                    raise
-                print(f"{name} on {board}: skipped, the float32 model does not fit ({exc.flash_needed:,} B "
-                      f"flash, {exc.ram_needed:,} B RAM)", file=sys.stderr)
-                continue
-            print(f"{name} on {board}: {rows[-1]['instructions']:,} instructions ({time.time() - t:.0f} s)",
-                  file=sys.stderr)
+    runs = tqdm([(m, b) for m in models for b in boards], desc="bench", unit="run", file=sys.stderr, disable=None)
+    for name, board in runs:
+        t = time.time()
+        try:
+            rows.append(bench_one(name, board, out, quantize))
+        except BoardFitError as exc:
+            if quantize == "int8":
+                raise
+            runs.write(f"{name} on {board}: skipped, the float32 model does not fit ({exc.flash_needed:,} B "
+                       f"flash, {exc.ram_needed:,} B RAM)", file=sys.stderr)
+            continue
+        runs.write(f"{name} on {board}: {rows[-1]['instructions']:,} instructions ({time.time() - t:.0f} s)",
+                   file=sys.stderr)
     path = out / ("bench.json" if quantize == "int8" else "bench-float32.json")
     path.write_text(json.dumps(rows, indent=2) + "\n")
     print(format_table(rows))
@@ -154,45 +155,7 @@ def observer_sqnr(models: list[str] | None = None, out: str | Path = "out/bench"
     from mcu.quantization.quantizer import OBSERVERS
     models, out = models or list(MODELS), Path(out)
     rows = []
-    for name in models:
-        model, example = MODELS[name]()
-        xs, want = _eval_set(name, model)
-        row = {"model": name}
-        for obs in OBSERVERS:
-            pkg = mcu.compile(model, example, calibration=calibration_set(name), observer=obs, force=True,
-                              out_dir=out / f"{name}-observer-{obs}")
-            row[obs] = sqnr_db(want, [pkg.dequantize_outputs(pkg.reference(x))[0] for x in xs])
-        rows.append(row)
-    lines = ["| model | " + " | ".join(f"{o} SQNR dB" for o in OBSERVERS) + " |", "|---|" + "---:|" * len(OBSERVERS)]
-    lines += [f"| {r['model']} | " + " | ".join(f"{r[o]:.1f}" for o in OBSERVERS) + " |" for r in rows]
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "observers.json").write_text(json.dumps(rows, indent=2) + "\n")
-    print("\n".join(lines))
-    print(f"\nwritten to {out / 'observers.json'}")
-    return rows
-
-
-# Numerics (issue 8): each mode's compile options; "int4" is int8 activations with int4 weights.
-MODES = {"int8": {}, "a16w8": {"quantize": "a16w8"}, "int4": {"weights": "int4"}, "float32": {"quantize": "none"}}
-
-
-NUMERICS_HEAD = "| model | mode | SQNR vs float, dB | weights B | flash B | arena B | instructions | device = reference |"
-
-
-def format_numerics(rows: list[dict]) -> list[str]:
-    """The numerics table's markdown lines (printed by `mcu bench --numerics`, written to the README)."""
-    lines = [NUMERICS_HEAD, "|---|---|---:|---:|---:|---:|---:|---|"]
-    return lines + [f"| {r['model']} | {r['mode']} | {r['sqnr_db']:.1f} | {r['flash_weights']:,} | "
-                    f"{r['flash_total']:,} | {r['arena_bytes']:,} | {r['instructions']:,} | "
-                    f"{'yes' if r['exact'] else 'NO'} |" for r in rows]
-
-
-def numerics(models: list[str] | None = None, board: str = "mps2-an386", out: str | Path = "out/bench") -> list[dict]:
-    """Per model and numeric mode (MODES) on one board: SQNR vs float of the numpy reference (which the device equals
-    bit for bit in every mode; "exact" says so for the first input) over 10 inputs, weight and total flash, arena
-    and instructions. Writes numerics.json."""
-    models, out = models or list(MODELS), Path(out)
-    rows = []
+    runs = tqdm(total=len(models) * len(MODES), desc="numerics", unit="run", file=sys.stderr, disable=None)
     for name in models:
         model, example = MODELS[name]()
         xs, want = _eval_set(name, model)
@@ -207,7 +170,9 @@ def numerics(models: list[str] | None = None, board: str = "mps2-an386", out: st
                          "flash_weights": size.flash_weights, "flash_total": size.flash_total,
                          "arena_bytes": pkg.arena_bytes, "instructions": res.instructions,
                          "exact": bool(np.array_equal(res.raw_outputs[0], refs[0]))})
-            print(f"{name} {mode}: {res.instructions:,} instructions ({time.time() - t:.0f} s)", file=sys.stderr)
+            runs.update()
+            runs.write(f"{name} {mode}: {res.instructions:,} instructions ({time.time() - t:.0f} s)", file=sys.stderr)
+    runs.close()
     lines = format_numerics(rows)
     out.mkdir(parents=True, exist_ok=True)
     (out / "numerics.json").write_text(json.dumps(rows, indent=2) + "\n")
