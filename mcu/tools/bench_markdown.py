@@ -228,7 +228,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m mcu.tools.bench_markdown", description=__doc__.splitlines()[0])
     ap.add_argument("out_dir", help="the folder `python -m mcu.bench --out` wrote (bench.json, numerics.json, ...)")
     ap.add_argument("path", nargs="?", default="docs/benchmarks.md", help="page to write (default: %(default)s)")
-    ap.add_argument("--readme", default="README.md", help="README whose summary table to refresh (default: %(default)s)")
+    ap.add_argument("--readme", default="README.md",
+                    help="README whose summary table to refresh (default: %(default)s)")
     ap.add_argument("--no-readme", action="store_true", help="leave the README alone")
     args = ap.parse_args(argv)
     print(f"written {write(args.out_dir, args.path, None if args.no_readme else args.readme)}")
