@@ -1,9 +1,9 @@
 """The README and docs/*.md name only commands and options that exist and link only to files and headings that exist;
-mcu.tools.bench_markdown renders a fixed bench run to exact rows.
+`mcu bench --markdown` (mcu.tools.bench_markdown) renders a fixed bench run to exact rows.
 
-- Code (inline spans and fenced blocks) is read token by token: `mcu CMD`, `./dev CMD` and `python -m mcu.bench`
-  set the command whose parser the following options must be in; `python scripts/X.py` and `python -m
-  mcu.tools.X` set a script whose source must spell the option; an option with no command before it must be an
+- Code (inline spans and fenced blocks) is read token by token: `mcu CMD` and `./dev CMD` set the command whose
+  parser the following options must be in; `python scripts/X.py` and `python -m mcu.X` (a module that must exist)
+  set a script whose source must spell the option; an option with no command before it must be an
   option of some `mcu` command.
 - Links: every relative `[text](target)` resolves to a file, and `#anchor` to a heading of it (GitHub's slugs).
 """
@@ -64,10 +64,11 @@ def unknown_names(text: str) -> list[str]:
                     command, script = after, None
                 else:
                     bad.append(f"{token} {after}")
-            elif token == "-m" and after == "mcu.bench":
-                command, script = "bench", None
-            elif token == "-m" and after.startswith("mcu.tools."):
-                script = ROOT / (after.replace(".", "/") + ".py")
+            elif token == "-m" and after.startswith("mcu."):
+                module = ROOT / after.replace(".", "/")
+                script = next((f for f in (module.with_suffix(".py"), module / "__main__.py") if f.is_file()), None)
+                if script is None:
+                    bad.append(f"python -m {after}")
             elif token == "python" and after.startswith("scripts/") and after.endswith(".py"):
                 script = ROOT / after
             elif re.fullmatch(r"--[a-z][a-z0-9-]*", token.split("=")[0]) or (
@@ -138,10 +139,10 @@ def test_every_relative_link_resolves(doc):
 
 def test_the_checks_catch_a_made_up_command_option_and_link():
     text = ("`mcu compile m.pt2 --board b --no-such-option`, `mcu frobnicate DIR`, `--made-up`, `./dev compile x -q`\n"
-            "```sh\npython -m mcu.bench --numerics --nope\npython scripts/target_sqnr.py --target 40 --tagret 3\n```\n")
+            "```sh\nmcu bench --numerics --nope\npython -m mcu.bench --out x\npython scripts/target_sqnr.py --target 40 --tagret 3\n```\n")
     assert sorted(unknown_names(text)) == sorted([
         "mcu compile --no-such-option", "mcu frobnicate", "mcu * --made-up", "mcu compile -q", "mcu bench --nope",
-        "scripts/target_sqnr.py --tagret"])
+        "python -m mcu.bench", "scripts/target_sqnr.py --tagret"])
     links = "[a](user-guide.md) [b](user-guide.md#boards) [c](no-such.md) [d](user-guide.md#no-such-heading) [e](#x)"
     assert broken_links(ROOT / "docs" / "index.md", links + "\n## X\n") == [
         "no-such.md", "user-guide.md#no-such-heading"]
@@ -201,7 +202,7 @@ def test_render_gives_the_rows_of_a_fixed_bench_run(tmp_path):
 
 def test_a_missing_json_names_its_command_and_the_readme_summary_is_replaced(tmp_path):
     out = _bench_dir(tmp_path, numerics=False)
-    assert f"*Not in this run: `python -m mcu.bench --numerics --out {out}` writes it.*" in bench_markdown.render(out)
+    assert f"*Not in this run: `mcu bench --numerics --out {out}` writes it.*" in bench_markdown.render(out)
     readme = (f"# x\n{bench_markdown.README_BEGIN}\n| old |\n{bench_markdown.README_END}\nrest\n")
     new = bench_markdown.readme_with_summary(readme, out).splitlines()
     assert new[0:3] == ["# x", bench_markdown.README_BEGIN, "| model | M4 mcu | M4 ExecuTorch | M4 TFLM + CMSIS-NN | "

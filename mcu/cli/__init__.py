@@ -155,7 +155,8 @@ def _zoo_commands(sub) -> None:
     _command(sub, "boards", "run:cmd_boards", "list the boards", "mcu boards")
     p = _command(sub, "bench", "tools:cmd_bench", "compile and run the model zoo on boards; print the table, write bench.json",
                  "mcu bench", "mcu bench --models kws ad --boards mps2-an386 --out out/bench",
-                 "mcu bench --quantize none --boards mps2-an386", "mcu bench --numerics --models kws")
+                 "mcu bench --quantize none --boards mps2-an386", "mcu bench --numerics --models kws",
+                 "mcu bench --markdown docs/benchmarks.md")
     p.add_argument("--models", nargs="*", metavar="MODEL", help="mcu.zoo models to run (default: all)")
     p.add_argument("--boards", nargs="*", metavar="BOARD",
                    help="boards to run on (default: mcu.tools.bench.BOARDS, the five Arm QEMU boards of the README table)")
@@ -167,6 +168,11 @@ def _zoo_commands(sub) -> None:
     p.add_argument("--numerics", action="store_true",
                    help="instead: int8, a16w8, int4 weights and float32 side by side on the first board (default "
                         "mps2-an386): SQNR vs float, flash, arena, instructions")
+    p.add_argument("--markdown", metavar="PATH",
+                   help="instead: run the zoo on every board, --numerics and --quantize none into --out, then write "
+                        "PATH (docs/benchmarks.md) and the summary table of the README.md beside its folder")
+    p.add_argument("--render-only", action="store_true",
+                   help="with --markdown: write PATH from the JSON already in --out, run nothing")
 
 
 def _handler(spec: str):

@@ -64,6 +64,11 @@ def cmd_report(args) -> None:
 
 def cmd_bench(args) -> None:
     from mcu.tools.bench import bench, numerics, observer_sqnr
+    if args.markdown:
+        _bench_markdown(args)
+        return
+    if args.render_only:
+        raise McuError("--render-only goes with --markdown PATH (the page to write from the JSON in --out)")
     if args.observers:
         observer_sqnr(args.models, args.out)
         return
@@ -75,3 +80,22 @@ def cmd_bench(args) -> None:
     rows = bench(args.models, args.boards, args.out, args.quantize)
     if not all(r["exact"] or r.get("rel_error_device", 1.0) <= FLOAT_TOLERANCE for r in rows):
         raise McuError("a device output differs from the numpy reference (exact = NO in the table above)")
+
+
+def _bench_markdown(args) -> None:
+    """mcu bench --markdown PATH: the three benchmark runs the page is made of (unless --render-only), then the page
+    and the README summary table beside it (PATH's folder's parent holds README.md, as docs/ does)."""
+    from pathlib import Path
+
+    from mcu.tools.bench import FLOAT_BOARDS, bench, numerics
+    from mcu.tools.bench_markdown import write
+    if not args.render_only:
+        for rows in (bench(None, None, args.out), numerics(None, "mps2-an386", args.out),
+                     bench(None, FLOAT_BOARDS, args.out, "none")):
+            if not all(r["exact"] or r.get("mode") == "float32" or r.get("rel_error_device", 1.0) <= FLOAT_TOLERANCE
+                       for r in rows):
+                raise McuError("a device output differs from the numpy reference (NO in the tables above); "
+                               f"{args.markdown} not written")
+    readme = Path(args.markdown).resolve().parent.parent / "README.md"
+    path = write(args.out, args.markdown, readme if readme.is_file() else None)
+    print(f"wrote {path}" + (f" and the summary table of {readme}" if readme.is_file() else ""))

@@ -19,6 +19,7 @@ from mcu.metrics import relative_error, sqnr_db
 from mcu.zoo import MODELS, calibration_set, macs
 
 BOARDS = ["mps2-an386", "mps2-an385", "mps2-an500", "mps2-an505", "mps3-an547"]
+FLOAT_BOARDS = ["mps2-an386", "mps2-an385", "mps3-an547"]  # the float32 table of docs/benchmarks.md
 
 # The one-build goals (issue #14), per model and board: instructions at most the speed build's when the issue was
 # filed (measured then; the M3's IC: 25 M), the arena at most the memory build's, weight flash at most 1.10x the

@@ -1,9 +1,9 @@
-"""docs/benchmarks.md and the README's summary table, rendered from the JSON files `python -m mcu.bench` writes.
+"""docs/benchmarks.md and the README's summary table, rendered from the JSON files `mcu bench` writes
+(`mcu bench --markdown docs/benchmarks.md` runs the three and renders; `--render-only` renders what --out holds):
 
-    python -m mcu.bench --out out/bench                                           # bench.json
-    python -m mcu.bench --numerics --out out/bench                                # numerics.json
-    python -m mcu.bench --quantize none --boards mps2-an386 mps2-an385 mps3-an547 --out out/bench   # bench-float32.json
-    python -m mcu.tools.bench_markdown out/bench [docs/benchmarks.md] [--readme README.md | --no-readme]
+    mcu bench --out out/bench                                           # bench.json
+    mcu bench --numerics --out out/bench                                # numerics.json
+    mcu bench --quantize none --boards mps2-an386 mps2-an385 mps3-an547 --out out/bench   # bench-float32.json
 
 - Every number of ours comes from those files; a file that is missing leaves its table out with the command
   that writes it.
@@ -14,10 +14,8 @@
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from importlib import resources
 from pathlib import Path
 
@@ -29,7 +27,7 @@ MODEL_NAMES = {"kws": "KWS (DS-CNN)", "vww": "VWW (MobileNetV1-0.25)", "ic": "IC
                "ad": "AD (FC autoencoder)"}
 SUMMARY_BOARDS = ("mps2-an386", "mps3-an547")  # the M4 and the M55: the boards every peer was measured on
 CORES = {"mps2-an386": "M4", "mps2-an385": "M3", "mps2-an500": "M7", "mps2-an505": "M33", "mps3-an547": "M55"}
-README_BEGIN = "<!-- bench summary: python -m mcu.tools.bench_markdown OUT_DIR -->"
+README_BEGIN = "<!-- bench summary: mcu bench --markdown -->"
 README_END = "<!-- end bench summary -->"
 
 # TFLM + CMSIS-NN, instructions of one inference of the MLPerf Tiny reference int8 models (same layer shapes as
@@ -53,7 +51,7 @@ ET_INSTRUCTIONS = {
 }
 
 # Instructions of the portable-kernel build of the same models, before the DSP, scalar and Helium variants
-# (measured with `python -m mcu.bench` on that commit; not rerun on the M7 and M33). Source: the README's zoo table.
+# (measured with `mcu bench` on that commit; not rerun on the M7 and M33). Source: the README's zoo table.
 PORTABLE_INSTRUCTIONS = {
     ("kws", "mps2-an386"): 31_627_600, ("kws", "mps2-an385"): 31_434_160, ("kws", "mps3-an547"): 30_362_813,
     ("vww", "mps2-an386"): 84_265_360, ("vww", "mps2-an385"): 83_762_760, ("vww", "mps3-an547"): 74_477_313,
@@ -62,7 +60,7 @@ PORTABLE_INSTRUCTIONS = {
 }
 
 # The speed build when issue #14 ("one build") was filed: (instructions, arena bytes, weight flash / parameters).
-# Measured with `python -m mcu.bench` on that commit, the M7 and M33 with scripts/flash_table.py.
+# Measured with `mcu bench` on that commit, the M7 and M33 with scripts/flash_table.py.
 ONE_BUILD_BEFORE = {
     ("kws", "mps2-an386"): (2_949_200, 16_264, 2.36), ("kws", "mps2-an385"): (7_583_160, 16_064, 2.33),
     ("kws", "mps2-an500"): (2_931_160, 16_264, 2.36), ("kws", "mps2-an505"): (2_951_600, 16_264, 2.36),
@@ -186,14 +184,14 @@ def tables(out_dir: str | Path) -> dict[str, str]:
     out_dir = Path(out_dir)
     bench, f32, num = (_load(out_dir, n) for n in ("bench.json", "bench-float32.json", "numerics.json"))
     if bench is None:
-        raise FileNotFoundError(f"{out_dir / 'bench.json'}: no such file; `python -m mcu.bench --out {out_dir}` "
+        raise FileNotFoundError(f"{out_dir / 'bench.json'}: no such file; `mcu bench --out {out_dir}` "
                                 "writes it")
     int8 = [r for r in bench if r.get("quantize", "int8") == "int8"]
     return {
         "summary": summary_table(int8), "zoo": zoo_table(int8), "one_build": one_build_table(int8),
         "float32": float32_table(f32) if f32 else _missing(
-            f"python -m mcu.bench --quantize none --boards mps2-an386 mps2-an385 mps3-an547 --out {out_dir}"),
-        "numerics": numerics_table(num) if num else _missing(f"python -m mcu.bench --numerics --out {out_dir}"),
+            f"mcu bench --quantize none --boards mps2-an386 mps2-an385 mps3-an547 --out {out_dir}"),
+        "numerics": numerics_table(num) if num else _missing(f"mcu bench --numerics --out {out_dir}"),
     }
 
 
@@ -222,19 +220,3 @@ def write(out_dir: str | Path, path: str | Path = "docs/benchmarks.md", readme: 
         readme = Path(readme)
         readme.write_text(readme_with_summary(readme.read_text(), out_dir))
     return path
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mcu.tools.bench_markdown", description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", help="the folder `python -m mcu.bench --out` wrote (bench.json, numerics.json, ...)")
-    ap.add_argument("path", nargs="?", default="docs/benchmarks.md", help="page to write (default: %(default)s)")
-    ap.add_argument("--readme", default="README.md",
-                    help="README whose summary table to refresh (default: %(default)s)")
-    ap.add_argument("--no-readme", action="store_true", help="leave the README alone")
-    args = ap.parse_args(argv)
-    print(f"written {write(args.out_dir, args.path, None if args.no_readme else args.readme)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
