@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -40,6 +41,7 @@ __all__ = ["compile", "run", "size", "load", "is_quantized", "Package", "RunResu
 # Every top-level name compile writes into a package folder (mcu.writer: a folder holding others is the user's).
 OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, IR_DATA, OLD_IR_FILE, "arena.svg", FLOAT_MODEL,
              "report.html", BUILD_DIR, *DROPIN_FILES}
+MAX_TARGET_DB = 144.0  # float32's own SQNR (24-bit significands): no precision mix gets past it
 FLASH_MARGIN = 64 * 1024  # code, runtime and startup next to the weights, for target_sqnr's flash budget
 
 
@@ -107,6 +109,12 @@ def _check_options(model, quantize: str, calibration, mixed: dict | None, target
     if quantize not in ("int8", "a16w8", "none"):
         raise McuError(f"quantize={quantize!r} is not supported; use quantize='int8', 'a16w8' (int16 activations) "
                        f"or 'none' (float32)")
+    if target_sqnr is not None and not math.isfinite(target_sqnr):
+        raise McuError(f"target_sqnr={target_sqnr} is not a number of dB; pass the SQNR vs the float model to "
+                       f"reach, e.g. target_sqnr=30 (--target-sqnr 30)")
+    if target_sqnr is not None and target_sqnr > MAX_TARGET_DB:
+        raise McuError(f"target_sqnr={target_sqnr:g} dB is out of reach: float32 arithmetic itself stops near "
+                       f"{MAX_TARGET_DB:.0f} dB (24-bit significands); lower the target (30 to 60 dB is typical)")
     if target_sqnr is not None and quantize == "none":
         raise McuError("target_sqnr picks int8 / a16w8 / float32 per layer of a quantized model; use "
                        "quantize='int8' (or 'a16w8') with it, not 'none'")

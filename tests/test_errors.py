@@ -515,3 +515,13 @@ def test_model_factory_that_returns_the_wrong_thing(models, capsys):
     models[0].not_a_pair = lambda: torch.nn.Linear(2, 2)
     rc, err = cli(capsys, "compile", "errmodels:not_a_pair")
     assert rc == 1 and one_error(err) == "errmodels:not_a_pair returned a Linear; it must return (model, example_inputs)"
+
+
+@pytest.mark.parametrize("target, says", [("1e9", "target_sqnr=1e+09 dB is out of reach: float32 arithmetic itself "
+                                                 "stops near 144 dB"),
+                                          ("nan", "target_sqnr=nan is not a number of dB"),
+                                          ("inf", "target_sqnr=inf is not a number of dB")])
+def test_a_target_sqnr_past_float32_or_not_a_number_is_one_error_line(models, capsys, tmp_path, target, says):  # noqa: F811
+    rc, err = cli(capsys, "compile", "errmodels:linear", "--target-sqnr", target, "-o", tmp_path / "o")
+    assert rc == 1 and one_error(err).startswith(says), err
+    assert not (tmp_path / "o").exists()
