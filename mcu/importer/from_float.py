@@ -1,7 +1,7 @@
 """Float ExportedProgram (no quantize/dequantize nodes) -> mcu IR with float32 tensors, in torch (NCHW) order.
 
 The import of quantize="none": the model compiled as it is.
-- BatchNorms are folded first (mcu.importer.rewrites.fold_batch_norms: into the conv2d / linear before them, else into
+- BatchNorms are folded first (mcu.importer.batch_norms.fold_batch_norms: into the conv2d / linear before them, else into
   a depthwise 1x1 conv), as the int8 flow's quantizer transform does.
 - Placeholders become float32 graph inputs; frozen parameters and buffers become float32 constants (flash).
 - Every compute node becomes one IR node with the op and attrs the int8 importer gives it (mcu.importer.op_attrs);
@@ -20,7 +20,7 @@ from mcu.codegen.ir import Graph, Node, Tensor, verify
 from mcu.errors import UnsupportedOpError
 from mcu.importer.ops import op_name, source_line
 from mcu.importer.decompose import decompose_composites
-from mcu.importer.rewrites import fold_batch_norms
+from mcu.importer.batch_norms import fold_batch_norms
 
 # IR ops (as mcu.importer.op_attrs names them) with a float32 lowering (codegen/lowering_float.py, after the passes
 # rewrite 1-d ops, adaptive pools, global means and pads onto these kernels).

@@ -4,7 +4,7 @@ Scheme (TFLite-compatible integer semantics):
 - weights int8 symmetric per output channel, range [-127, 127] (weights="int4": [-7, 7], packed two per byte);
 - activations int8 asymmetric per tensor, range [-128, 127];
 - bias int32, scale derived as s_in * s_w[c];
-- BatchNorm folded into the conv/linear before it (prepare_pt2e, mcu.importer.rewrites); ReLU / ReLU6 annotated after their producer so
+- BatchNorm folded into the conv/linear before it (prepare_pt2e, mcu.importer.batch_norms); ReLU / ReLU6 annotated after their producer so
   they fuse (the producer's output takes the activation's qparams);
 - ops that only move or select values (pools, flatten, reshape, permute, upsample) share their input's qparams;
 - softmax and sigmoid outputs are fixed at scale 1/256, zero point -128; tanh at 1/128, 0 (TFLite's);
@@ -42,7 +42,7 @@ from torchao.quantization.pt2e.quantizer import (
 from mcu.errors import McuError
 from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS, WEIGHTED_OPS
 from mcu.importer.decompose import decompose_composites
-from mcu.importer.rewrites import fold_batch_norms
+from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
 from mcu.quantization.observers import FIXED16_QSPEC, SOFTMAX_OUT_QSPEC, TANH_OUT_QSPEC, act_qspec, weight_qspec
 
