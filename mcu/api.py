@@ -56,8 +56,8 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     input that dies there, for the smallest arena. progress(done, total, seconds),
     if given, is called after each calibration batch (total is None for a calibration set without len()).
     bias_correction subtracts each conv/linear's weight-rounding shift at the calibration mean from its
-    bias (mcu.quantization.quantizer); the user's model is never modified. observer sets activation ranges: "minmax",
-    "percentile" or "mse" (mcu.quantization.quantizer.OBSERVERS). weights="int4" quantizes conv and linear weights to
+    bias (mcu.quantization.bias); the user's model is never modified. observer sets activation ranges: "minmax",
+    "percentile" or "mse" (mcu.quantization.observers.OBSERVERS). weights="int4" quantizes conv and linear weights to
     [-7, 7] and stores them two per byte (the int4 kernels; depthwise and grouped convs keep int8 storage).
     quantize="a16w8" runs int16 activations with int8 weights (TFLite's 16x8). mixed maps module names or types
     to "int8", "a16w8" or "float32", e.g. mixed={"classifier": "float32"}: those layers run in that precision,

@@ -45,53 +45,79 @@ def write_package(out_dir: Path, files: dict[str, bytes], force: bool, ours: set
     out_dir = Path(out_dir)
     names = sorted({n.split("/")[0] for n in files})  # a name with "/" lands in a folder (mcu_runtime/...)
     if out_dir.exists():
-        if not out_dir.is_dir():
-            raise McuError(f"{out_dir} exists and is not a folder; choose another output path")
-        ours = ours if _is_package(out_dir) else ours - GENERIC_FILES
-        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in ours)
-        if foreign and not force:
-            raise McuError(f"{out_dir} holds files mcu did not write ({', '.join(foreign[:5])}); choose an "
-                           f"empty or new folder, or pass --force (force=True) to write beside them")
-        clash = [n for n in foreign if n in names]
-        if clash:
-            raise McuError(f"{out_dir} holds {', '.join(clash)}, which mcu did not write and would replace; "
-                           f"--force writes beside other files but never replaces them: move them or choose "
-                           f"another folder")
+        _check_folder(out_dir, names, force, ours)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    old = tmp / ".old"
-    swapped: list[str] = []
     try:
-        for name, data in files.items():
-            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-            (tmp / name).write_bytes(data)
+        _stage(tmp, files)
         out_dir.mkdir(exist_ok=True)
-        old.mkdir()
-        try:
-            for name in names:
-                target = out_dir / name
-                if target.is_dir() and not target.is_symlink():
-                    os.replace(target, old / name)  # a folder is swapped whole: the old one aside
-                elif target.exists() or target.is_symlink():
-                    _keep(target, old / name)  # the rename below replaces the file atomically
-                swapped.append(name)
-                os.replace(tmp / name, target)
-        except BaseException:
-            for name in reversed(swapped):  # put the previous output back
-                target = out_dir / name
-                if (old / name).exists() or (old / name).is_symlink():
-                    if target.is_dir() and not target.is_symlink():
-                        shutil.rmtree(target)
-                    os.replace(old / name, target)
-                elif target.is_dir() and not target.is_symlink():
-                    shutil.rmtree(target)
-                elif target.exists() or target.is_symlink():
-                    target.unlink()
-            raise
-        build = out_dir / BUILD_DIR
-        if build.is_dir() and not build.is_symlink():
-            for stale in build.iterdir():
-                if stale.is_dir() and not stale.is_symlink() and (stale / ".sconsign.dblite").is_file():
-                    shutil.rmtree(stale)
+        _swap_in(out_dir, tmp, names)
+        _drop_stale_builds(out_dir / BUILD_DIR)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _check_folder(out_dir: Path, names: list[str], force: bool, ours: set[str]) -> None:
+    """Refuse an existing out_dir that is not a folder, holds entries mcu did not write (unless force), or holds
+    one of those under a name mcu would write."""
+    if not out_dir.is_dir():
+        raise McuError(f"{out_dir} exists and is not a folder; choose another output path")
+    ours = ours if _is_package(out_dir) else ours - GENERIC_FILES
+    foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in ours)
+    if foreign and not force:
+        raise McuError(f"{out_dir} holds files mcu did not write ({', '.join(foreign[:5])}); choose an "
+                       f"empty or new folder, or pass --force (force=True) to write beside them")
+    clash = [n for n in foreign if n in names]
+    if clash:
+        raise McuError(f"{out_dir} holds {', '.join(clash)}, which mcu did not write and would replace; "
+                       f"--force writes beside other files but never replaces them: move them or choose "
+                       f"another folder")
+
+
+def _stage(tmp: Path, files: dict[str, bytes]) -> None:
+    """Write every file under tmp."""
+    for name, data in files.items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_bytes(data)
+
+
+def _swap_in(out_dir: Path, tmp: Path, names: list[str]) -> None:
+    """Move each top-level entry from tmp into out_dir, the old one kept aside in tmp/.old; on any failure, put
+    the old entries back and re-raise."""
+    old = tmp / ".old"
+    old.mkdir()
+    swapped: list[str] = []
+    try:
+        for name in names:
+            target = out_dir / name
+            if target.is_dir() and not target.is_symlink():
+                os.replace(target, old / name)  # a folder is swapped whole: the old one aside
+            elif target.exists() or target.is_symlink():
+                _keep(target, old / name)  # the rename below replaces the file atomically
+            swapped.append(name)
+            os.replace(tmp / name, target)
+    except BaseException:
+        _restore(out_dir, old, swapped)
+        raise
+
+
+def _restore(out_dir: Path, old: Path, swapped: list[str]) -> None:
+    """Put the previous output back: each swapped entry's old version, or nothing where there was none."""
+    for name in reversed(swapped):
+        target = out_dir / name
+        if (old / name).exists() or (old / name).is_symlink():
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            os.replace(old / name, target)
+        elif target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
+
+
+def _drop_stale_builds(build: Path) -> None:
+    """Delete mcu's own firmware builds (folders holding SCons' database) under build/."""
+    if build.is_dir() and not build.is_symlink():
+        for stale in build.iterdir():
+            if stale.is_dir() and not stale.is_symlink() and (stale / ".sconsign.dblite").is_file():
+                shutil.rmtree(stale)

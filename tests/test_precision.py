@@ -10,7 +10,8 @@ import mcu
 from mcu.errors import McuError
 from mcu.importer.export import export
 from mcu.metrics import sqnr_db
-from mcu.quantization.precision import Unit, rules, search, units
+from mcu.quantization.precision import search
+from mcu.quantization.units import Unit, rules, units
 
 
 class Gate(nn.Module):

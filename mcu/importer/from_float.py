@@ -1,10 +1,10 @@
 """Float ExportedProgram (no quantize/dequantize nodes) -> mcu IR with float32 tensors, in torch (NCHW) order.
 
 The import of quantize="none": the model compiled as it is.
-- BatchNorms are folded first (mcu.importer.rewrites.fold_batch_norms: into the conv2d / linear before them, else into
+- BatchNorms are folded first (mcu.importer.batch_norms.fold_batch_norms: into the conv2d / linear before them, else into
   a depthwise 1x1 conv), as the int8 flow's quantizer transform does.
 - Placeholders become float32 graph inputs; frozen parameters and buffers become float32 constants (flash).
-- Every compute node becomes one IR node with the op and attrs the int8 importer gives it (frontend._attrs);
+- Every compute node becomes one IR node with the op and attrs the int8 importer gives it (mcu.importer.op_attrs);
   a ReLU / ReLU6 stays a `clamp` node, which the fuse_clamp pass folds into its producer.
 - An op without a float32 kernel raises UnsupportedOpError naming it, its source line and the supported ops.
 """
@@ -14,15 +14,15 @@ import numpy as np
 import torch
 from torch.fx import Node as FxNode
 
-from mcu.importer.from_quantized import IDENTITY_OPS, UNARY_IR_OPS, _attrs, _first, _shape
+from mcu.importer.op_attrs import IDENTITY_OPS, UNARY_IR_OPS, first_arg, fx_shape, op_attrs
 from mcu.errors import QuantizationError
 from mcu.codegen.ir import Graph, Node, Tensor, verify
 from mcu.errors import UnsupportedOpError
 from mcu.importer.ops import op_name, source_line
 from mcu.importer.decompose import decompose_composites
-from mcu.importer.rewrites import fold_batch_norms
+from mcu.importer.batch_norms import fold_batch_norms
 
-# IR ops (as frontend._attrs names them) with a float32 lowering (codegen/lowering_float.py, after the passes
+# IR ops (as mcu.importer.op_attrs names them) with a float32 lowering (codegen/lowering_float.py, after the passes
 # rewrite 1-d ops, adaptive pools, global means and pads onto these kernels).
 FLOAT_OPS = ("conv2d", "conv1d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d", "max_pool1d",
              "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "amax", "amin", "prod", "reshape", "slice", "pad", "softmax", "clamp", "permute", "lut", "concat", "layer_norm",
@@ -64,7 +64,7 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
                                          f"quantize='none' compiles float inputs")
             name = f"input{len(inputs)}"
             inputs.append(name)
-            tensors[name] = Tensor(name, _shape(n), "float32")
+            tensors[name] = Tensor(name, fx_shape(n), "float32")
             value[n] = name
         elif n.op == "get_attr":
             if n.users:
@@ -76,9 +76,9 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
         elif n.target in IDENTITY_OPS:
             value[n] = value[n.args[0]]
         elif n.op == "call_function":
-            shape_in = tensors[value[_first(n)]].shape
+            shape_in = tensors[value[first_arg(n)]].shape
             try:
-                op, attrs = _attrs(n, shape_in)
+                op, attrs = op_attrs(n, shape_in)
             except QuantizationError as exc:
                 raise _unsupported(n, f" ({exc})") from None
             if op not in FLOAT_OPS:
@@ -89,7 +89,7 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
             if op == "concat":
                 ins = [value[a] for a in n.args[0]]
             name = f"t{len(tensors)}"
-            tensors[name] = Tensor(name, _shape(n), "int32" if op in ("argmax", "argmin") else "float32")
+            tensors[name] = Tensor(name, fx_shape(n), "int32" if op in ("argmax", "argmin") else "float32")
             value[n] = name
             nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), {**attrs, "float_node": n.name},
                               source_line(n)))

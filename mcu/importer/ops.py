@@ -30,6 +30,10 @@ FLOAT_ISLAND_OPS = {aten.minimum.default, aten.maximum.default, aten.pow.Tensor_
                     aten.argmax.default, aten.argmin.default,
                     aten.amin.default, aten.prod.dim_int, aten.prod.default}
 
+# Ops with weights (activation, weight, bias): the quantizer gives them per-channel weights and an int32 bias,
+# mcu.quantization.bias corrects their biases.
+WEIGHTED_OPS = {aten.conv2d.default, aten.conv1d.default, aten.linear.default}
+
 # Ops mcu.importer.decompose rewrites as primitives before quantization (their names, to keep mcu.importer.export import-light).
 COMPOSITE_OPS = {
     aten.group_norm.default, aten.instance_norm.default, aten.rms_norm.default, aten.var.correction, aten.var.dim,

@@ -1,12 +1,8 @@
-"""Float-graph rewrites before quantization (run by McuQuantizer.transform_for_annotation).
+"""View and form rewrites on the exported program, before quantization (views_as_slices, run by mcu.importer.export).
 
-- fold_batch_norms: a BatchNorm after a conv2d/linear (whose output feeds only it) is folded into
-  that op's weight and bias; any other BatchNorm becomes a depthwise 1x1 conv2d (viewed to 4-d when
-  its input is 2-d or 3-d), so it quantizes and runs like every other conv.
-prepare_pt2e already folds conv2d+BatchNorm2d; this catches the rest (Linear+BatchNorm1d, standalone BN).
-- views_as_slices (on the exported program, mcu.importer.export): split, chunk, unbind, narrow and select become slices;
-  mm, mv, addmm, addmv and baddbmm become matmul (and adds); t becomes permute; eval-mode dropout, alias, contiguous
-  and clone vanish (views become reshapes); a training-mode BatchNorm or rrelu is refused.
+split, chunk, unbind, narrow and select become slices; mm, mv, addmm, addmv and baddbmm become matmul (and adds); t
+becomes permute; eval-mode dropout, alias, contiguous and clone vanish (views become reshapes); stack, roll, flip,
+non-constant pads, expand and repeat become slices and cats; a training-mode BatchNorm or rrelu is refused.
 """
 from __future__ import annotations
 
@@ -16,82 +12,9 @@ import torch
 from torch.fx import GraphModule, Node
 
 from mcu.errors import UnsupportedOpError
-from mcu.importer.ops import add_constant, const_tensor, source_line
+from mcu.importer.ops import source_line
 
 aten = torch.ops.aten
-BN_OPS = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}
-FOLD_INTO = {aten.conv2d.default, aten.linear.default}
-
-
-def _bn_affine(gm: GraphModule, bn: Node) -> tuple[torch.Tensor, torch.Tensor]:
-    """(scale, shift) with bn(x) = x * scale + shift per channel."""
-    _, weight, bias, mean, var = bn.args[:5]
-    eps = bn.args[7] if bn.target == aten.batch_norm.default else bn.args[6]
-    mean, var = const_tensor(gm, mean), const_tensor(gm, var)
-    c = mean.shape[0]
-    gamma = const_tensor(gm, weight) if weight is not None else torch.ones(c)
-    beta = const_tensor(gm, bias) if bias is not None else torch.zeros(c)
-    scale = gamma / torch.sqrt(var + eps)
-    return scale, beta - mean * scale
-
-
-def fold_batch_norms(gm: GraphModule, multi_output: bool = False) -> GraphModule:
-    """Fold every BatchNorm; the multi-output form (_native_batch_norm_legit_no_training, what
-    run_decompositions leaves) only with multi_output=True (the float importer): for int8 it is left to
-    prepare_pt2e's own conv-bn fusion."""
-    for bn in [n for n in gm.graph.nodes if n.op == "call_function" and n.target in BN_OPS]:
-        if bn.target == aten._native_batch_norm_legit_no_training.default:
-            if not multi_output or any(u.target != operator.getitem or u.args[1] != 0 for u in bn.users):
-                continue
-            for u in list(bn.users):  # getitem(bn, 0) is the normalized tensor: bn stands for it below
-                u.replace_all_uses_with(bn)
-                gm.graph.erase_node(u)
-            if isinstance(bn.meta.get("val"), (tuple, list)):
-                bn.meta["val"] = bn.meta["val"][0]
-        scale, shift = _bn_affine(gm, bn)
-        src = bn.args[0]
-        weight = const_tensor(gm, src.args[1]) if isinstance(src, Node) and src.op == "call_function" \
-            and src.target in FOLD_INTO and len(src.users) == 1 else None
-        if weight is not None:
-            bias = const_tensor(gm, src.args[2]) if len(src.args) > 2 and src.args[2] is not None else None
-            bias = torch.zeros_like(shift) if bias is None else bias
-            shape = (-1,) + (1,) * (weight.dim() - 1)
-            args = list(src.args) + [None] * (3 - len(src.args))
-            args[1] = add_constant(gm, "_mcu_folded_weight", weight * scale.reshape(shape), src)
-            args[2] = add_constant(gm, "_mcu_folded_bias", bias * scale + shift, src)
-            src.args = tuple(args)
-            bn.replace_all_uses_with(src)
-        else:
-            _bn_as_depthwise(gm, bn, scale, shift)
-        gm.graph.erase_node(bn)
-    gm.graph.eliminate_dead_code()
-    gm.recompile()
-    return gm
-
-
-def _bn_as_depthwise(gm: GraphModule, bn: Node, scale: torch.Tensor, shift: torch.Tensor) -> None:
-    src = bn.args[0]
-    shape = list(src.meta["val"].shape)
-    c = shape[1]
-    w = add_constant(gm, "_mcu_bn_weight", scale.reshape(c, 1, 1, 1), bn)
-    b = add_constant(gm, "_mcu_bn_bias", shift, bn)
-    g = gm.graph
-    with g.inserting_before(bn):
-        x = src
-        if len(shape) != 4:
-            x = g.call_function(aten.view.default, (src, [shape[0], c, 1, -1]))
-            x.meta = {**bn.meta, "val": src.meta["val"].reshape(shape[0], c, 1, -1)}
-        conv = g.call_function(aten.conv2d.default, (x, w, b, [1, 1], [0, 0], [1, 1], c))
-        conv.meta = {**bn.meta, "val": x.meta["val"] if len(shape) == 4 else x.meta["val"]}
-        out = conv
-        if len(shape) != 4:
-            out = g.call_function(aten.view.default, (conv, shape))
-            out.meta = dict(bn.meta)
-    bn.replace_all_uses_with(out)
-
-
-# ---- Views as slices, identities removed (run on the exported program, before any other stage) -------------
-
 PIECE_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int}
 IDENTITIES = {aten.dropout.default, aten.alias.default, aten.contiguous.default, aten.clone.default}
 MATMUL_FORMS = {aten.mm.default, aten.mv.default, aten.addmm.default, aten.baddbmm.default, aten.addmv.default}
@@ -270,110 +193,169 @@ def views_as_slices(gm: GraphModule) -> bool:
     """Rewrite split, split_with_sizes, chunk, unbind, narrow and select as aten.slice.Tensor (+ squeeze.dims for
     unbind and select), and drop eval-mode dropout and alias: one view op for every later stage. Each piece keeps
     its node (name, value, source line): a getitem becomes the slice (or the squeeze of one). In place; True when
-    anything changed. A BatchNorm in training mode is refused (its batch statistics are not eval maths)."""
-
+    anything changed. A BatchNorm in training mode is refused (its batch statistics are not eval maths).
+    Each node gets the first of VIEW_REWRITES that applies to it."""
     graph, changed = gm.graph, False
     for n in list(graph.nodes):
         if n.op != "call_function":
             continue
-        if n.target == aten.batch_norm.default and len(n.args) > 5 and n.args[5] is True:
-            raise UnsupportedOpError(
-                f"batch_norm in training mode at {source_line(n) or '(no source line recorded)'}: it normalizes with "
-                f"the batch's own statistics, which a compiled model cannot reproduce; call model.eval() (or pass "
-                f"training=False to F.batch_norm) so the running statistics are used")
-        if n.target == aten.rrelu.default and (n.args[3] if len(n.args) > 3 else n.kwargs.get("training", False)):
-            raise UnsupportedOpError(
-                f"rrelu in training mode at {source_line(n) or '(no source line recorded)'} draws a random slope per "
-                f"element; call model.eval() (or pass training=False) so it uses the mean slope (lower + upper) / 2")
-        if n.target == GRAD_MODE_WRAPPER and not n.users:
-            # torch.export under torch.no_grad() can leave a dead wrapper of the grad-mode switch
-            graph.erase_node(n)
-            changed = True
-            continue
-        if n.target in PIECE_OPS:
-            dim, pieces = _dim(n), _pieces(n)
-            for user in list(n.users):
-                start, end = pieces[int(user.args[1])]
-                if n.target == aten.unbind.int:
-                    s = _slice_node(graph, n.args[0], dim, start, end, user)
-                    user.target, user.args, user.kwargs = aten.squeeze.dims, (s, [dim]), {}
-                else:
-                    user.target, user.args, user.kwargs = aten.slice.Tensor, (n.args[0], dim, start, end), {}
-            graph.erase_node(n)
-            changed = True
-        elif n.target in MATMUL_FORMS:
-            _as_matmul(graph, n)
-            changed = True
-        elif n.target == aten.t.default:
-            rank = len(n.args[0].meta["val"].shape)
-            n.target, n.args = aten.permute.default, (n.args[0], [1, 0] if rank == 2 else list(range(rank)))
-            changed = True
-        elif n.target == aten.narrow.default:
-            x, dim, start, length = n.args[:4]
-            n.target, n.args = aten.slice.Tensor, (x, dim, int(start), int(start) + int(length))
-            changed = True
-        elif n.target == aten.select.int:
-            x, dim, index = n.args[:3]
-            dim = int(dim) % len(x.meta["val"].shape)
-            index = int(index) % int(x.meta["val"].shape[dim])
-            s = _slice_node(graph, x, dim, index, index + 1, n)
-            n.target, n.args = aten.squeeze.dims, (s, [dim])
-            changed = True
-        elif n.target in VALUES_AND_INDICES and all(u.target == operator.getitem for u in n.users):
-            # x.max(dim): the values an amax, the indices an argmax (int32), each only if read
-            dim = int(n.args[1]) if len(n.args) > 1 else int(n.kwargs["dim"])
-            keepdim = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
-            values, indices = VALUES_AND_INDICES[n.target]
-            for u in list(n.users):
-                if not u.users:
-                    graph.erase_node(u)
-                elif u.args[1] == 0:
-                    u.target, u.args, u.kwargs = values, (n.args[0], [dim], keepdim), {}
-                else:
-                    u.target, u.args, u.kwargs = indices, (n.args[0], dim, keepdim), {}
-            graph.erase_node(n)
-            changed = True
-        elif n.target in SCALAR_FORMS:  # x op scalar: the Tensor overload takes a scalar as well
-            n.target = SCALAR_FORMS[n.target]
-            changed = True
-        elif n.target in WHOLE_REDUCTIONS:  # sum(x), mean(x) -> over every dim, the form the quantizer annotates
-            rank = len(n.args[0].meta["val"].shape)
-            n.target, n.args, n.kwargs = WHOLE_REDUCTIONS[n.target], (n.args[0], list(range(rank))), {}
-            changed = True
-        elif n.target in (aten.view.default, aten._unsafe_view.default):  # after a dropped clone, not a view
-            n.target = aten.reshape.default
-            changed = True
-        elif n.target in (aten.clamp_min.default, aten.clamp_max.default):
-            bound = n.args[1] if len(n.args) > 1 else n.kwargs.get("min", n.kwargs.get("max"))
-            low, high = (bound, None) if n.target == aten.clamp_min.default else (None, bound)
-            n.target, n.args, n.kwargs = aten.clamp.default, (n.args[0], low, high), {}
-            changed = True
-        elif n.target == aten.stack.default:
-            tensors = list(n.args[0])
-            dim = int(n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)) % (len(tensors[0].meta["val"].shape) + 1)
-            n.args, n.kwargs = ([_new_node(graph, aten.unsqueeze.default, (t, dim), n) for t in tensors], dim), {}
-            n.target = aten.cat.default
-            changed = True
-        elif n.target == aten.pad.default and (n.args[2] if len(n.args) > 2 else n.kwargs.get("mode", "constant")) \
-                != "constant":
-            _pad_as_slices(graph, n)
-            changed = True
-        elif n.target in (aten.roll.default, aten.flip.default):
-            _as_slices_and_cats(graph, n)
-            changed = True
-        elif n.target in (aten.expand.default, aten.expand_as.default, aten.repeat.default):
-            _as_copies(graph, n)
-            changed = True
-        elif n.target in IDENTITIES and (n.target != aten.dropout.default or not (len(n.args) > 2 and n.args[2])
-                                         or not n.args[1]):  # eval mode, or p = 0
-            if any(u.op == "output" for u in n.users):  # keeps its name, the program's output name
-                n.target, n.args, n.kwargs = aten.reshape.default, (n.args[0], list(n.meta["val"].shape)), {}
-                changed = True
-                continue
-            n.replace_all_uses_with(n.args[0])
-            graph.erase_node(n)
-            changed = True
+        _refuse_training_mode(n)
+        changed |= any(rewrite(graph, n) for rewrite in VIEW_REWRITES)
     if changed:
         graph.lint()
         gm.recompile()
     return changed
+
+
+def _refuse_training_mode(n: Node) -> None:
+    """A BatchNorm or rrelu in training mode: its result depends on the batch or on chance, not eval maths."""
+    if n.target == aten.batch_norm.default and len(n.args) > 5 and n.args[5] is True:
+        raise UnsupportedOpError(
+            f"batch_norm in training mode at {source_line(n) or '(no source line recorded)'}: it normalizes with "
+            f"the batch's own statistics, which a compiled model cannot reproduce; call model.eval() (or pass "
+            f"training=False to F.batch_norm) so the running statistics are used")
+    if n.target == aten.rrelu.default and (n.args[3] if len(n.args) > 3 else n.kwargs.get("training", False)):
+        raise UnsupportedOpError(
+            f"rrelu in training mode at {source_line(n) or '(no source line recorded)'} draws a random slope per "
+            f"element; call model.eval() (or pass training=False) so it uses the mean slope (lower + upper) / 2")
+
+
+# Each rewrite(graph, n) changes n in place and returns True, or returns False (n untouched) when it does not apply.
+def _drop_grad_mode(graph, n: Node) -> bool:
+    """torch.export under torch.no_grad() can leave a dead wrapper of the grad-mode switch: erased."""
+    if n.target != GRAD_MODE_WRAPPER or n.users:
+        return False
+    graph.erase_node(n)
+    return True
+
+
+def _pieces_as_slices(graph, n: Node) -> bool:
+    """split, split_with_sizes, chunk, unbind: each getitem becomes its piece's slice (unbind: its squeeze)."""
+    if n.target not in PIECE_OPS:
+        return False
+    dim, pieces = _dim(n), _pieces(n)
+    for user in list(n.users):
+        start, end = pieces[int(user.args[1])]
+        if n.target == aten.unbind.int:
+            s = _slice_node(graph, n.args[0], dim, start, end, user)
+            user.target, user.args, user.kwargs = aten.squeeze.dims, (s, [dim]), {}
+        else:
+            user.target, user.args, user.kwargs = aten.slice.Tensor, (n.args[0], dim, start, end), {}
+    graph.erase_node(n)
+    return True
+
+
+def _matmul_forms(graph, n: Node) -> bool:
+    if n.target not in MATMUL_FORMS:
+        return False
+    _as_matmul(graph, n)
+    return True
+
+
+def _t_as_permute(graph, n: Node) -> bool:
+    if n.target != aten.t.default:
+        return False
+    rank = len(n.args[0].meta["val"].shape)
+    n.target, n.args = aten.permute.default, (n.args[0], [1, 0] if rank == 2 else list(range(rank)))
+    return True
+
+
+def _narrow_as_slice(graph, n: Node) -> bool:
+    if n.target != aten.narrow.default:
+        return False
+    x, dim, start, length = n.args[:4]
+    n.target, n.args = aten.slice.Tensor, (x, dim, int(start), int(start) + int(length))
+    return True
+
+
+def _select_as_slice(graph, n: Node) -> bool:
+    """select(x, dim, i): the squeeze of a one-wide slice."""
+    if n.target != aten.select.int:
+        return False
+    x, dim, index = n.args[:3]
+    dim = int(dim) % len(x.meta["val"].shape)
+    index = int(index) % int(x.meta["val"].shape[dim])
+    s = _slice_node(graph, x, dim, index, index + 1, n)
+    n.target, n.args = aten.squeeze.dims, (s, [dim])
+    return True
+
+
+def _values_and_indices(graph, n: Node) -> bool:
+    """x.max(dim) / x.min(dim): the values an amax / amin, the indices an argmax / argmin (int32), each only if
+    read."""
+    if n.target not in VALUES_AND_INDICES or not all(u.target == operator.getitem for u in n.users):
+        return False
+    dim = int(n.args[1]) if len(n.args) > 1 else int(n.kwargs["dim"])
+    keepdim = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+    values, indices = VALUES_AND_INDICES[n.target]
+    for u in list(n.users):
+        if not u.users:
+            graph.erase_node(u)
+        elif u.args[1] == 0:
+            u.target, u.args, u.kwargs = values, (n.args[0], [dim], keepdim), {}
+        else:
+            u.target, u.args, u.kwargs = indices, (n.args[0], dim, keepdim), {}
+    graph.erase_node(n)
+    return True
+
+
+def _canonical_forms(graph, n: Node) -> bool:
+    """x op scalar: the Tensor overload (it takes a scalar as well); sum(x), mean(x): over every dim, the form the
+    quantizer annotates; view: reshape (after a dropped clone it is not a view); clamp_min / clamp_max: clamp."""
+    if n.target in SCALAR_FORMS:
+        n.target = SCALAR_FORMS[n.target]
+    elif n.target in WHOLE_REDUCTIONS:
+        rank = len(n.args[0].meta["val"].shape)
+        n.target, n.args, n.kwargs = WHOLE_REDUCTIONS[n.target], (n.args[0], list(range(rank))), {}
+    elif n.target in (aten.view.default, aten._unsafe_view.default):
+        n.target = aten.reshape.default
+    elif n.target in (aten.clamp_min.default, aten.clamp_max.default):
+        bound = n.args[1] if len(n.args) > 1 else n.kwargs.get("min", n.kwargs.get("max"))
+        low, high = (bound, None) if n.target == aten.clamp_min.default else (None, bound)
+        n.target, n.args, n.kwargs = aten.clamp.default, (n.args[0], low, high), {}
+    else:
+        return False
+    return True
+
+
+def _stack_as_cat(graph, n: Node) -> bool:
+    """stack: the cat of the unsqueezed tensors."""
+    if n.target != aten.stack.default:
+        return False
+    tensors = list(n.args[0])
+    dim = int(n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)) % (len(tensors[0].meta["val"].shape) + 1)
+    n.args, n.kwargs = ([_new_node(graph, aten.unsqueeze.default, (t, dim), n) for t in tensors], dim), {}
+    n.target = aten.cat.default
+    return True
+
+
+def _copies_and_moves(graph, n: Node) -> bool:
+    """Non-constant pads, roll, flip, expand and repeat as slices and cats."""
+    if n.target == aten.pad.default and (n.args[2] if len(n.args) > 2 else n.kwargs.get("mode", "constant")) \
+            != "constant":
+        _pad_as_slices(graph, n)
+    elif n.target in (aten.roll.default, aten.flip.default):
+        _as_slices_and_cats(graph, n)
+    elif n.target in (aten.expand.default, aten.expand_as.default, aten.repeat.default):
+        _as_copies(graph, n)
+    else:
+        return False
+    return True
+
+
+def _drop_identity(graph, n: Node) -> bool:
+    """Eval-mode (or p = 0) dropout, alias, contiguous, clone vanish; one that is a program output becomes a
+    reshape, which keeps its name (the output's name)."""
+    if n.target not in IDENTITIES or not (n.target != aten.dropout.default or not (len(n.args) > 2 and n.args[2])
+                                          or not n.args[1]):
+        return False
+    if any(u.op == "output" for u in n.users):
+        n.target, n.args, n.kwargs = aten.reshape.default, (n.args[0], list(n.meta["val"].shape)), {}
+        return True
+    n.replace_all_uses_with(n.args[0])
+    graph.erase_node(n)
+    return True
+
+
+VIEW_REWRITES = (_drop_grad_mode, _pieces_as_slices, _matmul_forms, _t_as_permute, _narrow_as_slice, _select_as_slice,
+                 _values_and_indices, _canonical_forms, _stack_as_cat, _copies_and_moves, _drop_identity)

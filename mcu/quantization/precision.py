@@ -1,9 +1,6 @@
 """Automatic mixed precision: the cheapest per-layer int8 / a16w8 / float32 choice that reaches a target SQNR.
 
-- Layers ("units") are read off the exported graph's module paths: a conv or linear together with what its module
-  wraps (the BatchNorm and activation of a conv-bn-act Sequential: the highest ancestor module holding no other
-  conv or linear) and the BatchNorm / ReLU siblings that follow it in a flat Sequential; the other ops (residual
-  adds, squeeze-excite gates, ...) by their module; the model's own forward by its class name. A unit's name and
+- Layers ("units", mcu.quantization.units) are read off the exported graph's module paths; a unit's name and
   keys are `mixed=` keys.
 - Sensitivity: each unit quantized alone (every other unit float32) at each precision below float32, on
   torchao's converted model (which the integer reference follows op by op, mcu.tools.fidelity); its noise is what that
@@ -25,37 +22,18 @@ from typing import Callable
 
 import numpy as np
 import torch
-from torch.fx import Node
 
 from mcu.errors import McuError
+from mcu.quantization.units import Unit, rules, units
 
-aten = torch.ops.aten
 
-WEIGHTED = {aten.conv1d.default, aten.conv2d.default, aten.linear.default, aten.conv_transpose1d.default,
-            aten.conv_transpose2d.input}
 # instructions per MAC relative to int8: (core with DSP or Helium, core without)
 INSTRUCTION_RATIO = {"int8": (1.0, 1.0), "a16w8": (2.5, 4.0)}
 FLOAT_RATIO = {"fpu": 8.0, "soft": 30.0}  # float32 MAC vs int8 MAC, with an FPU / in soft float
 FLASH_BYTES = {"int8": 1.0, "a16w8": 1.0, "float32": 4.0}  # per weight (biases: 4 B int32 / 8 B int64 / 4 B)
 BIAS_BYTES = {"int8": 4, "a16w8": 8, "float32": 4}
 LADDER = ("int8", "a16w8", "float32")
-FOLLOWERS = {"batch_norm", "_native_batch_norm_legit_no_training", "relu", "relu_", "relu6", "hardtanh",
-             "hardtanh_"}  # ops that fold or fuse into the conv / linear before them
-VIEWS = {"view", "reshape", "flatten", "permute", "squeeze", "unsqueeze", "contiguous", "clone", "dropout",
-         "_unsafe_view", "expand", "t", "transpose", "alias", "detach"}
 MAX_CHECKS = 8  # bisection steps along the greedy's order
-
-
-@dataclass(frozen=True)
-class Unit:
-    name: str          # the module path, a mixed= key
-    macs: int
-    params: int
-    channels: int      # bias entries
-    ops: int
-    keys: tuple[str, ...] = ()  # the mixed= keys that set it: its name, and siblings it took (BatchNorm, ReLU)
-    elements: int = 0  # outputs of its ops without MACs (adds, pools, gates, softmax): priced one MAC each
-    root: bool = False  # the ops of the model's own forward, keyed by its class name, which covers every module
 
 
 @dataclass
@@ -96,106 +74,6 @@ class PrecisionChoice:
             lines.append("largest noise shares at the run's precision: " +
                          ", ".join(f"{n} {100 * f:.0f} %" for n, f in self.shares[:5]))
         return "\n".join(lines)
-
-
-def _paths(node: Node) -> list[str]:
-    return [p for p, _ in (node.meta.get("nn_module_stack") or {}).values()]
-
-
-def _op(node: Node) -> str:
-    """aten.relu.default -> "relu"; "" for what is not an aten call."""
-    parts = str(node.target).split(".")
-    return parts[1] if node.op == "call_function" and len(parts) > 2 and parts[0] == "aten" else ""
-
-
-def _root_name(node: Node) -> str:
-    t = next(iter(node.meta["nn_module_stack"].values()))[1]
-    return (t if isinstance(t, str) else t.__name__).rsplit(".", 1)[-1]
-
-
-def _numel(node) -> int:
-    return int(np.prod(node.meta["val"].shape)) if isinstance(node, Node) and "val" in node.meta else 0
-
-
-def units(graph: torch.fx.Graph) -> list[Unit]:
-    """The layers of an exported graph a precision can be set for, in graph order."""
-    ops = [n for n in graph.nodes if n.op == "call_function" and _paths(n)]
-    weighted = [n for n in ops if n.target in WEIGHTED]
-    inner = [_paths(n)[-1] for n in weighted]
-
-    def holds(path: str) -> int:
-        return sum(1 for q in inner if q == path or q.startswith(path + "."))
-
-    unit_of: dict[Node, str] = {}
-    for n, q in zip(weighted, inner):
-        parts, best = q.split("."), q
-        for k in range(len(parts) - 1, 0, -1):
-            if holds(".".join(parts[:k])) != 1:
-                break
-            best = ".".join(parts[:k])
-        unit_of[n] = best
-    named = set(unit_of.values())
-    for n in weighted:  # its BatchNorm and activation, siblings in a flat Sequential, go with it
-        m = n
-        while len(m.users) == 1 and _op(next(iter(m.users))) in FOLLOWERS:
-            m = next(iter(m.users))
-            if m in unit_of or not _paths(m)[-1:] or not _paths(m)[-1]:
-                break
-            unit_of[m] = unit_of[n]
-    for n in ops:
-        if n in unit_of:
-            continue
-        q = _paths(n)[-1]  # the unit around it, else the highest module around it that holds no conv / linear
-        if not q:  # in the model's own forward: the unit named by its class (a mixed= key by type)
-            unit_of[n] = _root_name(n)
-            continue
-        around = next((u for u in named if q == u or q.startswith(u + ".")), None)
-        if around is None:
-            parts = q.split(".")
-            while len(parts) > 1 and not holds(".".join(parts[:-1])):
-                parts = parts[:-1]
-            around = ".".join(parts)
-        unit_of[n] = around
-    # a unit of views alone has no precision of its own (they share their input's quantization)
-    moves = {u for u in set(unit_of.values()) if all(_op(n) in VIEWS
-                                                      for n, v in unit_of.items() if v == u)}
-    ops = [n for n in ops if unit_of[n] not in moves]
-    found: dict[str, list[int]] = {}
-    for n in ops:
-        macs = params = channels = 0
-        if n.target in WEIGHTED:  # conv / linear: MACs = outputs x weights per output; transposed: per input
-            w = n.args[1]
-            params, channels = _numel(w), int(w.meta["val"].shape[0])
-            macs = _numel(n.args[0] if "transpose" in str(n.target) else n) * (params // channels)
-        row = found.setdefault(unit_of[n], [0, 0, 0, 0, 0])
-        row[0] += macs
-        row[1] += params
-        row[2] += channels
-        row[3] += 1
-        row[4] += 0 if macs or _op(n) in VIEWS else _numel(n)
-    keys: dict[str, set[str]] = {}
-    for n in ops:  # the module paths a unit's rule must name: its own, and those of followers outside it
-        q, u = _paths(n)[-1], unit_of[n]
-        keys.setdefault(u, {u}).add(q if q and not (q == u or q.startswith(u + ".")) else u)
-    roots = {_root_name(n) for n in ops if not _paths(n)[-1]}
-    return [Unit(name, *row[:4], elements=row[4], keys=tuple(sorted(keys[name], key=lambda k: (k != name, k))),
-                 root=name in roots) for name, row in found.items()]
-
-
-def rules(choice: dict[str, str], all_units: list[Unit], default: str) -> dict[str, str]:
-    """The mixed= dict for `choice` (unit name -> precision): every key of a chosen unit; and since a key also
-    covers the modules inside it, the units inside a chosen one get their own precision explicitly."""
-    out = {}
-    for u in all_units:
-        for k in u.keys or (u.name,):
-            if u.name in choice:
-                out[k] = choice[u.name]
-    everything = any(u.root and u.name in choice for u in all_units)
-    for u in all_units:
-        if u.name not in choice and (everything or any(k.startswith(c + ".") for k in u.keys or (u.name,)
-                                                       for c in out)):
-            out.update({k: default for k in u.keys or (u.name,)})
-    return {k: out[k] for k in sorted(out)}
 
 
 def relative_costs(all_units: list[Unit], features: frozenset) -> Callable[[Unit, str, str], float]:
@@ -242,50 +120,97 @@ def search(measure: Callable[[dict[str, str]], float], signal: float, all_units:
     n_all = noise(signal, measure(rules({}, all_units, default)) if verify is not measure else base)
     every_float = {u.name: "float32" for u in free}
     floor_db = measure(rules(every_float, all_units, default))
-    checks, n_floor, n_target = 2, noise(signal, floor_db), noise(signal, target_db)
+    n_floor, n_target = noise(signal, floor_db), noise(signal, target_db)
     if n_target <= n_floor:
         raise McuError(f"target_sqnr={target_db:g} dB is out of reach: {base:.1f} dB at {default}, and "
                        f"{floor_db:.1f} dB with every layer float32 (what is left: the quantization of the model's "
                        f"inputs{', and the pinned layers' if pinned else ''}); lower the target")
     ladder = LADDER[LADDER.index(default):]
-    alone: dict[tuple[str, str], float] = {}  # noise of the network with only this unit at this precision
+    alone = _sensitivities(lambda choice: measure(rules(choice, all_units, default)), signal, free, every_float,
+                           ladder, n_floor, say)
+    options, shares = _options(free, alone, ladder, signal, n_all - n_floor, n_floor, cost, default)
+    steps = _greedy_order(options, flash_budget)
+    n, tried = _shortest_prefix(steps, _first_guess(steps, n_all - n_target), target_db, say,
+                                lambda n: verify(rules(_precisions(_prefix(steps, n)), all_units, default)))
+    chosen = _prefix(steps, n)
+    measured = tried.get(n, base)
+    if measured < target_db:
+        best = max([v for v in tried.values() if v > float("-inf")] + [base])
+        unfit = " (the larger mixes do not fit the board)" if float("-inf") in tried.values() else ""
+        raise McuError(f"target_sqnr={target_db:g} dB is out of reach: {base:.1f} dB at {default}, "
+                       f"{best:.1f} dB with the best mixed choice found{unfit}, {floor_db:.1f} dB with every layer "
+                       f"float32; lower the target, or improve the calibration data (more and more typical "
+                       f"inputs), or try observer='mse'")
+    checks = 2 + len(free) * (len(ladder) - 1) + len(tried)
+    rows, extra = _rows(chosen, all_units, cost, default)
+    return PrecisionChoice(target_db, base, measured, rules(_precisions(chosen), all_units, default), rows,
+                           sum(e[0] for e in extra), sum(e[1] for e in extra), checks, floor_db, shares)
+
+
+def _sensitivities(measure: Callable[[dict[str, str]], float], signal: float, free: list[Unit],
+                   every_float: dict[str, str], ladder: tuple, n_floor: float,
+                   say: Callable[[str], None]) -> dict[tuple[str, str], float]:
+    """(unit name, precision) -> the noise of the network with only this unit at this precision (every other
+    searched unit float32), beyond the floor. measure(choice) -> SQNR dB for a unit name -> precision choice."""
+    alone: dict[tuple[str, str], float] = {}
     for i, u in enumerate(free):
         for p in ladder[:-1]:
-            db = measure(rules({**every_float, u.name: p}, all_units, default))
-            checks += 1
+            db = measure({**every_float, u.name: p})
             alone[u.name, p] = max(noise(signal, db) - n_floor, 0.0)
         alone[u.name, "float32"] = 0.0
         say(f"sensitivity {i + 1}/{len(free)}: {u.name} alone at " +
             ", ".join(f"{p} {10 * np.log10(signal / (alone[u.name, p] + n_floor)):.1f} dB" for p in ladder[:-1]))
+    return alone
+
+
+def _options(free: list[Unit], alone: dict[tuple[str, str], float], ladder: tuple, signal: float, excess: float,
+             n_floor: float, cost, default: str) -> tuple[list[Option], list[tuple[str, float]]]:
+    """Every raise of every unit (its isolated noises scaled so that they sum to `excess`, the measured noise
+    beyond the floor), and each unit's share of the noise, largest first."""
     total = sum(alone[u.name, default] for u in free)
-    k = (n_all - n_floor) / total if total > 0 else 1.0  # the isolated noises, scaled to the measured sum
+    k = excess / total if total > 0 else 1.0
     shares = sorted(((u.name, alone[u.name, default] / total if total else 0.0) for u in free),
                     key=lambda t: -t[1])
     options = [Option(u, p, 10 * np.log10(signal / (alone[u.name, default] + n_floor)),
                       k * (alone[u.name, default] - alone[u.name, p]), sum(cost(u, default, p)),
                       cost.flash_bytes(u, default, p))
                for u in free for p in ladder[1:]]
-    steps = _greedy_order(options, flash_budget)
-    predicted = np.cumsum([gain for _, gain in steps]) if steps else np.zeros(0)
-    need = n_all - n_target
-    first = int(np.searchsorted(predicted, need)) + 1  # the shortest prefix the noise model says is enough
-    tried: dict[int, float] = {}
+    return options, shares
 
-    def prefix(n: int) -> dict[str, Option]:
-        chosen: dict[str, Option] = {}
-        for o, _ in steps[:n]:
-            chosen[o.unit.name] = o
-        return chosen
+
+def _first_guess(steps: list[tuple[Option, float]], need: float) -> int:
+    """The shortest prefix of the greedy order that removes `need` by the noise model."""
+    predicted = np.cumsum([gain for _, gain in steps]) if steps else np.zeros(0)
+    return int(np.searchsorted(predicted, need)) + 1
+
+
+def _prefix(steps: list[tuple[Option, float]], n: int) -> dict[str, Option]:
+    """Unit name -> its last raise among the first n steps."""
+    chosen: dict[str, Option] = {}
+    for o, _ in steps[:n]:
+        chosen[o.unit.name] = o
+    return chosen
+
+
+def _precisions(chosen: dict[str, Option]) -> dict[str, str]:
+    return {k: o.precision for k, o in chosen.items()}
+
+
+def _shortest_prefix(steps: list[tuple[Option, float]], first: int, target_db: float, say: Callable[[str], None],
+                     measure_prefix: Callable[[int], float]) -> tuple[int, dict[int, float]]:
+    """(n, {prefix length: SQNR dB measured}): the shortest prefix of the greedy order that measures at the target
+    and fits the board (-inf: it does not), else the longest measured short of it. The noise model's guess
+    `first`, then bisection (prefix lo measured short of the target; hi measured at it; from up on, nothing
+    fits)."""
+    tried: dict[int, float] = {}
 
     def probe(n: int) -> float:
         if n not in tried:
-            tried[n] = verify(rules({k: o.precision for k, o in prefix(n).items()}, all_units, default))
+            tried[n] = measure_prefix(n)
             say(f"first {n} of {len(steps)} raises: " +
                 (f"{tried[n]:.1f} dB" if tried[n] > float("-inf") else "does not fit the board"))
         return tried[n]
 
-    # the shortest prefix of the greedy order that measures at the target and fits the board: the noise model's
-    # guess, then bisection (prefix lo measured short of the target; hi measured at it; from up on, nothing fits)
     lo, hi, up = 0, None, len(steps) + 1
     n = min(max(first, 1), len(steps))
     while steps and len(tried) < MAX_CHECKS + 4:
@@ -300,23 +225,14 @@ def search(measure: Callable[[dict[str, str]], float], signal: float, all_units:
         if top - lo <= 1:
             break
         n = (lo + top) // 2 if hi is not None or up <= len(steps) else len(steps)
-    checks += len(tried)
-    n = hi if hi is not None else lo
-    chosen = prefix(n)
-    measured = tried.get(n, base)
-    if measured < target_db:
-        best = max([v for v in tried.values() if v > float("-inf")] + [base])
-        unfit = " (the larger mixes do not fit the board)" if float("-inf") in tried.values() else ""
-        raise McuError(f"target_sqnr={target_db:g} dB is out of reach: {base:.1f} dB at {default}, "
-                       f"{best:.1f} dB with the best mixed choice found{unfit}, {floor_db:.1f} dB with every layer "
-                       f"float32; lower the target, or improve the calibration data (more and more typical "
-                       f"inputs), or try observer='mse'")
+    return (hi if hi is not None else lo), tried
+
+
+def _rows(chosen: dict[str, Option], all_units: list[Unit], cost, default: str) -> tuple[list[Option], list]:
+    """The chosen raises in the units' order, and each one's (added instructions, added flash)."""
     order = [u.name for u in all_units]
     rows = sorted(chosen.values(), key=lambda o: order.index(o.unit.name))
-    extra = [cost(o.unit, default, o.precision) for o in rows]
-    return PrecisionChoice(target_db, base, measured, rules({n: o.precision for n, o in chosen.items()},
-                                                             all_units, default),
-                           rows, sum(e[0] for e in extra), sum(e[1] for e in extra), checks, floor_db, shares)
+    return rows, [cost(o.unit, default, o.precision) for o in rows]
 
 
 def _greedy_order(options: list[Option], flash_budget: float | None = None) -> list[tuple[Option, float]]:

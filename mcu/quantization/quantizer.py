@@ -4,7 +4,7 @@ Scheme (TFLite-compatible integer semantics):
 - weights int8 symmetric per output channel, range [-127, 127] (weights="int4": [-7, 7], packed two per byte);
 - activations int8 asymmetric per tensor, range [-128, 127];
 - bias int32, scale derived as s_in * s_w[c];
-- BatchNorm folded into the conv/linear before it (prepare_pt2e, mcu.importer.rewrites); ReLU / ReLU6 annotated after their producer so
+- BatchNorm folded into the conv/linear before it (prepare_pt2e, mcu.importer.batch_norms); ReLU / ReLU6 annotated after their producer so
   they fuse (the producer's output takes the activation's qparams);
 - ops that only move or select values (pools, flatten, reshape, permute, upsample) share their input's qparams;
 - softmax and sigmoid outputs are fixed at scale 1/256, zero point -128; tanh at 1/128, 0 (TFLite's);
@@ -19,14 +19,11 @@ Scheme (TFLite-compatible integer semantics):
   else the run's. float32 ops are left unannotated (torchao keeps them float) and carry
   meta["mcu_precision"] = "float32" for the importer; where precisions meet, torchao's own Q/DQ pairs become
   the converts;
-- bias correction (Nagel et al., "Data-Free Quantization", 2019, the empirical form): rounding the weights
-  shifts each output channel's mean by (W_q - W) . E[x]; with E[x] measured per input channel during
-  calibration, that shift is subtracted from the float bias before conversion, so torchao's reference and
-  our kernels both carry it.
+- bias correction (mcu.quantization.bias) between calibration and conversion; the observers and qspecs are in
+  mcu.quantization.observers.
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Callable, Iterable
 
@@ -34,155 +31,25 @@ import torch
 from torch.fx import GraphModule, Node
 
 import mcu.torchao_quiet  # noqa: F401  (before any torchao import)
-from torchao.quantization.pt2e import (FakeQuantize, HistogramObserver, MinMaxObserver, MovingAverageMinMaxObserver,
-                                       MovingAveragePerChannelMinMaxObserver, PerChannelMinMaxObserver)
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import (
     DerivedQuantizationSpec,
-    FixedQParamsQuantizationSpec,
     QuantizationAnnotation,
-    QuantizationSpec,
     Quantizer,
     SharedQuantizationSpec,
 )
 
 from mcu.errors import McuError
-from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS
+from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS, WEIGHTED_OPS
 from mcu.importer.decompose import decompose_composites
-from mcu.importer.rewrites import fold_batch_norms
+from mcu.importer.batch_norms import fold_batch_norms
+from mcu.quantization.bias import InputMeans, correct_biases
+from mcu.quantization.observers import FIXED16_QSPEC, SOFTMAX_OUT_QSPEC, TANH_OUT_QSPEC, act_qspec, weight_qspec
 
 aten = torch.ops.aten
 
-ACT_QSPEC = QuantizationSpec(
-    dtype=torch.int8,
-    quant_min=-128,
-    quant_max=127,
-    qscheme=torch.per_tensor_affine,
-    is_dynamic=False,
-    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
-)
-
-ACT16_QSPEC = QuantizationSpec(
-    dtype=torch.int16,
-    quant_min=-32768,
-    quant_max=32767,
-    qscheme=torch.per_tensor_symmetric,
-    is_dynamic=False,
-    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20, qscheme=torch.per_tensor_symmetric),
-)
-
-WEIGHT_QSPEC = QuantizationSpec(
-    dtype=torch.int8,
-    quant_min=-127,
-    quant_max=127,
-    qscheme=torch.per_channel_symmetric,
-    ch_axis=0,
-    is_dynamic=False,
-    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
-)
-
-
-
-class PercentileObserver(HistogramObserver):
-    """The activation range from the 0.01st to the 99.99th percentile of everything calibration saw (a histogram
-    of 2048 bins), so that rare outliers do not stretch the scale; the range still holds zero."""
-
-    def __init__(self, *args, percentile: float = 99.99, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.percentile = percentile
-
-    def _non_linear_param_search(self) -> tuple[torch.Tensor, torch.Tensor]:
-        cdf = torch.cumsum(self.histogram, 0) / self.histogram.sum()
-        width = (self.max_val - self.min_val) / self.bins
-        tail = (100.0 - self.percentile) / 100.0
-        lo = int(torch.searchsorted(cdf, torch.tensor(tail, dtype=cdf.dtype)))
-        hi = int(torch.searchsorted(cdf, torch.tensor(1.0 - tail, dtype=cdf.dtype)))
-        return self.min_val + width * lo, self.min_val + width * (hi + 1)
-
-
-class MseObserver(HistogramObserver):
-    """The activation range, among [min, max] scaled by 1.00, 0.99, ..., 0.05, whose int8 grid gives the least
-    squared error over the calibration histogram (bin centres, clipping included). torch's own HistogramObserver
-    search approximates this and, at 8 bits, all but never moves from min/max."""
-
-    def _non_linear_param_search(self) -> tuple[torch.Tensor, torch.Tensor]:
-        edges = torch.linspace(float(self.min_val), float(self.max_val), self.bins + 1, dtype=torch.float64)
-        centres, counts = (edges[:-1] + edges[1:]) / 2, self.histogram.double()
-        best, best_err = (self.min_val, self.max_val), float("inf")
-        for k in range(100, 4, -1):
-            lo, hi = self.min_val * (k / 100), self.max_val * (k / 100)
-            scale, zp = self._calculate_qparams(lo, hi)
-            scale, zp = float(scale), int(zp)
-            q = torch.clamp(torch.round(centres / scale) + zp, self.quant_min, self.quant_max)
-            err = float((counts * (centres - (q - zp) * scale) ** 2).sum())
-            if err < best_err:
-                best, best_err = (lo, hi), err
-        return best
-
-
-# Activation range setting, per run (mcu.compile(observer=...)): "minmax" keeps every calibrated value in range;
-# "percentile" clips the rarest 0.01 % at each end; "mse" picks the range of least squared quantization error.
-OBSERVERS = {"minmax": MinMaxObserver, "percentile": PercentileObserver, "mse": MseObserver}
 PRECISIONS = ("int8", "a16w8", "float32")
 
-
-def act_qspec(observer: str = "minmax", qat: bool = False, bits: int = 8) -> QuantizationSpec:
-    """int8 per-tensor affine activations observed by `observer` (QAT: fake-quantized, moving-average min/max);
-    bits=16: int16 per-tensor symmetric (zero point 0)."""
-    if observer not in OBSERVERS:
-        raise McuError(f"observer={observer!r} is not one of {', '.join(sorted(OBSERVERS))}")
-    spec = ACT_QSPEC if bits == 8 else ACT16_QSPEC
-    obs = MovingAverageMinMaxObserver if qat else OBSERVERS[observer]
-    ctr = obs.with_args(eps=2**-20, qscheme=spec.qscheme)
-    if qat:
-        ctr = FakeQuantize.with_args(observer=obs, eps=2**-20, qscheme=spec.qscheme)
-    return dataclasses.replace(spec, observer_or_fake_quant_ctr=ctr)
-
-
-WEIGHT_BITS = {"int8": 127, "int4": 7}  # symmetric weight range [-q, q]
-
-
-def weight_qspec(qat: bool = False, weights: str = "int8") -> QuantizationSpec:
-    """Per-channel symmetric weights in [-127, 127] (int8) or [-7, 7] (int4: stored two per byte)."""
-    if weights not in WEIGHT_BITS:
-        raise McuError(f"weights={weights!r} is not one of {', '.join(WEIGHT_BITS)}")
-    q = WEIGHT_BITS[weights]
-    spec = dataclasses.replace(WEIGHT_QSPEC, quant_min=-q, quant_max=q)
-    if not qat:
-        return spec
-    return dataclasses.replace(spec, observer_or_fake_quant_ctr=FakeQuantize.with_args(
-        observer=MovingAveragePerChannelMinMaxObserver, eps=2**-20))
-
-
-SOFTMAX_OUT_QSPEC = FixedQParamsQuantizationSpec(
-    dtype=torch.int8,
-    scale=1.0 / 256.0,
-    zero_point=-128,
-    quant_min=-128,
-    quant_max=127,
-    qscheme=torch.per_tensor_affine,
-)
-
-TANH_OUT_QSPEC = FixedQParamsQuantizationSpec(
-    dtype=torch.int8,
-    scale=1.0 / 128.0,
-    zero_point=0,
-    quant_min=-128,
-    quant_max=127,
-    qscheme=torch.per_tensor_affine,
-)
-
-FIXED16_QSPEC = FixedQParamsQuantizationSpec(  # softmax, sigmoid and tanh under a16w8: [-1, 1) in 2^-15 steps
-    dtype=torch.int16,
-    scale=1.0 / 32768.0,
-    zero_point=0,
-    quant_min=-32768,
-    quant_max=32767,
-    qscheme=torch.per_tensor_affine,
-)
-
-# Ops with weights: (input index of activation, weight, bias).
-WEIGHTED_OPS = {aten.conv2d.default, aten.conv1d.default, aten.linear.default}
 # Activations fused into their producer's requantization.
 FUSABLE_ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
                        aten.hardtanh_.default, aten.clamp.default}
@@ -462,7 +329,7 @@ def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
     except TypeError:  # a generator, or a DataLoader over an IterableDataset
         total = None
     seen, start = 0, time.monotonic()
-    means = _InputMeans(prepared) if bias_correction else None
+    means = InputMeans(prepared) if bias_correction else None
     with torch.no_grad():
         for batch in batches:
             batch = _check_batch(batch, example_inputs, seen)
@@ -476,70 +343,6 @@ def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
     if means is not None:
         correct_biases(prepared, means.means())
     return convert_pt2e(prepared, fold_quantize=True)
-
-
-class _InputMeans(torch.fx.Interpreter):
-    """Runs the prepared model (its observers record as usual) and sums each conv/linear input per channel."""
-
-    def __init__(self, module: GraphModule):
-        super().__init__(module)
-        self._sums: dict[str, tuple[torch.Tensor, int]] = {}
-
-    def run_node(self, n: Node):
-        if n.op == "call_function" and n.target in WEIGHTED_OPS:
-            x = self.env[n.args[0]]
-            channel = x.dim() - 1 if n.target == aten.linear.default else 1
-            total, count = self._sums.get(n.name, (0.0, 0))
-            dims = [d for d in range(x.dim()) if d != channel]
-            per_channel = x.double().sum(dims) if dims else x.double()  # sum([]) would sum everything
-            self._sums[n.name] = (total + per_channel, count + x.numel() // x.shape[channel])
-        return super().run_node(n)
-
-    def means(self) -> dict[str, torch.Tensor]:
-        return {name: total / count for name, (total, count) in self._sums.items()}
-
-
-def _attr(module: GraphModule, node) -> tuple[object, str] | None:
-    """(owner, attribute name) of the get_attr behind node, through observer modules; None if there is none."""
-    while isinstance(node, Node) and node.op == "call_module":
-        node = node.args[0]
-    if not isinstance(node, Node) or node.op != "get_attr":
-        return None
-    *path, name = node.target.split(".")
-    owner = module
-    for part in path:
-        owner = getattr(owner, part)
-    return owner, name
-
-
-def correct_biases(prepared: GraphModule, means: dict[str, torch.Tensor]) -> None:
-    """b -= (W_q - W) . E[x] for every calibrated conv/linear with a bias, W_q being the weight as its observer
-    will quantize it. For a conv, E[x] is per input channel (taps near a padded border see zeros instead, which
-    the correction ignores)."""
-    for n in prepared.graph.nodes:
-        if n.op != "call_function" or n.target not in WEIGHTED_OPS or n.name not in means or len(n.args) < 3:
-            continue
-        w_obs, w_at, b_at = n.args[1], _attr(prepared, n.args[1]), _attr(prepared, n.args[2])
-        if w_at is None or b_at is None or not (isinstance(w_obs, Node) and w_obs.op == "call_module"):
-            continue
-        w = getattr(*w_at).detach().double()
-        obs = getattr(prepared, w_obs.target)
-        scale, _ = obs.calculate_qparams()
-        s = scale.double().reshape(-1, *([1] * (w.dim() - 1)))
-        dw = torch.clamp(torch.round(w / s), obs.quant_min, obs.quant_max) * s - w
-        mu = means[n.name]
-        if n.target == aten.linear.default:
-            shift = dw @ mu
-        else:
-            groups = n.args[6] if len(n.args) > 6 else 1
-            per_in = dw.sum(dim=tuple(range(2, dw.dim())))                    # [O, I / groups]
-            mu_g = mu.reshape(groups, -1).repeat_interleave(dw.shape[0] // groups, dim=0)  # [O, I / groups]
-            shift = (per_in * mu_g).sum(1)
-        owner, name = b_at
-        b = getattr(owner, name)
-        corrected = (b.detach().double() - shift).to(b.dtype)  # a new tensor: the user's bias may be this one
-        setattr(owner, name, torch.nn.Parameter(corrected, requires_grad=False)
-                if isinstance(b, torch.nn.Parameter) else corrected)
 
 
 __all__ = ["McuQuantizer", "quantize"]

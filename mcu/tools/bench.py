@@ -151,9 +151,9 @@ def _eval_set(name: str, model) -> tuple[list, list]:
 
 
 def observer_sqnr(models: list[str] | None = None, out: str | Path = "out/bench") -> list[dict]:
-    """SQNR vs float of each zoo model under each activation observer (mcu.quantization.quantizer.OBSERVERS), from the numpy
+    """SQNR vs float of each zoo model under each activation observer (mcu.quantization.observers.OBSERVERS), from the numpy
     reference (which the device equals bit for bit) on 10 inputs drawn like the calibration data."""
-    from mcu.quantization.quantizer import OBSERVERS
+    from mcu.quantization.observers import OBSERVERS
     models, out = models or list(MODELS), Path(out)
     rows = []
     runs = tqdm(total=len(models) * len(MODES), desc="numerics", unit="run", file=sys.stderr, disable=None)

@@ -1,0 +1,122 @@
+"""Layers as matmuls, linears, slices and elementwise ops: clamp by tensors, PReLU, attention, cumsum, embedding /
+index_select with constant indices, bilinear."""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.fx import Node
+
+aten = torch.ops.aten
+
+
+def _clamp_tensor(b, n):
+    x = n.args[0]
+    low = b.arg(1, "min") if n.target != aten.clamp_max.Tensor else None
+    high = b.arg(2, "max") if n.target == aten.clamp.Tensor else \
+        (b.arg(1, "max") if n.target == aten.clamp_max.Tensor else None)
+    y = x if low is None else b(aten.maximum.default, x, low)
+    return y if high is None else b(aten.minimum.default, y, high)
+
+
+def _prelu(b, n):
+    x, weight = n.args[:2]
+    w = b.tensor(weight)
+    if w is None or w.numel() == 1:  # one slope: a leaky ReLU (a table in int8)
+        if w is None:
+            raise b.refuse("prelu with a computed slope", "make the slope an nn.Parameter (nn.PReLU)")
+        return b(aten.leaky_relu.default, x, float(w.reshape(-1)[0]))
+    shape = b.shape(x)
+    c = w.numel()
+    slope = b.const("_mcu_prelu_slope", w.reshape([c] + [1] * (len(shape) - 2)))
+    pos = b(aten.relu.default, x)
+    return b(aten.add.Tensor, pos, b(aten.mul.Tensor, b(aten.sub.Tensor, x, pos), slope))
+
+
+def _sdpa(b, n):
+    q, k, v = n.args[:3]
+    mask, dropout, causal = b.arg(3, "attn_mask"), b.arg(4, "dropout_p", 0.0), b.arg(5, "is_causal", False)
+    scale = b.arg(6, "scale")
+    if dropout:
+        raise b.refuse(f"scaled_dot_product_attention with dropout_p={dropout}", "pass dropout_p=0.0 in eval")
+    if n.kwargs.get("enable_gqa"):
+        raise b.refuse("scaled_dot_product_attention with enable_gqa", "repeat the key and value heads first")
+    qs, ks, vs = b.shape(q), b.shape(k), b.shape(v)
+    if qs[:-2] != ks[:-2] or ks[:-2] != vs[:-2]:
+        raise b.refuse(f"scaled_dot_product_attention of q {qs}, k {ks}, v {vs} (broadcast batch dims)",
+                     "expand q, k and v to the same batch dims")
+    scale = 1.0 / math.sqrt(qs[-1]) if scale is None else float(scale)
+    if len(qs) != 3:  # [..., L, E] as [B, L, E]: the softmax runs over the innermost dim in every layout
+        batch = math.prod(qs[:-2])
+        q, k, v = (b(aten.reshape.default, t, [batch, *s[-2:]], island=False) for t, s in ((q, qs), (k, ks), (v, vs)))
+    s = b(aten.mul.Tensor, b(aten.matmul.default, q, b(aten.transpose.int, k, -2, -1)), scale)
+    if causal or mask is not None:
+        b.island = "attention mask"  # a -1e9 mask would swamp an int8 range: the masked softmax stays float
+        if isinstance(mask, Node) and mask.meta["val"].dtype != torch.bool:
+            s = b(aten.add.Tensor, s, mask)
+        else:
+            allowed = torch.ones(qs[-2], ks[-2], dtype=torch.bool).tril() if causal else b.tensor(mask)
+            if allowed is None:
+                raise b.refuse("scaled_dot_product_attention with a computed boolean mask",
+                             "pass a float additive mask, or is_causal=True")
+            bias = torch.zeros(allowed.shape).masked_fill(~allowed.bool(), -1e9)
+            s = b(aten.add.Tensor, s, b.const("_mcu_attn_mask", bias))
+    out = b(aten.matmul.default, b(aten.softmax.int, s, -1), v, island=False)
+    return out if len(qs) == 3 else b(aten.reshape.default, out, [*qs[:-1], vs[-1]], island=False)
+
+
+def _cumsum(b, n):
+    """cumsum along a dim: a linear layer with a lower-triangular 0/1 weight (exact in int8 too)."""
+    x = n.args[0]
+    shape = b.shape(x)
+    dim = int(b.arg(1, "dim")) % len(shape)
+    last = dim == len(shape) - 1
+    y = x if last else b(aten.transpose.int, x, dim, -1)
+    y = b(aten.linear.default, y, b.const("_mcu_cumsum", torch.ones(shape[dim], shape[dim]).tril()))
+    return y if last else b(aten.transpose.int, y, dim, -1)
+
+
+def _gather(b, n):
+    """embedding(weight, indices) and index_select(x, dim, indices) with constant indices: one slice per index,
+    cat, then the index tensor's shape (indices computed at run time, integer inputs, are refused)."""
+    if n.target == aten.embedding.default:
+        x, idx, dim = n.args[0], n.args[1], 0
+    else:
+        x, dim, idx = n.args[0], int(n.args[1]), n.args[2]
+    index = b.tensor(idx) if isinstance(idx, Node) else torch.as_tensor(idx)
+    if index is None:
+        raise b.refuse(f"{n.target.__name__} with indices computed by the model",
+                     "make the indices a constant (a buffer), or gather with slices")
+    shape = b.shape(x)
+    dim %= len(shape)
+    flat = [int(i) % shape[dim] for i in index.reshape(-1).tolist()]
+    parts = [b(aten.slice.Tensor, x, dim, i, i + 1) for i in flat]
+    y = parts[0] if len(parts) == 1 else b(aten.cat.default, parts, dim)
+    out = b.shape(n)
+    return y if b.shape(y) == out else b(aten.reshape.default, y, out)
+
+
+def _bilinear(b, n):
+    """bilinear(x1, x2, W, b)[..., k] = x1 W_k x2 + b_k: a linear layer of x1 onto [K * J] (W's in and out axes
+    swapped), times x2 per k, summed over j (the product and sum a float island in int8)."""
+    x1, x2, weight, bias = n.args[0], n.args[1], n.args[2], b.arg(3, "bias")
+    w = b.tensor(weight)
+    if w is None:
+        raise b.refuse("bilinear with a computed weight", "make the weight an nn.Parameter")
+    k, i, j = w.shape
+    t = b(aten.linear.default, x1, b.const("_mcu_bilinear_weight", w.permute(0, 2, 1).reshape(k * j, i)))
+    t = b(aten.reshape.default, t, b.shape(x1)[:-1] + [k, j])
+    b.island = "bilinear"
+    y = b(aten.sum.dim_IntList, b(aten.mul.Tensor, t, b(aten.unsqueeze.default, x2, -2)), [-1], False)
+    beta = b.tensor(bias) if bias is not None else None
+    return y if beta is None else b(aten.add.Tensor, y, b.const("_mcu_bilinear_bias", beta))
+
+
+DECOMPOSITIONS = {
+    aten.clamp.Tensor: _clamp_tensor, aten.clamp_min.Tensor: _clamp_tensor, aten.clamp_max.Tensor: _clamp_tensor,
+    aten.prelu.default: _prelu,
+    aten.scaled_dot_product_attention.default: _sdpa,
+    aten.cumsum.default: _cumsum,
+    aten.embedding.default: _gather, aten.index_select.default: _gather,
+    aten.bilinear.default: _bilinear,
+}

@@ -1,0 +1,142 @@
+"""Norms and statistics as means, sums, products and square roots: group, instance and RMS norm, variance and std,
+logsumexp, log_softmax, vector norms. The nodes that compute a statistic carry meta["mcu_float"] (b.island)."""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.fx import Node
+
+aten = torch.ops.aten
+
+
+def _dims(dims, rank: int) -> list[int]:
+    if rank == 0:
+        return []
+    if dims is None or dims == []:
+        return list(range(rank))
+    return sorted(int(d) % rank for d in ([dims] if isinstance(dims, int) else dims))
+
+
+def _normalized(b, x: Node, dims: list[int], eps: float, center: bool = True) -> Node:
+    """(x - mean) / sqrt(var + eps) over dims (population variance); without center, x / sqrt(mean(x^2) + eps)."""
+    d = b(aten.sub.Tensor, x, b(aten.mean.dim, x, dims, True)) if center else x
+    var = b(aten.mean.dim, b(aten.mul.Tensor, d, d), dims, True)
+    return b(aten.mul.Tensor, d, b(aten.rsqrt.default, b(aten.add.Tensor, var, float(eps))))
+
+
+def _channel_affine(b, y: Node, weight: Node | None, bias: Node | None) -> Node:
+    """y * weight[c] + bias[c] over dim 1, as a depthwise 1x1 conv (the BatchNorm form, integer in int8)."""
+    w, beta = b.tensor(weight), b.tensor(bias)
+    if w is None and beta is None:
+        return y
+    shape = b.shape(y)
+    c = shape[1]
+    w = torch.ones(c) if w is None else w.reshape(c)
+    beta = torch.zeros(c) if beta is None else beta.reshape(c)
+    x4 = y if len(shape) == 4 else b(aten.reshape.default, y, [shape[0], c, 1, -1], island=False)
+    out = b(aten.conv2d.default, x4, b.const("_mcu_norm_weight", w.reshape(c, 1, 1, 1)),
+            b.const("_mcu_norm_bias", beta), [1, 1], [0, 0], [1, 1], c, island=False)
+    return out if len(shape) == 4 else b(aten.reshape.default, out, shape, island=False)
+
+
+def _group_norm(b, n):
+    x, groups = n.args[0], int(n.args[1])
+    weight, bias, eps = b.arg(2, "weight"), b.arg(3, "bias"), b.arg(4, "eps", 1e-5)
+    b.island = "group_norm"
+    shape = b.shape(x)
+    xg = b(aten.reshape.default, x, [shape[0], groups, -1])
+    y = b(aten.reshape.default, _normalized(b, xg, [2], eps), shape)
+    return _channel_affine(b, y, weight, bias)
+
+
+def _instance_norm(b, n):
+    x, weight, bias = n.args[:3]
+    if not b.arg(5, "use_input_stats", True):
+        raise b.refuse("instance_norm with running statistics (track_running_stats=True in eval mode)",
+                     "use BatchNorm with the same statistics, or track_running_stats=False")
+    eps = b.arg(7, "eps", 1e-5)
+    b.island = "instance_norm"
+    y = _normalized(b, x, list(range(2, len(b.shape(x)))), eps)
+    return _channel_affine(b, y, weight, bias)
+
+
+def _rms_norm(b, n):
+    x, normalized_shape = n.args[:2]
+    weight, eps = b.arg(2, "weight"), b.arg(3, "eps")
+    eps = torch.finfo(torch.float32).eps if eps is None else eps
+    b.island = "rms_norm"
+    rank = len(b.shape(x))
+    y = _normalized(b, x, list(range(rank - len(normalized_shape), rank)), eps, center=False)
+    w = b.tensor(weight)
+    return y if w is None else b(aten.mul.Tensor, y, b.const("_mcu_rms_weight", w))
+
+
+def _var(b, n, sqrt: bool):
+    x = n.args[0]
+    rank = len(b.shape(x))
+    dims = _dims(b.arg(1, "dim"), rank)
+    if n.target in (aten.var.correction, aten.std.correction):
+        correction, keepdim = n.kwargs.get("correction", 1), n.kwargs.get("keepdim", False)
+        correction = 1 if correction is None else correction
+    else:
+        correction, keepdim = (1 if b.arg(2, "unbiased", True) else 0), b.arg(3, "keepdim", False)
+    b.island = "std" if sqrt else "var"
+    count = math.prod(b.shape(x)[d] for d in dims)
+    d = b(aten.sub.Tensor, x, b(aten.mean.dim, x, dims, True))
+    v = b(aten.sum.dim_IntList, b(aten.mul.Tensor, d, d), dims, bool(keepdim))
+    v = b(aten.mul.Tensor, v, 1.0 / (count - correction) if count > correction else math.inf)  # torch: inf / nan
+    return b(aten.sqrt.default, v) if sqrt else v
+
+
+def _logsumexp(b, n):
+    x = n.args[0]
+    rank = len(b.shape(x))
+    dims = _dims(b.arg(1, "dim"), rank)
+    keepdim = bool(b.arg(2, "keepdim", False))
+    b.island = "logsumexp"
+    return _logsumexp_of(b, x, dims, keepdim)
+
+
+def _logsumexp_of(b, x: Node, dims: list[int], keepdim: bool) -> Node:
+    """log(sum(exp(x))) over dims, their max subtracted first."""
+    if not dims:  # a 0-d tensor: logsumexp(x) = x
+        return b(aten.mul.Tensor, x, 1.0)
+    m = b(aten.amax.default, x, dims, True)
+    s = b(aten.sum.dim_IntList, b(aten.exp.default, b(aten.sub.Tensor, x, m)), dims, True)
+    out = b(aten.add.Tensor, b(aten.log.default, s), m)
+    return out if keepdim else b(aten.squeeze.dims, out, dims)
+
+
+def _log_softmax(b, n):
+    x = n.args[0]
+    rank = len(b.shape(x))
+    dim = int(n.args[1]) % rank
+    b.island = "log_softmax"
+    return b(aten.sub.Tensor, x, _logsumexp_of(b, x, [dim], True))
+
+
+def _vector_norm(b, n):
+    x = n.args[0]
+    order, dims, keepdim = b.arg(1, "ord", 2), b.arg(2, "dim"), bool(b.arg(3, "keepdim", False))
+    dims = _dims(dims, len(b.shape(x)))
+    b.island = "vector_norm"
+    if order == 2:
+        return b(aten.sqrt.default, b(aten.sum.dim_IntList, b(aten.mul.Tensor, x, x), dims, keepdim))
+    if order == 1:
+        return b(aten.sum.dim_IntList, b(aten.abs.default, x), dims, keepdim)
+    if order == math.inf:
+        return b(aten.amax.default, b(aten.abs.default, x), dims, keepdim)
+    raise b.refuse(f"vector norm of order {order}", "use ord 1, 2 or inf")
+
+
+DECOMPOSITIONS = {
+    aten.group_norm.default: _group_norm,
+    aten.instance_norm.default: _instance_norm,
+    aten.rms_norm.default: _rms_norm,
+    aten.var.correction: lambda b, n: _var(b, n, False), aten.var.dim: lambda b, n: _var(b, n, False),
+    aten.std.correction: lambda b, n: _var(b, n, True), aten.std.dim: lambda b, n: _var(b, n, True),
+    aten.logsumexp.default: _logsumexp,
+    aten.log_softmax.int: _log_softmax, aten._log_softmax.default: _log_softmax,
+    aten.linalg_vector_norm.default: _vector_norm, aten.norm.ScalarOpt_dim: _vector_norm,
+}

@@ -1,0 +1,105 @@
+"""Transposed convs and resampling (bilinear, bicubic, uneven nearest and adaptive pools) as convs and linears."""
+from __future__ import annotations
+
+import torch
+from torch.fx import Node
+
+aten = torch.ops.aten
+
+
+def _conv_transpose(b, n):
+    """conv_transpose1d/2d as a conv: the input zero-stuffed (nearest upsample times a 0/1 mask, a float island
+    in int8), padded by dilation * (k - 1) - padding (+ output_padding at the end), convolved with the weight
+    flipped and its in/out channels swapped per group. 1-d runs as 2-d on [N, C, 1, L]."""
+    x, weight, bias = n.args[0], n.args[1], b.arg(2, "bias")
+    one_d = n.target == aten.conv_transpose1d.default
+    k = 1 if one_d else 2
+    stride, padding, out_pad = (list(b.arg(i, nm, [d] * k)) for i, nm, d in
+                                ((3, "stride", 1), (4, "padding", 0), (5, "output_padding", 0)))
+    groups, dilation = int(b.arg(6, "groups", 1)), list(b.arg(7, "dilation", [1] * k))
+    w = b.tensor(weight)
+    if w is None:
+        raise b.refuse("a transposed conv with a computed weight", "make the weight an nn.Parameter")
+    if one_d:
+        stride, padding, out_pad, dilation = [1] + stride, [0] + padding, [0] + out_pad, [1] + dilation
+        x = b(aten.unsqueeze.default, x, 2)
+        w = w.unsqueeze(2)
+    shape = b.shape(x)
+    cin, cout_g = w.shape[:2]
+    wc = w.reshape(groups, cin // groups, cout_g, *w.shape[2:]).transpose(1, 2)
+    wc = wc.reshape(groups * cout_g, cin // groups, *w.shape[2:]).flip(-1, -2)
+    if stride != [1, 1]:
+        up = b(aten.upsample_nearest2d.vec, x, [shape[2] * stride[0], shape[3] * stride[1]], None)
+        mask = torch.zeros(1, 1, shape[2] * stride[0], shape[3] * stride[1])
+        mask[..., ::stride[0], ::stride[1]] = 1.0
+        b.island = "conv_transpose"
+        x = b(aten.mul.Tensor, up, b.const("_mcu_stuff_mask", mask))
+        b.island = None
+    pads = []
+    for i in (1, 0):  # W then H, as constant_pad_nd lists them
+        edge = dilation[i] * (wc.shape[2 + i] - 1) - padding[i]
+        pads += [edge, edge + out_pad[i] - (stride[i] - 1)]
+    if any(p > 0 for p in pads):
+        x = b(aten.constant_pad_nd.default, x, [max(p, 0) for p in pads], 0.0)
+    for i, (before, after) in ((3, pads[:2]), (2, pads[2:])):
+        if before < 0 or after < 0:
+            size = b.shape(x)[i]
+            x = b(aten.slice.Tensor, x, i, max(-before, 0), size - max(-after, 0))
+    bias_node = None if bias is None else b.const("_mcu_convt_bias", b.tensor(bias))
+    y = b(aten.conv2d.default, x, b.const("_mcu_convt_weight", wc), bias_node, [1, 1], [0, 0], dilation, groups)
+    return b(aten.squeeze.dims, y, [2]) if one_d else y
+
+
+def _axis_matrix(n: Node, shape: list[int], axis: int) -> torch.Tensor:
+    """The [out, in] matrix of the op along one spatial axis (2 or 3 of [N, C, H, W]; a 1-d op's L is axis 3):
+    the op itself run on one-hot images that are constant along the other axis, so its own index and weight
+    rules (scale factors, align_corners) give the weights."""
+    size = shape[axis]
+    eye = torch.eye(size)
+    if n.target in ONE_D_RESAMPLES:
+        probe = eye[:, None, :].contiguous()
+        with torch.no_grad():
+            return n.target(probe, *n.args[1:], **n.kwargs)[:, 0, :].T.contiguous()
+    other = shape[5 - axis]
+    probe = (eye[:, None, None, :].expand(size, 1, other, size) if axis == 3
+             else eye[:, None, :, None].expand(size, 1, size, other)).contiguous()
+    args = [probe] + list(n.args[1:])
+    with torch.no_grad():
+        out = n.target(*args, **n.kwargs)
+    return (out[:, 0, 0, :] if axis == 3 else out[:, 0, :, 0]).T.contiguous()  # [out, in]
+
+
+def resample(b, n):
+    """Bilinear / bicubic upsampling, nearest by a non-integer factor, an adaptive average pool whose sizes do
+    not divide: separable, so two linear layers with constant weights (one per spatial axis, skipped where the
+    axis keeps its size and the matrix is the identity), run over W then over H (transposed to last)."""
+    x = n.args[0]
+    shape = b.shape(x)
+    one_d = n.target in ONE_D_RESAMPLES
+    if len(shape) != (3 if one_d else 4) and not (len(shape) == 3 and n.target == aten.adaptive_avg_pool2d.default):
+        raise b.refuse(f"{n.target.__name__} of a {len(shape)}-d tensor", "pass [N, C, L] or [N, C, H, W]")
+    unbatched = len(shape) == 3 and not one_d
+    if one_d:
+        shape = [shape[0], shape[1], 1, shape[2]]
+    y = x
+    if unbatched:  # [C, H, W]
+        shape = [1] + shape
+    for axis in ((3,) if one_d else (3, 2)):
+        m = _axis_matrix(n, shape, axis)
+        if m.shape[0] == m.shape[1] and torch.equal(m, torch.eye(m.shape[0])):
+            continue
+        if axis == 2:
+            y = b(aten.transpose.int, y, -2, -1)
+        y = b(aten.linear.default, y, b.const("_mcu_resample", m))
+        if axis == 2:
+            y = b(aten.transpose.int, y, -2, -1)
+    return y
+
+
+ONE_D_RESAMPLES = {aten.upsample_nearest1d.vec}
+
+
+DECOMPOSITIONS = {
+    aten.conv_transpose1d.default: _conv_transpose, aten.conv_transpose2d.input: _conv_transpose,
+    aten.upsample_bilinear2d.vec: resample, aten.upsample_bicubic2d.vec: resample,
+}
