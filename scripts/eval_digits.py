@@ -51,7 +51,7 @@ def main() -> None:
     model = train_mlp(x_train, y_train)
     calib = [(torch.from_numpy(x_train[i:i + 1]),) for i in range(0, 256, 2)]
     x, y = x_test[:args.n], y_test[:args.n]
-    print(f"| board | float | reference | device | device != float | s on QEMU | instructions/inference |")
+    print("| board | float | reference | device | device != float | s on QEMU | instructions/inference |")
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for board in args.boards:

@@ -1,7 +1,6 @@
 """The numerical debugger: per-op comparison of device dumps with the reference and the float model."""
 import re
 
-import numpy as np
 import pytest
 import torch
 from torch import nn

@@ -360,7 +360,7 @@ def test_float_package_is_all_float32(tmp_path):
     assert pkg.arena_bytes >= pkg.manifest["arena_lower_bound"] > 0
     x = torch.randn(example[0].shape, generator=torch.Generator().manual_seed(1))
     assert_close(pkg.reference(x)[0], model(x).detach().numpy(), "example twin vs torch")
-    again = mcu.compile(model, example, quantize="none", out_dir=tmp_path / "again")
+    mcu.compile(model, example, quantize="none", out_dir=tmp_path / "again")
     for name in ("model.c", "weights.c", "model.h"):
         assert (tmp_path / "pkg" / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
 

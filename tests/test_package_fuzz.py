@@ -9,7 +9,6 @@ import contextlib
 import io
 import json
 import random
-import shutil
 import subprocess
 import sys
 from pathlib import Path

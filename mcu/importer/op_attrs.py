@@ -113,7 +113,7 @@ def _movement_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | 
     if t == aten.slice.Tensor:
         dim = int(a[1] if len(a) > 1 else 0) % rank
         size = shape_in[dim]
-        start, end = (a[2] if len(a) > 2 else None), (a[3] if len(a) > 3 else None)
+        start = a[2] if len(a) > 2 else None  # the end follows from the output's shape
         start = 0 if start is None else min(max(int(start) + (size if int(start) < 0 else 0), 0), size)
         step = int(a[4]) if len(a) > 4 else 1
         return "slice", {"dim": dim, "start": start, "step": step}

@@ -156,6 +156,45 @@ def observer_sqnr(models: list[str] | None = None, out: str | Path = "out/bench"
     from mcu.quantization.observers import OBSERVERS
     models, out = models or list(MODELS), Path(out)
     rows = []
+    for name in models:
+        model, example = MODELS[name]()
+        xs, want = _eval_set(name, model)
+        row = {"model": name}
+        for obs in OBSERVERS:
+            pkg = mcu.compile(model, example, calibration=calibration_set(name), observer=obs, force=True,
+                              out_dir=out / f"{name}-observer-{obs}")
+            row[obs] = sqnr_db(want, [pkg.dequantize_outputs(pkg.reference(x))[0] for x in xs])
+        rows.append(row)
+    lines = ["| model | " + " | ".join(f"{o} SQNR dB" for o in OBSERVERS) + " |", "|---|" + "---:|" * len(OBSERVERS)]
+    lines += [f"| {r['model']} | " + " | ".join(f"{r[o]:.1f}" for o in OBSERVERS) + " |" for r in rows]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "observers.json").write_text(json.dumps(rows, indent=2) + "\n")
+    print("\n".join(lines))
+    print(f"\nwritten to {out / 'observers.json'}")
+    return rows
+
+
+# Numerics (issue 8): each mode's compile options; "int4" is int8 activations with int4 weights.
+MODES = {"int8": {}, "a16w8": {"quantize": "a16w8"}, "int4": {"weights": "int4"}, "float32": {"quantize": "none"}}
+
+
+NUMERICS_HEAD = "| model | mode | SQNR vs float, dB | weights B | flash B | arena B | instructions | device = reference |"
+
+
+def format_numerics(rows: list[dict]) -> list[str]:
+    """The numerics table's markdown lines (printed by `mcu bench --numerics`, written to the README)."""
+    lines = [NUMERICS_HEAD, "|---|---|---:|---:|---:|---:|---:|---|"]
+    return lines + [f"| {r['model']} | {r['mode']} | {r['sqnr_db']:.1f} | {r['flash_weights']:,} | "
+                    f"{r['flash_total']:,} | {r['arena_bytes']:,} | {r['instructions']:,} | "
+                    f"{'yes' if r['exact'] else 'NO'} |" for r in rows]
+
+
+def numerics(models: list[str] | None = None, board: str = "mps2-an386", out: str | Path = "out/bench") -> list[dict]:
+    """Per model and numeric mode (MODES) on one board: SQNR vs float of the numpy reference (which the device equals
+    bit for bit in every mode; "exact" says so for the first input) over 10 inputs, weight and total flash, arena
+    and instructions. Writes numerics.json."""
+    models, out = models or list(MODELS), Path(out)
+    rows = []
     runs = tqdm(total=len(models) * len(MODES), desc="numerics", unit="run", file=sys.stderr, disable=None)
     for name in models:
         model, example = MODELS[name]()
