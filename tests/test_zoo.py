@@ -1,6 +1,7 @@
 """The MLPerf Tiny zoo: shapes as published, fidelity against torchao and float, exact on every board."""
 import numpy as np
 import pytest
+import torch
 
 import mcu
 from mcu.tools.fidelity import op_agreement
@@ -118,3 +119,21 @@ def test_zoo_arena_when_optimizing_memory(name, tmp_path):
         assert [n.attrs.get("kernel") for n in pkg.graph.nodes].count("mcu_conv2d_add_s8") == 3
     x = calibration_set(name, 1, seed=77)[0]
     assert np.array_equal(mcu.run(pkg, x, timeout=300).raw_outputs[0], pkg.reference(x)[0])
+
+
+def _builders():
+    from mcu.zoo import BLOCKS, DEEP, MODELS, example_cnn
+    return {"example_cnn": example_cnn, **MODELS, **BLOCKS, **DEEP}
+
+
+@pytest.mark.parametrize("name", sorted(_builders()))
+def test_every_zoo_model_is_the_same_model_each_time(name):
+    """Seeded weights: building a zoo model twice gives the same parameters, buffers and example inputs (a
+    parameter left to torch's own initialisation draws from the global RNG and differs, run to run)."""
+    build = _builders()[name]
+    (m1, x1), (m2, x2) = build(), build()
+    s1, s2 = m1.state_dict(), m2.state_dict()
+    assert s1.keys() == s2.keys()
+    for k in s1:
+        assert torch.equal(s1[k], s2[k]), f"{name}: {k} differs between two builds"
+    assert all(torch.equal(a, b) for a, b in zip(x1, x2))

@@ -42,7 +42,9 @@ class ExampleCNN(nn.Module):
 def example_cnn(seed: int = 0):
     """(model, example_inputs): the example CNN on a [1, 3, 32, 32] input."""
     g = torch.Generator().manual_seed(seed)
-    model = ExampleCNN(g).eval()
+    with torch.random.fork_rng(devices=[]):  # the biases torch initialises itself: seeded too, the caller's RNG untouched
+        torch.manual_seed(seed)
+        model = ExampleCNN(g).eval()
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() > 1:

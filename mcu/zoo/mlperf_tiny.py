@@ -21,6 +21,8 @@ def _init(model: nn.Module, seed: int, input_shape) -> nn.Module:
                 m.weight.copy_(torch.randn(m.weight.shape, generator=g) * (2.0 / fan_in) ** 0.5)
                 if m.bias is not None:
                     m.bias.copy_(0.05 * torch.randn(m.bias.shape, generator=g))
+            elif isinstance(m, nn.MultiheadAttention) and m.in_proj_weight is not None:
+                m.in_proj_weight.copy_(torch.randn(m.in_proj_weight.shape, generator=g) * m.embed_dim ** -0.5)
             elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
                 c = m.num_features
                 m.weight.copy_(0.6 + 0.8 * torch.rand(c, generator=g))
