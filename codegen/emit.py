@@ -1,11 +1,10 @@
-"""Emission: a lowered, planned graph -> the text of model.h, model.c, weights.c and manifest.json.
+"""Emission: a lowered, planned graph -> the text of model.h, model.c and weights.c, and its Manifest.
 
 Python computes every list and string; the Jinja templates in templates/ only loop and print.
 Names and order derive from the graph alone, so the same model gives the same bytes.
 """
 from __future__ import annotations
 
-import json
 from importlib import resources
 
 import jinja2
@@ -14,6 +13,7 @@ import numpy as np
 from mcu.codegen.ir import C_TYPES, DTYPES, Graph, Tensor
 from mcu.codegen.cheader import check_params
 from mcu.codegen.kernels import KERNELS
+from mcu.codegen.manifest import Manifest, build_manifest
 from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan, output_extent
 from mcu.codegen.errors import McuError
 
@@ -66,12 +66,8 @@ def _float_literal(x: float) -> str:
     return text + ("f" if any(c in text for c in ".e") else ".0f")
 
 
-def _real_scale(t: Tensor) -> float | None:
-    """The I/O tensor's scale; None for a float32 tensor (quantize="none")."""
-    return t.qparams.s if t.qparams else None
-
-
-def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "") -> dict[str, str]:
+def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "") -> tuple[dict[str, str], Manifest]:
+    """The text of model.h, model.c and weights.c, and the manifest (written as JSON by the caller)."""
     macro = name.upper()
 
     def cname(t: str) -> str:
@@ -151,23 +147,11 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
            "uses_arena": uses_arena, "io_doc": IO_DOC["float32" if all(x["scale"] is None for x in inputs + outputs)
                                                        else "int8"],
            "total_bytes": sum(c["bytes"] for c in consts)}
+    manifest = build_manifest(graph, mem, name=name, board=board, inputs=inputs, outputs=outputs,
+                              weights_bytes=ctx["total_bytes"])
     env = _env()
-    sources = {s for n in graph.nodes if n.op == "call" for s in KERNELS[n.attrs["kernel"]].sources}
-    manifest = {
-        "name": name, "board": board, "kernels": sorted(sources), "arena_bytes": mem.arena_bytes,
-        "arena_lower_bound": mem.lower_bound, "planner": mem.plan.algorithm,
-        "schedule_peak_before": mem.peak_before_schedule, "schedule_peak_after": mem.peak_after_schedule, "weights_bytes": ctx["total_bytes"],
-        "inputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}
-                   | {"scale": _real_scale(graph.tensors[x["tensor"]])} for x in inputs],
-        "outputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}
-                    | {"scale": _real_scale(graph.tensors[x["tensor"]])} for x in outputs],
-        "ops": [{"name": n.name, "kernel": n.attrs.get("kernel", "alias"), "source": n.source} for n in graph.nodes],
-        "fallbacks": [{"op": n.attrs["fallback"], "name": n.name, "kernel": n.attrs["kernel"], "source": n.source}
-                      for n in graph.nodes if n.attrs.get("fallback")],
-    }
     return {
         "model.h": env.get_template("model.h.j2").render(ctx),
         "model.c": env.get_template("model.c.j2").render(ctx),
         "weights.c": env.get_template("weights.c.j2").render(ctx),
-        "manifest.json": json.dumps(manifest, indent=2) + "\n",
-    }
+    }, manifest

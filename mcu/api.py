@@ -358,8 +358,8 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     graph = run_passes(import_float(ep) if converted is None else import_quantized(converted), target)
     graph = _portable_sources(graph)
     graph, memory = plan_graph(graph)
-    texts = emit(graph, memory, board=board)
-    manifest = json.loads(texts["manifest.json"])
+    texts, emitted = emit(graph, memory, board=board)
+    manifest = emitted.as_dict()
     footprint = check_fit(graph, manifest, board_info)  # BoardFitError before anything is written
     files = {name: text.encode() for name, text in texts.items()}
     files.update(dropin_files(texts, manifest, board_info, footprint))
@@ -568,7 +568,7 @@ def _check_consistent(manifest: dict, graph: Graph, memory: MemoryPlan, where: P
     if manifest["arena_bytes"] != memory.arena_bytes:
         bad(f"the arena is {manifest['arena_bytes']} B")
     try:
-        emitted = json.loads(emit(graph, memory, board=manifest["board"])["manifest.json"])
+        emitted = emit(graph, memory, board=manifest["board"])[1].as_dict()
     except Exception as exc:  # a forged IR that passed the field checks: no bug of mcu's if it does not emit
         raise PackageError(f"{where.parent}: its IR does not make a model ({type(exc).__name__}: {str(exc)[:80]}); "
                            f"compile the model again with `mcu compile`") from None

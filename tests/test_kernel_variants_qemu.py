@@ -319,7 +319,8 @@ def expected_kernel(node: Node, family: str, board: str) -> str:
 def run_on_board(graph: Graph, board: str, inputs: list[np.ndarray], out_dir) -> list[np.ndarray]:
     """Plan, emit, build and run `graph` on `board`; the raw outputs in graph order."""
     graph, mem = plan_graph(graph)
-    for name, text in emit(graph, mem, board=board).items():
+    texts, manifest = emit(graph, mem, board=board)
+    for name, text in {**texts, "manifest.json": manifest.to_json()}.items():
         (out_dir / name).write_text(text)
     elf = build_firmware(board, out_dir, out_dir / "build")
     res = run_firmware(elf, load_board(board), b"".join(x.tobytes() for x in inputs), timeout=60)
@@ -530,7 +531,8 @@ def test_raster_variants_overlapping_their_input_on_device(board, tmp_path):
     rng = np.random.default_rng(11)
     inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
     expected = run_reference(graph, inputs)
-    for name, text in emit(graph, mem, board=board).items():
+    texts, manifest = emit(graph, mem, board=board)
+    for name, text in {**texts, "manifest.json": manifest.to_json()}.items():
         (tmp_path / name).write_text(text)
     elf = build_firmware(board, tmp_path, tmp_path / "build")
     res = run_firmware(elf, load_board(board), b"".join(x.tobytes() for x in inputs), timeout=60)
