@@ -20,7 +20,9 @@ from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
 from mcu.codegen.kernels import KERNELS
 from mcu.codegen.kernels.packing import FAST_WIDE_ROWS
-from mcu.codegen.memory import Location, overlap_gap, plan_graph, verify_tensor_plan
+from mcu.codegen.memory import Location, plan_graph
+from mcu.codegen.plan_verifier import verify_tensor_plan
+from mcu.codegen.sharing import overlap_gap
 from mcu.codegen.target import Target
 from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.reference import run_reference

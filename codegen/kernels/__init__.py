@@ -48,7 +48,7 @@ class KernelSpec:
     raster: bool = False
     # a raster kernel's unit of order: output pixels in blocks of this many (counted over n, y, x from 0), or
     # "row" (one output row): every read for a block happens before any write of the next block, and a block's
-    # writes may come before its own reads end (mcu.codegen.memory.raster_gap)
+    # writes may come before its own reads end (mcu.codegen.sharing.raster_gap)
     raster_block: int | str = 1
     # every read of a block happens before any write of it (the DSP convs widen a pixel pair, the scalar conv
     # copies a window, into scratch first): then only later blocks' reads bound the gap
