@@ -3,7 +3,7 @@
 - A `KernelSpec` holds every fact the compiler needs about one C function: its source
   (runtime_c/kernels/<family>/<name>.c), its params struct, its numpy twin, and for an optimized variant the
   portable kernel it replaces, the core features it needs, the params it runs (`applies`), the constants it
-  wants (`prepare`, codegen/kernels/packing.py) and the scratch it takes (`scratch`, the twin of its C
+  wants (`prepare`, codegen/kernels/prepare.py) and the scratch it takes (`scratch`, the twin of its C
   `*_scratch_bytes`), and the shared cores it calls (`links`: sources under runtime_c/kernels/shared that the
   manifest lists once for every kernel that needs them). Memory properties: `inplace` (which input the output may take exactly), `raster`
   (output pixels written in order, in blocks of `raster_block`: the output may slide under a dying input by a

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.codegen.ir import REDUCTIONS, Graph, Node, Tensor
-from mcu.codegen.lowering import pad_widths
+from mcu.codegen.lowering_shape import pad_widths
 from mcu.codegen.errors import LoweringError
 
 BROADCASTING = ("add", "sub", "mul", "div", "minimum", "maximum", "pow")  # elementwise ops of two tensors
