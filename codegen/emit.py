@@ -124,7 +124,7 @@ def call_record(graph: Graph, mem: MemoryPlan, name: str, i: int, node: Node) ->
     comment = f"{node.name}: {a['kernel']} -> [{', '.join(map(str, out.shape))}]"
     if node.source:
         comment += f"  ({node.source.replace('*/', '* /')})"
-    # the debug dump takes every byte a strided output spans (mcu/debug.py gathers its pixels)
+    # the debug dump takes every byte a strided output spans (mcu/tools/debug.py gathers its pixels)
     return {"output": tensor_expr(graph, mem, name, node.outputs[0]), "output_bytes": output_extent(graph, node),
             "params_type": spec.params_type, "params_name": f"{name}_p{i}", "params_c": c_struct(a["params"]),
             "call": f"{a['kernel']}({', '.join(call_args(graph, mem, name, i, node))})", "comment": comment}

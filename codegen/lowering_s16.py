@@ -7,7 +7,7 @@
 - Weights stay int8 per channel; the bias, left float by the quantizer, is stored as int64 at s_in * s_w[c]
   (lowering.Ctx.bias): the kernels accumulate in int64.
 - CONVERTS: `convert` (int8 <-> int16 requantization), `dequantize` (int8/int16 -> float32) and `quantize`
-  (float32 -> int8/int16) at the boundaries of layers kept in another precision (mcu.quantize `mixed`).
+  (float32 -> int8/int16) at the boundaries of layers kept in another precision (mcu.quantization.quantizer `mixed`).
 """
 from __future__ import annotations
 

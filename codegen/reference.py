@@ -16,7 +16,7 @@ def twin(kernel: str):
 def run_reference(graph: Graph, inputs: list[np.ndarray], *, every_tensor: bool = False, override=None):
     """Integer inputs (stored shapes/layouts) in, integer outputs out; with every_tensor, the dict of
     every tensor's value instead (for the numerical debugger). override(node, value), if given, returns the
-    value to keep for a call's output (mcu.fidelity feeds each op another reference's inputs that way)."""
+    value to keep for a call's output (mcu.tools.fidelity feeds each op another reference's inputs that way)."""
     values: dict[str, np.ndarray] = {}
     for name, arr in zip(graph.inputs, inputs, strict=True):
         t = graph.tensors[name]

@@ -6,7 +6,7 @@ data or the twins (SCons, kernel tests) do not pay for importing torch.
 from mcu.errors import McuError
 
 __all__ = ["Package", "RunResult", "EvalResult", "compile", "eval", "load", "run", "size", "McuError"]
-_EXTRA = {"eval": ("mcu.evaluate", "evaluate"), "EvalResult": ("mcu.evaluate", "EvalResult")}
+_EXTRA = {"eval": ("mcu.tools.evaluate", "evaluate"), "EvalResult": ("mcu.tools.eval_result", "EvalResult")}
 
 
 def __getattr__(name):

@@ -62,6 +62,26 @@ class BoardFitError(McuError):
         self.fits = fits
 
 
+class UnsupportedOpError(McuError):
+    """The model uses an op the int8 flow cannot compile."""
+
+
+class ExportError(McuError):
+    """torch.export could not capture the model, or the .pt2 file cannot be loaded."""
+
+
+class PackageError(McuError):
+    """A package folder that this mcu does not accept: damaged, changed by hand, foreign or from another version."""
+
+
+class InputError(McuError):
+    """Inputs passed to mcu.run or mcu.eval do not match the model."""
+
+
+class QuantizationError(McuError):
+    """The quantized graph has a pattern the integer lowering cannot express."""
+
+
 # mcu_status_t (runtime_c/include/mcu/mcu_types.h; tests/test_c_api.py checks the two agree).
 MCU_STATUS = {0: "MCU_OK", 1: "MCU_ERR_ARG", 2: "MCU_ERR_SHAPE", 3: "MCU_ERR_ARENA_ALIGN", 4: "MCU_ERR_ARENA_SIZE",
               5: "MCU_ERR_ARENA_GUARD"}

@@ -1,90 +1,336 @@
-"""The drop-in package: what mcu.compile writes beside the generated C so that the folder builds on its own.
+"""The compiled model as a value and its folder's format.
 
-- mcu_runtime/: copies of exactly the runtime the model needs: the kernel sources the manifest names,
-  the runtime core, and every header those and the generated files include, followed transitively
-  (a quoted include resolves next to the including file first, then in runtime_c/include).
-- mcu_model.mk (make variables MCU_MODEL_*), CMakeLists.txt (the static library target mcu_model)
-  and README.md, rendered from templates/dropin/ with lists computed here.
+- Package: the folder, manifest, lowered IR and memory plan of a compiled model, and the host-side conversions at its
+  boundary (float inputs in torch order -> the stored integers, raw outputs -> float); RunResult: one device run.
+- Sealing: the manifest carries the package format, the writer and the sha256 of itself and of the IR files, so a
+  package changed after mcu wrote it is refused with one line (read_sealed) instead of being half-read.
+- load(): nothing in a folder is executed or unpickled; the manifest and the IR are JSON checked field by field.
 """
 from __future__ import annotations
 
+import hashlib
+import io
+import json
+import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import jinja2
+import numpy as np
+import torch
 
-from mcu.boards import Board
-from mcu.errors import McuError
-from mcu.fit import Footprint
-from mcu.paths import package_root
+from mcu.codegen import serialize
+from mcu.codegen.emit import emit
+from mcu.codegen.ir import DTYPES, Graph
+from mcu.codegen.memory import MemoryPlan
+from mcu.codegen.reference import run_reference
+from mcu.errors import InputError, McuError, PackageError
+from mcu.paths import BUILD_DIR
+from mcu.quantization.precision import PrecisionChoice
 
-RUNTIME_DIR = "mcu_runtime"
-TEMPLATED = ("mcu_model.mk", "CMakeLists.txt", "README.md")
-FILES = (RUNTIME_DIR, *TEMPLATED)  # top-level names in the output folder
-CFLAGS = ("-std=c99", "-O2", "-ffunction-sections", "-fdata-sections")
-LDFLAGS = ("-Wl,--gc-sections",)
-_LIBS = {"math.h": "m"}  # system header -> the library a static link then needs
-
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.MULTILINE)
-
-
-def dropin_files(texts: dict[str, str], manifest: dict, board: Board, footprint: Footprint) -> dict[str, bytes]:
-    """{path relative to the output folder: bytes} of the runtime copies, the build files and the README."""
-    runtime = package_root("mcu.runtime_c").resolve()
-    sources = sorted((runtime / "core").glob("*.c")) + [runtime / "kernels" / f"{k}.c" for k in manifest["kernels"]]
-    missing = [str(p) for p in sources if not p.is_file()]
-    if missing:
-        raise McuError(f"the manifest names kernels that are not in {runtime / 'kernels'}: {', '.join(missing)}")
-    headers, system = _headers(texts, sources, runtime)
-    files = {f"{RUNTIME_DIR}/{p.relative_to(runtime).as_posix()}": p.read_bytes() for p in sources + headers}
-
-    generated_c = sorted(n for n in texts if n.endswith(".c"))
-    macro = manifest["name"].upper()
-    tensors = manifest["inputs"] + manifest["outputs"]
-    ctx = {
-        "name": manifest["name"], "macro": macro, "board": board, "runtime_dir": RUNTIME_DIR,
-        "sources": generated_c + [f"{RUNTIME_DIR}/{p.relative_to(runtime).as_posix()}" for p in sources],
-        "kernels": [k.split("/")[-1] for k in manifest["kernels"]],
-        "cflags": list(CFLAGS), "cflags_no_std": [f for f in CFLAGS if not f.startswith("-std=")],
-        "target_flags": board.target_flags(), "ldflags": list(LDFLAGS),
-        "libs": sorted({_LIBS[h] for h in system if h in _LIBS}),
-        "arena_bytes": manifest["arena_bytes"],
-        "call": f"{manifest['name']}_run({', '.join([t['name'] for t in tensors] + ['arena'])})",
-        "tensors": tensors,
-        "io_note": (f"Tensors are quantized: real = (q - ZERO_POINT) * SCALE with the `{macro}_INPUTn_*` / "
-                    f"`{macro}_OUTPUTn_*` macros of `model.h`." if any(t["scale"] is not None for t in tensors) else
-                    'Tensors are float32, as the float model takes them (compiled with quantize="none").'),
-        "flash": f"{footprint.flash:,} B of {board.flash_size:,} ({footprint.flash_parts()})",
-        "ram": f"{footprint.ram:,} B of {board.ram_size:,} ({footprint.ram_parts()})",
-    }
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(package_root("mcu.templates") / "dropin")),
-                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    for name in TEMPLATED:
-        files[name] = env.get_template(f"{name}.j2").render(ctx).encode()
-    return files
+FLOAT_MODEL = "model.pt2"  # the float model, opened only by `mcu debug` (mcu.tools.debug.check_trusted)
+IR_FILE = "ir.json"      # the lowered IR and memory plan, typed JSON (mcu.codegen.serialize)
+IR_DATA = "ir_data"      # its arrays, <index>.npy, read with allow_pickle=False
+OLD_IR_FILE = "ir.pkl"   # mcu 0.1.0 before package format 1: a pickle, never opened
 
 
-def _headers(texts: dict[str, str], sources: list[Path], runtime: Path) -> tuple[list[Path], set[str]]:
-    """Runtime headers reachable from the generated files and the sources, and the system headers seen."""
-    include_dir = runtime / "include"
-    found: set[Path] = set()
-    system: set[str] = set()
-    todo: list[tuple[str, str, Path | None]] = [(name, text, None) for name, text in texts.items()]
-    todo += [(str(p), p.read_text(), p.parent) for p in sources]
-    while todo:
-        where, text, folder = todo.pop()
-        for kind, name in _INCLUDE.findall(text):
-            if kind == "<":
-                system.add(name)
+def mcu_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("mcu")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+
+@dataclass
+class Package:
+    """A compiled model: its folder, the lowered IR and memory plan, and (when compiled in this
+    process) torchao's converted model, the integer reference of the whole graph."""
+    out_dir: Path
+    board: str
+    manifest: dict
+    graph: Graph
+    memory: MemoryPlan
+    converted: torch.fx.GraphModule | None = field(default=None, repr=False)
+    trusted: bool = field(default=False, repr=False)  # written by this process: its model.pt2 is ours (mcu.tools.debug)
+    precision: PrecisionChoice | None = field(default=None, repr=False)  # what target_sqnr picked
+
+    @property
+    def arena_bytes(self) -> int:
+        return self.manifest["arena_bytes"]
+
+    @property
+    def build_dir(self) -> Path:
+        return self.out_dir / BUILD_DIR / self.board
+
+    # -- host-side conversions at the model boundary ----------------------------------------
+    def quantize_inputs(self, inputs) -> list[np.ndarray]:
+        """Float inputs in torch order -> int8 arrays (float32 for a float package) in the stored order (NHWC
+        for 4-d)."""
+        if isinstance(inputs, (torch.Tensor, np.ndarray)):
+            inputs = (inputs,)
+        specs = self.manifest["inputs"]
+        if len(inputs) != len(specs):
+            raise InputError(f"the model takes {len(specs)} input(s), got {len(inputs)}")
+        out = []
+        for spec, x in zip(specs, inputs):
+            shape = torch_shape(spec)
+            try:
+                x = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x)
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise InputError(f"{spec['name']} must be a float tensor of shape {list(shape)} (torch order), "
+                                 f"got a {type(x).__name__} that is not one ({exc})") from None
+            if tuple(x.shape) != shape or not x.is_floating_point():
+                raise InputError(f"{spec['name']} must be a float tensor of shape {list(shape)} (torch order), got "
+                                 f"{x.dtype} {list(x.shape)}")
+            if spec["dtype"] == "float32":  # quantize="none": the input as it is
+                out.append(to_stored(x.float().numpy(), spec))
                 continue
-            if folder is None and name in texts:
-                continue  # a generated file includes another generated file
-            candidates = ([folder / name] if folder is not None else []) + [include_dir / name]
-            path = next((c.resolve() for c in candidates if c.is_file()), None)
-            if path is None:
-                raise McuError(f'{where} includes "{name}", which is neither generated nor in {include_dir}; '
-                               f"the drop-in package would not build")
-            if path not in found:
-                found.add(path)
-                todo.append((str(path), path.read_text(), path.parent))
-    return sorted(found), system
+            if not torch.isfinite(x).all():
+                raise InputError(f"{spec['name']} contains NaN or Inf, which int8 cannot represent; clean the input")
+            info = torch.iinfo(getattr(torch, spec["dtype"]))  # int8, or int16 (a16w8)
+            q = torch.ops.quantized_decomposed.quantize_per_tensor(
+                x.float(), spec["scale"], spec["zero_point"], info.min, info.max, getattr(torch, spec["dtype"])).numpy()
+            out.append(to_stored(q, spec))
+        return out
+
+    def dequantize_outputs(self, raw: list[np.ndarray]) -> list[np.ndarray]:
+        return [r.astype(np.float32) if s["scale"] is None else
+                ((r.astype(np.float32) - s["zero_point"]) * np.float32(s["scale"])).astype(np.float32)
+                for r, s in zip(raw, self.manifest["outputs"])]
+
+    def reference(self, inputs) -> list[np.ndarray]:
+        """Raw outputs (torch order) of the numpy reference for float inputs: integer, or float32 for a float
+        package (quantize="none")."""
+        raw = run_reference(self.graph, self.quantize_inputs(inputs))
+        return [to_torch(r, s) for r, s in zip(raw, self.manifest["outputs"])]
+
+    def torchao_reference(self, inputs) -> list[np.ndarray]:
+        """Float outputs of torchao's converted (Q/DQ) model; needs a package compiled in this process."""
+        if self.converted is None:
+            raise McuError("the torchao reference exists only for packages compiled in this process")
+        if isinstance(inputs, (torch.Tensor, np.ndarray)):
+            inputs = (inputs,)
+        with torch.no_grad():
+            out = self.converted(*[torch.as_tensor(x) for x in inputs])
+        out = out if isinstance(out, (tuple, list)) else (out,)
+        return [o.numpy() for o in out]
+
+    def build(self) -> Path:
+        from mcu.build.firmware import build_firmware
+        return build_firmware(self.board, self.out_dir, self.build_dir)
+
+
+@dataclass
+class RunResult:
+    outputs: list[np.ndarray]       # dequantized float32, torch order
+    raw_outputs: list[np.ndarray]   # integer outputs, torch order
+    instructions: int               # one inference, from SysTick under -icount shift=0
+    stdout: str = ""
+    stack_bytes: int = 0            # peak stack of the run, harness included (see mcu.build.stack for the bound)
+
+
+def torch_shape(spec) -> tuple[int, ...]:
+    s = tuple(spec["shape"])
+    return (s[0], s[3], s[1], s[2]) if spec["layout"] == "NHWC" else s
+
+
+def to_stored(x: np.ndarray, spec) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if spec["layout"] == "NHWC" else x
+
+
+def to_torch(x: np.ndarray, spec) -> np.ndarray:
+    x = x.reshape(spec["shape"])
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if spec["layout"] == "NHWC" else x
+
+
+def sha256(data: bytes) -> str:
+    """The hex sha256 of data."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _manifest_digest(manifest: dict) -> str:
+    """sha256 of the manifest's canonical JSON without the digest itself."""
+    rest = dict(manifest)
+    if isinstance(rest.get("package"), dict):
+        rest["package"] = {k: v for k, v in rest["package"].items() if k != "manifest_sha256"}
+    return sha256(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode())
+
+
+def seal_manifest(manifest: dict, files: dict[str, bytes], n_arrays: int) -> dict:
+    """The manifest with its "package" entry: format version, writer, and the sha256 of itself and of the IR files,
+    so a package changed after mcu wrote it is refused with one line instead of being half-read."""
+    manifest = {k: v for k, v in manifest.items() if k != "package"}
+    manifest["package"] = {
+        "format": serialize.VERSION, "written_by": f"mcu {mcu_version()}", "arrays": n_arrays,
+        "sha256": {name: sha256(files[name]) for name in [IR_FILE, FLOAT_MODEL] + [f"{IR_DATA}/{i}.npy" for i in
+                                                                                  range(n_arrays)] if name in files}}
+    manifest["package"]["manifest_sha256"] = _manifest_digest(manifest)
+    return manifest
+
+
+_C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+_KERNEL = re.compile(r"[a-z0-9_]{1,32}/[A-Za-z0-9_]{1,96}\Z")
+MAX_FILE = 1 << 28  # 256 MB: no package file mcu writes comes near
+
+
+def read_sealed(pkg: Package, name: str) -> bytes:
+    """A package file whose sha256 the manifest holds (load checked the manifest's own), refused if changed."""
+    expected = pkg.manifest["package"]["sha256"].get(name)
+    data = _read(pkg.out_dir / name, name)
+    if expected is None or sha256(data) != expected:
+        raise PackageError(f"{pkg.out_dir / name} was changed after mcu wrote it (its sha256 is not the one in "
+                           f"manifest.json); compile the model again with `mcu compile`")
+    return data
+
+
+def _read(path: Path, what: str) -> bytes:
+    if path.is_symlink() or not path.is_file():
+        raise PackageError(f"{path} is missing or not a regular file; the package is damaged: compile it again "
+                           f"with `mcu compile`")
+    if path.stat().st_size > MAX_FILE:
+        raise PackageError(f"{path} is larger than any {what} mcu writes; the package is damaged")
+    return path.read_bytes()
+
+
+def check_manifest(manifest, where: Path) -> dict:
+    """The manifest's names and numbers, checked before any of them reaches SCons, CMake or the filesystem:
+    the board is one of boards/, every kernel a source the registry names (a kernel's or a shared core's),
+    the model name a C name."""
+    from mcu.boards import board_names
+    from mcu.codegen.kernels import SOURCES
+
+    def bad(what: str):
+        raise PackageError(f"{where}: {what}; the package is damaged or was not written by mcu: compile it again "
+                           f"with `mcu compile`")
+
+    if not isinstance(manifest, dict):
+        bad("not a JSON object")
+    board = manifest.get("board")
+    if not isinstance(board, str) or board not in board_names():
+        bad(f"board {str(board)[:40]!r} is not one of mcu's boards (`mcu boards`)")
+    if not isinstance(manifest.get("name"), str) or not _C_NAME.match(manifest["name"]):
+        bad(f"model name {str(manifest.get('name'))[:40]!r} is not a C identifier")
+    kernels = manifest.get("kernels")
+    if not isinstance(kernels, list) or not kernels:
+        bad("'kernels' is not a list of kernel names")
+    for k in kernels:
+        if not isinstance(k, str) or not _KERNEL.match(k):
+            bad(f"kernel {str(k)[:60]!r} is not family/name (no '..', no absolute path)")
+        if k not in SOURCES:
+            bad(f"kernel {k!r} is not in mcu's kernel registry")
+    for key in ("arena_bytes", "weights_bytes", "arena_lower_bound"):
+        if type(manifest.get(key)) is not int or not 0 <= manifest[key] < 1 << 32:
+            bad(f"{key!r} is not a byte count")
+    for key in ("inputs", "outputs"):
+        specs = manifest.get(key)
+        if not isinstance(specs, list) or not specs:
+            bad(f"{key!r} is not a list of tensors")
+        for s in specs:
+            if not isinstance(s, dict) or not isinstance(s.get("name"), str) or not _C_NAME.match(s["name"]):
+                bad(f"an entry of {key!r} has no C name")
+            shape = s.get("shape")
+            if not isinstance(shape, list) or not 1 <= len(shape) <= 8 or \
+                    any(type(d) is not int or not 0 < d < 1 << 24 for d in shape):
+                bad(f"{key} {s['name']}: 'shape' is not a list of sizes")
+            if s.get("layout") not in ("torch order", "NHWC") or (s.get("layout") == "NHWC" and len(shape) != 4):
+                bad(f"{key} {s['name']}: 'layout' is not 'torch order' or 'NHWC' (4-d)")
+            if not isinstance(s.get("dtype"), str) or s["dtype"] not in DTYPES:
+                bad(f"{key} {s['name']}: 'dtype' {str(s.get('dtype'))[:20]!r} is not one of {', '.join(DTYPES)}")
+            n = int(np.prod(shape, dtype=np.int64)) * np.dtype(DTYPES[s["dtype"]]).itemsize
+            if s.get("bytes") != n:
+                bad(f"{key} {s['name']}: 'bytes' is not {n}, the size of its shape and dtype")
+            if s.get("scale") is None:
+                if s.get("zero_point") is not None or s["dtype"] != "float32":
+                    bad(f"{key} {s['name']}: no scale for an integer tensor")
+            elif type(s.get("scale")) is not float or not 0 < s["scale"] < 1e30 or type(s.get("zero_point")) is not int \
+                    or not -(1 << 31) <= s["zero_point"] < 1 << 31:
+                bad(f"{key} {s['name']}: 'scale'/'zero_point' are not a positive float and an integer")
+    if not isinstance(manifest.get("ops"), list):
+        bad("'ops' is not a list")
+    return manifest
+
+
+def load(out_dir: str | os.PathLike) -> Package:
+    """Open a package folder written by compile(). Nothing in it is executed or unpickled: the manifest and the IR
+    are JSON checked field by field (and against the sha256 the manifest holds), arrays .npy without pickles; any
+    other content raises PackageError (an McuError: one line)."""
+    out_dir = Path(out_dir)
+    manifest_path = out_dir / "manifest.json"
+    if not manifest_path.is_file():
+        raise McuError(f"{out_dir} is not an mcu package (no manifest.json); run `mcu compile` first")
+    try:
+        manifest = json.loads(_read(manifest_path, "manifest"),
+                              parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"{c} is not JSON")))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise PackageError(f"{manifest_path} is not valid JSON ({str(exc)[:80]}); the package is damaged: compile it "
+                           f"again with `mcu compile`") from None
+    info = manifest.get("package") if isinstance(manifest, dict) else None
+    if not isinstance(info, dict) or "format" not in info:
+        if (out_dir / OLD_IR_FILE).exists() or isinstance(manifest, dict) and "kernels" in manifest:
+            raise PackageError(f"{out_dir} was written by an older mcu (mcu 0.1.0 before package format "
+                               f"{serialize.VERSION}: its IR is a pickle, which mcu no longer opens); compile the "
+                               f"model again with this mcu ({mcu_version()}): `mcu compile MODEL -o {out_dir}`")
+        raise PackageError(f"{manifest_path} is not an mcu manifest; compile the model with `mcu compile`")
+    if info.get("format") != serialize.VERSION:
+        raise PackageError(f"{out_dir} was written by {str(info.get('written_by'))[:40]} in package format "
+                           f"{str(info.get('format'))[:20]}; this mcu ({mcu_version()}) reads format "
+                           f"{serialize.VERSION}: compile the model again with `mcu compile MODEL -o {out_dir}`")
+    sums = info.get("sha256")
+    n = info.get("arrays")
+    if info.get("manifest_sha256") != _manifest_digest(manifest) or type(n) is not int or not 0 <= n < 1 << 20 or \
+            not isinstance(sums, dict) or set(sums) - {FLOAT_MODEL} != {IR_FILE, *(f"{IR_DATA}/{i}.npy" for i in range(n))} \
+            or not all(isinstance(v, str) for v in sums.values()):
+        raise PackageError(f"{manifest_path} was changed after mcu wrote it (its checksum does not match); compile "
+                           f"the model again with `mcu compile`")
+    check_manifest(manifest, manifest_path)
+
+    def checked(name: str) -> bytes:
+        return read_sealed(Package(out_dir, "", manifest, None, None), name)
+
+    def read_array(i: int) -> np.ndarray:
+        if not i < n:
+            raise PackageError(f"{out_dir / IR_FILE} names array {i}; the package holds {n}")
+        try:
+            return np.load(io.BytesIO(checked(f"{IR_DATA}/{i}.npy")), allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise PackageError(f"{out_dir / IR_DATA / f'{i}.npy'} is not a plain .npy array ({str(exc)[:80]})") from None
+
+    try:
+        text = checked(IR_FILE).decode()
+    except UnicodeDecodeError:
+        raise PackageError(f"{out_dir / IR_FILE} is not UTF-8 text; the package is damaged") from None
+    try:
+        graph, memory = serialize.load(text, read_array)
+    except serialize.FormatError as exc:
+        raise PackageError(f"{out_dir}: {exc}; the package is damaged: compile it again with `mcu compile`") from None
+    _check_consistent(manifest, graph, memory, manifest_path)
+    if (out_dir / BUILD_DIR).is_symlink():
+        raise PackageError(f"{out_dir / BUILD_DIR} is a symbolic link; mcu builds only inside the package folder: "
+                           f"remove it")
+    return Package(out_dir, manifest["board"], manifest, graph, memory)
+
+
+def _check_consistent(manifest: dict, graph: Graph, memory: MemoryPlan, where: Path) -> None:
+    """The manifest's I/O, arena and kernels say what the IR says."""
+    def bad(what):
+        raise PackageError(f"{where}: {what}, unlike the package's IR; compile the model again with `mcu compile`")
+
+    for key, names in (("inputs", graph.inputs), ("outputs", graph.outputs)):
+        if len(manifest[key]) != len(names):
+            bad(f"{len(manifest[key])} {key}")
+        for s, t in zip(manifest[key], names):
+            t = graph.tensors[t]
+            if list(t.shape) != s["shape"] or t.dtype != s["dtype"]:
+                bad(f"{key} {s['name']} is {s['dtype']} {s['shape']}")
+    if manifest["arena_bytes"] != memory.arena_bytes:
+        bad(f"the arena is {manifest['arena_bytes']} B")
+    try:
+        emitted = emit(graph, memory, board=manifest["board"])[1].as_dict()
+    except Exception as exc:  # a forged IR that passed the field checks: no bug of mcu's if it does not emit
+        raise PackageError(f"{where.parent}: its IR does not make a model ({type(exc).__name__}: {str(exc)[:80]}); "
+                           f"compile the model again with `mcu compile`") from None
+    differ = sorted(k for k in set(emitted) | set(manifest) - {"package"} if emitted.get(k) != manifest.get(k))
+    if differ:
+        bad(f"{', '.join(differ)[:80]} differ from what this mcu writes for the IR")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-from mcu.errors import McuError
+from mcu.codegen.errors import McuError  # the base of every mcu error (mcu.errors re-exports it)
 
 
 def package_root(name: str) -> Path:

@@ -149,7 +149,7 @@ def _command(elf: str | Path, board: Board) -> tuple[Path, list[str]]:
     if not board.emulated:
         raise NotEmulatedError(
             f"board {board.name} has no [qemu] section in its board.toml: its firmware can be built "
-            "(mcu.build.build_firmware) but not run; pick an emulated board (mcu boards)"
+            "(mcu.build.firmware.build_firmware) but not run; pick an emulated board (mcu boards)"
         )
     qemu = shutil.which(QEMU)
     if qemu is None:
@@ -158,7 +158,7 @@ def _command(elf: str | Path, board: Board) -> tuple[Path, list[str]]:
         )
     elf = Path(elf).resolve()
     if not elf.is_file():
-        raise FirmwareError(f"no firmware at {elf}; build it first (mcu.build.build_firmware)")
+        raise FirmwareError(f"no firmware at {elf}; build it first (mcu.build.firmware.build_firmware)")
     cmd = [
         qemu, "-M", board.qemu_machine, "-nographic",
         "-semihosting-config", "enable=on,target=native",

@@ -23,8 +23,8 @@ import sys
 import torch
 from torch.fx import Interpreter, Node
 
-import mcu.quantize as Q
-from mcu.export import export
+import mcu.quantization.quantizer as Q
+from mcu.importer.export import export
 from mcu.metrics import sqnr_db
 from mcu.zoo import deep
 from mcu.zoo.mlperf_tiny import MODELS, calibration_set

@@ -2,7 +2,7 @@
 relative error, instructions, arena and flash on one board, and device == reference on every core.
 
     python scripts/zoo_blocks.py [--board mps2-an386] [--exact-on microbit,mps2-an385,...] [--blocks a,b]
-Prints a Markdown table (the README's zoo-blocks table).
+Prints a Markdown table (the block-networks table of docs/benchmarks.md, kept there as text).
 """
 from __future__ import annotations
 

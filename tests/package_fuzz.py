@@ -71,7 +71,7 @@ def pt2_payload(original: bytes, marker: Path, member: str) -> bytes:
 
 def reseal(folder: Path) -> None:
     """Recompute the manifest's checksums after an edit (what someone forging a package would do)."""
-    from mcu.api import IR_DATA, IR_FILE, _manifest_digest
+    from mcu.package import IR_DATA, IR_FILE, _manifest_digest
     m = json.loads((folder / "manifest.json").read_text())
     info = m.get("package") if isinstance(m, dict) else None
     if not isinstance(info, dict) or not isinstance(info.get("sha256"), dict):

@@ -13,7 +13,7 @@ from torch import nn
 import mcu
 from mcu.errors import McuError
 from mcu.metrics import lsb_error, sqnr_db
-from mcu.quantize import McuQuantizer, check_mixed, precision_of, quantize
+from mcu.quantization.quantizer import McuQuantizer, check_mixed, precision_of, quantize
 
 BOARDS = ("mps2-an386", "mps2-an385", "mps3-an547")
 
@@ -143,10 +143,10 @@ def test_unsupported_quantize_mode_names_the_choices(net, tmp_path):
 
 
 def test_each_op_agrees_with_torchao_within_one_lsb(net, packages):
-    """Teacher forcing (mcu.fidelity): each op fed torchao's own int16 inputs differs from torchao's int16 output
+    """Teacher forcing (mcu.tools.fidelity): each op fed torchao's own int16 inputs differs from torchao's int16 output
     by at most 1 LSB. Off the tables, on under 0.5 % of the elements (float32 sums in torchao's reference near a
     rounding edge); a table (sigmoid, x * 0.5) interpolates 512 segments, so more of its outputs are 1 LSB off."""
-    from mcu.fidelity import op_agreement
+    from mcu.tools.fidelity import op_agreement
     rows = [a for x in _data(3, seed=2) for a in op_agreement(packages["a16w8"], x)]
     assert max(a.max_lsb for a in rows) <= 1
     exact = [a for a in rows if a.kernel != "mcu_lut_s16"]
@@ -156,7 +156,7 @@ def test_each_op_agrees_with_torchao_within_one_lsb(net, packages):
 def test_zoo_kws_a16w8_op_by_op_and_sqnr(tmp_path):
     """KWS (DS-CNN) under a16w8: every op within 1 LSB of torchao (teacher forcing) and SQNR vs float >= 50 dB
     (int8: 37.9 dB)."""
-    from mcu.fidelity import op_agreement
+    from mcu.tools.fidelity import op_agreement
     from mcu.zoo import MODELS, calibration_set
     model, example = MODELS["kws"]()
     pkg = mcu.compile(model, example, calibration=calibration_set("kws"), quantize="a16w8", out_dir=tmp_path / "k")

@@ -1,7 +1,7 @@
-"""mcu.bench's goals table (issue #14): each number against its goal, exactly as printed."""
+"""mcu.tools.bench's goals table (issue #14): each number against its goal, exactly as printed."""
 from __future__ import annotations
 
-from mcu.bench import BEFORE_INSTRUCTIONS, BOARDS, format_goals
+from mcu.tools.bench import BEFORE_INSTRUCTIONS, BOARDS, format_goals
 
 
 def row(model, board, instructions, arena, arena_memory, weights, params, kernels, glue, quantize="int8"):

@@ -17,11 +17,11 @@ import torch
 from torch import nn
 
 import mcu
-from mcu import fit
+from mcu.build import fit
 from mcu.boards import load_board
-from mcu.build import build_firmware
+from mcu.build.firmware import build_firmware
 from mcu.cli import main as cli_main
-from mcu.elfsize import size_report
+from mcu.build.elfsize import size_report
 from mcu.errors import BoardFitError, HardFaultError, NotEmulatedError, StackOverflowError
 from mcu.paths import package_root
 from mcu.qemu.runner import run_firmware
@@ -305,4 +305,4 @@ def test_code_size_table_is_conservative(tmp_path):
             size = sum(int(p[1]) for p in lines[2:] if p and p[0].startswith((".text", ".rodata")))
             if size > fit.code_bytes(key):
                 too_big.append(f"{key}: {size} B on {board} > {fit.code_bytes(key)}")
-    assert not too_big, "raise these in mcu/fit.py CODE_BYTES: " + "; ".join(too_big)
+    assert not too_big, "raise these in mcu/build/fit.py CODE_BYTES: " + "; ".join(too_big)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from mcu.boards import WARNING_CFLAGS, board_names, list_boards, load_board
-from mcu.build import build_firmware
+from mcu.build.firmware import build_firmware
 from mcu.errors import (
     BuildError,
     FirmwareError,
@@ -30,7 +30,7 @@ from mcu.errors import (
 )
 from mcu.paths import package_root
 from mcu.qemu.runner import run_firmware
-from mcu.elfsize import size_report
+from mcu.build.elfsize import size_report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "echo_model"
 EMULATED = ["mps2-an385", "mps2-an386", "mps3-an547"]

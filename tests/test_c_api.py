@@ -12,9 +12,9 @@ import torch
 from torch import nn
 
 import mcu
-from mcu.debug import MCU_ERR_ARENA_GUARD
+from mcu.tools.debug import MCU_ERR_ARENA_GUARD
 from mcu.errors import MCU_STATUS
-from mcu.hostbuild import SANITIZER_ENV, compile_executable, package_sources
+from mcu.build.host import SANITIZER_ENV, compile_executable, package_sources
 from mcu.paths import package_root
 from tests.hostc import STATUS
 

@@ -13,7 +13,10 @@ import torch
 
 import mcu
 import mcu.cli
-from mcu.cli import CalibrationProgress, build_parser, format_progress
+import mcu.cli.compile
+import mcu.cli.run
+from mcu.cli import build_parser
+from mcu.cli.progress import ProgressBar
 from test_errors import cli, models, npy, one_error  # noqa: F401  (models is a fixture)
 
 COMMANDS = ["compile", "run", "size", "plan", "profile", "debug", "eval", "report", "boards", "bench"]
@@ -94,7 +97,7 @@ def _raise(exc):
 
 
 def test_internal_error_exits_2_with_one_line(capsys, monkeypatch):
-    monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(RuntimeError("kaboom\nsecond line")))
+    monkeypatch.setattr(mcu.cli.run, "cmd_boards", _raise(RuntimeError("kaboom\nsecond line")))
     rc, out, err = run_main(capsys, "boards")
     assert rc == 2 and out == ""
     assert err == f"mcu: internal error: RuntimeError: kaboom {INTERNAL}\n"
@@ -106,16 +109,16 @@ def test_internal_error_exits_2_with_one_line(capsys, monkeypatch):
 def test_a_file_the_system_refuses_is_a_user_error(capsys, monkeypatch):
     """Permission denied, a full disk or a missing folder is the user's to fix: exit 1, the path named."""
     denied = PermissionError(13, "Permission denied", "/out/model.c")
-    monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(denied))
+    monkeypatch.setattr(mcu.cli.run, "cmd_boards", _raise(denied))
     assert run_main(capsys, "boards") == (1, "", "mcu: error: Permission denied: /out/model.c; check that path (it "
                                                  "exists, is writable, and its disk has room)\n")
-    monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(OSError("socket closed")))  # no file: still a bug of ours
+    monkeypatch.setattr(mcu.cli.run, "cmd_boards", _raise(OSError("socket closed")))  # no file: still a bug of ours
     rc, _, err = run_main(capsys, "boards")
     assert rc == 2 and err == f"mcu: internal error: OSError: socket closed {INTERNAL}\n"
 
 
 def test_interrupt_exits_130(capsys, monkeypatch):
-    monkeypatch.setattr(mcu.cli, "cmd_boards", _raise(KeyboardInterrupt()))
+    monkeypatch.setattr(mcu.cli.run, "cmd_boards", _raise(KeyboardInterrupt()))
     assert run_main(capsys, "boards") == (130, "", "mcu: interrupted\n")
 
 
@@ -145,15 +148,14 @@ def test_calibration_without_len_reports_no_total(tmp_path):
     assert [(done, total) for done, total, _ in calls] == [(1, None), (2, None), (3, None)]
 
 
-def test_cli_compile_prints_progress_to_stderr(models, capsys, tmp_path):  # noqa: F811
+def test_cli_compile_draws_progress_only_when_asked_off_a_terminal(models, capsys, tmp_path):  # noqa: F811
     calib = npy(tmp_path, "calib.npy", np.random.default_rng(0).standard_normal((3, 20)).astype(np.float32))
     rc, err = cli(capsys, "compile", "errmodels:linear", "--calib", calib, "-o", tmp_path / "o")
-    assert rc == 0
-    pattern = r"calibrating: {}/3 batches, \d+\.\d s elapsed, {}"
-    lines = err.splitlines()
-    assert len(lines) == 3, err
-    for done, (line, left) in enumerate(zip(lines, [r"about \d+\.\d s left"] * 2 + ["done"]), 1):
-        assert re.fullmatch(pattern.format(done, left), line), line
+    assert rc == 0 and "calibrating" not in err, err  # stderr is not a terminal here: quiet
+    rc, err = cli(capsys, "compile", "errmodels:linear", "--calib", calib, "-o", tmp_path / "p", "--progress")
+    assert rc == 0, err
+    last = err.replace("\r", "\n").strip().splitlines()[-1]
+    assert re.match(r"calibrating: 100%\|.*\| 3/3 ", last), err
 
 
 def test_cli_compile_ends_with_one_line_of_instructions_arena_and_flash(models, capsys, tmp_path):  # noqa: F811
@@ -165,7 +167,7 @@ def test_cli_compile_ends_with_one_line_of_instructions_arena_and_flash(models, 
     size = mcu.size(pkg)
     instructions = mcu.run(pkg, models[0].linear()[1]).instructions
     m = pkg.manifest
-    assert out.splitlines()[-1] == mcu.cli.summary_line("mps2-an386", instructions, m["arena_bytes"],
+    assert out.splitlines()[-1] == mcu.cli.compile.summary_line("mps2-an386", instructions, m["arena_bytes"],
                                                          m["arena_lower_bound"], size)
     assert re.fullmatch(r"mps2-an386: [\d,]+ instructions, arena [\d,]+ B \(lower bound [\d,]+ B\), flash [\d,]+ B "
                         r"of 4,194,304 B \(weights [\d,]+ B, code [\d,]+ B\)", out.splitlines()[-1])
@@ -187,74 +189,42 @@ def test_cli_compile_without_the_cross_compiler_writes_the_package_and_says_so(m
 
 
 def test_summary_line():
-    from mcu.elfsize import SizeReport
+    from mcu.build.elfsize import SizeReport
     size = SizeReport(flash_weights=34904, flash_generated=1500, flash_kernels=13000, flash_runtime=300,
                       flash_other=3040, ram_arena=10816, ram_static=0, ram_stack=2048, flash_capacity=4194304)
-    assert mcu.cli.summary_line("mps2-an386", 3549680, 10816, 8704, size) == (
+    assert mcu.cli.compile.summary_line("mps2-an386", 3549680, 10816, 8704, size) == (
         "mps2-an386: 3,549,680 instructions, arena 10,816 B (lower bound 8,704 B), flash 52,744 B of 4,194,304 B "
         "(weights 34,904 B, code 17,840 B)")
-    line = mcu.cli.summary_line("x", None, 1, 0, dataclasses.replace(size, flash_capacity=None))
+    line = mcu.cli.compile.summary_line("x", None, 1, 0, dataclasses.replace(size, flash_capacity=None))
     assert line.startswith("x: not run, arena 1 B (lower bound 0 B), flash 52,744 B (weights")
 
 
-def test_format_progress():
-    assert format_progress(37, 200, 2.0) == "calibrating: 37/200 batches, 2.0 s elapsed, about 8.8 s left"
-    assert format_progress(200, 200, 11.44) == "calibrating: 200/200 batches, 11.4 s elapsed, done"
-    assert format_progress(7, None, 0.5) == "calibrating: 7 batches, 0.5 s elapsed"
-
-
-def test_progress_off_a_terminal_prints_each_tenth():
+def test_progress_bar_counts_to_the_total_and_ends_its_line():
     stream = io.StringIO()
-    progress = CalibrationProgress(stream)
+    bar = ProgressBar("calibrating", "batch", True, file=stream)
     for done in range(1, 201):
-        progress(done, 200, done / 10)
-    progress.close()
-    lines = stream.getvalue().splitlines()
-    assert len(lines) == 10 and stream.getvalue().endswith("done\n")
-    assert lines[0] == "calibrating: 20/200 batches, 2.0 s elapsed, about 18.0 s left"
-    assert lines[4] == "calibrating: 100/200 batches, 10.0 s elapsed, about 10.0 s left"
-    assert lines[-1] == "calibrating: 200/200 batches, 20.0 s elapsed, done"
-    few = io.StringIO()
-    progress = CalibrationProgress(few)
-    for done in range(1, 4):
-        progress(done, 3, done)
-    assert few.getvalue() == ("calibrating: 1/3 batches, 1.0 s elapsed, about 2.0 s left\n"
-                              "calibrating: 2/3 batches, 2.0 s elapsed, about 1.0 s left\n"
-                              "calibrating: 3/3 batches, 3.0 s elapsed, done\n")
+        bar(done, 200, done / 10)
+    bar.close()  # closed already at 200/200: no second line
+    final = stream.getvalue().replace("\r", "\n").strip().splitlines()[-1]
+    assert re.match(r"calibrating: 100%\|.*\| 200/200 \[", final), final
+    assert stream.getvalue().endswith("\n") and stream.getvalue().count("\n") == 1
     unknown = io.StringIO()
-    progress = CalibrationProgress(unknown)
-    for done in range(1, 120):
-        progress(done, None, 0.0)
-    assert unknown.getvalue().splitlines() == [f"calibrating: {n} batches, 0.0 s elapsed" for n in (1, 10, 100)]
+    bar = ProgressBar("calibrating", "batch", True, file=unknown)
+    for done in range(1, 8):
+        bar(done, None, 0.0)
+    bar.close()
+    assert re.match(r"calibrating: 7batch \[", unknown.getvalue().replace("\r", "\n").strip().splitlines()[-1])
 
 
-class Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_progress_on_a_terminal_rewrites_one_line():
-    term = Terminal()
-    progress = CalibrationProgress(term)
-    progress(1, 2, 10.0)
-    progress(2, 2, 12.0)
-    progress.close()  # the line is already ended: no second newline
-    first = "calibrating: 1/2 batches, 10.0 s elapsed, about 10.0 s left"
-    assert term.getvalue() == f"\r{first}\r{'calibrating: 2/2 batches, 12.0 s elapsed, done'.ljust(len(first))}\n"
-    broken = Terminal()  # calibration failed half way: close() ends the line before the error message
-    progress = CalibrationProgress(broken)
-    progress(1, 2, 1.0)
-    progress.close()
-    assert broken.getvalue() == "\rcalibrating: 1/2 batches, 1.0 s elapsed, about 1.0 s left\n"
-
-
-def test_cli_target_sqnr_prints_the_choice_and_the_mixed_dict_to_pin(models, capsys, tmp_path):  # noqa: F811
-    calib = npy(tmp_path, "calib.npy", np.random.default_rng(0).standard_normal((4, 20)).astype(np.float32))
-    rc, out, err = run_main(capsys, "compile", "errmodels:linear", "--calib", calib, "-o", tmp_path / "a",
-                            "--target-sqnr", "10")
-    assert rc == 0, err
-    assert re.search(r"^target 10\.0 dB: \d+\.\d dB at the run's precision -> \d+\.\d dB with 0 layer\(s\) raised",
-                     out, re.M), out
-    rc, out, err = run_main(capsys, "compile", "errmodels:linear", "--calib", calib, "-o", tmp_path / "b",
-                            "--target-sqnr", "300")
-    assert rc == 1 and "target_sqnr=300 dB is out of reach" in err and not (tmp_path / "b").exists()
+def test_progress_bar_off_writes_nothing_and_a_broken_run_ends_the_line():
+    quiet = io.StringIO()
+    bar = ProgressBar("calibrating", "batch", False, file=quiet)
+    for done in range(1, 4):
+        bar(done, 3, 0.0)
+    bar.close()
+    assert quiet.getvalue() == ""
+    broken = io.StringIO()  # calibration failed half way: close() ends the line before the error message
+    bar = ProgressBar("calibrating", "batch", True, file=broken)
+    bar(1, 2, 1.0)
+    bar.close()
+    assert broken.getvalue().endswith("\n") and "1/2" in broken.getvalue()

@@ -1,4 +1,4 @@
-"""Composite ops through their primitives (mcu.decompose): norms, variance, logsumexp, log_softmax, vector norms,
+"""Composite ops through their primitives (mcu.importer.decompose): norms, variance, logsumexp, log_softmax, vector norms,
 clamp by tensors, PReLU, attention, GRU and LSTM, pixel and channel shuffles, tile/expand/repeat.
 
 Each case compiles for mps2-an386 (Cortex-M4) and runs on QEMU:
@@ -163,7 +163,7 @@ def test_gru_state_in_and_out_streams(tmp_path):
 
 
 def test_every_composite_op_is_accepted_and_decomposed():
-    from mcu.decompose import COMPOSITES, CONSTANT_OPS
-    from mcu.export import COMPOSITE_OPS, SUPPORTED_OPS
+    from mcu.importer.decompose import COMPOSITES, CONSTANT_OPS
+    from mcu.importer.ops import COMPOSITE_OPS, SUPPORTED_OPS
     assert set(COMPOSITES) | CONSTANT_OPS == COMPOSITE_OPS
     assert COMPOSITE_OPS <= SUPPORTED_OPS

@@ -227,7 +227,7 @@ def test_variants_refuse_a_pixel_stride(lib, kernel):
 
 # ---- The rule on models -----------------------------------------------------------------------------------------------
 # Inputs calibrated in [0, 6] and ReLU6 branches saturated at both ends: every branch, the pool of the input and the
-# concat observe [0, 6], so the concat's inputs share its qparams (whatever mcu/quantize.py gives aten.cat).
+# concat observe [0, 6], so the concat's inputs share its qparams (whatever mcu/quantization/quantizer.py gives aten.cat).
 
 SCALE = 30.0
 
@@ -264,7 +264,7 @@ def _assert_equal(got, want, where):
 
 
 def _exact_on_host(pkg, shape, seed=4):
-    from mcu.hostbuild import run_host
+    from mcu.build.host import run_host
     x = _inputs(shape, seed)
     _assert_equal(run_host(pkg, x).raw_outputs[0], pkg.reference(x)[0], "host")
 
@@ -543,7 +543,7 @@ def test_strided_producer_never_overlaps_its_input(fire):
 
 
 def test_debug_gathers_a_strided_producers_pixels(inception):
-    from mcu.debug import _gather
+    from mcu.tools.debug import _gather
     (view,) = _views(inception)
     b = inception.graph.producer(view.inputs[1])
     n, h, w, c = b.attrs["params"]["output"]

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import mcu
-from mcu.debug import debug, first_divergence, format_rows
+from mcu.tools.debug import debug, first_divergence, format_rows
 
 pytestmark = pytest.mark.qemu
 

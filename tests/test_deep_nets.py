@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mcu.export import export
+from mcu.importer.export import export
 from mcu.metrics import sqnr_db
-from mcu.quantize import quantize
+from mcu.quantization.quantizer import quantize
 from mcu.zoo import deep
 
 

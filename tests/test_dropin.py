@@ -19,9 +19,10 @@ import torch
 from torch import nn
 
 import mcu
-from mcu.api import _write_package
+from mcu.api import OUR_FILES
+from mcu.writer import write_package
 from mcu.boards import load_board
-from mcu.package import RUNTIME_DIR
+from mcu.build.dropin import RUNTIME_DIR
 from mcu.paths import package_root
 from mcu.qemu.runner import run_firmware
 
@@ -153,8 +154,8 @@ def test_folder_holds_only_what_the_model_needs(pkg):
 
 def test_recompiling_replaces_the_runtime_folder_whole(tmp_path):
     out = tmp_path / "m"
-    _write_package(out, {"model.h": b"1", f"{RUNTIME_DIR}/kernels/a/old.c": b"old"}, force=False)
-    _write_package(out, {"model.h": b"2", f"{RUNTIME_DIR}/kernels/b/new.c": b"new"}, force=False)
+    write_package(out, {"model.h": b"1", f"{RUNTIME_DIR}/kernels/a/old.c": b"old"}, False, OUR_FILES)
+    write_package(out, {"model.h": b"2", f"{RUNTIME_DIR}/kernels/b/new.c": b"new"}, False, OUR_FILES)
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
         "mcu_runtime/kernels/b/new.c", "model.h"]
     assert [p.name for p in tmp_path.iterdir()] == ["m"]  # no temporary folder left behind
@@ -244,12 +245,27 @@ def tiny():
     model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 3))
     return model.eval(), (torch.randn(1, 1, 6, 6),)
 '''
-SOURCES = ("pyproject.toml", "README.md", "mcu", "codegen", "memory_planner", "qemu", "templates", "boards", "runtime_c")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "mcu", "codegen", "memory_planner", "qemu", "templates", "boards",
+           "runtime_c")
+
+
+def _fresh_venv(where: Path) -> Path:
+    """A new virtual environment with no mcu in it: the dependencies (torch, torchao, ...) come from this test's
+    environment through a .pth line (not reinstalled), whose editable mcu stays out (its .pth is never read)."""
+    import site
+    import venv
+    venv.EnvBuilder(with_pip=False).create(where)
+    python = where / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    (Path(purelib) / "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return python
 
 
 @emulated
 def test_installed_wheel_compiles_and_runs(tmp_path):
-    """pip wheel + pip install --target (not editable); `python -m mcu.cli` from elsewhere compiles and runs."""
+    """pip wheel, installed into a fresh virtual environment (no source tree on its path, no editable finder); its
+    `mcu` command, run from another folder, compiles and runs a model."""
     src = tmp_path / "src"
     src.mkdir()
     for name in SOURCES:  # a copy, so the build leaves no build/ or egg-info in the checkout
@@ -260,26 +276,31 @@ def test_installed_wheel_compiles_and_runs(tmp_path):
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     sh([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), "."], src)
     wheel, = (tmp_path / "dist").glob("mcu-*.whl")
-    sh([*pip, "install", "--no-deps", "--target", str(tmp_path / "site"), str(wheel)], tmp_path)
-    site = tmp_path / "site" / "mcu"
-    for data in ("firmware.scons", "templates/model.c.j2", "templates/dropin/CMakeLists.txt.j2",
-                 "boards/microbit/board.toml", "boards/common/startup.c", "runtime_c/include/mcu/mcu_kernels.h"):
-        assert (site / data).is_file(), f"the wheel lacks mcu/{data}"
-
+    python = _fresh_venv(tmp_path / "venv")
+    sh([*pip, "--python", str(python), "install", "--no-deps", str(wheel)], tmp_path)
     work = tmp_path / "work"
     work.mkdir()
     (work / "tinymodel.py").write_text(TINY_MODEL)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PYTHONPATH"] = str(work)  # the user's model module, nothing of mcu's
+
+    where = subprocess.run([str(python), "-c", "import mcu.codegen.kernels, mcu.cli, mcu.tools.bench, mcu.boards; "
+                            "print(mcu.__file__); print(mcu.codegen.kernels.__file__)"],
+                           cwd=work, env=env, capture_output=True, text=True)
+    assert where.returncode == 0, where.stderr[-3000:]
+    for line in where.stdout.split():
+        assert Path(line).is_relative_to(tmp_path / "venv"), where.stdout
+    site_mcu = Path(where.stdout.split()[0]).parent
+    for data in ("build/firmware.scons", "templates/model.c.j2", "templates/dropin/CMakeLists.txt.j2",
+                 "boards/microbit/board.toml", "boards/common/startup.c", "runtime_c/include/mcu/mcu_kernels.h"):
+        assert (site_mcu / data).is_file(), f"the wheel lacks mcu/{data}"
 
     def cli(*args):
-        proc = subprocess.run([sys.executable, "-m", "mcu.cli", *args], cwd=work, env=env, capture_output=True,
+        proc = subprocess.run([str(python.parent / "mcu"), *args], cwd=work, env=env, capture_output=True,
                               text=True, timeout=300)
         assert proc.returncode == 0, f"mcu {' '.join(args)}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         return proc.stdout
 
-    where = subprocess.run([sys.executable, "-c", "import mcu.codegen, mcu.boards; print(mcu.__file__)"],
-                           cwd=work, env=env, capture_output=True, text=True, check=True).stdout
-    assert Path(where.strip()).is_relative_to(tmp_path / "site"), where
     cli("compile", "tinymodel:tiny", "--board", "microbit", "-o", "out")
     assert (work / "out" / "mcu_model.mk").is_file() and (work / "out" / RUNTIME_DIR).is_dir()
     assert "device == numpy reference: yes" in cli("run", "out")

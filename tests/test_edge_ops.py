@@ -111,7 +111,7 @@ def test_scons_refuses_a_package_compiled_for_another_board(tmp_path):
     from mcu.zoo import example_cnn
     model, example = example_cnn()
     pkg = mcu.compile(model, example, board="mps2-an386", out_dir=tmp_path / "pkg")
-    scons = Path(mcu.__file__).resolve().parent / "firmware.scons"
+    scons = Path(mcu.__file__).resolve().parent / "build" / "firmware.scons"
     r = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-f", str(scons), "board=mps2-an385",
                         f"model={pkg.out_dir}", f"build={tmp_path / 'build'}"], capture_output=True, text=True,
                        cwd=tmp_path)

@@ -20,7 +20,8 @@ from mcu.boards import board_names, load_board, load_board_file
 from mcu.cli import main as cli_main
 from mcu.errors import BoardConfigError, HardFaultError, McuError, QemuNotFoundError, QemuTimeoutError, \
     UnknownBoardError
-from mcu.export import ExportError, UnsupportedOpError, export
+from mcu.errors import ExportError, UnsupportedOpError
+from mcu.importer.export import export
 
 MODELS = '''"""Models for tests/test_errors.py (written to a temporary folder, imported by the CLI as errmodels:<fn>)."""
 import torch
@@ -330,7 +331,7 @@ INPUT_CASES = {  # name: (inputs, exact message); all raise before anything is b
 @pytest.mark.parametrize("case", sorted(INPUT_CASES))
 def test_wrong_inputs_to_run(case, linear_pkg):
     make, want = INPUT_CASES[case]
-    with pytest.raises(mcu.api.InputError) as e:
+    with pytest.raises(mcu.errors.InputError) as e:
         mcu.run(linear_pkg, make())
     if want is None:
         assert str(e.value).startswith("input0 must be a float tensor of shape [1, 20] (torch order), got a list "
@@ -487,7 +488,7 @@ def test_interrupted_compile_leaves_the_previous_output(when, models, tmp_path, 
     if when == "writing":
         monkeypatch.setattr(Path, "write_bytes", failing(Path.write_bytes))
     else:
-        monkeypatch.setattr("mcu.api.os.replace", failing(os.replace))
+        monkeypatch.setattr("mcu.writer.os.replace", failing(os.replace))
     with pytest.raises(error, match="simulated failure"):
         mcu.compile(model, example, out_dir=out)
     monkeypatch.undo()
@@ -514,3 +515,13 @@ def test_model_factory_that_returns_the_wrong_thing(models, capsys):
     models[0].not_a_pair = lambda: torch.nn.Linear(2, 2)
     rc, err = cli(capsys, "compile", "errmodels:not_a_pair")
     assert rc == 1 and one_error(err) == "errmodels:not_a_pair returned a Linear; it must return (model, example_inputs)"
+
+
+@pytest.mark.parametrize("target, says", [("1e9", "target_sqnr=1e+09 dB is out of reach: float32 arithmetic itself "
+                                                 "stops near 144 dB"),
+                                          ("nan", "target_sqnr=nan is not a number of dB"),
+                                          ("inf", "target_sqnr=inf is not a number of dB")])
+def test_a_target_sqnr_past_float32_or_not_a_number_is_one_error_line(models, capsys, tmp_path, target, says):  # noqa: F811
+    rc, err = cli(capsys, "compile", "errmodels:linear", "--target-sqnr", target, "-o", tmp_path / "o")
+    assert rc == 1 and one_error(err).startswith(says), err
+    assert not (tmp_path / "o").exists()

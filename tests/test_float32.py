@@ -19,8 +19,9 @@ from torch import nn
 
 import hostc
 import mcu
-from mcu.frontend_float import import_float
-from mcu.export import UnsupportedOpError, export
+from mcu.importer.from_float import import_float
+from mcu.errors import UnsupportedOpError
+from mcu.importer.export import export
 from mcu.metrics import FLOAT_TOLERANCE, relative_error
 from mcu.codegen.twins import float32 as twins
 from mcu.codegen.twins import fmath
@@ -379,7 +380,7 @@ def test_float_ops_model_twin_agrees_with_torch(tmp_path):
 @pytest.mark.parametrize("op", ["matmul", "upsample_nearest2d"])
 def test_op_without_float_kernel_is_refused(op, tmp_path, monkeypatch):
     # The float op set grows; the refusal must not depend on which op happens to lack a kernel today.
-    import mcu.frontend_float as ff
+    import mcu.importer.from_float as ff
     ir_op = {"upsample_nearest2d": "upsample_nearest"}.get(op, op)
     monkeypatch.setattr(ff, "FLOAT_OPS", tuple(o for o in ff.FLOAT_OPS if o != ir_op))
 
@@ -402,7 +403,7 @@ def test_unknown_quantize_mode_is_refused(tmp_path):
 def test_soft_float_is_reported_and_fitted(tmp_path, capsys):
     from mcu.boards import load_board
     from mcu.cli import main
-    from mcu.fit import SOFT_FLOAT_FLASH_BYTES, estimate
+    from mcu.build.fit import SOFT_FLOAT_FLASH_BYTES, estimate
     assert main(["compile", "mcu.zoo:example_cnn", "--quantize", "none", "--board", "mps2-an385",
                  "-o", str(tmp_path / "m3")]) == 0
     out = capsys.readouterr().out
@@ -459,7 +460,7 @@ def test_float_ops_on_device(board, tmp_path):
 
 @pytest.mark.qemu
 def test_bench_float32_row(tmp_path):
-    from mcu.bench import bench
+    from mcu.tools.bench import bench
     rows = bench(["ad"], ["mps2-an386"], tmp_path, quantize="none")
     (row,) = rows
     assert row["quantize"] == "none" and row["exact"] and row["rel_error_device"] <= FLOAT_TOLERANCE

@@ -5,12 +5,13 @@ import torch
 from torch import nn
 
 import mcu
-from mcu.frontend import import_quantized
+from mcu.importer.from_quantized import import_quantized
 from mcu.codegen.ir import Graph, IRError, Node, Tensor, verify
 from mcu.codegen.pipeline import PASSES
 from mcu.errors import McuError
-from mcu.export import UnsupportedOpError, ExportError, export
-from mcu.quantize import quantize
+from mcu.errors import UnsupportedOpError, ExportError
+from mcu.importer.export import export
+from mcu.quantization.quantizer import quantize
 from tests.opmodels import make
 
 

@@ -39,7 +39,7 @@ import mcu.codegen.twins
 import mcu.codegen.twins.conv as conv_twins
 from mcu.codegen.ir import Node, Tensor
 from mcu.codegen.kernels import KERNELS as REGISTRY
-from mcu.hostbuild import SANITIZER_ENV, compile_executable
+from mcu.build.host import SANITIZER_ENV, compile_executable
 
 pytestmark = pytest.mark.host_c
 

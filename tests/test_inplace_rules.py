@@ -22,7 +22,7 @@ def _compile(model, shape, out_dir, optimize="memory", scale=1.0, seed=0):
 
 
 def _exact_on_host(pkg, shape, scale=1.0, seed=4):
-    from mcu.hostbuild import run_host
+    from mcu.build.host import run_host
     x = [torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * scale]
     got, want = run_host(pkg, x).raw_outputs[0], pkg.reference(x)[0]
     bad = np.argwhere(got != want)
@@ -45,7 +45,7 @@ def _views(pkg):
 
 
 # ---- Concat written in place ----------------------------------------------------------------------------------------
-# The quantizer gives a concat's inputs and output one shared range (mcu/quantize.py, as TFLite requires), so it
+# The quantizer gives a concat's inputs and output one shared range (mcu/quantization/quantizer.py, as TFLite requires), so it
 # copies exactly; the ReLU6 branches fed inputs large enough to saturate both ends keep the ranges round.
 
 SCALE = 30.0

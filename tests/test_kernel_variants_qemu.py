@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from mcu.boards import load_board
-from mcu.build import build_firmware
+from mcu.build.firmware import build_firmware
 from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
 from mcu.codegen.kernels import KERNELS

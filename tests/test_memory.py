@@ -157,7 +157,7 @@ def test_in_place_rule_fires_where_the_input_dies_and_the_kernel_runs_the_geomet
 def test_in_place_chain_is_exact_and_clean_under_sanitizers(chain):
     """The host build (ASan + UBSan, arena filled with two patterns: a read of a byte no op wrote shows) equals
     the reference, which runs the portable twins."""
-    from mcu.hostbuild import run_host
+    from mcu.build.host import run_host
     x = [torch.randn(1, 3, 10, 7, generator=torch.Generator().manual_seed(4)) * 2]
     got, want = run_host(chain, x).raw_outputs[0], chain.reference(x)[0]
     assert np.array_equal(got, want)

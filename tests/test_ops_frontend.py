@@ -9,12 +9,15 @@ import torch.nn.functional as F
 import mcu
 from mcu.codegen.kernels import KERNELS
 from mcu.cli import main as cli_main
-from mcu.frontend import QuantizationError, import_quantized
+from mcu.errors import QuantizationError
+from mcu.importer.from_quantized import import_quantized
 from mcu.codegen.ir import verify
 from mcu.codegen.errors import LoweringError
 from mcu.codegen.pipeline import PASSES
-from mcu.export import SUPPORTED_OPS, UnsupportedOpError, export
-from mcu.quantize import quantize
+from mcu.importer.ops import SUPPORTED_OPS
+from mcu.errors import UnsupportedOpError
+from mcu.importer.export import export
+from mcu.quantization.quantizer import quantize
 from tests.opmodels import Fn, make
 
 aten = torch.ops.aten

@@ -18,6 +18,7 @@ import pytest
 
 import mcu
 import mcu.cli
+import mcu.package
 from package_fuzz import (COMMANDS, MARKER_NAME, check_outcome, fresh_copy, harmless, make_package, mutants, payload,
                           pt2_payload, reseal, tree)
 
@@ -94,7 +95,7 @@ def test_old_package_is_refused_naming_its_version(package, tmp_path):
     rc, err = run_cli(["run", d])
     assert rc == 1 and err == (f"mcu: error: {d} was written by an older mcu (mcu 0.1.0 before package format 1: its "
                                f"IR is a pickle, which mcu no longer opens); compile the model again with this mcu "
-                               f"({mcu.api.mcu_version()}): `mcu compile MODEL -o {d}`\n")
+                               f"({mcu.package.mcu_version()}): `mcu compile MODEL -o {d}`\n")
     assert not marker.exists()
 
 

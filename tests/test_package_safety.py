@@ -17,8 +17,8 @@ ALLOWED = {
     # load_pt2 wraps torch.export.load: every torch.load inside it is forced to weights_only=True, pickle.loads and
     # torchbind's loader are replaced by refusals, sympify's strings are checked; the real torch.load it calls is
     # that wrapper's delegate
-    ("mcu/export.py", "return torch.export.load(str(path) if data is None else io.BytesIO(data))"),
-    ("mcu/export.py", "return real_load(f, *args, **kw)"),
+    ("mcu/importer/export.py", "return torch.export.load(str(path) if data is None else io.BytesIO(data))"),
+    ("mcu/importer/export.py", "return real_load(f, *args, **kw)"),
 }
 PATTERNS = {
     "pickle.load": re.compile(r"\bpickle\.loads?\s*\("),

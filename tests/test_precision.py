@@ -8,9 +8,9 @@ from torch import nn
 
 import mcu
 from mcu.errors import McuError
-from mcu.export import export
+from mcu.importer.export import export
 from mcu.metrics import sqnr_db
-from mcu.precision import Unit, rules, search, units
+from mcu.quantization.precision import Unit, rules, search, units
 
 
 class Gate(nn.Module):

@@ -1,4 +1,4 @@
-"""Per-op profiling on the device (mcu.profile, `mcu profile`): op counts add up to the whole run, MACs match
+"""Per-op profiling on the device (mcu.tools.profile, `mcu profile`): op counts add up to the whole run, MACs match
 the float model, the table prints."""
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 import mcu
 from mcu.boards import load_board
 from mcu.cli import main
-from mcu.profile import format_profile, op_macs, profile_run
+from mcu.codegen.macs import op_macs
+from mcu.tools.profile import format_profile, profile_run
 from mcu.qemu.runner import INSTRUCTIONS_PER_SECOND
 import torch
 from torch import nn

@@ -7,9 +7,9 @@ from torch import nn
 
 import mcu
 from mcu.errors import McuError
-from mcu.export import export
+from mcu.importer.export import export
 from mcu.metrics import lsb_error
-from mcu.quantize import OBSERVERS, McuQuantizer, quantize
+from mcu.quantization.quantizer import OBSERVERS, McuQuantizer, quantize
 
 
 def _act_scale(converted, name: str) -> float:
@@ -47,7 +47,7 @@ def test_observers_set_the_range_as_documented():
 def test_mse_observer_trades_a_heavy_tail_for_a_finer_grid():
     """Laplace-distributed values: the least-squares range clips the extremes and its grid's squared error on
     the values is below min/max's."""
-    from mcu.quantize import MseObserver
+    from mcu.quantization.quantizer import MseObserver
     from torchao.quantization.pt2e import MinMaxObserver
 
     g = torch.Generator().manual_seed(0)

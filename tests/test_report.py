@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import mcu
-from mcu.report import report
+from mcu.tools.report import report
 from tests.opmodels import make
 
 

@@ -1,4 +1,4 @@
-"""Generated models built for the host under ASan + UBSan (mcu.hostbuild): every zoo model, and the single-op models
+"""Generated models built for the host under ASan + UBSan (mcu.build.host): every zoo model, and the single-op models
 of the kernels the zoo does not use, run clean with an arena of exactly MODEL_ARENA_BYTES and equal the numpy
 reference bit for bit (the reference QEMU equals in tests/test_zoo.py and tests/test_e2e_qemu.py)."""
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import mcu
-from mcu.hostbuild import SanitizerError, run_host
+from mcu.build.host import SanitizerError, run_host
 from mcu.zoo import MODELS, calibration_set
 from tests.opmodels import make
 

@@ -1,5 +1,5 @@
 """Static checks of the C: generated models and the runtime compile warning-free under the strict warning set on
-arm-none-eabi-gcc and the host gcc, cppcheck finds nothing, and every zoo model's worst-case stack (mcu.stack) is
+arm-none-eabi-gcc and the host gcc, cppcheck finds nothing, and every zoo model's worst-case stack (mcu.build.stack) is
 under a stated bound and never below what the firmware harness measures."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import mcu
 from mcu.boards import load_board
 from mcu.paths import package_root
-from mcu.stack import StackReport, _count_regs, _prologue_bytes, read_su, stack_depth
+from mcu.build.stack import StackReport, _count_regs, _prologue_bytes, read_su, stack_depth
 from mcu.zoo import MODELS, calibration_set
 from tests.opmodels import make
 from test_sanitized import locked, zoo_package

@@ -1,5 +1,5 @@
 """Views a user's attention and ghost blocks take of a tensor: split, chunk, unbind, narrow, a channel slice and
-select all become mcu_slice (mcu.rewrites.views_as_slices); eval-mode dropout vanishes; a training-mode BatchNorm
+select all become mcu_slice (mcu.importer.rewrites.views_as_slices); eval-mode dropout vanishes; a training-mode BatchNorm
 is refused. C == twin for the slice kernels; device == reference on QEMU in int8 and float32."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from torch import nn
 import hostc
 import mcu
 from mcu.codegen.twins.shape import slice_s8
-from mcu.export import UnsupportedOpError
+from mcu.errors import UnsupportedOpError
 from mcu.metrics import relative_error, sqnr_db
 
 

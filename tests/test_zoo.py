@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import mcu
-from mcu.fidelity import op_agreement
+from mcu.tools.fidelity import op_agreement
 from mcu.metrics import lsb_error, sqnr_db
 from mcu.zoo import MODELS, calibration_set, macs
 
@@ -16,7 +16,7 @@ PUBLISHED = {"kws": (22_600, 2_660_000), "vww": (211_000, 7_500_000), "ic": (78_
 # (the goals). Requantization rounds once, as torchao's float reference does; op by op the two agree
 # on all but a few elements in a million (test_zoo_agrees_with_torchao_op_by_op), the ones torchao's float32
 # sums put on the other side of a rounding boundary, which deep layers can spread (VWW: 80 % of outputs equal,
-# 100 % within 1 LSB; see mcu.fidelity).
+# 100 % within 1 LSB; see mcu.tools.fidelity).
 FIDELITY = {  # model: (min share within 1 LSB, min pooled SQNR dB)
     "kws": (0.99, 30.0),
     "vww": (0.99, 30.0),

@@ -199,7 +199,7 @@ void mcu_dsp_g2_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride, int32_t c_out
         g->out = out0;
         g->stride = stride;
         g->x[4 * g->steps] = (uint32_t)(uintptr_t)g;
-        if (g->step_bytes == 8) { /* direct calls: the static stack bound (mcu.stack) follows them */
+        if (g->step_bytes == 8) { /* direct calls: the static stack bound (mcu.build.stack) follows them */
             pairs_asm8(g);
         } else {
             pairs_asm16(g);

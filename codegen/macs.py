@@ -1,0 +1,15 @@
+"""Multiply-accumulates of a lowered call, from its kernel name and parameters (mcu profile, soft-float prices)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def op_macs(kernel: str, params: dict) -> int:
+    """Multiply-accumulates of one call of `kernel` (a portable name; variants share their twin's)."""
+    if kernel in ("mcu_conv2d_s8", "mcu_conv2d_grouped_s8", "mcu_conv2d_f32"):
+        return int(np.prod(params["output"])) * int(np.prod(params["filter"][1:]))
+    if kernel in ("mcu_dwconv2d_s8", "mcu_dwconv2d_f32"):
+        return int(np.prod(params["output"])) * params["filter"][1] * params["filter"][2]
+    if kernel in ("mcu_fully_connected_s8", "mcu_fully_connected_f32"):
+        return params["batches"] * params["in_features"] * params["out_features"]
+    return 0

@@ -1,0 +1,65 @@
+"""`mcu run`, `mcu size`, `mcu plan` and `mcu boards`: a package on its board, its footprint and memory plan."""
+from __future__ import annotations
+
+import numpy as np
+
+from mcu.cli.inputs import load_inputs, randn_inputs
+from mcu.errors import McuError
+from mcu.metrics import FLOAT_TOLERANCE, relative_error
+
+
+def cmd_run(args) -> None:
+    import mcu
+    pkg = mcu.load(args.dir)
+    inputs = load_inputs(args.input) if args.input else randn_inputs(pkg, args.seed)
+    res = mcu.run(pkg, inputs, timeout=args.timeout)
+    ref = pkg.reference(inputs)
+    agree = []
+    for i, (raw, r, out) in enumerate(zip(res.raw_outputs, ref, res.outputs)):
+        same = np.array_equal(raw, r)
+        print(f"output{i} {list(out.shape)}: {np.array2string(out.ravel()[:16], precision=4)}")
+        print(f"  device == numpy reference: {'yes' if same else 'NO'}")
+        if not same and raw.dtype == np.float32:  # float32 (quantize="none"): held to a tolerance, not bits
+            err = relative_error(raw, r)
+            same = err <= FLOAT_TOLERANCE
+            print(f"  relative error vs the numpy reference: {err:.2g} (tolerance {FLOAT_TOLERANCE:g})")
+        agree.append(same)
+    print(f"instructions: {res.instructions}")
+    if not all(agree):
+        raise McuError("device output differs from the numpy reference")
+
+
+def cmd_size(args) -> None:
+    import mcu
+    from mcu.build.stack import StackError, stack_depth
+    pkg = mcu.load(args.dir)
+    print(mcu.size(pkg).format())
+    try:
+        print(stack_depth(pkg).format())
+    except StackError as exc:
+        print(f"stack: not computed ({exc})")
+
+
+def cmd_plan(args) -> None:
+    import mcu
+    from mcu.codegen.memory import describe, picture
+    pkg = mcu.load(args.dir)
+    print(describe(pkg.graph, pkg.memory))
+    path = pkg.out_dir / "arena.svg"
+    path.write_text(picture(pkg.graph, pkg.memory, title=pkg.board))
+    print(f"\npicture: {path}")
+
+
+def cmd_boards(args) -> None:
+    from mcu.boards import list_boards
+    from mcu.build.fit import format_size
+    rows = [("board", "core", "features", "flash", "RAM", "runs on")]
+    for b in list_boards():
+        feats = ", ".join(f for f, on in (("FPU", bool(b.fpu)), ("DSP", b.dsp), ("MVE", b.mve)) if on) or "-"
+        rows.append((b.name, b.cpu.replace("cortex-m", "Cortex-M"), feats, format_size(b.flash_size),
+                     format_size(b.ram_size), f"QEMU {b.qemu_machine}" if b.emulated else "build only"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        cells = [c.rjust(w) if i in (3, 4) else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        print("  ".join(cells).rstrip())
+    print("\nbuild only: the firmware is built and checked against the board's flash and RAM, but not run")

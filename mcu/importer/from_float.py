@@ -1,0 +1,98 @@
+"""Float ExportedProgram (no quantize/dequantize nodes) -> mcu IR with float32 tensors, in torch (NCHW) order.
+
+The import of quantize="none": the model compiled as it is.
+- BatchNorms are folded first (mcu.importer.rewrites.fold_batch_norms: into the conv2d / linear before them, else into
+  a depthwise 1x1 conv), as the int8 flow's quantizer transform does.
+- Placeholders become float32 graph inputs; frozen parameters and buffers become float32 constants (flash).
+- Every compute node becomes one IR node with the op and attrs the int8 importer gives it (frontend._attrs);
+  a ReLU / ReLU6 stays a `clamp` node, which the fuse_clamp pass folds into its producer.
+- An op without a float32 kernel raises UnsupportedOpError naming it, its source line and the supported ops.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.fx import Node as FxNode
+
+from mcu.importer.from_quantized import IDENTITY_OPS, UNARY_IR_OPS, _attrs, _first, _shape
+from mcu.errors import QuantizationError
+from mcu.codegen.ir import Graph, Node, Tensor, verify
+from mcu.errors import UnsupportedOpError
+from mcu.importer.ops import op_name, source_line
+from mcu.importer.decompose import decompose_composites
+from mcu.importer.rewrites import fold_batch_norms
+
+# IR ops (as frontend._attrs names them) with a float32 lowering (codegen/lowering_float.py, after the passes
+# rewrite 1-d ops, adaptive pools, global means and pads onto these kernels).
+FLOAT_OPS = ("conv2d", "conv1d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d", "max_pool1d",
+             "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "amax", "amin", "prod", "reshape", "slice", "pad", "softmax", "clamp", "permute", "lut", "concat", "layer_norm",
+             "div", "minimum", "maximum", "pow", "matmul", "upsample_nearest", "upsample_nearest1d", "argmax", "argmin")
+
+
+def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:
+    where = source_line(n) or "(no source line recorded)"
+    return UnsupportedOpError(f"op '{op_name(n)}' at {where} has no float32 kernel{why}; quantize='none' supports "
+                              f"{', '.join(FLOAT_OPS)} (and BatchNorm, folded); compile with quantize='int8' "
+                              f"for the others")
+
+
+def import_float(ep: torch.export.ExportedProgram) -> Graph:
+    """Build the float32 IR of an exported float model."""
+    gm = fold_batch_norms(decompose_composites(ep.module()), multi_output=True)
+    tensors: dict[str, Tensor] = {}
+    nodes: list[Node] = []
+    value: dict[FxNode, str] = {}
+    inputs: list[str] = []
+    outputs: list[str] = []
+
+    def const(n: FxNode) -> str:
+        obj = gm
+        for part in n.target.split("."):
+            obj = getattr(obj, part)
+        if not obj.is_floating_point():
+            raise _unsupported(next(iter(n.users)), f" (its constant {n.target} is {obj.dtype}, not float)")
+        data = np.ascontiguousarray(obj.detach().cpu().numpy(), dtype=np.float32)
+        name = f"c{len(tensors)}"
+        tensors[name] = Tensor(name, tuple(data.shape), "float32", data=data)
+        return name
+
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            val = n.meta.get("val")
+            if not isinstance(val, torch.Tensor) or not val.is_floating_point():
+                raise UnsupportedOpError(f"model input {n.name} is {getattr(val, 'dtype', type(val).__name__)}; "
+                                         f"quantize='none' compiles float inputs")
+            name = f"input{len(inputs)}"
+            inputs.append(name)
+            tensors[name] = Tensor(name, _shape(n), "float32")
+            value[n] = name
+        elif n.op == "get_attr":
+            if n.users:
+                value[n] = const(n)
+        elif n.op == "call_module":
+            continue  # torch.export's input guards (_guards_fn), as the int8 importer skips them
+        elif n.op == "output":
+            outputs.extend(value[o] for o in n.args[0])
+        elif n.target in IDENTITY_OPS:
+            value[n] = value[n.args[0]]
+        elif n.op == "call_function":
+            shape_in = tensors[value[_first(n)]].shape
+            try:
+                op, attrs = _attrs(n, shape_in)
+            except QuantizationError as exc:
+                raise _unsupported(n, f" ({exc})") from None
+            if op not in FLOAT_OPS:
+                raise _unsupported(n)
+            ins = [value[a] if isinstance(a, FxNode) else None for a in n.args if isinstance(a, FxNode) or a is None]
+            if op in UNARY_IR_OPS:
+                ins = ins[:1]
+            if op == "concat":
+                ins = [value[a] for a in n.args[0]]
+            name = f"t{len(tensors)}"
+            tensors[name] = Tensor(name, _shape(n), "int32" if op in ("argmax", "argmin") else "float32")
+            value[n] = name
+            nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), {**attrs, "float_node": n.name},
+                              source_line(n)))
+        else:
+            raise _unsupported(n)
+    return verify(Graph(tensors, tuple(nodes), tuple(inputs), tuple(outputs)))

@@ -1,0 +1,545 @@
+"""PT2E int8 quantization with mcu's own Quantizer (torchao prepare_pt2e / convert_pt2e).
+
+Scheme (TFLite-compatible integer semantics):
+- weights int8 symmetric per output channel, range [-127, 127] (weights="int4": [-7, 7], packed two per byte);
+- activations int8 asymmetric per tensor, range [-128, 127];
+- bias int32, scale derived as s_in * s_w[c];
+- BatchNorm folded into the conv/linear before it (prepare_pt2e, mcu.importer.rewrites); ReLU / ReLU6 annotated after their producer so
+  they fuse (the producer's output takes the activation's qparams);
+- ops that only move or select values (pools, flatten, reshape, permute, upsample) share their input's qparams;
+- softmax and sigmoid outputs are fixed at scale 1/256, zero point -128; tanh at 1/128, 0 (TFLite's);
+- elementwise functions of one activation (GELU, hardswish, x * 2, ...), binary ops, concat, sum, matmul
+  and layer norm observe their own output (concat requantizes inputs whose qparams differ);
+- layer norm's weight and bias stay float (it runs in the float32 fallback);
+- activations="int16" (quantize="a16w8", TFLite's "16x8"): activations int16 symmetric per tensor (zero point
+  0), weights int8 as above, biases left float (the lowering stores them as int64 at s_in * s_w[c], beyond
+  int32's reach at these scales); softmax, sigmoid and tanh outputs fixed at scale 1/32768;
+- mixed precision: `mixed` maps module names (a name covers its submodules) or module types (classes or class
+  names) to "int8", "a16w8" or "float32"; each op takes the precision of the innermost module that names one,
+  else the run's. float32 ops are left unannotated (torchao keeps them float) and carry
+  meta["mcu_precision"] = "float32" for the importer; where precisions meet, torchao's own Q/DQ pairs become
+  the converts;
+- bias correction (Nagel et al., "Data-Free Quantization", 2019, the empirical form): rounding the weights
+  shifts each output channel's mean by (W_q - W) . E[x]; with E[x] measured per input channel during
+  calibration, that shift is subtracted from the float bias before conversion, so torchao's reference and
+  our kernels both carry it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable, Iterable
+
+import torch
+from torch.fx import GraphModule, Node
+
+import mcu.torchao_quiet  # noqa: F401  (before any torchao import)
+from torchao.quantization.pt2e import (FakeQuantize, HistogramObserver, MinMaxObserver, MovingAverageMinMaxObserver,
+                                       MovingAveragePerChannelMinMaxObserver, PerChannelMinMaxObserver)
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from torchao.quantization.pt2e.quantizer import (
+    DerivedQuantizationSpec,
+    FixedQParamsQuantizationSpec,
+    QuantizationAnnotation,
+    QuantizationSpec,
+    Quantizer,
+    SharedQuantizationSpec,
+)
+
+from mcu.errors import McuError
+from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS
+from mcu.importer.decompose import decompose_composites
+from mcu.importer.rewrites import fold_batch_norms
+
+aten = torch.ops.aten
+
+ACT_QSPEC = QuantizationSpec(
+    dtype=torch.int8,
+    quant_min=-128,
+    quant_max=127,
+    qscheme=torch.per_tensor_affine,
+    is_dynamic=False,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
+)
+
+ACT16_QSPEC = QuantizationSpec(
+    dtype=torch.int16,
+    quant_min=-32768,
+    quant_max=32767,
+    qscheme=torch.per_tensor_symmetric,
+    is_dynamic=False,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20, qscheme=torch.per_tensor_symmetric),
+)
+
+WEIGHT_QSPEC = QuantizationSpec(
+    dtype=torch.int8,
+    quant_min=-127,
+    quant_max=127,
+    qscheme=torch.per_channel_symmetric,
+    ch_axis=0,
+    is_dynamic=False,
+    observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(eps=2**-20),
+)
+
+
+
+class PercentileObserver(HistogramObserver):
+    """The activation range from the 0.01st to the 99.99th percentile of everything calibration saw (a histogram
+    of 2048 bins), so that rare outliers do not stretch the scale; the range still holds zero."""
+
+    def __init__(self, *args, percentile: float = 99.99, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.percentile = percentile
+
+    def _non_linear_param_search(self) -> tuple[torch.Tensor, torch.Tensor]:
+        cdf = torch.cumsum(self.histogram, 0) / self.histogram.sum()
+        width = (self.max_val - self.min_val) / self.bins
+        tail = (100.0 - self.percentile) / 100.0
+        lo = int(torch.searchsorted(cdf, torch.tensor(tail, dtype=cdf.dtype)))
+        hi = int(torch.searchsorted(cdf, torch.tensor(1.0 - tail, dtype=cdf.dtype)))
+        return self.min_val + width * lo, self.min_val + width * (hi + 1)
+
+
+class MseObserver(HistogramObserver):
+    """The activation range, among [min, max] scaled by 1.00, 0.99, ..., 0.05, whose int8 grid gives the least
+    squared error over the calibration histogram (bin centres, clipping included). torch's own HistogramObserver
+    search approximates this and, at 8 bits, all but never moves from min/max."""
+
+    def _non_linear_param_search(self) -> tuple[torch.Tensor, torch.Tensor]:
+        edges = torch.linspace(float(self.min_val), float(self.max_val), self.bins + 1, dtype=torch.float64)
+        centres, counts = (edges[:-1] + edges[1:]) / 2, self.histogram.double()
+        best, best_err = (self.min_val, self.max_val), float("inf")
+        for k in range(100, 4, -1):
+            lo, hi = self.min_val * (k / 100), self.max_val * (k / 100)
+            scale, zp = self._calculate_qparams(lo, hi)
+            scale, zp = float(scale), int(zp)
+            q = torch.clamp(torch.round(centres / scale) + zp, self.quant_min, self.quant_max)
+            err = float((counts * (centres - (q - zp) * scale) ** 2).sum())
+            if err < best_err:
+                best, best_err = (lo, hi), err
+        return best
+
+
+# Activation range setting, per run (mcu.compile(observer=...)): "minmax" keeps every calibrated value in range;
+# "percentile" clips the rarest 0.01 % at each end; "mse" picks the range of least squared quantization error.
+OBSERVERS = {"minmax": MinMaxObserver, "percentile": PercentileObserver, "mse": MseObserver}
+PRECISIONS = ("int8", "a16w8", "float32")
+
+
+def act_qspec(observer: str = "minmax", qat: bool = False, bits: int = 8) -> QuantizationSpec:
+    """int8 per-tensor affine activations observed by `observer` (QAT: fake-quantized, moving-average min/max);
+    bits=16: int16 per-tensor symmetric (zero point 0)."""
+    if observer not in OBSERVERS:
+        raise McuError(f"observer={observer!r} is not one of {', '.join(sorted(OBSERVERS))}")
+    spec = ACT_QSPEC if bits == 8 else ACT16_QSPEC
+    obs = MovingAverageMinMaxObserver if qat else OBSERVERS[observer]
+    ctr = obs.with_args(eps=2**-20, qscheme=spec.qscheme)
+    if qat:
+        ctr = FakeQuantize.with_args(observer=obs, eps=2**-20, qscheme=spec.qscheme)
+    return dataclasses.replace(spec, observer_or_fake_quant_ctr=ctr)
+
+
+WEIGHT_BITS = {"int8": 127, "int4": 7}  # symmetric weight range [-q, q]
+
+
+def weight_qspec(qat: bool = False, weights: str = "int8") -> QuantizationSpec:
+    """Per-channel symmetric weights in [-127, 127] (int8) or [-7, 7] (int4: stored two per byte)."""
+    if weights not in WEIGHT_BITS:
+        raise McuError(f"weights={weights!r} is not one of {', '.join(WEIGHT_BITS)}")
+    q = WEIGHT_BITS[weights]
+    spec = dataclasses.replace(WEIGHT_QSPEC, quant_min=-q, quant_max=q)
+    if not qat:
+        return spec
+    return dataclasses.replace(spec, observer_or_fake_quant_ctr=FakeQuantize.with_args(
+        observer=MovingAveragePerChannelMinMaxObserver, eps=2**-20))
+
+
+SOFTMAX_OUT_QSPEC = FixedQParamsQuantizationSpec(
+    dtype=torch.int8,
+    scale=1.0 / 256.0,
+    zero_point=-128,
+    quant_min=-128,
+    quant_max=127,
+    qscheme=torch.per_tensor_affine,
+)
+
+TANH_OUT_QSPEC = FixedQParamsQuantizationSpec(
+    dtype=torch.int8,
+    scale=1.0 / 128.0,
+    zero_point=0,
+    quant_min=-128,
+    quant_max=127,
+    qscheme=torch.per_tensor_affine,
+)
+
+FIXED16_QSPEC = FixedQParamsQuantizationSpec(  # softmax, sigmoid and tanh under a16w8: [-1, 1) in 2^-15 steps
+    dtype=torch.int16,
+    scale=1.0 / 32768.0,
+    zero_point=0,
+    quant_min=-32768,
+    quant_max=32767,
+    qscheme=torch.per_tensor_affine,
+)
+
+# Ops with weights: (input index of activation, weight, bias).
+WEIGHTED_OPS = {aten.conv2d.default, aten.conv1d.default, aten.linear.default}
+# Activations fused into their producer's requantization.
+FUSABLE_ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
+                       aten.hardtanh_.default, aten.clamp.default}
+# Elementwise ops of up to two activations (with a scalar instead of one: a look-up table).
+BINARY_OPS = {aten.add.Tensor, aten.add_.Tensor, aten.sub.Tensor, aten.sub_.Tensor, aten.mul.Tensor,
+              aten.mul_.Tensor, aten.div.Tensor, aten.div_.Tensor, aten.rsub.Scalar}
+MATMUL_OPS = {aten.matmul.default, aten.bmm.default}
+# Ops whose output may take a fused activation.
+ACT_PRODUCERS = WEIGHTED_OPS | BINARY_OPS | MATMUL_OPS
+# Elementwise functions of one activation, run through a look-up table; own output observer.
+LUT_OPS = ELEMENTWISE_OPS
+FIXED_QPARAM_OPS = {aten.sigmoid.default: SOFTMAX_OUT_QSPEC, aten.sigmoid_.default: SOFTMAX_OUT_QSPEC,
+                    aten.tanh.default: TANH_OUT_QSPEC, aten.tanh_.default: TANH_OUT_QSPEC}
+# One activation in, own output observer.
+OWN_OUTPUT_OPS = LUT_OPS | {aten.sum.dim_IntList, aten.layer_norm.default}
+# Ops that only move or select values: output shares the input's qparams.
+SHARED_QPARAM_OPS = {
+    aten.max_pool2d.default, aten.avg_pool2d.default, aten.adaptive_avg_pool2d.default,
+    aten.mean.dim, aten.flatten.using_ints, aten.view.default, aten.reshape.default,
+    aten._unsafe_view.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
+    aten.permute.default, aten.transpose.int, aten.contiguous.default, aten.dropout.default,
+    aten.clone.default, aten.pad.default, aten.constant_pad_nd.default, aten.max_pool1d.default,
+    aten.avg_pool1d.default, aten.upsample_nearest2d.vec, aten.upsample_nearest1d.vec, aten.slice.Tensor,
+} | FUSABLE_ACTIVATIONS
+SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
+
+
+def _bias_qparams(obs_or_fqs):
+    act_scale, _ = obs_or_fqs[0].calculate_qparams()
+    weight_scale, _ = obs_or_fqs[1].calculate_qparams()
+    scale = (act_scale * weight_scale).to(torch.float32)
+    return scale, torch.zeros_like(scale, dtype=torch.int32)
+
+
+def _annotate(node: Node, inputs: dict, output) -> None:
+    node.meta["quantization_annotation"] = QuantizationAnnotation(
+        input_qspec_map=inputs, output_qspec=output, _annotated=True)
+
+
+def _is_float(node: Node) -> bool:
+    """A node whose value is a float tensor (not, e.g., BatchNorm's integer batch counter in a training graph)."""
+    val = node.meta.get("val")
+    return not isinstance(val, torch.Tensor) or val.dtype.is_floating_point
+
+
+def _is_annotated(node: Node) -> bool:
+    ann = node.meta.get("quantization_annotation")
+    return ann is not None and ann._annotated
+
+
+def _sole_user(node: Node, targets) -> Node | None:
+    """node's only consumer, if it is a call of one of targets."""
+    if len(node.users) != 1:
+        return None
+    user = next(iter(node.users))
+    return user if user.op == "call_function" and user.target in targets else None
+
+
+def _fused_activation(node: Node) -> Node | None:
+    """The ReLU/ReLU6 that consumes node's output, if it is the only consumer."""
+    return _sole_user(node, FUSABLE_ACTIVATIONS)
+
+
+def check_mixed(mixed: dict | None) -> tuple:
+    """The `mixed` rules as ((module name or type, precision), ...), or an McuError naming the bad entry."""
+    rules = []
+    for key, precision in (mixed or {}).items():
+        if precision not in PRECISIONS:
+            raise McuError(f"mixed[{key!r}] = {precision!r}: a precision must be one of {', '.join(PRECISIONS)}")
+        if not (isinstance(key, str) or isinstance(key, type)):
+            raise McuError(f"mixed key {key!r}: use a module name (e.g. 'classifier') or a module type "
+                           f"(e.g. torch.nn.Linear or 'Linear')")
+        rules.append((key, precision))
+    return tuple(rules)
+
+
+def _matches(key, path: str, type_name: str) -> bool:
+    if isinstance(key, type):
+        return type_name.rsplit(".", 1)[-1] == key.__name__
+    return path == key or path.startswith(key + ".") or type_name.rsplit(".", 1)[-1] == key
+
+
+def precision_of(node: Node, rules: tuple, default: str) -> str:
+    """The precision the innermost module of `node` (torch.export's nn_module_stack) gets from `rules`."""
+    if not rules:
+        return default
+    found = default
+    for path, type_name in (node.meta.get("nn_module_stack") or {}).values():  # outermost first
+        type_name = type_name if isinstance(type_name, str) else f"{type_name.__module__}.{type_name.__name__}"
+        for key, precision in rules:
+            if _matches(key, path, type_name):
+                found = precision
+    return found
+
+
+# A training graph's BatchNorm (QAT): prepare_qat_pt2e folds it into the conv before it when the conv's
+# output is left unquantized and the BatchNorm's (or its ReLU's) output carries the quantization.
+BATCH_NORMS = {aten.batch_norm.default}
+
+
+# Ops with an int8 kernel and no int16 one: float islands in a16w8 (codegen/lowering_s16.py lists what int16 runs)
+NO_INT16_KERNEL = {aten.matmul.default, aten.bmm.default, aten.sum.dim_IntList, aten.upsample_nearest2d.vec,
+                   aten.upsample_nearest1d.vec}
+INDEX_OPS = {aten.argmax.default, aten.argmin.default}
+RECURRENT_FNS = {"gru", "lstm", "rnn_tanh", "rnn_relu"}  # torch_fn of the nodes torch.export unrolls them to
+
+
+def float_island(node: Node, precision: str) -> bool:
+    """An op with no integer kernel in this precision (FLOAT_ISLAND_OPS, a division of two tensors; in a16w8 a
+    subtraction or broadcasting addition of two tensors): left float, as mixed= float32 layers are, so the
+    importer runs it between a dequantize and a quantize."""
+    if node.meta.get("mcu_float"):  # a composite's statistic (mcu.importer.decompose): one float island
+        return True
+    if str((node.meta.get("torch_fn") or ("", ""))[1]).rsplit(".", 1)[-1] in RECURRENT_FNS:
+        return True  # a GRU / LSTM cell, unrolled by torch's decomposition: its state stays float
+    two = len(node.args) >= 2 and all(isinstance(a, Node) for a in node.args[:2])
+    if node.target in FLOAT_ISLAND_OPS or (two and node.target in (aten.div.Tensor, aten.div_.Tensor)):
+        return True
+    if precision == "a16w8" and node.target in NO_INT16_KERNEL:
+        return True
+    if precision == "a16w8" and node.target == aten.mean.dim:  # int16 means only as a spatial average pool
+        rank = len(node.args[0].meta["val"].shape)
+        return not (rank == 4 and sorted(int(d) % rank for d in node.args[1]) == [2, 3])
+    if precision != "a16w8" or not two:
+        return False
+    sub = node.target in (aten.sub.Tensor, aten.sub_.Tensor)
+    add = node.target in (aten.add.Tensor, aten.add_.Tensor)
+    shapes = [tuple(a.meta["val"].shape) if "val" in a.meta else None for a in node.args[:2]]
+    return sub or (add and shapes[0] != shapes[1])
+
+
+class McuQuantizer(Quantizer):
+    """Annotates an exported graph for mcu's integer kernels.
+
+    observer picks how activation ranges are set (OBSERVERS). qat=True fake-quantizes instead, for
+    torchao's prepare_qat_pt2e: train, move_exported_model_to_eval, convert_pt2e, and pass the converted
+    model to mcu.compile. In QAT, prepare_qat_pt2e folds conv + BatchNorm itself; mcu's own BatchNorm
+    rewrites (linear + BN, standalone BN) apply to post-training quantization only.
+    precision is the run's ("int8" or "a16w8"); mixed overrides it per module (see the module docstring)."""
+
+    def __init__(self, observer: str = "minmax", qat: bool = False, weights: str = "int8",
+                 precision: str = "int8", mixed: dict | None = None):
+        super().__init__()
+        if precision not in PRECISIONS[:2]:
+            raise McuError(f"precision={precision!r} is not one of int8, a16w8")
+        self.acts = {"int8": act_qspec(observer, qat), "a16w8": act_qspec(observer, qat, bits=16)}
+        self.weight = weight_qspec(qat, weights)
+        self.qat = qat
+        self.precision = precision
+        self.mixed = check_mixed(mixed)
+
+    def precision_of(self, node: Node) -> str:
+        """The precision of an op: that of the innermost module the `mixed` rules name, else the run's."""
+        return precision_of(node, self.mixed, self.precision)
+
+    def annotate(self, model: GraphModule) -> GraphModule:
+        for node in model.graph.nodes:
+            if node.op == "call_function" and node.target in INDEX_OPS:  # float in, int32 indices out
+                node.meta["mcu_precision"] = "float32"
+                continue
+            if node.op != "call_function" or _is_annotated(node) or not _is_float(node):
+                continue
+            precision = self.precision_of(node)
+            if precision == "float32" or float_island(node, precision):
+                node.meta["mcu_precision"] = "float32"
+                continue
+            act = self.act = self.acts[precision]
+            sixteen = precision == "a16w8"
+            if node.target in WEIGHTED_OPS:
+                self._annotate_weighted(node, bias=not sixteen)
+            elif node.target in BINARY_OPS or node.target in MATMUL_OPS:
+                self._annotate_binary(node)
+            elif node.target in SOFTMAX_OPS:
+                _annotate(node, {node.args[0]: act}, FIXED16_QSPEC if sixteen else SOFTMAX_OUT_QSPEC)
+            elif node.target in FIXED_QPARAM_OPS:
+                _annotate(node, {node.args[0]: act}, FIXED16_QSPEC if sixteen else FIXED_QPARAM_OPS[node.target])
+            elif node.target in OWN_OUTPUT_OPS:
+                _annotate(node, {node.args[0]: act}, act)
+            elif node.target == aten.cat.default:
+                ins = [a for a in node.args[0] if isinstance(a, Node)]
+                first = SharedQuantizationSpec((ins[0], node))
+                _annotate(node, {ins[0]: act, **{a: first for a in ins[1:] if a is not ins[0]}}, first)
+            elif node.target in SHARED_QPARAM_OPS:
+                src = node.args[0]
+                if isinstance(src, Node):
+                    _annotate(node, {src: act}, SharedQuantizationSpec((src, node)))
+        return model
+
+    def _annotate_output(self, node: Node) -> None:
+        bn = _sole_user(node, BATCH_NORMS) if self.qat else None
+        if bn is not None:
+            act = _fused_activation(bn)
+            _annotate(bn, {}, None if act is not None else self.act)
+            if act is not None:
+                _annotate(act, {}, self.act)
+            return
+        act = _fused_activation(node)
+        if act is None:
+            node.meta["quantization_annotation"].output_qspec = self.act
+        else:
+            _annotate(act, {}, self.act)
+
+    def _annotate_weighted(self, node: Node, bias: bool = True) -> None:
+        """int8: the bias becomes int32 at s_in * s_w[c]; a16w8 (bias=False): it stays float (int64 later)."""
+        x, w = node.args[0], node.args[1]
+        b = node.args[2] if len(node.args) > 2 else None
+        inputs = {x: self.act, w: self.weight}
+        if isinstance(b, Node) and bias:
+            inputs[b] = DerivedQuantizationSpec(
+                derived_from=[(x, node), (w, node)],
+                derive_qparams_fn=_bias_qparams,
+                dtype=torch.int32,
+                quant_min=-(2**31) + 1,
+                quant_max=2**31 - 1,
+                qscheme=torch.per_channel_symmetric,
+                ch_axis=0,
+            )
+        _annotate(node, inputs, None)
+        self._annotate_output(node)
+
+    def _annotate_binary(self, node: Node) -> None:
+        inputs = {a: self.act for a in node.args[:2] if isinstance(a, Node)}
+        _annotate(node, inputs, None)
+        self._annotate_output(node)
+
+    def transform_for_annotation(self, model: GraphModule) -> GraphModule:
+        model = decompose_composites(model)
+        return model if self.qat else fold_batch_norms(model)
+
+    def validate(self, model: GraphModule) -> None:
+        pass
+
+
+def _check_batch(batch, example_inputs, k: int = 0) -> tuple:
+    """Batch k of the calibration set as a tuple of tensors, or an McuError naming what is wrong with it."""
+    if isinstance(batch, torch.Tensor):
+        batch = (batch,)
+    try:
+        batch = tuple(batch)
+    except TypeError:
+        raise McuError(f"calibration batch {k} is a {type(batch).__name__}; pass an iterable of input "
+                       f"tuples") from None
+    if len(batch) != len(example_inputs):
+        raise McuError(f"calibration batch {k} has {len(batch)} inputs but the model takes "
+                       f"{len(example_inputs)}; pass an iterable of input tuples")
+    for i, (b, e) in enumerate(zip(batch, example_inputs)):
+        if not isinstance(b, torch.Tensor) or b.shape != e.shape or b.dtype != e.dtype:
+            got = f"{tuple(b.shape)} {b.dtype}" if isinstance(b, torch.Tensor) else type(b).__name__
+            raise McuError(f"calibration batch {k}: input {i} is {got}, expected {tuple(e.shape)} {e.dtype} "
+                           f"like the example input")
+        if b.is_floating_point() and not torch.isfinite(b).all():
+            raise McuError(f"calibration batch {k}: input {i} contains NaN or Inf; clean the calibration data")
+    return batch
+
+
+# progress(done, total, seconds elapsed) after each calibration batch; total is None for a set without len().
+Progress = Callable[[int, int | None, float], None]
+
+
+def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
+             calibration: Iterable | None = None, progress: Progress | None = None,
+             bias_correction: bool = True, observer: str = "minmax", weights: str = "int8",
+             precision: str = "int8", mixed: dict | None = None) -> GraphModule:
+    """Calibrate and convert: returns torchao's converted GraphModule (Q/DQ around float ops).
+
+    calibration is an iterable of input tuples; None calibrates on the example inputs alone.
+    progress, if given, is called after each batch (silent by default).
+    """
+    prepared = prepare_pt2e(exported.module(), McuQuantizer(observer, weights=weights, precision=precision,
+                                                            mixed=mixed))
+    batches = [example_inputs] if calibration is None else calibration
+    if not hasattr(batches, "__iter__"):
+        raise McuError(f"calibration must be an iterable of input tuples (e.g. [(x,) for x in batches]), "
+                       f"got a {type(batches).__name__}")
+    try:
+        total = len(batches)
+    except TypeError:  # a generator, or a DataLoader over an IterableDataset
+        total = None
+    seen, start = 0, time.monotonic()
+    means = _InputMeans(prepared) if bias_correction else None
+    with torch.no_grad():
+        for batch in batches:
+            batch = _check_batch(batch, example_inputs, seen)
+            means.run(*batch) if means is not None else prepared(*batch)
+            seen += 1
+            if progress is not None:
+                progress(seen, total, time.monotonic() - start)
+    if seen == 0:
+        raise McuError("the calibration set is empty; pass at least one input tuple "
+                       "(or calibration=None to calibrate on the example inputs)")
+    if means is not None:
+        correct_biases(prepared, means.means())
+    return convert_pt2e(prepared, fold_quantize=True)
+
+
+class _InputMeans(torch.fx.Interpreter):
+    """Runs the prepared model (its observers record as usual) and sums each conv/linear input per channel."""
+
+    def __init__(self, module: GraphModule):
+        super().__init__(module)
+        self._sums: dict[str, tuple[torch.Tensor, int]] = {}
+
+    def run_node(self, n: Node):
+        if n.op == "call_function" and n.target in WEIGHTED_OPS:
+            x = self.env[n.args[0]]
+            channel = x.dim() - 1 if n.target == aten.linear.default else 1
+            total, count = self._sums.get(n.name, (0.0, 0))
+            dims = [d for d in range(x.dim()) if d != channel]
+            per_channel = x.double().sum(dims) if dims else x.double()  # sum([]) would sum everything
+            self._sums[n.name] = (total + per_channel, count + x.numel() // x.shape[channel])
+        return super().run_node(n)
+
+    def means(self) -> dict[str, torch.Tensor]:
+        return {name: total / count for name, (total, count) in self._sums.items()}
+
+
+def _attr(module: GraphModule, node) -> tuple[object, str] | None:
+    """(owner, attribute name) of the get_attr behind node, through observer modules; None if there is none."""
+    while isinstance(node, Node) and node.op == "call_module":
+        node = node.args[0]
+    if not isinstance(node, Node) or node.op != "get_attr":
+        return None
+    *path, name = node.target.split(".")
+    owner = module
+    for part in path:
+        owner = getattr(owner, part)
+    return owner, name
+
+
+def correct_biases(prepared: GraphModule, means: dict[str, torch.Tensor]) -> None:
+    """b -= (W_q - W) . E[x] for every calibrated conv/linear with a bias, W_q being the weight as its observer
+    will quantize it. For a conv, E[x] is per input channel (taps near a padded border see zeros instead, which
+    the correction ignores)."""
+    for n in prepared.graph.nodes:
+        if n.op != "call_function" or n.target not in WEIGHTED_OPS or n.name not in means or len(n.args) < 3:
+            continue
+        w_obs, w_at, b_at = n.args[1], _attr(prepared, n.args[1]), _attr(prepared, n.args[2])
+        if w_at is None or b_at is None or not (isinstance(w_obs, Node) and w_obs.op == "call_module"):
+            continue
+        w = getattr(*w_at).detach().double()
+        obs = getattr(prepared, w_obs.target)
+        scale, _ = obs.calculate_qparams()
+        s = scale.double().reshape(-1, *([1] * (w.dim() - 1)))
+        dw = torch.clamp(torch.round(w / s), obs.quant_min, obs.quant_max) * s - w
+        mu = means[n.name]
+        if n.target == aten.linear.default:
+            shift = dw @ mu
+        else:
+            groups = n.args[6] if len(n.args) > 6 else 1
+            per_in = dw.sum(dim=tuple(range(2, dw.dim())))                    # [O, I / groups]
+            mu_g = mu.reshape(groups, -1).repeat_interleave(dw.shape[0] // groups, dim=0)  # [O, I / groups]
+            shift = (per_in * mu_g).sum(1)
+        owner, name = b_at
+        b = getattr(owner, name)
+        corrected = (b.detach().double() - shift).to(b.dtype)  # a new tensor: the user's bias may be this one
+        setattr(owner, name, torch.nn.Parameter(corrected, requires_grad=False)
+                if isinstance(b, torch.nn.Parameter) else corrected)
+
+
+__all__ = ["McuQuantizer", "quantize"]
