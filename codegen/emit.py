@@ -1,20 +1,21 @@
-"""Emission: a lowered, planned graph -> the text of model.h, model.c, weights.c and manifest.json.
+"""Emission: a lowered, planned graph -> the text of model.h, model.c and weights.c, and its Manifest.
 
 Python computes every list and string; the Jinja templates in templates/ only loop and print.
 Names and order derive from the graph alone, so the same model gives the same bytes.
 """
 from __future__ import annotations
 
-import json
 from importlib import resources
 
 import jinja2
 import numpy as np
 
-from mcu.codegen.ir import C_TYPES, DTYPES, Graph, Tensor
+from mcu.codegen.ir import C_TYPES, DTYPES, Graph, Node
 from mcu.codegen.cheader import check_params
 from mcu.codegen.kernels import KERNELS
-from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan, output_extent
+from mcu.codegen.manifest import Manifest, build_manifest
+from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan
+from mcu.codegen.sharing import output_extent
 from mcu.codegen.errors import McuError
 
 ARENA_GUARD_BYTES = 16  # debug builds: guard bytes after the arena, checked after every op (model.c)
@@ -66,108 +67,119 @@ def _float_literal(x: float) -> str:
     return text + ("f" if any(c in text for c in ".e") else ".0f")
 
 
-def _real_scale(t: Tensor) -> float | None:
-    """The I/O tensor's scale; None for a float32 tensor (quantize="none")."""
-    return t.qparams.s if t.qparams else None
+def const_name(name: str, t: str) -> str:
+    """The C array of constant tensor t in model `name`'s weights.c."""
+    return f"{name}_w_{t}"
 
 
-def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "") -> dict[str, str]:
-    macro = name.upper()
+def tensor_expr(graph: Graph, mem: MemoryPlan, name: str, t: str | None) -> str:
+    """The C expression of tensor t's storage inside `<name>_run`: NULL, a constant, an I/O pointer or an arena
+    offset."""
+    if t is None:
+        return "NULL"
+    loc, tensor = mem.locations[t], graph.tensors[t]
+    if loc.kind == "const":
+        return const_name(name, t)
+    if loc.kind in ("input", "output"):
+        return f"{loc.kind}{loc.index}"
+    # Arena buffers are word-aligned (memory.BUFFER_ALIGN): the cast through void * tells -Wcast-align so.
+    via = "(void *)" if np.dtype(DTYPES[tensor.dtype]).itemsize > 1 else ""
+    return f"({C_TYPES[tensor.dtype]} *){via}(a + {loc.index})"
 
-    def cname(t: str) -> str:
-        return f"{name}_w_{t}"
 
-    def expr(t: str | None) -> str:
-        if t is None:
-            return "NULL"
-        loc, tensor = mem.locations[t], graph.tensors[t]
-        if loc.kind == "const":
-            return cname(t)
-        if loc.kind in ("input", "output"):
-            return f"{loc.kind}{loc.index}"
-        # Arena buffers are word-aligned (memory.BUFFER_ALIGN): the cast through void * tells -Wcast-align so.
-        via = "(void *)" if np.dtype(DTYPES[tensor.dtype]).itemsize > 1 else ""
-        return f"({C_TYPES[tensor.dtype]} *){via}(a + {loc.index})"
-
-    used_consts = sorted({t for n in graph.nodes for t in n.inputs + tuple(n.attrs.get("quant") or ())
-                          if t is not None and graph.tensors[t].is_const})
+def const_records(graph: Graph, name: str) -> list[dict]:
+    """weights.c's arrays: every constant a call reads (an input or a quant tensor), sorted by name."""
+    used = sorted({t for n in graph.nodes for t in n.inputs + tuple(n.attrs.get("quant") or ())
+                   if t is not None and graph.tensors[t].is_const})
     consts = []
-    for t in used_consts:
+    for t in used:
         tensor = graph.tensors[t]
-        consts.append({"cname": cname(t), "ctype": C_TYPES[tensor.dtype], "size": int(tensor.data.size),
+        consts.append({"cname": const_name(name, t), "ctype": C_TYPES[tensor.dtype], "size": int(tensor.data.size),
                        "comment": f"{t}: {tensor.dtype} [{', '.join(map(str, tensor.shape))}]"
                                   + (f" {tensor.layout}" if tensor.layout else ""),
                        "body": c_array_body(tensor.data, tensor.dtype), "bytes": tensor.nbytes})
+    return consts
 
-    calls, quants = [], []
-    for i, node in enumerate(graph.nodes):
-        if node.op == "alias":
-            continue
-        a = node.attrs
-        args = [f"&{name}_p{i}"]
-        if a["quant"]:
-            quants.append({"cname": f"{name}_q{i}", "mult": cname(a["quant"][0]), "shift": cname(a["quant"][1])})
-            args.append(f"&{name}_q{i}")
-        spec = KERNELS[a["kernel"]]
-        check_params(spec.params_type, a["params"], f"{node.name} ({a['kernel']})")
-        if spec.input_array:  # one `const T *const inputs[]` argument, as a C99 compound literal
-            ctype = C_TYPES[graph.tensors[node.inputs[0]].dtype]
-            args.append(f"(const {ctype} *const[]){{{', '.join(expr(t) for t in node.inputs)}}}")
-            args.append(expr(node.outputs[0]))
-        else:  # scratch (outputs after the first) goes right before the output, as in the C signatures
-            args += [expr(t) for t in node.inputs + node.outputs[1:]] + [expr(node.outputs[0])]
-        out = graph.tensors[node.outputs[0]]
-        comment = f"{node.name}: {a['kernel']} -> [{', '.join(map(str, out.shape))}]"
-        if node.source:
-            comment += f"  ({node.source.replace('*/', '* /')})"
-        # the debug dump takes every byte a strided output spans (mcu/tools/debug.py gathers its pixels)
-        calls.append({"output": expr(node.outputs[0]), "output_bytes": output_extent(graph, node),
-                      "params_type": spec.params_type, "params_name": f"{name}_p{i}",
-                      "params_c": c_struct(a["params"]), "call": f"{a['kernel']}({', '.join(args)})",
-                      "comment": comment})
 
-    def io(kind: str, i: int, t: str) -> dict:
-        tensor = graph.tensors[t]
-        return {"name": f"{kind}{i}", "macro": f"{macro}_{kind.upper()}{i}", "shape": list(tensor.shape),
-                "layout": tensor.layout or "torch order", "ctype": C_TYPES[tensor.dtype], "dtype": tensor.dtype,
-                "bytes": tensor.nbytes, "scale": _float_literal(tensor.qparams.s) if tensor.qparams else None,
-                "zero_point": tensor.qparams.zp if tensor.qparams else None, "tensor": t}
+def call_args(graph: Graph, mem: MemoryPlan, name: str, i: int, node: Node) -> list[str]:
+    """The C arguments of call i: params, quant (if any), the inputs, any scratch, the output last."""
+    def expr(t):
+        return tensor_expr(graph, mem, name, t)
 
-    uses_arena = any(loc.kind == "arena" for loc in mem.locations.values())
-    inputs = [io("input", i, t) for i, t in enumerate(graph.inputs)]
-    outputs = [io("output", i, t) for i, t in enumerate(graph.outputs)]
-    run_params = ", ".join([f"const {x['ctype']} *{x['name']}" for x in inputs]
-                           + [f"{x['ctype']} *{x['name']}" for x in outputs] + ["void *arena"])
-    run_args = ", ".join([x["name"] for x in inputs + outputs] + ["arena"])
+    args = [f"&{name}_p{i}"] + ([f"&{name}_q{i}"] if node.attrs["quant"] else [])
+    if KERNELS[node.attrs["kernel"]].input_array:  # one `const T *const inputs[]` argument, a C99 compound literal
+        ctype = C_TYPES[graph.tensors[node.inputs[0]].dtype]
+        return args + [f"(const {ctype} *const[]){{{', '.join(expr(t) for t in node.inputs)}}}",
+                       expr(node.outputs[0])]
+    # scratch (outputs after the first) goes right before the output, as in the C signatures
+    return args + [expr(t) for t in node.inputs + node.outputs[1:]] + [expr(node.outputs[0])]
+
+
+def call_record(graph: Graph, mem: MemoryPlan, name: str, i: int, node: Node) -> dict:
+    """model.c's entry for call i: its params struct, the call and a comment naming the op and its source."""
+    a = node.attrs
+    spec = KERNELS[a["kernel"]]
+    check_params(spec.params_type, a["params"], f"{node.name} ({a['kernel']})")
+    out = graph.tensors[node.outputs[0]]
+    comment = f"{node.name}: {a['kernel']} -> [{', '.join(map(str, out.shape))}]"
+    if node.source:
+        comment += f"  ({node.source.replace('*/', '* /')})"
+    # the debug dump takes every byte a strided output spans (mcu/tools/debug.py gathers its pixels)
+    return {"output": tensor_expr(graph, mem, name, node.outputs[0]), "output_bytes": output_extent(graph, node),
+            "params_type": spec.params_type, "params_name": f"{name}_p{i}", "params_c": c_struct(a["params"]),
+            "call": f"{a['kernel']}({', '.join(call_args(graph, mem, name, i, node))})", "comment": comment}
+
+
+def quant_record(name: str, i: int, node: Node) -> dict | None:
+    """model.c's per-channel quant struct of call i, None when its kernel takes none."""
+    quant = node.attrs["quant"]
+    if not quant:
+        return None
+    return {"cname": f"{name}_q{i}", "mult": const_name(name, quant[0]), "shift": const_name(name, quant[1])}
+
+
+def io_record(graph: Graph, macro: str, kind: str, i: int, t: str) -> dict:
+    """Input or output i (kind "input" / "output") as model.h documents it and the manifest lists it."""
+    tensor = graph.tensors[t]
+    return {"name": f"{kind}{i}", "macro": f"{macro}_{kind.upper()}{i}", "shape": list(tensor.shape),
+            "layout": tensor.layout or "torch order", "ctype": C_TYPES[tensor.dtype], "dtype": tensor.dtype,
+            "bytes": tensor.nbytes, "scale": _float_literal(tensor.qparams.s) if tensor.qparams else None,
+            "zero_point": tensor.qparams.zp if tensor.qparams else None, "tensor": t}
+
+
+def run_signature(inputs: list[dict], outputs: list[dict], uses_arena: bool) -> dict:
+    """The parameter and argument lists of `<name>_run` and its `_run_v` wrapper, and its NULL check."""
     pointers = [x["name"] for x in inputs + outputs] + (["arena"] if uses_arena else [])
-    null_check = " || ".join(f"{p} == NULL" for p in pointers)
-    run_v_args = ", ".join([f"(const {x['ctype']} *)inputs[{i}]" for i, x in enumerate(inputs)]
-                           + [f"({x['ctype']} *)outputs[{i}]" for i, x in enumerate(outputs)] + ["arena"])
+    return {"run_params": ", ".join([f"const {x['ctype']} *{x['name']}" for x in inputs]
+                                    + [f"{x['ctype']} *{x['name']}" for x in outputs] + ["void *arena"]),
+            "run_args": ", ".join([x["name"] for x in inputs + outputs] + ["arena"]),
+            "run_v_args": ", ".join([f"(const {x['ctype']} *)inputs[{i}]" for i, x in enumerate(inputs)]
+                                    + [f"({x['ctype']} *)outputs[{i}]" for i, x in enumerate(outputs)] + ["arena"]),
+            "null_check": " || ".join(f"{p} == NULL" for p in pointers)}
+
+
+def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "") -> tuple[dict[str, str], Manifest]:
+    """The text of model.h, model.c and weights.c, and the manifest (written as JSON by the caller)."""
+    macro = name.upper()
+    consts = const_records(graph, name)
+    calls = [call_record(graph, mem, name, i, n) for i, n in enumerate(graph.nodes) if n.op != "alias"]
+    quants = [q for i, n in enumerate(graph.nodes) if n.op != "alias" and (q := quant_record(name, i, n))]
+    inputs = [io_record(graph, macro, "input", i, t) for i, t in enumerate(graph.inputs)]
+    outputs = [io_record(graph, macro, "output", i, t) for i, t in enumerate(graph.outputs)]
+    uses_arena = any(loc.kind == "arena" for loc in mem.locations.values())
     ctx = {"name": name, "macro": macro, "guard": f"{macro}_H", "arena_bytes": mem.arena_bytes,
            "arena_align": ARENA_ALIGN, "inputs": inputs, "outputs": outputs,
            "inputs_bytes": sum(x["bytes"] for x in inputs), "outputs_bytes": sum(x["bytes"] for x in outputs),
-           "run_params": run_params, "run_args": run_args, "run_v_args": run_v_args, "null_check": null_check,
+           **run_signature(inputs, outputs, uses_arena),
            "guard_bytes": ARENA_GUARD_BYTES, "consts": consts, "quants": quants, "calls": calls,
            "uses_arena": uses_arena, "io_doc": IO_DOC["float32" if all(x["scale"] is None for x in inputs + outputs)
                                                        else "int8"],
            "total_bytes": sum(c["bytes"] for c in consts)}
+    manifest = build_manifest(graph, mem, name=name, board=board, inputs=inputs, outputs=outputs,
+                              weights_bytes=ctx["total_bytes"])
     env = _env()
-    sources = {s for n in graph.nodes if n.op == "call" for s in KERNELS[n.attrs["kernel"]].sources}
-    manifest = {
-        "name": name, "board": board, "kernels": sorted(sources), "arena_bytes": mem.arena_bytes,
-        "arena_lower_bound": mem.lower_bound, "planner": mem.plan.algorithm,
-        "schedule_peak_before": mem.peak_before_schedule, "schedule_peak_after": mem.peak_after_schedule, "weights_bytes": ctx["total_bytes"],
-        "inputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}
-                   | {"scale": _real_scale(graph.tensors[x["tensor"]])} for x in inputs],
-        "outputs": [{k: x[k] for k in ("name", "shape", "layout", "dtype", "bytes", "zero_point")}
-                    | {"scale": _real_scale(graph.tensors[x["tensor"]])} for x in outputs],
-        "ops": [{"name": n.name, "kernel": n.attrs.get("kernel", "alias"), "source": n.source} for n in graph.nodes],
-        "fallbacks": [{"op": n.attrs["fallback"], "name": n.name, "kernel": n.attrs["kernel"], "source": n.source}
-                      for n in graph.nodes if n.attrs.get("fallback")],
-    }
     return {
         "model.h": env.get_template("model.h.j2").render(ctx),
         "model.c": env.get_template("model.c.j2").render(ctx),
         "weights.c": env.get_template("weights.c.j2").render(ctx),
-        "manifest.json": json.dumps(manifest, indent=2) + "\n",
-    }
+    }, manifest

@@ -1,5 +1,5 @@
 """Lowering overrides for float32 ops (quantize="none", mixed= float layers): FLOAT32 maps each op to a float
-kernel call (the same node attrs as codegen/lowering.py, quant None); transposes, reshapes and the geometry
+kernel call (the same node attrs as codegen/lowering.py says, quant None); transposes, reshapes and the geometry
 helpers are int8's. Fused activations become float clamp bounds; no bound is +-FLT_MAX."""
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.ir import Node
-from mcu.codegen.lowering import INT8, _dims4, call_node, conv_geometry, f32, matmul_dims, pool_geometry
+from mcu.codegen.lowering import _dims4, call_node, conv_geometry, f32, matmul_dims, pool_geometry
+from mcu.codegen.lowering_s8 import INT8
 from mcu.codegen.twins.float32 import BINARY_OPS, REDUCE_OPS, UNARY_OPS
 from mcu.codegen.errors import LoweringError
 

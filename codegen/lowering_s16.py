@@ -1,6 +1,6 @@
 """Lowering overrides for int16 activations (quantize="a16w8") and the converts between precisions (mixed=).
 
-- INT16 is lowering.INT8's builders that serve every integer type (conv, depthwise, linear, pools, add, mul,
+- INT16 is lowering_s8.INT8's builders that serve every integer type (conv, depthwise, linear, pools, add, mul,
   transpose, concat, layer norm: they name their kernel and clamp by the element type), plus softmax and the
   table functions, whose int16 kernels take other constants.
 - int16 activations are symmetric (zero point 0): every offset is 0 and act_min/act_max clamp to int16.
@@ -17,7 +17,8 @@ import numpy as np
 
 from mcu.codegen.errors import LoweringError
 from mcu.codegen.ir import Node
-from mcu.codegen.lowering import INT8, INTEGER, Ctx, act_range, call_node, dequantize_call, quantize_call
+from mcu.codegen.lowering import Ctx, act_range, call_node, dequantize_call, quantize_call
+from mcu.codegen.lowering_s8 import INT8, INTEGER
 from mcu.codegen.twins.activation import unary_function
 from mcu.codegen.twins.quant import quantize_multiplier
 

@@ -127,8 +127,22 @@ def _number(v, where: str) -> float:
     return float(v)
 
 
-def load(text: str, read_array: Callable[[int], np.ndarray]) -> tuple[Graph, MemoryPlan]:
-    """Rebuild (graph, memory) from dump's JSON; FormatError on anything this version did not write."""
+class _Arrays:
+    """The package's arrays, read once each through read_array(i)."""
+
+    def __init__(self, read_array: Callable[[int], np.ndarray]):
+        self.read_array = read_array
+        self.cache: dict[int, np.ndarray] = {}
+
+    def __call__(self, i, where: str) -> np.ndarray:
+        i = _int(i, where, 0, 1 << 20)
+        if i not in self.cache:
+            self.cache[i] = self.read_array(i)
+        return self.cache[i]
+
+
+def _document(text: str) -> dict:
+    """ir.json parsed, its format name and version checked."""
     try:
         doc = json.loads(text, parse_constant=lambda c: _fail("ir.json", f"{c} is not JSON"))
     except (ValueError, RecursionError) as exc:
@@ -140,92 +154,100 @@ def load(text: str, read_array: Callable[[int], np.ndarray]) -> tuple[Graph, Mem
     if version != VERSION:
         _fail("ir.json", f"IR format version {str(version)[:20]} is not {VERSION}, the one this mcu reads; compile "
                          f"the model again with this mcu (`mcu compile`)")
-    arrays: dict[int, np.ndarray] = {}
+    return doc
 
-    def array(i, where: str) -> np.ndarray:
-        i = _int(i, where, 0, 1 << 20)
-        if i not in arrays:
-            arrays[i] = read_array(i)
-        return arrays[i]
 
-    def value(v, where: str, depth: int = 0):
-        if depth > MAX_DEPTH:
-            _fail(where, "nested too deep")
-        if v is None or isinstance(v, (bool, str, int)):
-            return v
-        if isinstance(v, float):
-            return v
-        if isinstance(v, list):
-            return tuple(value(x, where, depth + 1) for x in v)
-        if isinstance(v, dict) and len(v) == 1:
-            (tag, x), = v.items()
-            if tag == "$list":
-                return [value(y, where, depth + 1) for y in _list(x, where)]
-            if tag == "$dict":
-                if not isinstance(x, dict):
-                    _fail(where, "$dict holds no object")
-                return {k: value(y, f"{where}.{k}"[:200], depth + 1) for k, y in x.items()}
-            if tag == "$float":
-                return _number(v, where)
-            if tag == "$array":
-                return array(x, where)
-            if tag == "$scalar":
-                x = _list(x, where)
-                if len(x) != 2 or not isinstance(x[0], str) or x[0] not in _SCALARS:
-                    _fail(where, "a $scalar is [dtype, value]")
-                raw = float(x[1]) if isinstance(x[1], str) and x[1] in ("nan", "inf", "-inf") else x[1]
-                if type(raw) not in (bool, int, float):
-                    _fail(where, "a $scalar's value is a number")
-                try:
-                    return np.dtype(x[0]).type(raw)
-                except (OverflowError, ValueError):
-                    _fail(where, f"{str(raw)[:20]} does not fit {x[0]}")
-        _fail(where, f"not a value this format stores: {str(v)[:40]}")
+def _scalar(x, where: str):
+    """A {"$scalar": [dtype, value]}'s numpy scalar."""
+    x = _list(x, where)
+    if len(x) != 2 or not isinstance(x[0], str) or x[0] not in _SCALARS:
+        _fail(where, "a $scalar is [dtype, value]")
+    raw = float(x[1]) if isinstance(x[1], str) and x[1] in ("nan", "inf", "-inf") else x[1]
+    if type(raw) not in (bool, int, float):
+        _fail(where, "a $scalar's value is a number")
+    try:
+        return np.dtype(x[0]).type(raw)
+    except (OverflowError, ValueError):
+        _fail(where, f"{str(raw)[:20]} does not fit {x[0]}")
 
-    def tensor(d, i: int) -> Tensor:
-        where = f"ir.json: tensor {i}"
-        name = _str(_get(d, "name", where), where)
-        shape = tuple(_int(s, f"{where} shape", 0, 1 << 31) for s in _list(_get(d, "shape", where), where))
-        if len(shape) > 8:
-            _fail(where, "more than 8 dims")
-        dtype = _get(d, "dtype", where)
-        if not isinstance(dtype, str) or dtype not in DTYPES:
-            _fail(where, f"dtype {str(dtype)[:20]!r} is not one of {', '.join(DTYPES)}")
-        layout = _get(d, "layout", where)
-        if not isinstance(layout, str) or not _LAYOUT.match(layout):
-            _fail(where, f"layout {str(layout)[:20]!r} is not a layout name")
-        q = _get(d, "qparams", where)
-        if q is not None:
-            axis = _get(q, "axis", where)
-            if axis is not None:
-                _int(axis, f"{where} axis", 0, 8)
-            q = QParams(tuple(_number(s, f"{where} scale") for s in _list(_get(q, "scale", where), where)),
-                        tuple(_int(z, f"{where} zero_point", -(1 << 31), 1 << 31)
-                              for z in _list(_get(q, "zero_point", where), where)), axis)
-        data = _get(d, "data", where)
-        if data is not None:
-            data = array(data, where)
-            if data.shape != shape or data.dtype != np.dtype(DTYPES[dtype]):
-                _fail(where, f"its array is {data.dtype} {list(data.shape)}, not {dtype} {list(shape)}")
-        return Tensor(name, shape, dtype, q, data, layout)
 
-    def name_or_none(v, where):
-        return None if v is None else _str(v, where)
+def _value(v, where: str, arrays: _Arrays, depth: int = 0):
+    """An attrs value as dump's `value` wrote it (the tags of the module docstring)."""
+    if depth > MAX_DEPTH:
+        _fail(where, "nested too deep")
+    if v is None or isinstance(v, (bool, str, int)):
+        return v
+    if isinstance(v, float):
+        return v
+    if isinstance(v, list):
+        return tuple(_value(x, where, arrays, depth + 1) for x in v)
+    if isinstance(v, dict) and len(v) == 1:
+        (tag, x), = v.items()
+        if tag == "$list":
+            return [_value(y, where, arrays, depth + 1) for y in _list(x, where)]
+        if tag == "$dict":
+            if not isinstance(x, dict):
+                _fail(where, "$dict holds no object")
+            return {k: _value(y, f"{where}.{k}"[:200], arrays, depth + 1) for k, y in x.items()}
+        if tag == "$float":
+            return _number(v, where)
+        if tag == "$array":
+            return arrays(x, where)
+        if tag == "$scalar":
+            return _scalar(x, where)
+    _fail(where, f"not a value this format stores: {str(v)[:40]}")
 
-    def node(d, i: int) -> Node:
-        where = f"ir.json: node {i}"
-        attrs = _get(d, "attrs", where)
-        if not isinstance(attrs, dict):
-            _fail(where, "attrs is not an object")
-        return Node(_str(_get(d, "name", where), where), _str(_get(d, "op", where), where),
-                    tuple(name_or_none(x, where) for x in _list(_get(d, "inputs", where), where)),
-                    tuple(_str(x, where) for x in _list(_get(d, "outputs", where), where)),
-                    value({"$dict": attrs}, f"{where} attrs"), _str(_get(d, "source", where), where))
 
-    g = _get(doc, "graph", "ir.json")
-    tensors = [tensor(t, i) for i, t in enumerate(_list(_get(g, "tensors", "ir.json graph"), "ir.json graph"))]
+def _qparams(q, where: str) -> QParams | None:
+    if q is None:
+        return None
+    axis = _get(q, "axis", where)
+    if axis is not None:
+        _int(axis, f"{where} axis", 0, 8)
+    return QParams(tuple(_number(s, f"{where} scale") for s in _list(_get(q, "scale", where), where)),
+                   tuple(_int(z, f"{where} zero_point", -(1 << 31), 1 << 31)
+                         for z in _list(_get(q, "zero_point", where), where)), axis)
+
+
+def _tensor(d, i: int, arrays: _Arrays) -> Tensor:
+    where = f"ir.json: tensor {i}"
+    name = _str(_get(d, "name", where), where)
+    shape = tuple(_int(s, f"{where} shape", 0, 1 << 31) for s in _list(_get(d, "shape", where), where))
+    if len(shape) > 8:
+        _fail(where, "more than 8 dims")
+    dtype = _get(d, "dtype", where)
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        _fail(where, f"dtype {str(dtype)[:20]!r} is not one of {', '.join(DTYPES)}")
+    layout = _get(d, "layout", where)
+    if not isinstance(layout, str) or not _LAYOUT.match(layout):
+        _fail(where, f"layout {str(layout)[:20]!r} is not a layout name")
+    q = _qparams(_get(d, "qparams", where), where)
+    data = _get(d, "data", where)
+    if data is not None:
+        data = arrays(data, where)
+        if data.shape != shape or data.dtype != np.dtype(DTYPES[dtype]):
+            _fail(where, f"its array is {data.dtype} {list(data.shape)}, not {dtype} {list(shape)}")
+    return Tensor(name, shape, dtype, q, data, layout)
+
+
+def _node(d, i: int, arrays: _Arrays) -> Node:
+    where = f"ir.json: node {i}"
+    attrs = _get(d, "attrs", where)
+    if not isinstance(attrs, dict):
+        _fail(where, "attrs is not an object")
+    return Node(_str(_get(d, "name", where), where), _str(_get(d, "op", where), where),
+                tuple(None if x is None else _str(x, where) for x in _list(_get(d, "inputs", where), where)),
+                tuple(_str(x, where) for x in _list(_get(d, "outputs", where), where)),
+                _value({"$dict": attrs}, f"{where} attrs", arrays), _str(_get(d, "source", where), where))
+
+
+def _graph(g, arrays: _Arrays) -> Graph:
+    """The graph, every tensor it names present and its IR invariants holding."""
+    where = "ir.json graph"
+    tensors = [_tensor(t, i, arrays) for i, t in enumerate(_list(_get(g, "tensors", where), where))]
     graph = Graph({t.name: t for t in tensors},
-                  tuple(node(n, i) for i, n in enumerate(_list(_get(g, "nodes", "ir.json graph"), "ir.json graph"))),
+                  tuple(_node(n, i, arrays)
+                        for i, n in enumerate(_list(_get(g, "nodes", "ir.json graph"), "ir.json graph"))),
                   tuple(_str(x, "ir.json inputs") for x in _list(_get(g, "inputs", "ir.json graph"), "ir.json")),
                   tuple(_str(x, "ir.json outputs") for x in _list(_get(g, "outputs", "ir.json graph"), "ir.json")))
     if len(graph.tensors) != len(tensors):
@@ -238,35 +260,44 @@ def load(text: str, read_array: Callable[[int], np.ndarray]) -> tuple[Graph, Mem
         verify(graph)
     except IRError as exc:
         _fail("ir.json", f"the graph breaks an IR invariant ({exc})")
+    return graph
 
-    m = _get(doc, "memory", "ir.json")
-    w = "ir.json memory"
 
-    def triple(x, n):
-        x = _list(x, w)
-        if len(x) != n:
-            _fail(w, f"expected {n} fields, got {len(x)}")
-        return x
+_MEM = "ir.json memory"
 
-    locations = {}
+
+def _fields(x, n: int) -> list:
+    """A memory record: an array of n fields."""
+    x = _list(x, _MEM)
+    if len(x) != n:
+        _fail(_MEM, f"expected {n} fields, got {len(x)}")
+    return x
+
+
+def _locations(m, graph: Graph) -> dict[str, Location]:
+    w, locations = _MEM, {}
     for x in _list(_get(m, "locations", w), w):
-        k, kind, index = triple(x, 3)
+        k, kind, index = _fields(x, 3)
         if kind not in ("arena", "input", "output", "const"):
             _fail(w, f"location kind {str(kind)[:20]!r}")
         if _str(k, w) not in graph.tensors:
             _fail(w, f"location of unknown tensor {k[:40]!r}")
         locations[k] = Location(kind, _int(index, w))
-    buffers = tuple(Buffer(_str(b[0], w), *(_int(v, w) for v in b[1:]))
-                    for b in (triple(x, 5) for x in _list(_get(m, "buffers", w), w)))
-    p = _get(m, "plan", w)
-    offsets = {}
+    return locations
+
+
+def _plan(m) -> Plan:
+    w, p, offsets = _MEM, _get(m, "plan", _MEM), {}
     for x in _list(_get(p, "offsets", w), w):
-        k, off = triple(x, 2)
+        k, off = _fields(x, 2)
         offsets[_str(k, w)] = _int(off, w)
-    plan = Plan(offsets, _int(_get(p, "arena_bytes", w), w), _str(_get(p, "algorithm", w), w))
-    overlaps = _get(m, "overlaps", w)
-    if overlaps is not None:
-        overlaps = {(_str(a, w), _str(b, w)): _int(g, w) for a, b, g in (triple(x, 3) for x in _list(overlaps, w))}
+    return Plan(offsets, _int(_get(p, "arena_bytes", w), w), _str(_get(p, "algorithm", w), w))
+
+
+def _check_placement(graph: Graph, locations: dict[str, Location], buffers: tuple[Buffer, ...], plan: Plan) -> None:
+    """Every tensor placed once, as what it is, inside the arena or an I/O slot the graph has; offsets match
+    buffers."""
+    w = _MEM
     if set(locations) != set(graph.tensors):
         _fail(w, "the plan does not place every tensor of the graph exactly once")
     for k, loc in locations.items():
@@ -278,9 +309,28 @@ def load(text: str, read_array: Callable[[int], np.ndarray]) -> tuple[Graph, Mem
         if loc.kind in ("input", "output") and not loc.index < len(graph.inputs if loc.kind == "input" else graph.outputs):
             _fail(w, f"tensor {k[:40]!r} is {loc.kind} {loc.index}, which the graph does not have")
     buffer_names = {b.name for b in buffers}
-    if len(buffer_names) != len(buffers) or set(offsets) != buffer_names:
+    if len(buffer_names) != len(buffers) or set(plan.offsets) != buffer_names:
         _fail(w, "the plan's offsets and buffers do not match")
-    memory = MemoryPlan(locations, buffers, plan, _int(_get(m, "lower_bound", w), w),
-                        _int(_get(m, "peak_before_schedule", w), w), _int(_get(m, "peak_after_schedule", w), w),
-                        overlaps)
-    return graph, memory
+
+
+def _memory(m, graph: Graph) -> MemoryPlan:
+    """The memory plan, checked against the graph."""
+    w = _MEM
+    locations = _locations(m, graph)
+    buffers = tuple(Buffer(_str(b[0], w), *(_int(v, w) for v in b[1:]))
+                    for b in (_fields(x, 5) for x in _list(_get(m, "buffers", w), w)))
+    plan = _plan(m)
+    overlaps = _get(m, "overlaps", w)
+    if overlaps is not None:
+        overlaps = {(_str(a, w), _str(b, w)): _int(g, w) for a, b, g in (_fields(x, 3) for x in _list(overlaps, w))}
+    _check_placement(graph, locations, buffers, plan)
+    return MemoryPlan(locations, buffers, plan, _int(_get(m, "lower_bound", w), w),
+                      _int(_get(m, "peak_before_schedule", w), w), _int(_get(m, "peak_after_schedule", w), w),
+                      overlaps)
+
+
+def load(text: str, read_array: Callable[[int], np.ndarray]) -> tuple[Graph, MemoryPlan]:
+    """Rebuild (graph, memory) from dump's JSON; FormatError on anything this version did not write."""
+    doc = _document(text)
+    graph = _graph(_get(doc, "graph", "ir.json"), _Arrays(read_array))
+    return graph, _memory(_get(doc, "memory", "ir.json"), graph)

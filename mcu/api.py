@@ -165,8 +165,8 @@ def _lower(ep, converted, target: Target) -> tuple[Graph, MemoryPlan]:
 
 def _package_files(graph: Graph, memory: MemoryPlan, ep, board_info) -> tuple[dict[str, bytes], dict]:
     """Every file of the package folder by name, and its sealed manifest; BoardFitError before anything is written."""
-    texts = emit(graph, memory, board=board_info.name)
-    manifest = json.loads(texts["manifest.json"])
+    texts, emitted = emit(graph, memory, board=board_info.name)
+    manifest = emitted.as_dict()
     footprint = check_fit(graph, manifest, board_info)
     files = {name: text.encode() for name, text in texts.items()}
     files.update(dropin_files(texts, manifest, board_info, footprint))

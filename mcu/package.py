@@ -327,7 +327,7 @@ def _check_consistent(manifest: dict, graph: Graph, memory: MemoryPlan, where: P
     if manifest["arena_bytes"] != memory.arena_bytes:
         bad(f"the arena is {manifest['arena_bytes']} B")
     try:
-        emitted = json.loads(emit(graph, memory, board=manifest["board"])["manifest.json"])
+        emitted = emit(graph, memory, board=manifest["board"])[1].as_dict()
     except Exception as exc:  # a forged IR that passed the field checks: no bug of mcu's if it does not emit
         raise PackageError(f"{where.parent}: its IR does not make a model ({type(exc).__name__}: {str(exc)[:80]}); "
                            f"compile the model again with `mcu compile`") from None

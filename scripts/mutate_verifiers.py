@@ -2,7 +2,7 @@
 
 Each mutant changes ONE comparison or one +/- in a verifier: verify_plan and Buffer.conflicts
 (memory_planner/planner.py, buffer by buffer) or verify_tensor_plan and its residual rule _apart_or_raster
-(codegen/memory.py, tensor by tensor: aliases, in-place kernels, concat views, raster gaps):
+(codegen/plan_verifier.py, tensor by tensor: aliases, in-place kernels, concat views, raster gaps):
 < <-> <=, > <-> >=, == <-> !=, and <-> or, and a +/- b -> a +/- b +/- 1, as the issue's example (two buffers sharing one
 byte) does. For each mutant a fresh Python process loads the mutated source over the real module
 (exec into the module's namespace: no file is written), then runs that verifier's tests; a mutant is killed
@@ -27,7 +27,9 @@ SWAP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.
 VERIFIERS = {
     "planner": (ROOT / "memory_planner" / "planner.py", "mcu.memory_planner.planner", {"verify_plan", "conflicts"},
                 ["tests/test_verifier_edges.py", "tests/test_planner.py"]),
-    "memory": (ROOT / "codegen" / "memory.py", "mcu.codegen.memory", {"verify_tensor_plan", "_apart_or_raster"},
+    "memory": (ROOT / "codegen" / "plan_verifier.py", "mcu.codegen.plan_verifier",
+               {"verify_tensor_plan", "live_spans", "concat_view_pairs", "same_bytes_pairs", "exact_pairs",
+                "raster_pairs", "components", "check_overlaps", "_in_arena", "_apart_or_raster"},
                ["tests/test_tensor_verifier_edges.py", "tests/test_memory.py", "tests/test_inplace_rules.py",
                 "tests/test_concat_inplace.py"]),
 }
@@ -35,9 +37,13 @@ VERIFIERS = {
 # Mutants no placement can tell from the original (reported as such, not as survivors): function -> mutated
 # text -> why.
 EQUIVALENT = {
-    "verify_tensor_plan": {
+    "components": {
         "a in comp or b in comp": "an allowed pair shares one location, so both are in the arena or neither is",
+    },
+    "same_bytes_pairs": {
         "t is None and out is None": "an absent input has no location: every rule after it is false for it",
+    },
+    "check_overlaps": {
         "i + 1 - 1": "each tensor is then also compared with itself, which is always its own component",
     },
 }

@@ -230,8 +230,8 @@ def harmless(folder: Path) -> bool:
         pkg = mcu.load(folder)
     except mcu.McuError:
         return False
-    texts = emit(pkg.graph, pkg.memory, board=pkg.board)
-    return all((folder / n).read_text() == t for n, t in texts.items() if n != "manifest.json")
+    texts, _ = emit(pkg.graph, pkg.memory, board=pkg.board)
+    return all((folder / n).read_text() == t for n, t in texts.items())
 
 
 def fresh_copy(pkg: Path, dest: Path) -> Path:

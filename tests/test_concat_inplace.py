@@ -13,8 +13,10 @@ from torch import nn
 
 import hostc
 import mcu
-from mcu.codegen import memory
-from mcu.codegen.memory import Location, overlap_gap, overwritable_inputs, raster_gap, verify_tensor_plan
+from mcu.codegen import sharing
+from mcu.codegen.memory import Location, overwritable_inputs
+from mcu.codegen.plan_verifier import verify_tensor_plan
+from mcu.codegen.sharing import overlap_gap, raster_gap
 from mcu.codegen.passes import inplace
 from mcu.memory_planner import PlanError
 from mcu.codegen.twins import conv, float32, pool, s16
@@ -380,7 +382,7 @@ def test_fire_concat_is_written_in_place(fire, tmp_path, monkeypatch):
     assert all(g.producer(t).attrs["params"]["output_pixel_stride"] == 128 for t in view.inputs)
     # the concat's buffer is live from its first producer: the planner sees it beside the squeeze output
     first = min(i for i, n in enumerate(g.nodes) if view.inputs[0] in n.outputs or view.inputs[1] in n.outputs)
-    buf = next(b for b in mem.buffers if b.name == memory.storage_groups(g)[view.outputs[0]])
+    buf = next(b for b in mem.buffers if b.name == sharing.storage_groups(g)[view.outputs[0]])
     assert buf.first == first and buf.size == g.tensors[view.outputs[0]].nbytes
     copy = _copy_arena(Fire(), FIRE, tmp_path / "copy", monkeypatch)
     assert fire.arena_bytes < copy.arena_bytes
@@ -546,5 +548,5 @@ def test_debug_gathers_a_strided_producers_pixels(inception):
     b = inception.graph.producer(view.inputs[1])
     n, h, w, c = b.attrs["params"]["output"]
     flat = np.arange((n * h * w - 1) * 28 + c)
-    assert memory.output_extent(inception.graph, b) == flat.size
+    assert sharing.output_extent(inception.graph, b) == flat.size
     assert (_gather(flat, b) == (np.arange(n * h * w) * 28)[:, None] + np.arange(c)).all()

@@ -95,7 +95,7 @@ def test_params_that_c_cannot_take_are_a_compiler_error_not_a_c_error():
 @pytest.mark.parametrize("shape, perm", [((1, 2, 4, 4, 4), (0, 2, 1, 3, 4)), ((2, 3, 4), (2, 0, 1)),
                                          ((2, 1, 3, 1, 5, 6), (4, 5, 0, 2, 1, 3)), ((7,), (0,))])
 def test_transposes_of_any_rank_merge_to_four_dims(shape, perm):
-    from mcu.codegen.lowering import transpose_params
+    from mcu.codegen.lowering_shape import transpose_params
     p = transpose_params(shape, perm)
     x = np.arange(int(np.prod(shape))).reshape(shape)
     assert len(p["in_dims"]) == 4

@@ -24,6 +24,7 @@ from mcu.errors import UnsupportedOpError
 from mcu.importer.export import export
 from mcu.metrics import FLOAT_TOLERANCE, relative_error
 from mcu.codegen.twins import float32 as twins
+from mcu.codegen.twins import fmath
 from mcu.codegen.twins import shape as shape_twins
 from mcu.zoo import MODELS, example_cnn
 
@@ -284,10 +285,10 @@ def test_exp_is_within_one_ulp():
     x = np.linspace(-103.9, 88.7, 400_001).astype(F32)
     exact = np.exp(x.astype(np.float64))
     normal = exact > np.finfo(F32).tiny
-    got = twins.exp_f32(x)
+    got = fmath.exp_f32(x)
     ulps = np.abs(got[normal] - exact[normal]) / np.spacing(exact[normal].astype(F32)).astype(np.float64)
     assert ulps.max() <= 1.0, f"{ulps.max():.2f} ulp at x = {x[normal][ulps.argmax()]}"
-    ends = twins.exp_f32(F32([-200, -104, 89, np.inf, -np.inf, np.nan, 0]))
+    ends = fmath.exp_f32(F32([-200, -104, 89, np.inf, -np.inf, np.nan, 0]))
     assert ends[:5].tolist() == [0.0, 0.0, np.inf, np.inf, 0.0] and np.isnan(ends[5]) and ends[6] == 1.0
 
 

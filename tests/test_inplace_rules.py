@@ -9,7 +9,9 @@ import torch
 from torch import nn
 
 import mcu
-from mcu.codegen.memory import Location, group_offsets, verify_tensor_plan
+from mcu.codegen.memory import Location
+from mcu.codegen.plan_verifier import verify_tensor_plan
+from mcu.codegen.sharing import group_offsets
 from mcu.memory_planner import PlanError
 
 

@@ -19,8 +19,10 @@ from mcu.build.firmware import build_firmware
 from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
 from mcu.codegen.kernels import KERNELS
-from mcu.codegen.kernels.packing import FAST_WIDE_ROWS
-from mcu.codegen.memory import Location, overlap_gap, plan_graph, verify_tensor_plan
+from mcu.codegen.kernels.geometry import FAST_WIDE_ROWS
+from mcu.codegen.memory import Location, plan_graph
+from mcu.codegen.plan_verifier import verify_tensor_plan
+from mcu.codegen.sharing import overlap_gap
 from mcu.codegen.target import Target
 from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.reference import run_reference
@@ -201,7 +203,7 @@ def dsp_path_cases(seed: int) -> GraphBuilder:
     the strided 1x1 walker; compact windows (3 x 9-byte rows from the input, near its end, and gathered), window
     rows in pieces, dilation; depthwise runs (stride 1, 2), per-pixel windows (dilation, stride 3), border taps,
     channel tails, no interior at all, padding at the end only. Outputs of >= 256 pixels store int16 weights
-    (packing.dsp_wide): the same step counts and a narrow clamp (the C pair) in that layout too."""
+    (geometry.dsp_wide): the same step counts and a narrow clamp (the C pair) in that layout too."""
     g = GraphBuilder(seed)
     f = "full"
     for c_in in (4, 8, 64, 68, 72, 132):
@@ -319,7 +321,8 @@ def expected_kernel(node: Node, family: str, board: str) -> str:
 def run_on_board(graph: Graph, board: str, inputs: list[np.ndarray], out_dir) -> list[np.ndarray]:
     """Plan, emit, build and run `graph` on `board`; the raw outputs in graph order."""
     graph, mem = plan_graph(graph)
-    for name, text in emit(graph, mem, board=board).items():
+    texts, manifest = emit(graph, mem, board=board)
+    for name, text in {**texts, "manifest.json": manifest.to_json()}.items():
         (out_dir / name).write_text(text)
     elf = build_firmware(board, out_dir, out_dir / "build")
     res = run_firmware(elf, load_board(board), b"".join(x.tobytes() for x in inputs), timeout=60)
@@ -409,7 +412,7 @@ def test_dsp_path_cases_store_both_weight_layouts():
 
 def test_fast_gemm_cases_store_both_weight_layouts():
     """On the M3, gemm_cases and dsp_path_cases (on QEMU above) reach the scalar GEMM's int8 words and its split
-    words (header words 4 and 8, packing.fast_wide) in the 1x1 conv, the general conv and the fully connected
+    words (header words 4 and 8, geometry.fast_wide) in the 1x1 conv, the general conv and the fully connected
     layer."""
     fast = ("mcu_conv2d_1x1_s8_fast", "mcu_conv2d_s8_fast", "mcu_fully_connected_s8_fast")
     assert filter_headers([gemm_cases, dsp_path_cases], "mps2-an385", fast) == {(k, h) for k in fast for h in (4, 8)}
@@ -530,7 +533,8 @@ def test_raster_variants_overlapping_their_input_on_device(board, tmp_path):
     rng = np.random.default_rng(11)
     inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
     expected = run_reference(graph, inputs)
-    for name, text in emit(graph, mem, board=board).items():
+    texts, manifest = emit(graph, mem, board=board)
+    for name, text in {**texts, "manifest.json": manifest.to_json()}.items():
         (tmp_path / name).write_text(text)
     elf = build_firmware(board, tmp_path, tmp_path / "build")
     res = run_firmware(elf, load_board(board), b"".join(x.tobytes() for x in inputs), timeout=60)

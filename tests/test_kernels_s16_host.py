@@ -514,9 +514,9 @@ def test_in_place_kernels(lib):
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("kernel", ["mcu_conv2d_s16", "mcu_dwconv2d_s16", "mcu_maxpool2d_s16", "mcu_avgpool2d_s16"])
 def test_raster_kernels_overlap_like_int8(lib, seed, kernel):
-    """Output starting raster_gap(params) elements below the input (codegen/memory.py, in elements here) overlaps it
+    """Output starting raster_gap(params) elements below the input (codegen/sharing.py, in elements here) overlaps it
     safely, as for the int8 raster kernels: each output pixel is written after every window that reads its bytes."""
-    from mcu.codegen.memory import raster_gap
+    from mcu.codegen.sharing import raster_gap
     if "pool" in kernel:
         args = _pool_case(seed, "avg" in kernel)
     else:

@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 import mcu
-from mcu.codegen.memory import Location, verify_tensor_plan
+from mcu.codegen.memory import Location
+from mcu.codegen.plan_verifier import verify_tensor_plan
 from mcu.memory_planner import PlanError
 
 
@@ -69,7 +70,7 @@ def test_verifier_rejects_a_tensor_past_the_arena(residual):
     (dict(input=(1, 4, 4, 16), output=(1, 4, 4, 8), stride_h=1, stride_w=1, pad_top=0, pad_left=0), 8),
 ])
 def test_raster_gap_by_hand(params, gap):
-    from mcu.codegen.memory import raster_gap
+    from mcu.codegen.sharing import raster_gap
     assert raster_gap(params) == gap
 
 

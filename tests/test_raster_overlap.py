@@ -1,7 +1,7 @@
 """Raster kernels, portable and optimized, with their output overlapping their dying input (issue 14, item 2).
 
 A `raster` kernel (codegen/kernels) may write its output starting `raster_gap(params, raster_block)` bytes below
-its input (codegen/memory.py): the planner uses that gap, the verifier re-derives it. Here every int8 raster kernel
+its input (codegen/sharing.py): the planner uses that gap, the verifier re-derives it. Here every int8 raster kernel
 the host builds (portable, scalar `_fast`, and the DSP ones on their C path) runs on seeded random geometry with
 its input at exactly that gap above its output in one buffer, and must give the portable twin's result bit for
 bit. The DSP assembly and Helium loop orders run on QEMU (test_kernel_variants_qemu.py, overlapping chains).
@@ -18,7 +18,7 @@ from torch import nn
 import hostc
 import mcu
 from mcu.codegen.kernels import KERNELS
-from mcu.codegen.memory import overlap_gap, raster_gap
+from mcu.codegen.sharing import overlap_gap, raster_gap
 from test_kernels_host import (assert_equal_int, conv_params, pool_case, prepared_variant_args, rand_act,
                                rand_bias, rand_int8, rand_offsets, rand_quant)
 

@@ -9,7 +9,7 @@ import pytest
 
 import hostc
 from mcu.codegen.kernels import KERNELS, SOURCES as LINKABLE, names, twin_function, variants_of
-from mcu.codegen.kernels.packing import INT4
+from mcu.codegen.kernels.geometry import INT4
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCES = {p.stem: p for p in (ROOT / "runtime_c" / "kernels").glob("*/*.c") if p.parent.name != "shared"}

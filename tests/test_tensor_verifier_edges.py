@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 
 from mcu.codegen.ir import Graph, Node, Tensor
-from mcu.codegen.memory import Location, MemoryPlan, _apart_or_raster, raster_gap, verify_tensor_plan
+from mcu.codegen.memory import Location, MemoryPlan
+from mcu.codegen.plan_verifier import _apart_or_raster, verify_tensor_plan
+from mcu.codegen.sharing import raster_gap
 from mcu.memory_planner import Plan, PlanError
 
 OPAQUE = "mcu_softmax_s8"  # neither in place nor raster: its output shares no byte with a live input

@@ -3,7 +3,7 @@
 - A `KernelSpec` holds every fact the compiler needs about one C function: its source
   (runtime_c/kernels/<family>/<name>.c), its params struct, its numpy twin, and for an optimized variant the
   portable kernel it replaces, the core features it needs, the params it runs (`applies`), the constants it
-  wants (`prepare`, codegen/kernels/packing.py) and the scratch it takes (`scratch`, the twin of its C
+  wants (`prepare`, codegen/kernels/prepare.py) and the scratch it takes (`scratch`, the twin of its C
   `*_scratch_bytes`), and the shared cores it calls (`links`: sources under runtime_c/kernels/shared that the
   manifest lists once for every kernel that needs them). Memory properties: `inplace` (which input the output may take exactly), `raster`
   (output pixels written in order, in blocks of `raster_block`: the output may slide under a dying input by a
@@ -48,7 +48,7 @@ class KernelSpec:
     raster: bool = False
     # a raster kernel's unit of order: output pixels in blocks of this many (counted over n, y, x from 0), or
     # "row" (one output row): every read for a block happens before any write of the next block, and a block's
-    # writes may come before its own reads end (mcu.codegen.memory.raster_gap)
+    # writes may come before its own reads end (mcu.codegen.sharing.raster_gap)
     raster_block: int | str = 1
     # every read of a block happens before any write of it (the DSP convs widen a pixel pair, the scalar conv
     # copies a window, into scratch first): then only later blocks' reads bound the gap

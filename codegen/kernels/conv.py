@@ -1,12 +1,13 @@
 """Convolutions: portable conv2d (groups 1, grouped), depthwise and the conv fused with its residual add, in int8,
 int16 and float32; the int8 variants (int4 weights, Helium, DSP, scalar) and in-place variants; the int16 DSP
-variants. Constants for the variants: codegen/kernels/packing.py; C: runtime_c/kernels/conv, s16, float."""
+variants. Constants for the variants: codegen/kernels/prepare.py; C: runtime_c/kernels/conv, s16, float."""
 from __future__ import annotations
 
 from mcu.codegen.kernels import GEMM2_DSP, GEMM_MVE, kernel, variant
-from mcu.codegen.kernels.packing import (INT4, is_1x1, is_dw3x3, is_dw_s16, is_groups1, prepare_dsp_conv,
-                                         prepare_dw_dsp, prepare_dw_fast, prepare_dw_mve, prepare_fast, prepare_mve,
-                                         prepare_s4, prepare_s16_conv_dsp, prepare_s16_dw_dsp)
+from mcu.codegen.kernels.geometry import INT4, is_1x1, is_dw3x3, is_dw_s16, is_groups1
+from mcu.codegen.kernels.prepare import (prepare_dsp_conv, prepare_dw_dsp, prepare_dw_fast, prepare_dw_mve,
+                                         prepare_fast, prepare_mve, prepare_s4, prepare_s16_conv_dsp,
+                                         prepare_s16_dw_dsp)
 from mcu.codegen.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_1x1_s8_fast_scratch_bytes,
                                     conv2d_1x1_s8_inplace_fits,
                                     conv2d_1x1_s8_inplace_scratch_bytes, conv2d_s4_scratch_bytes,

@@ -1,9 +1,10 @@
 """Fully connected layers and matmuls: portable int8, int16 and float32, and the int8 variants (int4 weights,
-Helium, DSP, scalar) and int16 DSP variant. Constants: codegen/kernels/packing.py; C: runtime_c/kernels/fc."""
+Helium, DSP, scalar) and int16 DSP variant. Constants: codegen/kernels/prepare.py; C: runtime_c/kernels/fc."""
 from __future__ import annotations
 
 from mcu.codegen.kernels import GEMM_MVE, kernel, variant
-from mcu.codegen.kernels.packing import INT4, prepare_dsp, prepare_fast, prepare_mve, prepare_s4, prepare_s16_fc_dsp
+from mcu.codegen.kernels.geometry import INT4
+from mcu.codegen.kernels.prepare import prepare_dsp, prepare_fast, prepare_mve, prepare_s4, prepare_s16_fc_dsp
 from mcu.codegen.twins.s16 import fully_connected_s16_dsp_scratch_bytes
 
 FC = "mcu_fc_params_t"

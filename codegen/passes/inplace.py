@@ -2,7 +2,7 @@
 variant, with planned scratch.
 
 - Memory mode keeps the portable kernels, whose outputs may start `raster_gap` bytes below a dying
-  input (codegen/memory.py). Along a chain each such overlap moves the next tensor down by its gap, so
+  input (codegen/sharing.py). Along a chain each such overlap moves the next tensor down by its gap, so
   the arena grows by the sum of the gaps. An in-place kernel's output may start at its input's very
   offset instead: a chain of them stays put, and costs its largest scratch, not the sum of its gaps.
 - The registry (codegen/kernels) gives each portable kernel's in-place variant (mode "memory"), the geometry
@@ -20,21 +20,21 @@ variant, with planned scratch.
   reads (or of a reshape chain of one, each read only by the next), not a graph input or output, and the
   concat's output is not a graph output (emit addresses arena
   bytes only), the concat becomes a view: op "alias" with attrs["view"] = "concat" and the kernel's params.
-  No code runs; memory.storage_groups gives each input its slice of the output's buffer (group_offsets), and
+  No code runs; sharing.storage_groups gives each input its slice of the output's buffer (group_offsets), and
   the reference runs the concat twin. Otherwise (differing qparams, an input read elsewhere, ...) the copy stays.
-- Channel concat in place: a concat over the last axis of 4-d NHWC tensors (memory.is_channel_concat) under the
+- Channel concat in place: a concat over the last axis of 4-d NHWC tensors (sharing.is_channel_concat) under the
   same conditions, where every input comes straight from a call of a kernel that writes strided output
   (a `strided` kernel: the portable conv and pool loops, the int8 conv and average pool variants) not already
   strided, becomes a view too: each producer's params get output_pixel_stride = C_total, so it writes pixel
   q's C_i channels at q * C_total + c_offset of the concat's buffer (its tensor sits c_offset elements into it). Such a producer
-  never overlaps its input (memory.overlap_gap) nor runs as an in-place variant (its output is a slice).
+  never overlaps its input (sharing.overlap_gap) nor runs as an in-place variant (its output is a slice).
 """
 from __future__ import annotations
 
 from mcu.codegen.ir import Graph
 from mcu.codegen.kernels import names, variants_of
-from mcu.codegen.memory import (concat_copies_exactly, concat_is_copy, is_channel_concat, overwritable_inputs,
-                                 reshape_chain)
+from mcu.codegen.memory import overwritable_inputs
+from mcu.codegen.sharing import concat_copies_exactly, concat_is_copy, is_channel_concat, reshape_chain
 from mcu.codegen.target import Target
 from mcu.codegen.passes.select_kernels import with_scratch
 

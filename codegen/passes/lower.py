@@ -2,7 +2,7 @@
 
 - Converts between precisions (requantize, dequantize, quantize) first, whatever their types.
 - A node whose tensors are all float32 takes FLOAT32's builder (codegen/lowering_float.py); one with an int16
-  activation INT16's (codegen/lowering_s16.py); any other INT8's (codegen/lowering.py). INT16 and FLOAT32 are
+  activation INT16's (codegen/lowering_s16.py); any other INT8's (codegen/lowering_s8.py). INT16 and FLOAT32 are
   INT8's builders plus overrides, not copies.
 - Reshapes become op "alias" (no code; the planner gives the output the input's bytes). A builder may return
   several calls (a float fallback: dequantize, float kernel, quantize).
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from mcu.codegen.errors import LoweringError
 from mcu.codegen.ir import Graph, Node
-from mcu.codegen.lowering import INT8, Ctx
+from mcu.codegen.lowering import Ctx
+from mcu.codegen.lowering_s8 import INT8
 from mcu.codegen.lowering_float import FLOAT32
 from mcu.codegen.lowering_s16 import CONVERTS, INT16, UNSUPPORTED
 

@@ -6,7 +6,7 @@
   (`_mve`, needs "mve"), then DSP/SIMD32 (`_dsp`, needs "dsp"), then scalar (`_fast`, any core); a
   specialised kernel (1x1 conv) before the general one. The first whose `requires` features the board
   has, whose `applies(params)` holds and whose `prepare` does not decline wins; else the portable kernel
-  stays. `prepare` rewrites the node's constants into the form its kernel wants (codegen/kernels/packing.py).
+  stays. `prepare` rewrites the node's constants into the form its kernel wants (codegen/kernels/prepare.py).
 - Twins: the reference keeps the portable semantics. A variant node keeps `attrs["twin"]` (the portable
   kernel), `attrs["twin_inputs"]` and `attrs["twin_quant"]` (the portable constants, still in the graph
   but not emitted), and codegen/reference.py runs the portable twin on those. So the device is always

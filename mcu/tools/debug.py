@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from mcu.codegen.ir import DTYPES
-from mcu.codegen.memory import pixel_stride
+from mcu.codegen.sharing import pixel_stride
 from mcu.codegen.reference import run_reference
 from mcu.errors import MCU_STATUS, McuError
 from mcu.metrics import sqnr_db

@@ -1,0 +1,72 @@
+"""Which params each optimized variant runs (its `applies` predicate) and where it stores its weights widened."""
+from __future__ import annotations
+
+import numpy as np
+
+from mcu.codegen.twins.conv import dsp_conv_compact
+
+# The exchange rate between speed and flash: a variant stores its weights widened (int16, or the scalar GEMM's
+# two-channel words) rather than int8 only in a layer where that saves at least this many instructions per
+# inference per flash byte it costs (dsp_wide, fast_wide).
+WIDEN_GAIN = 64
+
+# A _fast GEMM widens its weights to the split words at compile time, or builds them in its loop from int8 words
+# (mcu_fast_words): its ARMv7-M loop of 4 taps of 4 channels takes 31 instructions instead of 16 (MCU_FAST_ASM in
+# mcu_opt.h). Widening costs one flash byte per weight and saves 15/16 instruction per weight per output row, so a
+# layer widens where that is at least WIDEN_GAIN instructions per inference a byte: 69 output rows (pixels, or
+# batches of a fully connected layer).
+FAST_WIDE_ROWS = -(-WIDEN_GAIN * 16 // 15)
+
+
+def output_rows(params: dict) -> int:
+    """The GEMM rows of a conv (output pixels) or fully connected layer (batches): how often each weight is used."""
+    return params["batches"] if "batches" in params else int(np.prod(params["output"][:3]))
+
+
+def fast_wide(params: dict) -> bool:
+    """Whether the _fast GEMM with these params (conv or fully connected) stores the split words (FAST_WIDE_ROWS)."""
+    return output_rows(params) >= FAST_WIDE_ROWS
+
+
+# A DSP conv keeps its weights int8 in flash and widens them in its loop: 4 SXTB16 per 16 MACs of a 2x2 block,
+# so widening them at compile time instead saves MACs / 4 instructions for 1 more flash byte per weight, i.e.
+# (output pixels) / 4 instructions per byte. A layer widens when that is at least WIDEN_GAIN instructions per
+# inference a byte (WIDE_PIXELS = 256 pixels): large feature maps with few weights (VWW's and IC's early layers);
+# the weight-heavy layers of small maps stay int8. M4, instructions / weight flash, all int8 -> this rule -> all
+# int16: KWS 3.55 M / 35.7 KB (125 pixels: all int8), VWW 9.83 M / 272 KB -> 9.60 M / 273 KB -> 8.33 M /
+# 468 KB, IC 12.02 M / 92 KB -> 11.10 M / 107 KB -> 10.18 M / 164 KB.
+WIDE_PIXELS = 4 * WIDEN_GAIN
+
+
+def dsp_wide(params: dict) -> bool:
+    """Whether the DSP conv with these params stores its weights widened to int16 (see WIDE_PIXELS)."""
+    return output_rows(params) >= WIDE_PIXELS
+
+
+# A general conv whose window rows are not whole 4-tap steps and whose window is small: the DSP conv widens the
+# window whole (its taps in one run), not row by row (mcu_dsp_conv_compact in mcu_kernels.h).
+compact_window = dsp_conv_compact
+
+
+def is_1x1(p: dict) -> bool:
+    return p["filter"][1] == 1 and p["filter"][2] == 1 and p["pad_top"] == 0 and p["pad_left"] == 0
+
+
+def is_dw3x3(p: dict) -> bool:
+    """3x3 depthwise with channel multiplier 1 (any stride, padding, dilation, channel count)."""
+    return p["filter"][1] == 3 and p["filter"][2] == 3 and p["output"][3] == p["input"][3]
+
+
+def is_groups1(p: dict) -> bool:
+    return p["filter"][3] == p["input"][3]
+
+
+S16_DW_MAX_TAPS = 511  # MCU_S16_DW_MAX_TAPS: the window's products summed in int32 must fit
+
+
+def is_dw_s16(p: dict) -> bool:
+    """Channel multiplier 1 and at most 511 taps (mcu_dwconv2d_s16_dsp)."""
+    return p["output"][3] == p["input"][3] and p["filter"][1] * p["filter"][2] <= S16_DW_MAX_TAPS
+
+
+INT4 = ("int4",)  # a variant for weights packed as int4 (compile(weights="int4")), in either build mode

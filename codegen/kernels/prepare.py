@@ -1,0 +1,206 @@
+"""The `prepare` hooks of the optimized variants: (node, tensors) -> (node, new constants), or None to decline.
+
+Each rewrites a call's constants into the form its variant wants (codegen/kernels/packing.py computes them):
+the folded bias, the packed weights and the records become new constants named <node>_<variant>_{w,b,rq};
+a DSP conv or depthwise reads one filter stream instead, its bias input None and quant pointing at one shared
+zero word (QUANT_UNUSED). The kernel descriptions that use these live in codegen/kernels/<family>.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mcu.codegen.ir import Node, Tensor
+from mcu.codegen.kernels.geometry import compact_window, dsp_wide, fast_wide, is_1x1
+from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_stream, pack_g2_stream, pack_groups_s8,
+                                         pack_pairs_s32, pack_s4, pack_taps_s16, pad_rows, round_up, rq3_records,
+                                         rq_records)
+
+def _const(tensors: dict[str, Tensor], name: str) -> np.ndarray | None:
+    return None if name is None else tensors[name].data
+
+
+def _new(name: str, data: np.ndarray, dtype: str) -> Tensor:
+    return Tensor(name, tuple(data.shape), dtype, data=data)
+
+
+def _w_rows(node: Node, tensors: dict[str, Tensor]) -> np.ndarray:
+    """The weights as [C_out, K] rows (OHWI conv, [N, K] fc)."""
+    w = _const(tensors, node.inputs[1])
+    return w.reshape(w.shape[0], -1)
+
+
+def _prepared(node: Node, tensors: dict[str, Tensor], suffix: str, *, weights: np.ndarray,
+              bias: np.ndarray, records=None) -> tuple[Node, dict[str, Tensor]]:
+    """The node with new weight/bias (and record) constants named <node>_<suffix>_{w,b,rq}; with records (rq_records
+    or rq3_records), both quant pointers point at them (the portable multipliers and shifts are not stored)."""
+    new = {f"{node.name}_{suffix}_w": _new(f"{node.name}_{suffix}_w", weights, "int8"),
+           f"{node.name}_{suffix}_b": _new(f"{node.name}_{suffix}_b", bias, "int32")}
+    a = node.attrs
+    quant = a["quant"]
+    if records:
+        c_pad = bias.size
+        mult, shift = (tensors[q].data for q in quant)
+        rec = records(mult, shift, a["params"]["output_offset"], c_pad)
+        new[f"{node.name}_{suffix}_rq"] = _new(f"{node.name}_{suffix}_rq", rec, "int32")
+        quant = (f"{node.name}_{suffix}_rq",) * 2  # the kernels read the records only (shift: non-NULL)
+    inputs = (node.inputs[0], f"{node.name}_{suffix}_w", f"{node.name}_{suffix}_b")
+    return node.replace(inputs=inputs, attrs={**a, "quant": quant}), new
+
+
+QUANT_UNUSED = "mcu_quant_unused"  # one zero word: the quant pointers of kernels that read their records elsewhere
+
+
+def _streamed(node: Node, stream: np.ndarray) -> tuple[Node, dict[str, Tensor]]:
+    """The node reading one filter stream <node>_dsp_w (weights, folded biases and records): the bias argument
+    becomes NULL and quant, checked non-NULL but not read, points twice at one shared zero word, so the
+    portable multipliers and shifts are not stored beside the stream's records."""
+    name = f"{node.name}_dsp_w"
+    return (node.replace(inputs=(node.inputs[0], name, None), attrs={**node.attrs, "quant": (QUANT_UNUSED,) * 2}),
+            {name: _new(name, stream, "int8"), QUANT_UNUSED: _new(QUANT_UNUSED, np.zeros(1, np.int32), "int32")})
+
+
+def prepare_fast(node, tensors):
+    """Scalar GEMM: folded bias, two channels per weight word (mcu_fast_split), widened at compile time or in
+    the loop (fast_wide), records. Declines (None) when the weights are too large for the split."""
+    rows = _w_rows(node, tensors)
+    packed = pack_pairs_s32(rows, fast_wide(node.attrs["params"]))
+    if packed is None:
+        return None
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    c4 = round_up(rows.shape[0], 4)
+    return _prepared(node, tensors, "fast", weights=packed, bias=pad_rows(bias, c4), records=rq_records)
+
+
+def prepare_s4(node, tensors):
+    """int4 weights: folded bias, rows packed two weights per byte, the portable multipliers and shifts (no
+    records: flash is the point). Declines (None) unless every weight is in [-8, 7] (compile(weights="int4")
+    quantizes them to [-7, 7])."""
+    rows = _w_rows(node, tensors)
+    packed = pack_s4(rows)
+    if packed is None:
+        return None
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    return _prepared(node, tensors, "s4", weights=packed, bias=bias)
+
+
+def window_rows(node, tensors, rows: np.ndarray, multiple: int) -> np.ndarray:
+    """A general conv's [C, KH*KW*C_in] weights with each window row (KW*C_in taps) padded with zero taps to
+    a multiple of `multiple`, so the kernels can read every input row on its own; other nodes unchanged."""
+    w = _const(tensors, node.inputs[1])
+    if w.ndim != 4 or is_1x1(node.attrs["params"]):
+        return rows
+    c, seg = rows.shape[0], w.shape[2] * w.shape[3]
+    padded = np.zeros((c, rows.shape[1] // seg, round_up(seg, multiple)), np.int8)
+    padded[:, :, :seg] = rows.reshape(c, -1, seg)
+    return padded.reshape(c, -1)
+
+
+def prepare_dsp_conv(node, tensors):
+    """2x2 SIMD32 GEMM (conv): one filter stream (pack_g2_stream) holding the folded biases, the weights in
+    channel pairs (window rows padded to 4 taps; int8, or int16 where dsp_wide) and 3-word records
+    (_streamed)."""
+    rows = _w_rows(node, tensors)
+    p = node.attrs["params"]
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), p["input_offset"])
+    c2 = round_up(rows.shape[0], 2)
+    mult, shift = (tensors[q].data for q in node.attrs["quant"])
+    padded = rows if compact_window(p) else window_rows(node, tensors, rows, 4)
+    stream = pack_g2_stream(padded, pad_rows(bias, c2), rq3_records(mult, shift, p["output_offset"], c2), dsp_wide(p))
+    return _streamed(node, stream)
+
+
+def prepare_dsp(node, tensors):
+    """SIMD32 GEMV (fully connected): folded bias; int8 weights per 4 channels and 4 taps, each channel's taps
+    one word (pack_groups_s8, group 4, chunk 4), widened in the loop as the input is; 3-word records. Each
+    weight meets one input row (batches are 1 on a microcontroller), so widening it in flash would save half an
+    instruction a byte, far below WIDEN_GAIN: int8 always."""
+    rows = _w_rows(node, tensors)
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    c4 = round_up(rows.shape[0], 4)
+    return _prepared(node, tensors, "dsp", weights=pack_groups_s8(rows, 4, 4), bias=pad_rows(bias, c4),
+                     records=rq3_records)
+
+
+def prepare_mve(node, tensors):
+    """Helium GEMM (3 pixels x 4 channels, runtime_c/include/mcu/mcu_mve.h): folded bias; int8 weights with 2
+    channels interleaved per 16 taps, K padded once at its end to 16 (the conv reads window rows of KW * C_in
+    taps only when that is a multiple of 16, else a compact window); C_out padded to 4 with zero channels;
+    multipliers and shifts as they are, padded to 4."""
+    rows = _w_rows(node, tensors)
+    c4 = round_up(rows.shape[0], 4)
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    node, new = _prepared(node, tensors, "mve", weights=pack_groups_s8(pad_rows(rows, c4), 2, 16),
+                          bias=pad_rows(bias, c4))
+    names = (f"{node.name}_mve_m", f"{node.name}_mve_s")
+    for name, q in zip(names, node.attrs["quant"]):
+        new[name] = _new(name, pad_rows(tensors[q].data.astype(np.int32), c4), "int32")
+    return node.replace(attrs={**node.attrs, "quant": names}), new
+
+
+def _dw_taps(node, tensors) -> np.ndarray:
+    """Depthwise weights [1, KH, KW, C] as [C, KH*KW] (ch_mult 1)."""
+    w = _const(tensors, node.inputs[1])
+    return np.ascontiguousarray(w.reshape(-1, w.shape[3]).T)
+
+
+def prepare_dw_fast(node, tensors):
+    """Scalar depthwise: folded bias, int8 weights [C][9], records."""
+    taps = _dw_taps(node, tensors)
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    return _prepared(node, tensors, "fast", weights=taps.reshape(-1), bias=bias, records=rq_records)
+
+
+def prepare_dw_dsp(node, tensors):
+    """SIMD32 depthwise: one filter stream (pack_dw_stream) of folded biases, int8 weights and 3-word records
+    per 4 channels (_streamed). The weights stay int8 on every map: widening them would save 2 instructions a
+    tap of 4 channels per pixel, which pays WIDEN_GAIN only from 128 pixels, and a second layout would double
+    the kernel's four assembly loops (about 1.5 KB of code) for the few bytes a large map's depthwise holds."""
+    taps = _dw_taps(node, tensors)
+    p = node.attrs["params"]
+    c4 = round_up(taps.shape[0], 4)
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
+    mult, shift = (tensors[q].data for q in node.attrs["quant"])
+    stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4))
+    return _streamed(node, stream)
+
+
+def prepare_dw_mve(node, tensors):
+    """Helium depthwise: int8 weights [9][C8] (the kernel widens them as it loads them, VLDRB.S16); folded bias,
+    multiplier and shift in lane order per 8 channels (even channels, then odd), padded to C8."""
+    taps = _dw_taps(node, tensors)
+    c8 = round_up(taps.shape[0], 8)
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    w = np.ascontiguousarray(pad_rows(taps, c8).T).reshape(-1)
+
+    def lanes(a):
+        return pad_rows(np.asarray(a, np.int32), c8).reshape(-1, 8)[:, DW_MVE_LANES].reshape(-1)
+
+    node, new = _prepared(node, tensors, "mve", weights=w, bias=lanes(bias))
+    names = (f"{node.name}_mve_m", f"{node.name}_mve_s")
+    for name, q in zip(names, node.attrs["quant"]):
+        new[name] = _new(name, lanes(tensors[q].data), "int32")
+    return node.replace(attrs={**node.attrs, "quant": names}), new
+
+
+def _with_filter(node: Node, name: str, data: np.ndarray) -> tuple[Node, dict[str, Tensor]]:
+    """The node reading `name` (new int8 bytes) as its filter; input, bias and quant unchanged."""
+    return node.replace(inputs=(node.inputs[0], name) + tuple(node.inputs[2:])), {name: _new(name, data, "int8")}
+
+
+def prepare_s16_conv_dsp(node, tensors):
+    """int16-activation DSP conv: weights widened to int16 in channel pairs (pack_taps_s16, group 2); the int64
+    bias and the portable multipliers and shifts as they are (zero point 0: nothing to fold)."""
+    return _with_filter(node, f"{node.name}_dsp16_w", pack_taps_s16(_w_rows(node, tensors), 2))
+
+
+def prepare_s16_fc_dsp(node, tensors):
+    """int16-activation DSP fully connected layer: weights widened to int16 in quads (pack_taps_s16, group 4)."""
+    return _with_filter(node, f"{node.name}_dsp16_w", pack_taps_s16(_w_rows(node, tensors), 4))
+
+
+def prepare_s16_dw_dsp(node, tensors):
+    """int16-activation DSP depthwise: int16 words (w_c, w_c+1) per channel pair and tap, [C2 / 2][KH * KW][2]."""
+    taps = _dw_taps(node, tensors)
+    w = pad_rows(taps.astype(np.int16), round_up(taps.shape[0], 2))
+    w = np.ascontiguousarray(w.reshape(-1, 2, taps.shape[1]).transpose(0, 2, 1)).astype("<i2")
+    return _with_filter(node, f"{node.name}_dsp16_w", w.reshape(-1).view(np.int8))

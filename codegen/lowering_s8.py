@@ -1,0 +1,191 @@
+"""Lowering of int8 activations: INT8, the table of (op -> parameter builder), and the builders of the compute ops.
+
+- Builders that serve int8 and int16 alike (INTEGER) name their kernel by the element type (`kernel_name`) and
+  clamp to its range; codegen/lowering_s16.py and codegen/lowering_float.py are INT8 plus overrides.
+- An op without an int8 kernel (layer norm) runs as dequantize -> float32 kernel -> quantize (a float fallback).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from mcu.codegen.errors import LoweringError
+from mcu.codegen.ir import Node
+from mcu.codegen.lowering import (Ctx, _dims4, act_range, call_node, conv_geometry, dequantize_call, f32,
+                                  kernel_name, matmul_dims, pool_geometry, quantize_call)
+from mcu.codegen.lowering_shape import _alias, _concat, _pad, _slice, _transpose, _upsample
+from mcu.codegen.twins.activation import lut_table, softmax_exp_table, unary_function
+from mcu.codegen.twins.quant import quantize_multiplier
+
+
+
+def _conv(ctx: Ctx, node: Node) -> Node:
+    """int8 and int16: the int16 conv takes any groups; int8 has its own grouped kernel."""
+    t, dtype = ctx.tensors, ctx.dtype(node)
+    x, w, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
+    reals = x.qparams.s * np.asarray(w.qparams.scale, dtype=np.float64) / out.qparams.s
+    params = {**conv_geometry(x, w, out, node.attrs), "input_offset": -x.qparams.zp,
+              "output_offset": out.qparams.zp, "act_min": lo, "act_max": hi}
+    op = "dwconv2d" if node.op == "depthwise_conv2d" else "conv2d"
+    if op == "conv2d" and node.attrs.get("groups", 1) > 1 and dtype == "int8":
+        op = "conv2d_grouped"
+    return call_node(node, kernel_name(op, dtype), params, (x.name, w.name, ctx.bias(node, x, w)),
+                 ctx.per_channel(node, reals))
+
+
+def _linear(ctx: Ctx, node: Node) -> Node:
+    t, dtype = ctx.tensors, ctx.dtype(node)
+    x, w, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
+    reals = x.qparams.s * np.asarray(w.qparams.scale, dtype=np.float64) / out.qparams.s
+    params = {"batches": int(np.prod(x.shape[:-1])), "in_features": int(x.shape[-1]),
+              "out_features": int(w.shape[0]), "input_offset": -x.qparams.zp, "output_offset": out.qparams.zp,
+              "act_min": lo, "act_max": hi}
+    return call_node(node, kernel_name("fully_connected", dtype), params, (x.name, w.name, ctx.bias(node, x, w)),
+                 ctx.per_channel(node, reals))
+
+
+def _pool(ctx: Ctx, node: Node) -> Node:
+    t, dtype = ctx.tensors, ctx.dtype(node)
+    x, out = t[node.inputs[0]], t[node.outputs[0]]
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
+    params = {**pool_geometry(x, out, node), "zero_point": x.qparams.zp, "act_min": lo, "act_max": hi}
+    kernel = kernel_name("maxpool2d" if node.op == "max_pool2d" else "avgpool2d", dtype)
+    return call_node(node, kernel, params, (x.name,))
+
+
+ADD_LEFT_SHIFT = {"int8": 20, "int16": 15}  # int16 inputs << 15 keep 16 bits of headroom (TFLite's 16x8 add)
+
+
+def _add(ctx: Ctx, node: Node) -> Node:
+    """Same shapes: mcu_add (TFLite's add encoding); int8 broadcasts and subtracts through _add_broadcast."""
+    t, dtype = ctx.tensors, ctx.dtype(node)
+    a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    if a.shape != b.shape or node.op == "sub":
+        if dtype == "int8":
+            return _add_broadcast(ctx, node)
+        raise LoweringError(f"an int16 {node.op} of {list(a.shape)} and {list(b.shape)} at {node.source}: a16w8 "
+                            f"adds tensors of one shape (no broadcasting or subtraction yet); keep this op int8 "
+                            f"with mixed=")
+    left_shift = ADD_LEFT_SHIFT[dtype]
+    twice_max = 2 * max(a.qparams.s, b.qparams.s)
+    m1, s1 = quantize_multiplier(a.qparams.s / twice_max)
+    m2, s2 = quantize_multiplier(b.qparams.s / twice_max)
+    mo, so = quantize_multiplier(twice_max / ((1 << left_shift) * out.qparams.s))
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
+    params = {"size": int(np.prod(a.shape)), "left_shift": left_shift,
+              "input1_offset": -a.qparams.zp, "input1_multiplier": m1, "input1_shift": s1,
+              "input2_offset": -b.qparams.zp, "input2_multiplier": m2, "input2_shift": s2,
+              "output_offset": out.qparams.zp, "output_multiplier": mo, "output_shift": so,
+              "act_min": lo, "act_max": hi}
+    return call_node(node, kernel_name("add", dtype), params, (a.name, b.name))
+
+
+def _softmax(ctx: Ctx, node: Node) -> Node:
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    if node.attrs["dim"] != len(x.shape) - 1:
+        raise LoweringError(f"softmax over dim {node.attrs['dim']} at {node.source}: only the last dim "
+                            f"is supported")
+    table = ctx.const(f"{node.name}_exp", softmax_exp_table(x.qparams.s), "uint16")
+    params = {"rows": int(np.prod(x.shape[:-1])), "cols": int(x.shape[-1])}
+    return call_node(node, "mcu_softmax_s8", params, (table, x.name))
+
+
+def _add_broadcast(ctx: Ctx, node: Node) -> Node:
+    t = ctx.tensors
+    a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    left_shift = 20
+    twice_max = 2 * max(a.qparams.s, b.qparams.s)
+    m1, s1 = quantize_multiplier(a.qparams.s / twice_max)
+    m2, s2 = quantize_multiplier(b.qparams.s / twice_max)
+    mo, so = quantize_multiplier(twice_max / ((1 << left_shift) * out.qparams.s))
+    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    params = {"input1": _dims4(a.shape, node.source), "input2": _dims4(b.shape, node.source),
+              "output": _dims4(out.shape, node.source), "subtract": int(node.op == "sub"), "left_shift": left_shift,
+              "input1_offset": -a.qparams.zp, "input1_multiplier": m1, "input1_shift": s1,
+              "input2_offset": -b.qparams.zp, "input2_multiplier": m2, "input2_shift": s2,
+              "output_offset": out.qparams.zp, "output_multiplier": mo, "output_shift": so,
+              "act_min": lo, "act_max": hi}
+    return call_node(node, "mcu_add_broadcast_s8", params, (a.name, b.name))
+
+
+def _mul(ctx: Ctx, node: Node) -> Node:
+    """Broadcasting product, int8 or int16 (a squeeze-excite gate x * gate)."""
+    t, dtype = ctx.tensors, ctx.dtype(node)
+    a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    mult, shift = quantize_multiplier(a.qparams.s * b.qparams.s / out.qparams.s)
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
+    params = {"input1": _dims4(a.shape, node.source), "input2": _dims4(b.shape, node.source),
+              "output": _dims4(out.shape, node.source), "input1_offset": -a.qparams.zp,
+              "input2_offset": -b.qparams.zp, "output_offset": out.qparams.zp, "output_multiplier": mult,
+              "output_shift": shift, "act_min": lo, "act_max": hi}
+    return call_node(node, kernel_name("mul", dtype), params, (a.name, b.name))
+
+
+def _lut(ctx: Ctx, node: Node) -> Node:
+    """Any int8 -> int8 elementwise function: the table is torch's Q/DQ result for each of the 256 inputs."""
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    if node.op == "clamp":
+        lo_r, hi_r = node.attrs["act"]
+        bounds = [None if abs(v) == float("inf") else v for v in (lo_r, hi_r)]
+        fn = unary_function(("clamp.default", (..., *bounds), ()))
+    else:
+        fn = unary_function(node.attrs["fn"])
+    table = lut_table(fn, x.qparams.s, x.qparams.zp, out.qparams.s, out.qparams.zp)
+    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    table = ctx.const(f"{node.name}_table", np.clip(table, lo, hi).astype(np.int8), "int8")
+    return call_node(node, "mcu_lut_s8", {"size": int(np.prod(x.shape))}, (table, x.name))
+
+
+def _reduce(ctx: Ctx, node: Node) -> Node:
+    """mean / sum over any dims: one sum kernel whose multiplier carries the scales (and 1 / count)."""
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    dims_in = _dims4(x.shape, node.source)
+    pad = 4 - len(x.shape)
+    axes = {d + pad for d in node.attrs["dims"]}
+    dims_out = tuple(1 if i in axes else d for i, d in enumerate(dims_in))
+    count = int(np.prod([dims_in[i] for i in axes], dtype=np.int64))
+    real = x.qparams.s / out.qparams.s / (count if node.op == "mean" else 1)
+    mult, shift = quantize_multiplier(real)
+    params = {"input": dims_in, "output": dims_out, "input_offset": -x.qparams.zp,
+              "output_offset": out.qparams.zp, "multiplier": mult, "shift": shift}
+    return call_node(node, "mcu_reduce_sum_s8", params, (x.name,))
+
+
+def _matmul(ctx: Ctx, node: Node) -> Node:
+    t = ctx.tensors
+    a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    mult, shift = quantize_multiplier(a.qparams.s * b.qparams.s / out.qparams.s)
+    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    params = {**matmul_dims(a, b, node), "lhs_offset": -a.qparams.zp, "rhs_offset": -b.qparams.zp,
+              "output_offset": out.qparams.zp, "output_multiplier": mult, "output_shift": shift,
+              "act_min": lo, "act_max": hi}
+    return call_node(node, "mcu_matmul_s8", params, (a.name, b.name))
+
+
+def layer_norm(ctx: Ctx, node: Node) -> list[Node]:
+    """Float fallback (int8 and int16 alike): dequantize -> mcu_layer_norm_f32 -> quantize."""
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    size = int(np.prod(x.shape))
+    cols = int(np.prod(x.shape[len(x.shape) - node.attrs["normalized"]:]))
+    xf = ctx.temp(f"{node.name}_in_f32", x.shape, "float32")
+    yf = ctx.temp(f"{node.name}_out_f32", x.shape, "float32")
+    dq = dequantize_call(node.replace(name=f"{node.name}_dequantize", outputs=(xf,)), x)
+    ln = call_node(node.replace(outputs=(yf,)), "mcu_layer_norm_f32",
+               {"rows": size // cols, "cols": cols, "eps": f32(node.attrs["eps"])}, (xf, *node.inputs[1:3]))
+    q = quantize_call(node.replace(name=f"{node.name}_quantize"), yf, out)
+    return [dq, ln.replace(attrs={**ln.attrs, "fallback": "layer_norm"}), q]
+
+
+# op -> builder, for int8 activations; INTEGER: those that serve int16 as they are (codegen/lowering_s16.py)
+INT8: dict[str, Callable[[Ctx, Node], Node | list[Node]]] = {
+    "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear,
+    "max_pool2d": _pool, "avg_pool2d": _pool, "add": _add, "softmax": _softmax,
+    "transpose": _transpose, "reshape": _alias, "slice": _slice, "pad": _pad,
+    "sub": _add, "mul": _mul, "lut": _lut, "clamp": _lut, "concat": _concat, "upsample_nearest": _upsample,
+    "mean": _reduce, "sum": _reduce, "matmul": _matmul, "layer_norm": layer_norm,
+}
+INTEGER = ("conv2d", "depthwise_conv2d", "linear", "max_pool2d", "avg_pool2d", "add", "mul", "transpose",
+           "reshape", "slice", "concat", "layer_norm", "pad")

@@ -1,0 +1,61 @@
+"""The package manifest as a record: what emit knows about a compiled model, JSON only when written to disk."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from mcu.codegen.ir import Graph
+from mcu.codegen.kernels import KERNELS
+from mcu.codegen.memory import MemoryPlan
+
+IO_FIELDS = ("name", "shape", "layout", "dtype", "bytes", "zero_point")  # of emit's I/O records, then "scale"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """manifest.json's fields in file order; `as_dict` is the JSON object (mcu/api.py adds "package" on writing)."""
+    name: str
+    board: str
+    kernels: list[str]  # kernel sources under runtime_c/kernels, without .c: what SCons / CMake compile
+    arena_bytes: int
+    arena_lower_bound: int
+    planner: str
+    schedule_peak_before: int
+    schedule_peak_after: int
+    weights_bytes: int
+    inputs: list[dict]
+    outputs: list[dict]
+    ops: list[dict]
+    fallbacks: list[dict]
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "board": self.board, "kernels": self.kernels, "arena_bytes": self.arena_bytes,
+                "arena_lower_bound": self.arena_lower_bound, "planner": self.planner,
+                "schedule_peak_before": self.schedule_peak_before, "schedule_peak_after": self.schedule_peak_after,
+                "weights_bytes": self.weights_bytes, "inputs": self.inputs, "outputs": self.outputs, "ops": self.ops,
+                "fallbacks": self.fallbacks}
+
+    def to_json(self) -> str:
+        """The text of manifest.json as emit writes it (before mcu/api.py seals it)."""
+        return json.dumps(self.as_dict(), indent=2) + "\n"
+
+
+def io_entry(graph: Graph, io: dict) -> dict:
+    """One input or output of the manifest from emit's I/O record: the real scale, None for a float32 tensor."""
+    t = graph.tensors[io["tensor"]]
+    return {k: io[k] for k in IO_FIELDS} | {"scale": t.qparams.s if t.qparams else None}
+
+
+def build_manifest(graph: Graph, mem: MemoryPlan, *, name: str, board: str, inputs: list[dict],
+                   outputs: list[dict], weights_bytes: int) -> Manifest:
+    """The manifest of a lowered, planned graph; inputs and outputs are emit's I/O records."""
+    sources = {s for n in graph.nodes if n.op == "call" for s in KERNELS[n.attrs["kernel"]].sources}
+    return Manifest(
+        name=name, board=board, kernels=sorted(sources), arena_bytes=mem.arena_bytes,
+        arena_lower_bound=mem.lower_bound, planner=mem.plan.algorithm,
+        schedule_peak_before=mem.peak_before_schedule, schedule_peak_after=mem.peak_after_schedule,
+        weights_bytes=weights_bytes, inputs=[io_entry(graph, x) for x in inputs],
+        outputs=[io_entry(graph, x) for x in outputs],
+        ops=[{"name": n.name, "kernel": n.attrs.get("kernel", "alias"), "source": n.source} for n in graph.nodes],
+        fallbacks=[{"op": n.attrs["fallback"], "name": n.name, "kernel": n.attrs["kernel"], "source": n.source}
+                   for n in graph.nodes if n.attrs.get("fallback")])
