@@ -84,7 +84,7 @@ def _add(ctx: Ctx, node: Node) -> Node:
 
 
 def _softmax(ctx: Ctx, node: Node) -> Node:
-    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    x = ctx.tensors[node.inputs[0]]
     if node.attrs["dim"] != len(x.shape) - 1:
         raise LoweringError(f"softmax over dim {node.attrs['dim']} at {node.source}: only the last dim "
                             f"is supported")

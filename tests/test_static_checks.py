@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,13 @@ def test_zoo_stack_is_bounded_and_covers_the_measured_peak(name, board):
     assert not large, (large, report.format())
     assert report.model <= res.stack_bytes <= report.firmware, (res.stack_bytes, report.format())
     assert report.firmware <= load_board(board).stack_bytes
+
+
+def test_python_sources_have_no_undefined_or_unused_names():
+    """pyflakes' rules (ruff --select F) over every Python source: an undefined name is a crash waiting for the
+    one path no other test takes (a merge once left mcu bench --numerics calling a function that was gone)."""
+    root = Path(__file__).resolve().parents[1]
+    folders = ["mcu", "codegen", "memory_planner", "qemu", "boards", "scripts", "tests", "setup.py"]
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--select", "F", "--output-format", "concise",
+                           "--no-cache", *folders], cwd=root, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
