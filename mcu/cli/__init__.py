@@ -73,11 +73,15 @@ def _compile_command(sub) -> None:
                  "mcu compile model.pt2 --calib calib.npy --board mps3-an547 --optimize memory -o out/model",
                  "mcu compile mcu.zoo:ic --quantize none --board mps2-an385 -o out/ic-float32",
                  "mcu compile mcu.zoo:kws --quantize a16w8 --mixed fc=float32 -o out/kws-a16w8",
-                 "mcu compile mcu.zoo:vww --target-sqnr 30 -o out/vww-30db")
+                 "mcu compile mcu.zoo:vww --target-sqnr 30 -o out/vww-30db",
+                 "mcu compile mcu.zoo:kws --name kws -o out/kws")
     p.add_argument("model", help=".pt2 file or module:function returning (model, example_inputs)")
     p.add_argument("--board", default="mps2-an386", help="target board, see `mcu boards` (default: mps2-an386)")
     p.add_argument("--calib", help=".npy [B, ...] / .npz / .pt list of input tuples (default: the example inputs)")
     p.add_argument("-o", "--output", default="mcu_out", help="package folder to write (default: mcu_out)")
+    p.add_argument("--name", default="model",
+                   help="the model's name, a lowercase C identifier: the prefix of its C symbols, macros and files "
+                        "(kws: kws_run, KWS_ARENA_BYTES, kws.h; default: model)")
     p.add_argument("--force", action="store_true", help="write into a folder holding other files")
     p.add_argument("--optimize", choices=("speed", "memory"), default="speed",
                    help="speed: the board's fastest kernels; memory: portable kernels, the smallest arena")
