@@ -68,7 +68,8 @@ def dropin_files(texts: dict[str, str], manifest: dict, board: Board, footprint:
     header, source, weights_file = model_files(name)
     tensors = manifest["inputs"] + manifest["outputs"]
     ctx = {
-        "name": name, "macro": macro, "header": header, "source": source, "weights_file": weights_file, "prefix": make_prefix(name),
+        "name": name, "what": f"the generated model `{name}`", "include_dirs": ["", f"/{RUNTIME_DIR}/include"],
+        "macro": macro, "header": header, "source": source, "weights_file": weights_file, "prefix": make_prefix(name),
         "target": make_prefix(name).lower(), "board": board, "runtime_dir": RUNTIME_DIR,
         "sources": sorted(n for n in texts if n.endswith(".c")) + runtime_sources,
         "kernels": [k.split("/")[-1] for k in manifest["kernels"]], **build_flags(board), "libs": libs,

@@ -108,15 +108,24 @@ def _compile_command(sub) -> None:
 
 
 def _package_commands(sub) -> None:
-    """The commands on one package folder: run, size, plan."""
-    p = _command(sub, "run", "run:cmd_run", "build and run a package on its board under QEMU",
-                 "mcu run out/cnn", "mcu run out/cnn --input x.npy")
-    p.add_argument("dir", help=PACKAGE_HELP)
+    """The commands on one package folder: run, size, plan; and bundle, on several."""
+    p = _command(sub, "run", "run:cmd_run", "build and run a package (or each model of a bundle) on its board under "
+                 "QEMU", "mcu run out/cnn", "mcu run out/cnn --input x.npy", "mcu run out/bundle --model kws")
+    p.add_argument("dir", help=PACKAGE_HELP + ", or a bundle folder written by `mcu bundle`")
+    p.add_argument("--model", metavar="NAME", help="in a bundle: run only the model NAME (default: each in turn)")
     p.add_argument("--input", nargs="*", help=".npy float inputs in torch order (default: seeded randn)")
     p.add_argument("--seed", type=int, default=0, help="seed of the randn inputs (default: 0)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before QEMU is stopped (default: 120)")
-    p = _command(sub, "size", "run:cmd_size", "flash and RAM of a package's firmware", "mcu size out/cnn")
-    p.add_argument("dir", help=PACKAGE_HELP)
+    p = _command(sub, "size", "run:cmd_size", "flash and RAM of a package's firmware; of a bundle: each model's "
+                 "own flash, the shared kernels and runtime once, the saving", "mcu size out/cnn",
+                 "mcu size out/bundle")
+    p.add_argument("dir", help=PACKAGE_HELP + ", or a bundle folder written by `mcu bundle`")
+    p = _command(sub, "bundle", "bundle:cmd_bundle", "merge packages compiled for one board by one mcu, under "
+                 "distinct names (--name), into one drop-in folder: one runtime, each kernel once",
+                 "mcu bundle out/kws out/ad -o out/bundle")
+    p.add_argument("dirs", nargs="+", metavar="PKG_DIR", help=PACKAGE_HELP)
+    p.add_argument("-o", "--output", default="mcu_bundle", help="bundle folder to write (default: mcu_bundle)")
+    p.add_argument("--force", action="store_true", help="write into a folder holding other files")
     p = _command(sub, "plan", "run:cmd_plan", "print a package's memory plan and draw it (arena.svg)", "mcu plan out/cnn")
     p.add_argument("dir", help=PACKAGE_HELP)
 
