@@ -7,7 +7,7 @@ from mcu.errors import McuError
 
 __all__ = ["Package", "RunResult", "EvalResult", "compile", "eval", "load", "run", "size", "bundle", "McuError"]
 _EXTRA = {"eval": ("mcu.tools.evaluate", "evaluate"), "EvalResult": ("mcu.tools.eval_result", "EvalResult"),
-          "bundle": ("mcu.bundle", "bundle")}
+          "bundle": ("mcu.bundles", "bundle")}
 
 
 def __getattr__(name):

@@ -11,7 +11,7 @@ from mcu.metrics import FLOAT_TOLERANCE, relative_error
 
 def cmd_run(args) -> None:
     import mcu
-    from mcu.bundle import is_bundle
+    from mcu.bundles import is_bundle
     if is_bundle(args.dir):
         return run_bundle(args)
     if args.model:
@@ -43,7 +43,7 @@ def run_package(pkg, inputs, timeout: float) -> bool:
 def cmd_size(args) -> None:
     import mcu
     from mcu.build.stack import StackError, stack_depth
-    from mcu.bundle import is_bundle
+    from mcu.bundles import is_bundle
     if is_bundle(args.dir):
         return size_bundle(args)
     pkg = mcu.load(args.dir)
@@ -56,7 +56,7 @@ def cmd_size(args) -> None:
 
 def run_bundle(args) -> None:
     """`mcu run` on a bundle: each model (or --model NAME) alone on its board under QEMU."""
-    from mcu.bundle import load_bundle
+    from mcu.bundles import load_bundle
     b = load_bundle(args.dir)
     pkgs = [b.package(args.model)] if args.model else list(b.packages)
     if args.input and len(pkgs) > 1:
@@ -73,7 +73,7 @@ def run_bundle(args) -> None:
 
 def size_bundle(args) -> None:
     """`mcu size` on a bundle: each model's own flash, the shared kernels and runtime once, the saving."""
-    from mcu.bundle import bundle_size, load_bundle
+    from mcu.bundles import bundle_size, load_bundle
     print(bundle_size(load_bundle(args.dir)).format())
 
 
