@@ -254,7 +254,7 @@ def build_cmake(b, board: str, app: Path) -> Path:
 PUBLIC = re.compile(r"^(?!static)[A-Za-z_][\w \*]*?\b(mcu_\w+)\(", re.MULTILINE)  # a function a .c file exports
 
 
-def check_firmware(elf: Path, b, models: dict, board: str) -> None:
+def check_firmware(elf: Path, b, models: dict, board: str, how: str) -> None:
     """Runs on QEMU with each model's own outputs; one copy of each kernel; flash within the sum minus sharing."""
     res = run_firmware(elf, board, models["kws"][1] + models["ad"][1])
     assert res.status == 0, f"status {res.status}"
@@ -278,7 +278,7 @@ def check_firmware(elf: Path, b, models: dict, board: str) -> None:
     shared = set(sizes["kws"].kernels) & set(sizes["ad"].kernels)
     shared_bytes = sum(sizes["kws"].kernels[k] for k in shared)
     parts = sum(s.flash_total for s in sizes.values())
-    print(f"\n{board} {elf.parent.name}: kws alone {sizes['kws'].flash_total:,} B, ad alone "
+    print(f"\n{board}, {how} build: kws alone {sizes['kws'].flash_total:,} B, ad alone "
           f"{sizes['ad'].flash_total:,} B, sum {parts:,} B; shared kernels {shared_bytes:,} B "
           f"({', '.join(k.split('/')[-1] for k in sorted(shared))}); bundle {flash:,} B; saved {parts - flash:,} B")
     assert flash <= parts - shared_bytes
@@ -288,14 +288,14 @@ def check_firmware(elf: Path, b, models: dict, board: str) -> None:
 @pytest.mark.qemu
 @pytest.mark.skipif(not HAVE["make"], reason="needs make")
 def test_make_bundle_firmware_runs_both_models_m4(m4, tmp_path):
-    check_firmware(build_make(m4[0], M4, tmp_path), m4[0], m4[1], M4)
+    check_firmware(build_make(m4[0], M4, tmp_path), m4[0], m4[1], M4, "make")
 
 
 @emulated
 @pytest.mark.qemu
 @pytest.mark.skipif(not HAVE["make"], reason="needs make")
 def test_make_bundle_firmware_runs_both_models_m55(m55, tmp_path):
-    check_firmware(build_make(m55[0], M55, tmp_path), m55[0], m55[1], M55)
+    check_firmware(build_make(m55[0], M55, tmp_path), m55[0], m55[1], M55, "make")
 
 
 @emulated
@@ -303,7 +303,7 @@ def test_make_bundle_firmware_runs_both_models_m55(m55, tmp_path):
 @pytest.mark.skipif(not (HAVE["make"] and HAVE["cmake"]), reason="needs cmake and make")
 def test_cmake_bundle_firmware_runs_both_models(m4, tmp_path):
     b, models = m4
-    check_firmware(build_cmake(b, M4, tmp_path), b, models, M4)
+    check_firmware(build_cmake(b, M4, tmp_path), b, models, M4, "CMake")
 
 
 @pytest.mark.skipif(not HAVE["arm-none-eabi-gcc"], reason="needs arm-none-eabi-gcc")
