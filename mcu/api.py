@@ -40,8 +40,9 @@ from mcu.writer import write_package
 __all__ = ["compile", "run", "size", "load", "is_quantized", "Package", "RunResult"]
 
 # Every top-level name compile writes into a package folder whatever the model's name (mcu.writer: a folder holding
-# others is the user's); our_files adds the named ones.
-OUR_FILES = {"manifest.json", IR_FILE, IR_DATA, OLD_IR_FILE, "arena.svg", FLOAT_MODEL, "report.html", BUILD_DIR}
+# others is the user's); our_files adds the named ones, OUR_FILES are those of the default name.
+COMMON_FILES = {"manifest.json", IR_FILE, IR_DATA, OLD_IR_FILE, "arena.svg", FLOAT_MODEL, "report.html", BUILD_DIR}
+OUR_FILES = COMMON_FILES | {*model_files(DEFAULT_NAME), *dropin_names(DEFAULT_NAME)}
 MAX_TARGET_DB = 144.0  # float32's own SQNR (24-bit significands): no precision mix gets past it
 FLASH_MARGIN = 64 * 1024  # code, runtime and startup next to the weights, for target_sqnr's flash budget
 
@@ -178,7 +179,7 @@ def our_files(name: str, out_dir: Path) -> set[str]:
             names.add(previous)
     except (OSError, ValueError, AttributeError):
         pass
-    return OUR_FILES | {f for n in names for f in (*model_files(n), *dropin_names(n))}
+    return COMMON_FILES | {f for n in names for f in (*model_files(n), *dropin_names(n))}
 
 
 def _package_files(graph: Graph, memory: MemoryPlan, ep, board_info, name: str) -> tuple[dict[str, bytes], dict]:
