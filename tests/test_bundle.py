@@ -338,3 +338,16 @@ def test_mcu_run_and_size_on_a_bundle(m4, capsys):
     size = bundle_size(b)
     print(out)
     assert f"bundle {size.total:,} B" in out and size.total < size.alone
+
+
+@emulated
+@pytest.mark.qemu
+def test_tools_work_on_a_named_package(m4, capsys):
+    """mcu profile (a -DMCU_PROFILE firmware through the harness) and the host build find a model named ad."""
+    from mcu.build.host import run_host
+    pkg, stored, want = m4[1]["ad"]
+    assert cli_main(["profile", str(pkg.out_dir)]) == 0
+    assert "ad on mps2-an386" in capsys.readouterr().out
+    x = np.frombuffer(stored, np.int8).astype(np.float32)  # any input: the host build equals the reference
+    host = run_host(pkg, [x.reshape(1, -1)])
+    assert all(np.array_equal(h, r) for h, r in zip(host.raw_outputs, pkg.reference([x.reshape(1, -1)])))
