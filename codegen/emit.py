@@ -1,4 +1,4 @@
-"""Emission: a lowered, planned graph -> the text of model.h, model.c and weights.c, and its Manifest.
+"""Emission: a lowered, planned graph -> the text of <name>.h, <name>.c and its weights file, and its Manifest.
 
 Python computes every list and string; the Jinja templates in templates/ only loop and print.
 Names and order derive from the graph alone, so the same model gives the same bytes.
@@ -15,6 +15,7 @@ from mcu.codegen.cheader import check_params
 from mcu.codegen.kernels import KERNELS
 from mcu.codegen.manifest import Manifest, build_manifest
 from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan
+from mcu.codegen.names import DEFAULT_NAME, check_name, model_files
 from mcu.codegen.sharing import output_extent
 from mcu.codegen.errors import McuError
 
@@ -158,16 +159,19 @@ def run_signature(inputs: list[dict], outputs: list[dict], uses_arena: bool) -> 
             "null_check": " || ".join(f"{p} == NULL" for p in pointers)}
 
 
-def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "") -> tuple[dict[str, str], Manifest]:
-    """The text of model.h, model.c and weights.c, and the manifest (written as JSON by the caller)."""
-    macro = name.upper()
+def emit(graph: Graph, mem: MemoryPlan, *, name: str = DEFAULT_NAME,
+         board: str = "") -> tuple[dict[str, str], Manifest]:
+    """The text of <name>.h, <name>.c and its weights file (codegen/names.py: model.h, model.c and weights.c for the
+    default name), and the manifest (written as JSON by the caller)."""
+    macro = check_name(name).upper()
+    header, source, weights_file = model_files(name)
     consts = const_records(graph, name)
     calls = [call_record(graph, mem, name, i, n) for i, n in enumerate(graph.nodes) if n.op != "alias"]
     quants = [q for i, n in enumerate(graph.nodes) if n.op != "alias" and (q := quant_record(name, i, n))]
     inputs = [io_record(graph, macro, "input", i, t) for i, t in enumerate(graph.inputs)]
     outputs = [io_record(graph, macro, "output", i, t) for i, t in enumerate(graph.outputs)]
     uses_arena = any(loc.kind == "arena" for loc in mem.locations.values())
-    ctx = {"name": name, "macro": macro, "guard": f"{macro}_H", "arena_bytes": mem.arena_bytes,
+    ctx = {"name": name, "macro": macro, "header": header, "source": source, "weights_file": weights_file, "guard": f"{macro}_H", "arena_bytes": mem.arena_bytes,
            "arena_align": ARENA_ALIGN, "inputs": inputs, "outputs": outputs,
            "inputs_bytes": sum(x["bytes"] for x in inputs), "outputs_bytes": sum(x["bytes"] for x in outputs),
            **run_signature(inputs, outputs, uses_arena),
@@ -179,7 +183,7 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = "model", board: str = "")
                               weights_bytes=ctx["total_bytes"])
     env = _env()
     return {
-        "model.h": env.get_template("model.h.j2").render(ctx),
-        "model.c": env.get_template("model.c.j2").render(ctx),
-        "weights.c": env.get_template("weights.c.j2").render(ctx),
+        header: env.get_template("model.h.j2").render(ctx),
+        source: env.get_template("model.c.j2").render(ctx),
+        weights_file: env.get_template("weights.c.j2").render(ctx),
     }, manifest

@@ -1,12 +1,13 @@
 """mcu: PyTorch models to small, fast, freestanding int8 C for Arm Cortex-M microcontrollers.
 
-The API (compile, run, size, load) is imported on first use, so tools that only need the board
+The API (compile, run, size, load, bundle) is imported on first use, so tools that only need the board
 data or the twins (SCons, kernel tests) do not pay for importing torch.
 """
 from mcu.errors import McuError
 
-__all__ = ["Package", "RunResult", "EvalResult", "compile", "eval", "load", "run", "size", "McuError"]
-_EXTRA = {"eval": ("mcu.tools.evaluate", "evaluate"), "EvalResult": ("mcu.tools.eval_result", "EvalResult")}
+__all__ = ["Package", "RunResult", "EvalResult", "compile", "eval", "load", "run", "size", "bundle", "McuError"]
+_EXTRA = {"eval": ("mcu.tools.evaluate", "evaluate"), "EvalResult": ("mcu.tools.eval_result", "EvalResult"),
+          "bundle": ("mcu.bundles", "bundle")}
 
 
 def __getattr__(name):

@@ -16,12 +16,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mcu.build.dropin import FILES as DROPIN_FILES, dropin_files
+from mcu.build.dropin import dropin_names, dropin_files
 from mcu.build.fit import check_fit
 from mcu.codegen import serialize
 from mcu.codegen.emit import emit
 from mcu.codegen.ir import DTYPES, Graph
 from mcu.codegen.memory import MemoryPlan, picture, plan_graph
+from mcu.codegen.names import DEFAULT_NAME, check_name, model_files
 from mcu.codegen.pipeline import run_passes
 from mcu.codegen.target import Target
 from mcu.errors import BoardFitError, McuError, status_name
@@ -38,9 +39,10 @@ from mcu.writer import write_package
 
 __all__ = ["compile", "run", "size", "load", "is_quantized", "Package", "RunResult"]
 
-# Every top-level name compile writes into a package folder (mcu.writer: a folder holding others is the user's).
-OUR_FILES = {"model.h", "model.c", "weights.c", "manifest.json", IR_FILE, IR_DATA, OLD_IR_FILE, "arena.svg", FLOAT_MODEL,
-             "report.html", BUILD_DIR, *DROPIN_FILES}
+# Every top-level name compile writes into a package folder whatever the model's name (mcu.writer: a folder holding
+# others is the user's); our_files adds the named ones, OUR_FILES are those of the default name.
+COMMON_FILES = {"manifest.json", IR_FILE, IR_DATA, OLD_IR_FILE, "arena.svg", FLOAT_MODEL, "report.html", BUILD_DIR}
+OUR_FILES = COMMON_FILES | {*model_files(DEFAULT_NAME), *dropin_names(DEFAULT_NAME)}
 MAX_TARGET_DB = 144.0  # float32's own SQNR (24-bit significands): no precision mix gets past it
 FLASH_MARGIN = 64 * 1024  # code, runtime and startup next to the weights, for target_sqnr's flash budget
 
@@ -49,7 +51,7 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
             quantize: str = "int8", out_dir: str | os.PathLike = "mcu_out", force: bool = False,
             optimize: str = "speed", progress: Progress | None = None, bias_correction: bool = True,
             observer: str = "minmax", weights: str = "int8", mixed: dict | None = None,
-            target_sqnr: float | None = None, log=None) -> Package:
+            target_sqnr: float | None = None, log=None, name: str = DEFAULT_NAME) -> Package:
     """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package.
     optimize="speed" picks the board's fastest kernel variants; "memory" keeps the portable kernels,
     whose outputs may overlap their dying inputs, and runs depthwise and 1x1 convs in place over an
@@ -67,7 +69,11 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     The choice is pkg.precision (its .table(), and .mixed to pin it); log(line), if given, hears each step.
 
     A model quantized already (torchao's convert_pt2e output, e.g. after quantization-aware training with
-    McuQuantizer(qat=True)) compiles as it is, with the same integer semantics; it takes no calibration."""
+    McuQuantizer(qat=True)) compiles as it is, with the same integer semantics; it takes no calibration.
+
+    name (a lowercase C identifier, codegen/names.py) prefixes every exported symbol, macro and file: name="kws"
+    gives kws_run, KWS_ARENA_BYTES, kws.h, the CMake target mcu_kws; the default "model" gives model.h as ever."""
+    check_name(name)
     board_info, target = _target(board, optimize, weights)
     _check_options(model, quantize, calibration, mixed, target_sqnr)
     ep, choice, converted = None, None, model
@@ -85,9 +91,9 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
             quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer, weights,
                           precision=quantize, mixed=mixed)
     graph, memory = _lower(ep, converted, target)
-    files, manifest = _package_files(graph, memory, ep, board_info)
+    files, manifest = _package_files(graph, memory, ep, board_info, name)
     out_dir = Path(out_dir)
-    write_package(out_dir, files, force, OUR_FILES)
+    write_package(out_dir, files, force, our_files(name, out_dir))
     return Package(out_dir, board, manifest, graph, memory, converted, trusted=True, precision=choice)
 
 
@@ -163,9 +169,22 @@ def _lower(ep, converted, target: Target) -> tuple[Graph, MemoryPlan]:
     return plan_graph(_portable_sources(graph))
 
 
-def _package_files(graph: Graph, memory: MemoryPlan, ep, board_info) -> tuple[dict[str, bytes], dict]:
+def our_files(name: str, out_dir: Path) -> set[str]:
+    """The top-level names mcu writes into out_dir for model `name`, and those of the model out_dir held before (a
+    package compiled again under another name)."""
+    names = {name}
+    try:
+        previous = json.loads((out_dir / "manifest.json").read_text()).get("name")
+        if isinstance(previous, str) and len(previous) < 64:
+            names.add(previous)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return COMMON_FILES | {f for n in names for f in (*model_files(n), *dropin_names(n))}
+
+
+def _package_files(graph: Graph, memory: MemoryPlan, ep, board_info, name: str) -> tuple[dict[str, bytes], dict]:
     """Every file of the package folder by name, and its sealed manifest; BoardFitError before anything is written."""
-    texts, emitted = emit(graph, memory, board=board_info.name)
+    texts, emitted = emit(graph, memory, name=name, board=board_info.name)
     manifest = emitted.as_dict()
     footprint = check_fit(graph, manifest, board_info)
     files = {name: text.encode() for name, text in texts.items()}
@@ -235,4 +254,4 @@ def size(pkg: Package):
     """The flash/RAM size report of pkg's firmware (built if needed)."""
     from mcu.boards import load_board
     from mcu.build.elfsize import size_report
-    return size_report(pkg.build(), pkg.build_dir, load_board(pkg.board))
+    return size_report(pkg.build(), pkg.build_dir, load_board(pkg.board), name=pkg.name)

@@ -23,6 +23,7 @@ from mcu.codegen import serialize
 from mcu.codegen.emit import emit
 from mcu.codegen.ir import DTYPES, Graph
 from mcu.codegen.memory import MemoryPlan
+from mcu.codegen.names import NAME_RULE, is_valid_name, model_files
 from mcu.codegen.reference import run_reference
 from mcu.errors import InputError, McuError, PackageError
 from mcu.paths import BUILD_DIR
@@ -55,6 +56,16 @@ class Package:
     converted: torch.fx.GraphModule | None = field(default=None, repr=False)
     trusted: bool = field(default=False, repr=False)  # written by this process: its model.pt2 is ours (mcu.tools.debug)
     precision: PrecisionChoice | None = field(default=None, repr=False)  # what target_sqnr picked
+
+    @property
+    def name(self) -> str:
+        """The model's name: the prefix of its C symbols, macros and files (codegen/names.py)."""
+        return self.manifest["name"]
+
+    @property
+    def c_files(self) -> list[str]:
+        """Its generated C files: <name>.c and its weights file (the header is <name>.h)."""
+        return list(model_files(self.name)[1:])
 
     @property
     def arena_bytes(self) -> int:
@@ -210,8 +221,8 @@ def check_manifest(manifest, where: Path) -> dict:
     board = manifest.get("board")
     if not isinstance(board, str) or board not in board_names():
         bad(f"board {str(board)[:40]!r} is not one of mcu's boards (`mcu boards`)")
-    if not isinstance(manifest.get("name"), str) or not _C_NAME.match(manifest["name"]):
-        bad(f"model name {str(manifest.get('name'))[:40]!r} is not a C identifier")
+    if not is_valid_name(manifest.get("name")):
+        bad(f"model name {str(manifest.get('name'))[:40]!r} is not a valid model name ({NAME_RULE})")
     kernels = manifest.get("kernels")
     if not isinstance(kernels, list) or not kernels:
         bad("'kernels' is not a list of kernel names")
@@ -327,7 +338,7 @@ def _check_consistent(manifest: dict, graph: Graph, memory: MemoryPlan, where: P
     if manifest["arena_bytes"] != memory.arena_bytes:
         bad(f"the arena is {manifest['arena_bytes']} B")
     try:
-        emitted = emit(graph, memory, board=manifest["board"])[1].as_dict()
+        emitted = emit(graph, memory, name=manifest["name"], board=manifest["board"])[1].as_dict()
     except Exception as exc:  # a forged IR that passed the field checks: no bug of mcu's if it does not emit
         raise PackageError(f"{where.parent}: its IR does not make a model ({type(exc).__name__}: {str(exc)[:80]}); "
                            f"compile the model again with `mcu compile`") from None

@@ -19,7 +19,7 @@ from mcu.cli import build_parser
 from mcu.cli.progress import ProgressBar
 from test_errors import cli, models, npy, one_error  # noqa: F401  (models is a fixture)
 
-COMMANDS = ["compile", "run", "size", "plan", "profile", "debug", "eval", "report", "boards", "bench"]
+COMMANDS = ["compile", "run", "size", "bundle", "plan", "profile", "debug", "eval", "report", "boards", "bench"]
 INTERNAL = "(this is a bug in mcu; rerun with --verbose for the traceback and report it)"
 
 
@@ -60,7 +60,7 @@ def test_top_level_help_has_examples_and_exit_codes(capsys):
 @pytest.mark.parametrize("argv, message", [
     ([], "mcu: error: the following arguments are required: COMMAND"),
     (["frob"], "mcu: error: argument COMMAND: invalid choice: 'frob' (choose from 'compile', 'run', 'size', "
-               "'plan', 'profile', 'debug', 'eval', 'report', 'boards', 'bench')"),
+               "'bundle', 'plan', 'profile', 'debug', 'eval', 'report', 'boards', 'bench')"),
     (["run"], "mcu run: error: the following arguments are required: dir"),
     (["compile", "m.pt2", "--optimize", "fast"],
      "mcu compile: error: argument --optimize: invalid choice: 'fast' (choose from 'speed', 'memory')"),
@@ -76,6 +76,13 @@ def test_user_error_exits_1_with_one_line(capsys, tmp_path):
     rc, err = cli(capsys, "run", tmp_path / "nope")
     assert rc == 1 and err.count("\n") == 1
     assert one_error(err) == f"{tmp_path / 'nope'} is not an mcu package (no manifest.json); run `mcu compile` first"
+
+
+def test_bundle_of_a_missing_package_is_one_line(capsys, tmp_path):
+    rc, err = cli(capsys, "bundle", tmp_path / "nope", "-o", tmp_path / "b")
+    assert rc == 1 and err.count("\n") == 1
+    assert one_error(err) == f"{tmp_path / 'nope'} is not an mcu package (no manifest.json); run `mcu compile` first"
+    assert not (tmp_path / "b").exists()
 
 
 def test_a_failing_model_factory_is_a_user_error(models, capsys):  # noqa: F811

@@ -18,6 +18,7 @@ import pytest
 import mcu
 import mcu.cli
 import mcu.package
+from mcu.codegen.names import NAME_RULE
 from package_fuzz import (COMMANDS, MARKER_NAME, check_outcome, fresh_copy, harmless, make_package, mutants, payload,
                           pt2_payload, reseal, tree)
 
@@ -150,7 +151,7 @@ def test_compile_refuses_a_pt2_whose_sample_inputs_are_a_pickle_payload(package,
     ("kernels", ["../../../etc/passwd"], "kernel '../../../etc/passwd' is not family/name (no '..', no absolute path)"),
     ("kernels", ["/abs/mcu_conv2d_s8"], "kernel '/abs/mcu_conv2d_s8' is not family/name (no '..', no absolute path)"),
     ("kernels", ["conv/mcu_not_a_kernel"], "kernel 'conv/mcu_not_a_kernel' is not in mcu's kernel registry"),
-    ("name", "../model", "model name '../model' is not a C identifier"),
+    ("name", "../model", f"model name '../model' is not a valid model name ({NAME_RULE})"),
 ])
 def test_manifest_names_are_checked_before_they_reach_the_build(package, tmp_path, field, value, message):
     d = fresh_copy(package, tmp_path / "n")

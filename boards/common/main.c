@@ -17,7 +17,7 @@
  */
 #include <stdint.h>
 
-#include "model.h"
+#include "harness_model.h"
 #include "semihost.h"
 #include "systick.h"
 

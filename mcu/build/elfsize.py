@@ -3,7 +3,7 @@
  - Flash used = the file-backed bytes of the ELF's PT_LOAD segments (code, read-only data, the load
    image of .data), i.e. exactly what gets programmed.
  - Each category is the set of symbols defined in its object files under the build dir
-   (model/weights.o; other model/*.o; kernels/**; runtime/**), looked up by name in the final ELF
+   (model/weights.o, or model/<name>_weights.o; other model/*.o; kernels/**; runtime/**), looked up by name in the final ELF
    (local symbols by source file and name) and summed. What no category claims (startup, harness,
    libc, libgcc, literal pools, padding) is "startup/libc", so the split sums to the total.
  - The same attribution by object file gives SizeReport.kernels: the flash of each kernel source.
@@ -18,6 +18,7 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
 from mcu.boards import Board
+from mcu.codegen.names import DEFAULT_NAME, model_files
 from mcu.errors import McuError
 
 ARENA_SYMBOL = "mcu_arena"
@@ -83,16 +84,19 @@ class SizeReport:
         return "\n".join(lines)
 
 
-def size_report(elf: str | Path, build_dir: str | Path, board: Board | None = None) -> SizeReport:
-    """The size report of elf, attributing symbols through the object files in build_dir (fw.elf's build)."""
+def size_report(elf: str | Path, build_dir: str | Path, board: Board | None = None, *,
+                name: str = DEFAULT_NAME) -> SizeReport:
+    """The size report of elf, attributing symbols through the object files in build_dir (fw.elf's build) of
+    model `name` (its weights file: codegen/names.py)."""
     elf, build_dir = Path(elf), Path(build_dir)
+    weights = "model/" + model_files(name)[2].removesuffix(".c")
     flash = dict.fromkeys(("weights", "generated", "kernels", "runtime"), 0)
     with open(elf, "rb") as f:
         image = ELFFile(f)
         flash_total = sum(seg["p_filesz"] for seg in image.iter_segments() if seg["p_type"] == "PT_LOAD")
         by_object, arena = _flash_by_object(image, build_dir)
         for obj, size in by_object.items():
-            flash[_category(obj)] += size
+            flash[_category(obj, weights)] += size
         ram_sections = [
             s for s in image.iter_sections()
             if s["sh_flags"] & SH_FLAGS.SHF_ALLOC and s["sh_flags"] & SH_FLAGS.SHF_WRITE
@@ -115,12 +119,12 @@ def size_report(elf: str | Path, build_dir: str | Path, board: Board | None = No
         ram_stack=stack,
         flash_capacity=board.flash_size if board else None,
         ram_capacity=board.ram_size if board else None,
-        kernels={obj.removeprefix("kernels/"): n for obj, n in by_object.items() if _category(obj) == "kernels"},
+        kernels={obj.removeprefix("kernels/"): n for obj, n in by_object.items() if _category(obj, weights) == "kernels"},
     )
 
 
-def _category(obj: str) -> str:
-    if obj == "model/weights":
+def _category(obj: str, weights: str) -> str:
+    if obj == weights:
         return "weights"
     return {"model": "generated", "kernels": "kernels", "runtime": "runtime"}[obj.split("/")[0]]
 

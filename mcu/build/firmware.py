@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from mcu.boards import Board, load_board
+from mcu.codegen.names import DEFAULT_NAME, model_files
 from mcu.errors import BuildError
 from mcu.paths import package_root
 
@@ -20,6 +21,15 @@ def missing_compiler() -> str | None:
         return None
     return (f"{COMPILER} is not installed; install it with `apt-get install gcc-arm-none-eabi "
             "libnewlib-arm-none-eabi` or run ./dev setup")
+
+
+def harness_defines(name: str) -> list[tuple[str, str]]:
+    """The preprocessor macros (name, value) that point the harness (boards/common/harness_model.h) at model `name`'s
+    header and names; none for the default name, whose model.h the harness includes as it is."""
+    if name == DEFAULT_NAME:
+        return []
+    return [("MCU_MODEL_HEADER", f'"{model_files(name)[0]}"'), ("MCU_MODEL_NAME", name),
+            ("MCU_MODEL_MACRO", name.upper())]
 
 
 def firmware_script() -> Path:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mcu.build.firmware import harness_defines
 from mcu.errors import BuildError, McuError, status_name
 from mcu.paths import BUILD_DIR, package_root
 
@@ -46,7 +47,7 @@ HARNESS = r"""/* Host harness of a generated model (written by mcu.build.host): 
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "harness_model.h"
 
 static void fail(const char *what)
 {
@@ -211,14 +212,15 @@ def compile_executable(sources, out: str | os.PathLike, *, include_dirs=(), sani
 
 
 def package_sources(pkg) -> list[Path]:
-    """model.c, weights.c (every .c of the package), runtime_c/core/*.c and the kernels the manifest names."""
+    """The model's C files (model.c, weights.c for the default name), runtime_c/core/*.c and the kernels the manifest
+    names."""
     runtime = package_root("mcu.runtime_c")
     kernels = [runtime / "kernels" / f"{k}.c" for k in sorted(set(pkg.manifest["kernels"]))]
     missing = [str(k) for k in kernels if not k.is_file()]
     if missing:
         raise HostBuildError(f"{pkg.out_dir / 'manifest.json'} names kernels that do not exist: {', '.join(missing)}; "
                              f"recompile the package with this mcu")
-    model = sorted(p for p in Path(pkg.out_dir).glob("*.c") if p.name != HARNESS_NAME)
+    model = [Path(pkg.out_dir) / name for name in pkg.c_files]
     return [*model, *sorted((runtime / "core").glob("*.c")), *kernels]
 
 
@@ -231,9 +233,11 @@ def build_host(pkg, *, sanitize: bool = True) -> Path:
         tmp = harness.with_name(f"{harness.name}.{os.getpid()}.tmp")
         tmp.write_text(HARNESS)
         os.replace(tmp, harness)
-    include = [package_root("mcu.runtime_c") / "include", Path(pkg.out_dir).resolve()]
+    include = [package_root("mcu.runtime_c") / "include", Path(pkg.out_dir).resolve(),
+               package_root("mcu.boards") / "common"]  # harness_model.h: the model's names as the harness uses them
+    defines = [f"-D{k}={v}" for k, v in harness_defines(pkg.name)]
     return compile_executable([harness, *package_sources(pkg)], build_dir / "model_host", include_dirs=include,
-                              sanitize=sanitize)
+                              sanitize=sanitize, extra_flags=defines)
 
 
 def run_host(pkg, inputs, *, sanitize: bool = True, timeout: float = 120.0) -> HostRun:

@@ -22,7 +22,7 @@ from pathlib import Path
 from mcu.errors import McuError
 
 OBJDUMP = "arm-none-eabi-objdump"
-MODEL_ENTRIES = ("model_run", "model_run_v")
+ENTRIES = ("_run", "_run_v")  # after the model's name: model_run, model_run_v
 RESET = "Reset_Handler"
 FAULT = "HardFault_Handler"  # switches to its own stack and never returns: not counted
 EXCEPTION_FRAME = {False: 8 * 4 + 4, True: 26 * 4 + 4}  # basic / FP extended frame, + alignment padding
@@ -40,18 +40,19 @@ class StackError(McuError):
 @dataclass(frozen=True)
 class StackReport:
     """Worst-case stack bytes of a firmware image."""
-    model: int                    # deepest model_run / model_run_v chain: their frames + kernels + helpers
+    model: int                    # deepest <name>_run / <name>_run_v chain: their frames + kernels + helpers
     firmware: int                 # from Reset_Handler (harness included) + the deepest interrupt on top
     path: tuple[str, ...]         # the deepest model chain, outermost first
     frames: dict[str, int] = field(repr=False)
     estimated: tuple[str, ...] = ()  # functions whose frame was read from their prologue
     bounded: bool = True          # False: a dynamic frame or an indirect call; the numbers are lower bounds
     reserved: int | None = None   # the board's stack (board.toml stack_bytes)
+    entry: str = "model_run"      # the model's run function (<name>_run)
 
     def format(self) -> str:
         chain = " -> ".join(f"{f} {self.frames.get(f, 0)}" for f in self.path)
         lines = [f"{'stack':<22}{'bytes':>10}",
-                 f"  {'model_run (worst)':<20}{self.model:>10,}   {chain}",
+                 f"  {self.entry + ' (worst)':<20}{self.model:>10,}   {chain}",
                  f"  {'firmware (worst)':<20}{self.firmware:>10,}"
                  + (f"   of {self.reserved:,} reserved" if self.reserved else "")]
         if not self.bounded:
@@ -63,10 +64,11 @@ def stack_depth(pkg) -> StackReport:
     """The stack report of pkg's firmware (built if needed)."""
     from mcu.boards import load_board
     board = load_board(pkg.board)
-    return analyze(pkg.build(), pkg.build_dir, fpu=bool(board.fpu), reserved=board.stack_bytes)
+    return analyze(pkg.build(), pkg.build_dir, fpu=bool(board.fpu), reserved=board.stack_bytes, name=pkg.name)
 
 
-def analyze(elf: str | Path, build_dir: str | Path, *, fpu: bool, reserved: int | None = None) -> StackReport:
+def analyze(elf: str | Path, build_dir: str | Path, *, fpu: bool, reserved: int | None = None,
+            name: str = "model") -> StackReport:
     """Stack depths of elf, with the frames from the .su files under build_dir."""
     frames, dynamic = read_su(build_dir)
     if not frames:
@@ -101,9 +103,9 @@ def analyze(elf: str | Path, build_dir: str | Path, *, fpu: bool, reserved: int 
         memo[f] = (frame(f) + best, (f,) + path)
         return memo[f]
 
-    entries = [f for f in MODEL_ENTRIES if f in graph]
+    entries = [name + e for e in ENTRIES if name + e in graph]
     if not entries:
-        raise StackError(f"{elf} has neither {' nor '.join(MODEL_ENTRIES)}")
+        raise StackError(f"{elf} has neither {' nor '.join(name + e for e in ENTRIES)}")
     model, path = max((depth(f) for f in entries), key=lambda t: t[0])
     handlers = _interrupt_handlers(elf, starts)
     isr = max((depth(h)[0] for h in handlers), default=0) + EXCEPTION_FRAME[fpu]
@@ -111,7 +113,7 @@ def analyze(elf: str | Path, build_dir: str | Path, *, fpu: bool, reserved: int 
     used = {f for f in memo}
     bounded = not (used & (dynamic | indirect))
     return StackReport(model, firmware, path, {f: frame(f) for f in sorted(used)},
-                       tuple(sorted(estimated & used)), bounded, reserved)
+                       tuple(sorted(estimated & used)), bounded, reserved, f"{name}_run")
 
 
 def _interrupt_handlers(elf: str | Path, starts: dict[int, str]) -> list[str]:

@@ -73,11 +73,15 @@ def _compile_command(sub) -> None:
                  "mcu compile model.pt2 --calib calib.npy --board mps3-an547 --optimize memory -o out/model",
                  "mcu compile mcu.zoo:ic --quantize none --board mps2-an385 -o out/ic-float32",
                  "mcu compile mcu.zoo:kws --quantize a16w8 --mixed fc=float32 -o out/kws-a16w8",
-                 "mcu compile mcu.zoo:vww --target-sqnr 30 -o out/vww-30db")
+                 "mcu compile mcu.zoo:vww --target-sqnr 30 -o out/vww-30db",
+                 "mcu compile mcu.zoo:kws --name kws -o out/kws")
     p.add_argument("model", help=".pt2 file or module:function returning (model, example_inputs)")
     p.add_argument("--board", default="mps2-an386", help="target board, see `mcu boards` (default: mps2-an386)")
     p.add_argument("--calib", help=".npy [B, ...] / .npz / .pt list of input tuples (default: the example inputs)")
     p.add_argument("-o", "--output", default="mcu_out", help="package folder to write (default: mcu_out)")
+    p.add_argument("--name", default="model",
+                   help="the model's name, a lowercase C identifier: the prefix of its C symbols, macros and files "
+                        "(kws: kws_run, KWS_ARENA_BYTES, kws.h; default: model)")
     p.add_argument("--force", action="store_true", help="write into a folder holding other files")
     p.add_argument("--optimize", choices=("speed", "memory"), default="speed",
                    help="speed: the board's fastest kernels; memory: portable kernels, the smallest arena")
@@ -104,15 +108,24 @@ def _compile_command(sub) -> None:
 
 
 def _package_commands(sub) -> None:
-    """The commands on one package folder: run, size, plan."""
-    p = _command(sub, "run", "run:cmd_run", "build and run a package on its board under QEMU",
-                 "mcu run out/cnn", "mcu run out/cnn --input x.npy")
-    p.add_argument("dir", help=PACKAGE_HELP)
+    """The commands on one package folder: run, size, plan; and bundle, on several."""
+    p = _command(sub, "run", "run:cmd_run", "build and run a package (or each model of a bundle) on its board under "
+                 "QEMU", "mcu run out/cnn", "mcu run out/cnn --input x.npy", "mcu run out/bundle --model kws")
+    p.add_argument("dir", help=PACKAGE_HELP + ", or a bundle folder written by `mcu bundle`")
+    p.add_argument("--model", metavar="NAME", help="in a bundle: run only the model NAME (default: each in turn)")
     p.add_argument("--input", nargs="*", help=".npy float inputs in torch order (default: seeded randn)")
     p.add_argument("--seed", type=int, default=0, help="seed of the randn inputs (default: 0)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before QEMU is stopped (default: 120)")
-    p = _command(sub, "size", "run:cmd_size", "flash and RAM of a package's firmware", "mcu size out/cnn")
-    p.add_argument("dir", help=PACKAGE_HELP)
+    p = _command(sub, "size", "run:cmd_size", "flash and RAM of a package's firmware; of a bundle: each model's "
+                 "own flash, the shared kernels and runtime once, the saving", "mcu size out/cnn",
+                 "mcu size out/bundle")
+    p.add_argument("dir", help=PACKAGE_HELP + ", or a bundle folder written by `mcu bundle`")
+    p = _command(sub, "bundle", "bundle:cmd_bundle", "merge packages compiled for one board by one mcu, under "
+                 "distinct names (--name), into one drop-in folder: one runtime, each kernel once",
+                 "mcu bundle out/kws out/ad -o out/bundle")
+    p.add_argument("dirs", nargs="+", metavar="PKG_DIR", help=PACKAGE_HELP)
+    p.add_argument("-o", "--output", default="mcu_bundle", help="bundle folder to write (default: mcu_bundle)")
+    p.add_argument("--force", action="store_true", help="write into a folder holding other files")
     p = _command(sub, "plan", "run:cmd_plan", "print a package's memory plan and draw it (arena.svg)", "mcu plan out/cnn")
     p.add_argument("dir", help=PACKAGE_HELP)
 

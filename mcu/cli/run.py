@@ -1,4 +1,5 @@
-"""`mcu run`, `mcu size`, `mcu plan` and `mcu boards`: a package on its board, its footprint and memory plan."""
+"""`mcu run`, `mcu size`, `mcu plan` and `mcu boards`: a package (or a bundle's models) on its board, its footprint
+and memory plan."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,9 +11,20 @@ from mcu.metrics import FLOAT_TOLERANCE, relative_error
 
 def cmd_run(args) -> None:
     import mcu
+    from mcu.bundles import is_bundle
+    if is_bundle(args.dir):
+        return run_bundle(args)
+    if args.model:
+        raise McuError(f"--model picks a model of a bundle (`mcu bundle`); {args.dir} is one package")
     pkg = mcu.load(args.dir)
-    inputs = load_inputs(args.input) if args.input else randn_inputs(pkg, args.seed)
-    res = mcu.run(pkg, inputs, timeout=args.timeout)
+    if not run_package(pkg, load_inputs(args.input) if args.input else randn_inputs(pkg, args.seed), args.timeout):
+        raise McuError("device output differs from the numpy reference")
+
+
+def run_package(pkg, inputs, timeout: float) -> bool:
+    """Run pkg once on its board, print its outputs and whether they equal the numpy reference (the result)."""
+    import mcu
+    res = mcu.run(pkg, inputs, timeout=timeout)
     ref = pkg.reference(inputs)
     agree = []
     for i, (raw, r, out) in enumerate(zip(res.raw_outputs, ref, res.outputs)):
@@ -25,19 +37,44 @@ def cmd_run(args) -> None:
             print(f"  relative error vs the numpy reference: {err:.2g} (tolerance {FLOAT_TOLERANCE:g})")
         agree.append(same)
     print(f"instructions: {res.instructions}")
-    if not all(agree):
-        raise McuError("device output differs from the numpy reference")
+    return all(agree)
 
 
 def cmd_size(args) -> None:
     import mcu
     from mcu.build.stack import StackError, stack_depth
+    from mcu.bundles import is_bundle
+    if is_bundle(args.dir):
+        return size_bundle(args)
     pkg = mcu.load(args.dir)
     print(mcu.size(pkg).format())
     try:
         print(stack_depth(pkg).format())
     except StackError as exc:
         print(f"stack: not computed ({exc})")
+
+
+def run_bundle(args) -> None:
+    """`mcu run` on a bundle: each model (or --model NAME) alone on its board under QEMU."""
+    from mcu.bundles import load_bundle
+    b = load_bundle(args.dir)
+    pkgs = [b.package(args.model)] if args.model else list(b.packages)
+    if args.input and len(pkgs) > 1:
+        raise McuError(f"--input feeds one model; name it with --model ({', '.join(b.names)})")
+    failed = []
+    for p in pkgs:
+        print(f"{p.name}:")
+        inputs = load_inputs(args.input) if args.input else randn_inputs(p, args.seed)
+        if not run_package(p, inputs, args.timeout):
+            failed.append(p.name)
+    if failed:
+        raise McuError(f"device output differs from the numpy reference for {', '.join(failed)}")
+
+
+def size_bundle(args) -> None:
+    """`mcu size` on a bundle: each model's own flash, the shared kernels and runtime once, the saving."""
+    from mcu.bundles import bundle_size, load_bundle
+    print(bundle_size(load_bundle(args.dir)).format())
 
 
 def cmd_plan(args) -> None:

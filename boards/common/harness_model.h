@@ -1,0 +1,28 @@
+/* harness_model.h: the model under test under the names the harness uses (model_run_v, MODEL_*), whatever its name.
+ *
+ * The build (mcu/build/firmware.py: harness_defines) passes MCU_MODEL_HEADER ("kws.h"), MCU_MODEL_NAME (kws) and
+ * MCU_MODEL_MACRO (KWS) for a model not named `model`; without them the harness includes model.h as it is.
+ */
+#ifndef MCU_HARNESS_MODEL_H
+#define MCU_HARNESS_MODEL_H
+
+#ifdef MCU_MODEL_HEADER
+#include MCU_MODEL_HEADER
+
+#define MCU_HARNESS_CAT_(a, b) a##b
+#define MCU_HARNESS_CAT(a, b) MCU_HARNESS_CAT_(a, b)
+#define MODEL_NUM_INPUTS MCU_HARNESS_CAT(MCU_MODEL_MACRO, _NUM_INPUTS)
+#define MODEL_NUM_OUTPUTS MCU_HARNESS_CAT(MCU_MODEL_MACRO, _NUM_OUTPUTS)
+#define MODEL_INPUTS_BYTES MCU_HARNESS_CAT(MCU_MODEL_MACRO, _INPUTS_BYTES)
+#define MODEL_OUTPUTS_BYTES MCU_HARNESS_CAT(MCU_MODEL_MACRO, _OUTPUTS_BYTES)
+#define MODEL_ARENA_BYTES MCU_HARNESS_CAT(MCU_MODEL_MACRO, _ARENA_BYTES)
+#define MODEL_ARENA_ALIGN MCU_HARNESS_CAT(MCU_MODEL_MACRO, _ARENA_ALIGN)
+#define MODEL_ARENA_GUARD_BYTES MCU_HARNESS_CAT(MCU_MODEL_MACRO, _ARENA_GUARD_BYTES)
+#define model_input_bytes MCU_HARNESS_CAT(MCU_MODEL_NAME, _input_bytes)
+#define model_output_bytes MCU_HARNESS_CAT(MCU_MODEL_NAME, _output_bytes)
+#define model_run_v MCU_HARNESS_CAT(MCU_MODEL_NAME, _run_v)
+#else
+#include "model.h"
+#endif
+
+#endif /* MCU_HARNESS_MODEL_H */

@@ -1,0 +1,353 @@
+"""Named models and bundles: KWS and AD compiled as `kws` and `ad`, merged by mcu.bundle into one drop-in folder and
+built outside the tree, with its Make fragment and with its CMake target, into ONE firmware that runs both models in
+turn over one shared arena of MCU_BUNDLE_ARENA_BYTES on QEMU.
+
+- Each model's outputs in the bundle's firmware equal its own `mcu run`, bit for bit (KWS runs again after AD: the
+  shared arena leaves nothing behind).
+- The ELF holds exactly one copy of each kernel (pyelftools); the generated objects export only <name>_ symbols.
+- The bundle's flash is at most the sum of the models' own firmware minus the kernels they share (printed).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+import shlex
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from elftools.elf.elffile import ELFFile
+
+import mcu
+from mcu.boards import load_board
+from mcu.bundles import bundle_size, load_bundle
+from mcu.cli import main as cli_main
+from mcu.package import _manifest_digest, to_stored
+from mcu.paths import package_root
+from mcu.qemu.runner import run_firmware
+from mcu.zoo.mlperf_tiny import ad, kws
+
+M4, M55 = "mps2-an386", "mps3-an547"
+HAVE = {t: shutil.which(t) is not None for t in ("make", "cmake", "arm-none-eabi-gcc", "qemu-system-arm")}
+STRICT = "-Wall -Wextra -Werror"
+emulated = pytest.mark.skipif(not (HAVE["arm-none-eabi-gcc"] and HAVE["qemu-system-arm"]),
+                              reason="needs arm-none-eabi-gcc and qemu-system-arm (./dev setup)")
+
+
+def _setup(board: str, root: Path) -> tuple:
+    """KWS and AD compiled as kws and ad for board, each run once with its own mcu run, and bundled."""
+    rng = np.random.default_rng(0)
+    models = {}
+    for name, make in (("kws", kws), ("ad", ad)):
+        model, example = make()
+        pkg = mcu.compile(model, example, board=board, name=name, out_dir=root / name)
+        x = [rng.standard_normal(e.shape).astype(np.float32) for e in example]
+        raw = mcu.run(pkg, x).raw_outputs
+        (root / f"{name}.in").write_bytes(b"".join(a.tobytes() for a in pkg.quantize_inputs(x)))
+        (root / f"{name}.out").write_bytes(b"".join(to_stored(r, s).tobytes()
+                                                   for r, s in zip(raw, pkg.manifest["outputs"])))
+    mcu.bundle([root / "kws", root / "ad"], out_dir=root / "bundle")
+    (root / "done").touch()
+
+
+def _made(root: Path, board: str, wait: bool) -> bool:
+    """Make board's models under root unless made; False if another worker is making them and wait is False."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root.with_suffix(".lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            return False
+        if not (root / "done").is_file():
+            _setup(board, root)
+    return True
+
+
+def setup_board(board: str, tmp_path_factory) -> tuple:
+    """(bundle, {name: (package, stored input bytes, its own mcu run's output bytes)}), made once per test run
+    and shared by the xdist workers (a lock in their common temporary folder); a worker that finds the board
+    being made makes the other board meanwhile."""
+    base = tmp_path_factory.getbasetemp().parent / "bundle-models"
+    root = base / board
+    if not _made(root, board, wait=False):
+        other = M55 if board == M4 else M4
+        _made(base / other, other, wait=False)
+        _made(root, board, wait=True)
+    models = {n: (mcu.load(root / n), (root / f"{n}.in").read_bytes(), (root / f"{n}.out").read_bytes())
+              for n in ("kws", "ad")}
+    return load_bundle(root / "bundle"), models
+
+
+@pytest.fixture(scope="module")
+def m4(tmp_path_factory):
+    return setup_board(M4, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def m55(tmp_path_factory):
+    return setup_board(M55, tmp_path_factory)
+
+
+# ---- names ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["9x", "Kws", "mcu_kws", "int", "a-b", "", "x" * 33])
+def test_an_invalid_name_is_one_error_stating_the_rule(bad):
+    with pytest.raises(mcu.McuError, match="lowercase C identifier"):
+        mcu.compile(None, name=bad)
+
+
+def test_cli_name_error_is_one_line(capsys):
+    assert cli_main(["compile", "mcu.zoo:example_cnn", "--name", "Kws", "--no-run", "-o", "/nonexistent/x"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("mcu: error: name='Kws'"), err
+
+
+def test_named_package_prefixes_everything(m4):
+    pkg = m4[1]["kws"][0]
+    files = {p.name for p in pkg.out_dir.iterdir()}
+    assert {"kws.h", "kws.c", "kws_weights.c", "mcu_kws.mk", "CMakeLists.txt"} <= files
+    assert not files & {"model.h", "model.c", "weights.c", "mcu_model.mk"}
+    header = (pkg.out_dir / "kws.h").read_text()
+    macros = [line.split()[1] for line in header.splitlines() if line.startswith("#define")]
+    assert macros and all(m.startswith("KWS_") for m in macros), macros
+    for fn in ("kws_run(", "kws_run_sized(", "kws_run_v(", "kws_input_bytes[", "kws_output_bytes["):
+        assert fn in header, fn
+    mk = (pkg.out_dir / "mcu_kws.mk").read_text()
+    assigned = [line.split(":=")[0].strip() for line in mk.splitlines() if ":=" in line]
+    assert assigned and all(v.startswith("MCU_KWS_") for v in assigned), assigned
+    assert "add_library(mcu_kws STATIC" in (pkg.out_dir / "CMakeLists.txt").read_text()
+
+
+# ---- refusals --------------------------------------------------------------------------------------------------
+
+
+def test_bundle_refuses_two_boards_a_name_twice_and_two_mcus(m4, m55, tmp_path):
+    kws4, ad4 = m4[1]["kws"][0], m4[1]["ad"][0]
+    with pytest.raises(mcu.McuError, match=rf"{M4}.*{M55}") as e:
+        mcu.bundle([kws4.out_dir, m55[1]["ad"][0].out_dir], out_dir=tmp_path / "b1")
+    assert str(kws4.out_dir) in str(e.value)
+    twin = tmp_path / "kws-copy"
+    shutil.copytree(kws4.out_dir, twin, ignore=shutil.ignore_patterns(".mcu-build"))
+    with pytest.raises(mcu.McuError, match="both named 'kws'") as e:
+        mcu.bundle([kws4.out_dir, twin], out_dir=tmp_path / "b2")
+    assert str(kws4.out_dir) in str(e.value) and str(twin) in str(e.value)
+    other = tmp_path / "ad-old"
+    shutil.copytree(ad4.out_dir, other, ignore=shutil.ignore_patterns(".mcu-build"))
+    manifest = json.loads((other / "manifest.json").read_text())
+    manifest["package"]["written_by"] = "mcu 0.0.1"
+    manifest["package"]["manifest_sha256"] = _manifest_digest(manifest)
+    (other / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    with pytest.raises(mcu.McuError, match="mcu 0.0.1") as e:
+        mcu.bundle([kws4.out_dir, other], out_dir=tmp_path / "b3")
+    assert str(kws4.out_dir) in str(e.value) and str(other) in str(e.value)
+    assert not any((tmp_path / f"b{i}").exists() for i in (1, 2, 3))
+
+
+def test_bundle_folder(m4):
+    b, models = m4
+    out = b.out_dir
+    assert load_bundle(out).names == ["kws", "ad"]
+    union = sorted({k for p, _, _ in models.values() for k in p.manifest["kernels"]})
+    copied = sorted(p.relative_to(out / "mcu_runtime" / "kernels").with_suffix("").as_posix()
+                    for p in (out / "mcu_runtime" / "kernels").rglob("*.c"))
+    assert copied == union
+    header = (out / "mcu_bundle.h").read_text()
+    arena = max(p.arena_bytes for p, _, _ in models.values())
+    assert f"#define MCU_BUNDLE_ARENA_BYTES {arena}u" in header and '#include "kws.h"' in header
+    assert "add_library(mcu_bundle STATIC" in (out / "CMakeLists.txt").read_text()
+
+
+# ---- one firmware, two models --------------------------------------------------------------------------------
+
+MAIN = r"""/* Runs kws, ad, then kws again over ONE arena of MCU_BUNDLE_ARENA_BYTES; input.bin -> output.bin. */
+#include <stdint.h>
+
+#include "mcu_bundle.h"
+#include "semihost.h"
+
+static uint8_t arena[MCU_BUNDLE_ARENA_BYTES] __attribute__((aligned(MCU_BUNDLE_ARENA_ALIGN)));
+static int8_t kws_in[KWS_INPUT0_BYTES], kws_out[KWS_OUTPUT0_BYTES], kws_again[KWS_OUTPUT0_BYTES];
+static int8_t ad_in[AD_INPUT0_BYTES], ad_out[AD_OUTPUT0_BYTES];
+
+int main(void)
+{
+    int32_t in = mcu_sh_open("input.bin", MCU_SH_MODE_RB);
+    if (in < 0 || mcu_sh_read(in, kws_in, sizeof kws_in) != sizeof kws_in ||
+        mcu_sh_read(in, ad_in, sizeof ad_in) != sizeof ad_in) {
+        mcu_sh_puts("MCU_ERROR input.bin\n");
+        mcu_sh_exit(0);
+    }
+    mcu_sh_close(in);
+    mcu_status_t status = kws_run_sized(kws_in, kws_out, arena, sizeof arena);
+    if (status == MCU_OK) {
+        status = ad_run_sized(ad_in, ad_out, arena, sizeof arena);
+    }
+    if (status == MCU_OK) {
+        status = kws_run(kws_in, kws_again, arena);
+    }
+    int32_t out = mcu_sh_open("output.bin", MCU_SH_MODE_WB);
+    (void)mcu_sh_write(out, kws_out, sizeof kws_out);
+    (void)mcu_sh_write(out, ad_out, sizeof ad_out);
+    (void)mcu_sh_write(out, kws_again, sizeof kws_again);
+    mcu_sh_close(out);
+    char line[96];
+    char *p = mcu_fmt_str(line, "MCU_DONE status=");
+    p = mcu_fmt_i32(p, (int32_t)status);
+    mcu_fmt_str(p, " ticks=0 overhead=0 stack=0\n");
+    mcu_sh_puts(line);
+    mcu_sh_exit(1);
+}
+"""
+
+
+def sh(cmd: list[str], cwd: Path) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"$ {shlex.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+
+
+def harness(board: str) -> tuple[Path, list[str], list[str]]:
+    """boards/common without its main.c (the test brings its own), and the board's link flags."""
+    common = package_root("mcu.boards") / "common"
+    return common, sorted(str(p) for p in common.glob("*.c") if p.name != "main.c"), load_board(board).ldflags()
+
+
+def build_make(b, board: str, app: Path) -> Path:
+    common, common_c, ldflags = harness(board)
+    (app / "main.c").write_text(MAIN)
+    (app / "Makefile").write_text(
+        "include $(BUNDLE)/mcu_bundle.mk\n"
+        "CC := arm-none-eabi-gcc\n"
+        f"CFLAGS := $(MCU_BUNDLE_TARGET_FLAGS) $(MCU_BUNDLE_CFLAGS) {STRICT} $(MCU_BUNDLE_INCLUDES) -I{common}\n"
+        f"fw.elf: main.c $(MCU_BUNDLE_SRCS) {' '.join(common_c)}\n"
+        f"\t$(CC) $(CFLAGS) $^ $(MCU_BUNDLE_LDFLAGS) {shlex.join(ldflags)} $(MCU_BUNDLE_LDLIBS) -o $@\n")
+    sh(["make", f"BUNDLE={b.out_dir}"], app)
+    return app / "fw.elf"
+
+
+CMAKE_APP = """cmake_minimum_required(VERSION 3.13)
+project(app C)
+add_subdirectory({bundle} mcu_bundle)
+add_executable(fw.elf main.c {sources})
+target_include_directories(fw.elf PRIVATE {common})
+target_link_libraries(fw.elf PRIVATE mcu_bundle)
+target_link_options(fw.elf PRIVATE {link})
+"""
+
+
+def build_cmake(b, board: str, app: Path) -> Path:
+    common, common_c, ldflags = harness(board)
+    (app / "main.c").write_text(MAIN)
+    (app / "CMakeLists.txt").write_text(CMAKE_APP.format(bundle=b.out_dir, sources=" ".join(common_c), common=common,
+                                                         link=" ".join(f'"{f}"' for f in ldflags)))
+    flags = " ".join(load_board(board).target_flags())
+    sh(["cmake", "-S", ".", "-B", "build", "-DCMAKE_SYSTEM_NAME=Generic", "-DCMAKE_C_COMPILER=arm-none-eabi-gcc",
+        "-DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY", f"-DCMAKE_C_FLAGS={flags} -O2 {STRICT}"], app)
+    sh(["cmake", "--build", "build"], app)
+    return app / "build" / "fw.elf"
+
+
+PUBLIC = re.compile(r"^(?!static)[A-Za-z_][\w \*]*?\b(mcu_\w+)\(", re.MULTILINE)  # a function a .c file exports
+
+
+def check_firmware(elf: Path, b, models: dict, board: str, how: str) -> None:
+    """Runs on QEMU with each model's own outputs; one copy of each kernel; flash within the sum minus sharing."""
+    res = run_firmware(elf, board, models["kws"][1] + models["ad"][1])
+    assert res.status == 0, f"status {res.status}"
+    want = models["kws"][2] + models["ad"][2] + models["kws"][2]
+    got = res.output_bytes
+    assert len(got) == len(want)
+    if got != want:
+        i = next(i for i, (g, w) in enumerate(zip(got, want)) if g != w)
+        pytest.fail(f"byte {i} of kws | ad | kws again: {got[i]} != {want[i]} (each model's own mcu run)")
+    with open(elf, "rb") as f:
+        image = ELFFile(f)
+        funcs = Counter(s.name for s in image.get_section_by_name(".symtab").iter_symbols()
+                        if s["st_info"]["type"] == "STT_FUNC")
+        flash = sum(seg["p_filesz"] for seg in image.iter_segments() if seg["p_type"] == "PT_LOAD")
+    union = {k for p, _, _ in models.values() for k in p.manifest["kernels"]}
+    public = {m for k in union
+              for m in PUBLIC.findall((b.out_dir / "mcu_runtime" / "kernels" / f"{k}.c").read_text())}
+    assert {k.split("/")[-1] for k in union if not k.startswith("shared/")} <= public  # and the shared cores' own
+    assert {f: funcs[f] for f in public} == dict.fromkeys(public, 1)
+    sizes = {n: mcu.size(p) for n, (p, _, _) in models.items()}
+    shared = set(sizes["kws"].kernels) & set(sizes["ad"].kernels)
+    shared_bytes = sum(sizes["kws"].kernels[k] for k in shared)
+    parts = sum(s.flash_total for s in sizes.values())
+    print(f"\n{board}, {how} build: kws alone {sizes['kws'].flash_total:,} B, ad alone "
+          f"{sizes['ad'].flash_total:,} B, sum {parts:,} B; shared kernels {shared_bytes:,} B "
+          f"({', '.join(k.split('/')[-1] for k in sorted(shared))}); bundle {flash:,} B; saved {parts - flash:,} B")
+    assert flash <= parts - shared_bytes
+
+
+@emulated
+@pytest.mark.qemu
+@pytest.mark.skipif(not HAVE["make"], reason="needs make")
+def test_make_bundle_firmware_runs_both_models_m4(m4, tmp_path):
+    check_firmware(build_make(m4[0], M4, tmp_path), m4[0], m4[1], M4, "make")
+
+
+@emulated
+@pytest.mark.qemu
+@pytest.mark.skipif(not HAVE["make"], reason="needs make")
+def test_make_bundle_firmware_runs_both_models_m55(m55, tmp_path):
+    check_firmware(build_make(m55[0], M55, tmp_path), m55[0], m55[1], M55, "make")
+
+
+@emulated
+@pytest.mark.qemu
+@pytest.mark.skipif(not (HAVE["make"] and HAVE["cmake"]), reason="needs cmake and make")
+def test_cmake_bundle_firmware_runs_both_models(m4, tmp_path):
+    b, models = m4
+    check_firmware(build_cmake(b, M4, tmp_path), b, models, M4, "CMake")
+
+
+@pytest.mark.skipif(not HAVE["arm-none-eabi-gcc"], reason="needs arm-none-eabi-gcc")
+def test_model_objects_export_only_their_prefix(m4, tmp_path):
+    """Every global a generated file defines starts with its model's name; the runtime's all start with mcu_."""
+    b, models = m4
+    board = load_board(M4)
+    include = [f"-I{b.out_dir}", f"-I{b.out_dir / 'kws'}", f"-I{b.out_dir / 'ad'}",
+               f"-I{b.out_dir / 'mcu_runtime' / 'include'}"]
+    sources = {n: [b.out_dir / n / f for f in p.c_files] for n, (p, _, _) in models.items()}
+    sources["mcu"] = sorted((b.out_dir / "mcu_runtime").rglob("*.c"))
+    for prefix, files in sources.items():
+        for src in files:
+            obj = tmp_path / f"{src.stem}.o"
+            sh(["arm-none-eabi-gcc", *board.target_flags(), "-O2", "-std=c99", *include, "-c", str(src), "-o",
+                str(obj)], tmp_path)
+            with open(obj, "rb") as f:
+                names = [s.name for s in ELFFile(f).get_section_by_name(".symtab").iter_symbols()
+                         if s["st_info"]["bind"] == "STB_GLOBAL" and s["st_shndx"] != "SHN_UNDEF"]
+            assert names and all(n.startswith(prefix + "_") for n in names), (src.name, names)
+
+
+@emulated
+@pytest.mark.qemu
+def test_mcu_run_and_size_on_a_bundle(m4, capsys):
+    b, _ = m4
+    assert cli_main(["run", str(b.out_dir), "--model", "ad"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ad:") and "device == numpy reference: yes" in out and "kws:" not in out
+    assert cli_main(["size", str(b.out_dir)]) == 0
+    out = capsys.readouterr().out
+    size = bundle_size(b)
+    print(out)
+    assert f"bundle {size.total:,} B" in out and size.total < size.alone
+
+
+@emulated
+@pytest.mark.qemu
+def test_tools_work_on_a_named_package(m4, capsys):
+    """mcu profile (a -DMCU_PROFILE firmware through the harness) and the host build find a model named ad."""
+    from mcu.build.host import run_host
+    pkg, stored, want = m4[1]["ad"]
+    assert cli_main(["profile", str(pkg.out_dir)]) == 0
+    assert "ad on mps2-an386" in capsys.readouterr().out
+    x = np.frombuffer(stored, np.int8).astype(np.float32)  # any input: the host build equals the reference
+    host = run_host(pkg, [x.reshape(1, -1)])
+    assert all(np.array_equal(h, r) for h, r in zip(host.raw_outputs, pkg.reference([x.reshape(1, -1)])))
