@@ -41,7 +41,6 @@ emulated = pytest.mark.skipif(not (HAVE["arm-none-eabi-gcc"] and HAVE["qemu-syst
 def _setup(board: str, root: Path) -> tuple:
     """KWS and AD compiled as kws and ad for board, each run once with its own mcu run, and bundled."""
     rng = np.random.default_rng(0)
-    models = {}
     for name, make in (("kws", kws), ("ad", ad)):
         model, example = make()
         pkg = mcu.compile(model, example, board=board, name=name, out_dir=root / name)
