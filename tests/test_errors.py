@@ -45,6 +45,15 @@ class Masked(nn.Module):
         return x[x > 0]
 
 
+class Log1p(nn.Module):
+    def forward(self, x):
+        return torch.log1p(x) * 2.0
+
+
+def log1p_nan():
+    return Log1p(), (torch.full((1, 8), -2.0),)
+
+
 def linear():
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(20, 8), nn.ReLU()), (torch.randn(1, 20),)
@@ -524,4 +533,14 @@ def test_model_factory_that_returns_the_wrong_thing(models, capsys):
 def test_a_target_sqnr_past_float32_or_not_a_number_is_one_error_line(models, capsys, tmp_path, target, says):  # noqa: F811
     rc, err = cli(capsys, "compile", "errmodels:linear", "--target-sqnr", target, "-o", tmp_path / "o")
     assert rc == 1 and one_error(err).startswith(says), err
+    assert not (tmp_path / "o").exists()
+
+
+def test_calibration_that_makes_an_op_nan_names_the_op_its_line_and_the_batch(models, capsys, tmp_path):  # noqa: F811
+    mod, path = models
+    rc, err = cli(capsys, "compile", "errmodels:log1p_nan", "-o", tmp_path / "o")
+    assert rc == 1, err
+    assert one_error(err) == (f"calibration batch 0 makes log1p at {line_of(path, 'return torch.log1p(x) * 2.0')} "
+                              f"output NaN, which has no int8 range: keep that op's inputs in its domain (clamp them "
+                              f"in the model, or fix the calibration data and example inputs)")
     assert not (tmp_path / "o").exists()

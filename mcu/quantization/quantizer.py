@@ -40,7 +40,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from mcu.errors import McuError
-from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS, WEIGHTED_OPS
+from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS, WEIGHTED_OPS, op_name, source_line
 from mcu.importer.decompose import decompose_composites
 from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
@@ -305,6 +305,21 @@ def _check_batch(batch, example_inputs, k: int = 0) -> tuple:
     return batch
 
 
+def _check_finite(prepared: GraphModule, k: int) -> None:
+    """An McuError naming the first op whose output calibration batch k made NaN (a value outside the op's domain,
+    e.g. log1p below -1): a NaN has no int8 range, and torchao's observer would fail on it only at conversion."""
+    for node in prepared.graph.nodes:
+        observer = prepared.get_submodule(node.target) if node.op == "call_module" else None
+        seen = [getattr(observer, name, None) for name in ("min_val", "max_val")]
+        if not all(isinstance(v, torch.Tensor) and v.numel() for v in seen) or not any(v.isnan().any() for v in seen):
+            continue
+        src = node.args[0]
+        where = source_line(src) or "an unknown source line"
+        raise McuError(f"calibration batch {k} makes {op_name(src)} at {where} output NaN, which has no int8 "
+                       f"range: keep that op's inputs in its domain (clamp them in the model, or fix the "
+                       f"calibration data and example inputs)")
+
+
 # progress(done, total, seconds elapsed) after each calibration batch; total is None for a set without len().
 Progress = Callable[[int, int | None, float], None]
 
@@ -334,6 +349,7 @@ def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
         for batch in batches:
             batch = _check_batch(batch, example_inputs, seen)
             means.run(*batch) if means is not None else prepared(*batch)
+            _check_finite(prepared, seen)
             seen += 1
             if progress is not None:
                 progress(seen, total, time.monotonic() - start)
