@@ -90,7 +90,7 @@ def tensor_expr(graph: Graph, mem: MemoryPlan, name: str, t: str | None) -> str:
 
 def const_records(graph: Graph, name: str) -> list[dict]:
     """weights.c's arrays: every constant a call reads (an input or a quant tensor), sorted by name."""
-    used = sorted({t for n in graph.nodes for t in n.inputs + tuple(n.attrs.get("quant") or ())
+    used = sorted({t for n in graph.nodes for t in n.inputs + (tuple(n.call.quant or ()) if n.call else ())
                    if t is not None and graph.tensors[t].is_const})
     consts = []
     for t in used:
@@ -107,8 +107,8 @@ def call_args(graph: Graph, mem: MemoryPlan, name: str, i: int, node: Node) -> l
     def expr(t):
         return tensor_expr(graph, mem, name, t)
 
-    args = [f"&{name}_p{i}"] + ([f"&{name}_q{i}"] if node.attrs["quant"] else [])
-    if KERNELS[node.attrs["kernel"]].input_array:  # one `const T *const inputs[]` argument, a C99 compound literal
+    args = [f"&{name}_p{i}"] + ([f"&{name}_q{i}"] if node.call.quant else [])
+    if KERNELS[node.call.kernel].input_array:  # one `const T *const inputs[]` argument, a C99 compound literal
         ctype = C_TYPES[graph.tensors[node.inputs[0]].dtype]
         return args + [f"(const {ctype} *const[]){{{', '.join(expr(t) for t in node.inputs)}}}",
                        expr(node.outputs[0])]
@@ -118,22 +118,22 @@ def call_args(graph: Graph, mem: MemoryPlan, name: str, i: int, node: Node) -> l
 
 def call_record(graph: Graph, mem: MemoryPlan, name: str, i: int, node: Node) -> dict:
     """model.c's entry for call i: its params struct, the call and a comment naming the op and its source."""
-    a = node.attrs
-    spec = KERNELS[a["kernel"]]
-    check_params(spec.params_type, a["params"], f"{node.name} ({a['kernel']})")
+    c = node.call
+    spec = KERNELS[c.kernel]
+    check_params(spec.params_type, c.params, f"{node.name} ({c.kernel})")
     out = graph.tensors[node.outputs[0]]
-    comment = f"{node.name}: {a['kernel']} -> [{', '.join(map(str, out.shape))}]"
+    comment = f"{node.name}: {c.kernel} -> [{', '.join(map(str, out.shape))}]"
     if node.source:
         comment += f"  ({node.source.replace('*/', '* /')})"
     # the debug dump takes every byte a strided output spans (mcu/tools/debug.py gathers its pixels)
     return {"output": tensor_expr(graph, mem, name, node.outputs[0]), "output_bytes": output_extent(graph, node),
-            "params_type": spec.params_type, "params_name": f"{name}_p{i}", "params_c": c_struct(a["params"]),
-            "call": f"{a['kernel']}({', '.join(call_args(graph, mem, name, i, node))})", "comment": comment}
+            "params_type": spec.params_type, "params_name": f"{name}_p{i}", "params_c": c_struct(c.params),
+            "call": f"{c.kernel}({', '.join(call_args(graph, mem, name, i, node))})", "comment": comment}
 
 
 def quant_record(name: str, i: int, node: Node) -> dict | None:
     """model.c's per-channel quant struct of call i, None when its kernel takes none."""
-    quant = node.attrs["quant"]
+    quant = node.call.quant
     if not quant:
         return None
     return {"cname": f"{name}_q{i}", "mult": const_name(name, quant[0]), "shift": const_name(name, quant[1])}

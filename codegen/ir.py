@@ -3,7 +3,9 @@
 Invariants (checked by `verify`):
 - every node input is a graph input, a constant, or the output of an earlier node (the list is a schedule);
 - every tensor is produced once; graph outputs are produced;
-- constants carry data whose shape and dtype match the tensor.
+- constants carry data whose shape and dtype match the tensor;
+- a node has a `Call` exactly when its op is "call" (then its attrs are empty), a well-formed one: field types
+  as declared, every tensor its quant and twin fields name in the graph.
 Passes never mutate a Graph they receive: they build a new one (`Graph.replace`).
 """
 from __future__ import annotations
@@ -66,6 +68,47 @@ class Tensor:
 
 
 @dataclass(frozen=True)
+class Call:
+    """A lowered node's C kernel call (built by codegen/lowering.py's `call_node`; the passes add the rest).
+
+    kernel: the C function (its registry entry, codegen/kernels); params: its params struct's field values (a
+    dict the twin takes as is); quant: (multiplier tensor, shift tensor) for per-channel kernels, else None;
+    float_node: the float value the output quantizes (mcu debug); fallback: the op a float32 kernel stands in
+    for (manifest["fallbacks"]). A variant (codegen/passes/select_kernels.py) keeps in twin the portable kernel
+    the reference runs, and in twin_inputs and twin_quant its portable constants; an in-place variant
+    (codegen/passes/inplace.py) sets twin only. unfused: a fused call's portable calls, dicts of kernel, params,
+    quant, inputs and output (codegen/passes/fuse_add.py)."""
+    kernel: str
+    params: dict
+    quant: tuple[str, ...] | None = None
+    float_node: str | None = None
+    fallback: str | None = None
+    twin: str | None = None
+    twin_inputs: tuple[str | None, ...] | None = None  # set (with twin_quant, maybe None) when a variant is selected
+    twin_quant: tuple[str, ...] | None = None
+    unfused: tuple[dict, ...] | None = None
+
+    def replace(self, **kw) -> "Call":
+        return dataclasses.replace(self, **kw)
+
+    @property
+    def portable(self) -> str:
+        """The portable kernel whose twin the reference runs."""
+        return self.twin or self.kernel
+
+    @property
+    def selected(self) -> bool:
+        """A variant replaced the portable kernel and prepared its own constants (twin_inputs, twin_quant)."""
+        return self.twin_inputs is not None
+
+    def reference_args(self, inputs: tuple[str | None, ...]) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
+        """(quant, inputs) of the portable twin, for a node with these inputs."""
+        if self.selected:
+            return self.twin_quant or (), self.twin_inputs
+        return self.quant or (), inputs
+
+
+@dataclass(frozen=True)
 class Node:
     name: str
     op: str
@@ -73,9 +116,14 @@ class Node:
     outputs: tuple[str, ...]
     attrs: dict = field(default_factory=dict, compare=False)
     source: str = ""  # the user's source line this op came from
+    call: Call | None = field(default=None, compare=False)  # exactly on op "call"
 
     def replace(self, **kw) -> "Node":
         return dataclasses.replace(self, **kw)
+
+    def with_call(self, **kw) -> "Node":
+        """This call node with the given fields of its Call replaced."""
+        return self.replace(call=self.call.replace(**kw))
 
 
 @dataclass(frozen=True)
@@ -127,6 +175,7 @@ def verify(graph: Graph) -> Graph:
         if node.name in names:
             raise IRError(f"duplicate node name {node.name}")
         names.add(node.name)
+        _verify_call(graph, node)
         for i in node.inputs:
             if i is not None and i not in defined:
                 raise IRError(f"{node.name} reads {i} before it is defined")
@@ -140,3 +189,37 @@ def verify(graph: Graph) -> Graph:
         if o not in defined:
             raise IRError(f"graph output {o} is never produced")
     return graph
+
+
+def _names(v, graph: Graph, what: str, node: Node, optional: bool = False) -> None:
+    """v is a tuple of tensor names of the graph (None allowed where optional)."""
+    if not isinstance(v, tuple):
+        raise IRError(f"{node.name}: call {what} is a {type(v).__name__}, not a tuple")
+    for t in v:
+        if not (t is None and optional) and (not isinstance(t, str) or t not in graph.tensors):
+            raise IRError(f"{node.name}: call {what} names {t!r}, which the graph does not hold")
+
+
+def _verify_call(graph: Graph, node: Node) -> None:
+    """A Call exactly on op "call", well-formed (the invariant at the top of this file)."""
+    c = node.call
+    if (node.op == "call") != (c is not None):
+        raise IRError(f"{node.name}: op {node.op!r} with{'out' if c is None else ''} a Call")
+    if c is None:
+        return
+    if not isinstance(c, Call) or node.attrs:
+        raise IRError(f"{node.name}: a call node holds one Call and no attrs")
+    for f in ("kernel", "float_node", "fallback", "twin"):
+        v = getattr(c, f)
+        if not (isinstance(v, str) and v) and (f == "kernel" or v is not None):
+            raise IRError(f"{node.name}: call {f} {v!r} is not a name")
+    if not isinstance(c.params, dict) or not all(isinstance(k, str) for k in c.params):
+        raise IRError(f"{node.name}: call params are not a dict of field names")
+    for f in ("quant", "twin_quant", "twin_inputs"):
+        if getattr(c, f) is not None:
+            _names(getattr(c, f), graph, f, node, optional=f == "twin_inputs")
+    if (c.twin_quant is not None or c.twin_inputs is not None) and not (c.selected and c.twin):
+        raise IRError(f"{node.name}: twin constants without a selected variant's twin kernel")
+    if c.unfused is not None and not (isinstance(c.unfused, tuple) and all(
+            isinstance(u, dict) and {"kernel", "params", "quant", "inputs", "output"} <= set(u) for u in c.unfused)):
+        raise IRError(f"{node.name}: call unfused is not a tuple of calls (kernel, params, quant, inputs, output)")

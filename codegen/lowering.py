@@ -9,7 +9,7 @@
 - A kernel's facts (source, params struct, twin, scratch, variants, aliasing) live in its registry entry,
   codegen/kernels/<family>.py; a lowered node names the kernel only.
 
-A lowered node has op "call" and attrs:
+A lowered node has op "call" and its `Call` (codegen/ir.py), built here by `call_node`:
 - kernel: the C function name (its registry entry: codegen/kernels);
 - params: the C parameter struct's field values (a dict the twin takes as is);
 - quant: (multiplier tensor, shift tensor) for per-channel kernels, else None.
@@ -18,14 +18,14 @@ node.outputs is the output, then any scratch the kernel takes (codegen/passes/in
 receives right before the output.
 Reshapes stay as op "alias": no code, the planner gives their output the input's storage.
 A lowering may return several calls: an op without an int8 kernel (layer norm) runs as dequantize ->
-float32 kernel -> quantize, with float temporaries planned like any tensor and attrs["fallback"] naming
+float32 kernel -> quantize, with float temporaries planned like any tensor and the Call's fallback naming
 the op on the float call (emit lists them in manifest["fallbacks"]).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from mcu.codegen.ir import Graph, Node, QParams, Tensor
+from mcu.codegen.ir import Call, Graph, Node, QParams, Tensor
 from mcu.codegen.kernels import KERNELS
 from mcu.codegen.errors import LoweringError
 from mcu.codegen.twins.quant import quantize_multipliers
@@ -102,9 +102,8 @@ def call_node(node: Node, kernel: str, params: dict, inputs, quant=None) -> Node
     """`node` as a call of C kernel `kernel` (a registry entry) with these params, array inputs and quant."""
     if kernel not in KERNELS:
         raise KeyError(f"{kernel} is not in the kernel registry (codegen/kernels)")
-    return node.replace(op="call", inputs=tuple(inputs), attrs={
-        "kernel": kernel, "params": params, "quant": quant, "float_node": node.attrs.get("float_node")})
-
+    return node.replace(op="call", inputs=tuple(inputs), attrs={},
+                        call=Call(kernel, params, quant, node.attrs.get("float_node")))
 
 
 def conv_geometry(x, w, out, a: dict) -> dict:

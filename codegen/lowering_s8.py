@@ -176,7 +176,7 @@ def layer_norm(ctx: Ctx, node: Node) -> list[Node]:
     ln = call_node(node.replace(outputs=(yf,)), "mcu_layer_norm_f32",
                {"rows": size // cols, "cols": cols, "eps": f32(node.attrs["eps"])}, (xf, *node.inputs[1:3]))
     q = quantize_call(node.replace(name=f"{node.name}_quantize"), yf, out)
-    return [dq, ln.replace(attrs={**ln.attrs, "fallback": "layer_norm"}), q]
+    return [dq, ln.with_call(fallback="layer_norm"), q]
 
 
 # op -> builder, for int8 activations; INTEGER: those that serve int16 as they are (codegen/lowering_s16.py)

@@ -49,13 +49,14 @@ def io_entry(graph: Graph, io: dict) -> dict:
 def build_manifest(graph: Graph, mem: MemoryPlan, *, name: str, board: str, inputs: list[dict],
                    outputs: list[dict], weights_bytes: int) -> Manifest:
     """The manifest of a lowered, planned graph; inputs and outputs are emit's I/O records."""
-    sources = {s for n in graph.nodes if n.op == "call" for s in KERNELS[n.attrs["kernel"]].sources}
+    sources = {s for n in graph.nodes if n.op == "call" for s in KERNELS[n.call.kernel].sources}
     return Manifest(
         name=name, board=board, kernels=sorted(sources), arena_bytes=mem.arena_bytes,
         arena_lower_bound=mem.lower_bound, planner=mem.plan.algorithm,
         schedule_peak_before=mem.peak_before_schedule, schedule_peak_after=mem.peak_after_schedule,
         weights_bytes=weights_bytes, inputs=[io_entry(graph, x) for x in inputs],
         outputs=[io_entry(graph, x) for x in outputs],
-        ops=[{"name": n.name, "kernel": n.attrs.get("kernel", "alias"), "source": n.source} for n in graph.nodes],
-        fallbacks=[{"op": n.attrs["fallback"], "name": n.name, "kernel": n.attrs["kernel"], "source": n.source}
-                   for n in graph.nodes if n.attrs.get("fallback")])
+        ops=[{"name": n.name, "kernel": n.call.kernel if n.call else "alias", "source": n.source}
+             for n in graph.nodes],
+        fallbacks=[{"op": n.call.fallback, "name": n.name, "kernel": n.call.kernel, "source": n.source}
+                   for n in graph.nodes if n.call and n.call.fallback])

@@ -162,7 +162,7 @@ def buffer_labels(graph: Graph, mem: MemoryPlan) -> dict[str, str]:
     for n in graph.nodes:
         for t in n.outputs:
             if any(b.name == t for b in mem.buffers):
-                labels[t] = f"{t} ({n.attrs.get('kernel', n.op).removeprefix('mcu_')})"
+                labels[t] = f"{t} ({(n.call.kernel if n.call else n.op).removeprefix('mcu_')})"
     return labels
 
 

@@ -52,7 +52,7 @@ def _apart_or_raster(graph: Graph, mem: MemoryPlan, node) -> bool:
         return True
     ox, oo = x.index, out.index
     nx = graph.tensors[node.inputs[0]].nbytes
-    return oo >= ox + nx or ox - oo >= kernel_raster_gap(node.attrs["kernel"], node.attrs["params"])
+    return oo >= ox + nx or ox - oo >= kernel_raster_gap(node.call.kernel, node.call.params)
 
 
 def concat_view_pairs(graph: Graph, mem: MemoryPlan, span: dict[str, Span], step: int, n: Node) -> set[frozenset]:
@@ -72,9 +72,9 @@ def concat_view_pairs(graph: Graph, mem: MemoryPlan, span: dict[str, Span], step
         # q * C_total + c_offset; the sizes tile the channel axis (is_channel_concat)
         for (t, o), c in zip(concat_offsets(graph, n).items(), p["sizes"]):
             prod = graph.producer(t)
-            if (prod is not None and prod.op == "call" and prod.attrs["kernel"] in STRIDED_KERNELS
-                    and tuple(prod.attrs["params"]["output"]) == tuple(graph.tensors[t].shape)
-                    and prod.attrs["params"].get("output_pixel_stride", 0) == graph.tensors[out].shape[3]
+            if (prod is not None and prod.op == "call" and prod.call.kernel in STRIDED_KERNELS
+                    and tuple(prod.call.params["output"]) == tuple(graph.tensors[t].shape)
+                    and prod.call.params.get("output_pixel_stride", 0) == graph.tensors[out].shape[3]
                     and _in_arena(mem, t, at.index + o) and span[t][1] == step):
                 pairs.add(frozenset((t, out)))
     return pairs

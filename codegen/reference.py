@@ -36,10 +36,10 @@ def run_reference(graph: Graph, inputs: list[np.ndarray], *, every_tensor: bool 
         if node.op == "alias":
             values[out.name] = values[node.inputs[0]].reshape(out.shape)
             continue
-        a = node.attrs
-        if a.get("unfused"):  # a fused call (codegen/passes/fuse_add.py): its portable calls, one after another
+        c = node.call
+        if c.unfused:  # a fused call (codegen/passes/fuse_add.py): its portable calls, one after another
             local = {}
-            for step in a["unfused"]:
+            for step in c.unfused:
                 args = [local[i] if i in local else get(i) for i in step["inputs"]]
                 quant = [get(q) for q in step["quant"] or ()]
                 local[step["output"]] = np.asarray(twin(step["kernel"])(step["params"], *quant, *args))
@@ -47,8 +47,7 @@ def run_reference(graph: Graph, inputs: list[np.ndarray], *, every_tensor: bool 
             values[out.name] = result if override is None else override(node, result)
             continue
         # a variant's prepared constants differ; its twin runs on the portable ones (select_kernels.py)
-        quant = [get(q) for q in a.get("twin_quant", a["quant"]) or ()]
-        args = [get(i) for i in a.get("twin_inputs", node.inputs)]
-        result = np.asarray(twin(a.get("twin", a["kernel"]))(a["params"], *quant, *args)).reshape(out.shape)
+        quant, inputs = c.reference_args(node.inputs)
+        result = np.asarray(twin(c.portable)(c.params, *map(get, quant), *map(get, inputs))).reshape(out.shape)
         values[out.name] = result if override is None else override(node, result)
     return values if every_tensor else [values[o] for o in graph.outputs]

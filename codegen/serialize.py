@@ -7,6 +7,9 @@
 - Node attrs are plain values: None, bool, int, float, str, tuples (JSON arrays), and tagged objects for the
   rest: {"$list": [...]}, {"$dict": {...}}, {"$float": "nan"|"inf"|"-inf"}, {"$array": i} and
   {"$scalar": [dtype, value]} (numpy scalars keep their type: float32 arithmetic must not become float64).
+- A call node's `Call` is stored as its attrs (`call_attrs`), keys in the order of its fields, the optional ones
+  only when set: fallback, twin, twin_inputs with twin_quant (which may be null: twin_inputs marks a selected
+  variant), unfused. Loading rebuilds the Call from them (`_call`), so packages read as they always did.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.errors import McuError
-from mcu.codegen.ir import DTYPES, Graph, IRError, Node, QParams, Tensor, verify
+from mcu.codegen.ir import DTYPES, Call, Graph, IRError, Node, QParams, Tensor, verify
 from mcu.codegen.memory import Location, MemoryPlan
 from mcu.memory_planner import Buffer, Plan
 
@@ -34,6 +37,20 @@ class FormatError(McuError):
 
 
 # -- writing ---------------------------------------------------------------------------------------------------
+CALL_KEYS = ("kernel", "params", "quant", "float_node", "fallback", "twin", "twin_inputs", "twin_quant", "unfused")
+
+
+def call_attrs(c: Call) -> dict:
+    """A Call as the attrs dict a call node has always been stored with (the module docstring)."""
+    attrs = {k: getattr(c, k) for k in CALL_KEYS}
+    for k in ("fallback", "twin", "twin_inputs", "unfused"):
+        if attrs[k] is None:
+            del attrs[k]
+    if not c.selected:
+        del attrs["twin_quant"]
+    return attrs
+
+
 def dump(graph: Graph, memory: MemoryPlan) -> tuple[str, list[np.ndarray]]:
     arrays: list[np.ndarray] = []
 
@@ -74,7 +91,7 @@ def dump(graph: Graph, memory: MemoryPlan) -> tuple[str, list[np.ndarray]]:
         "graph": {
             "tensors": [tensor(t) for t in graph.tensors.values()],
             "nodes": [{"name": n.name, "op": n.op, "inputs": list(n.inputs), "outputs": list(n.outputs),
-                       "attrs": value(dict(n.attrs))["$dict"], "source": n.source} for n in graph.nodes],
+                       "attrs": value(call_attrs(n.call) if n.call else dict(n.attrs))["$dict"], "source": n.source} for n in graph.nodes],
             "inputs": list(graph.inputs), "outputs": list(graph.outputs)},
         "memory": {
             "locations": [[k, v.kind, v.index] for k, v in memory.locations.items()],
@@ -235,10 +252,25 @@ def _node(d, i: int, arrays: _Arrays) -> Node:
     attrs = _get(d, "attrs", where)
     if not isinstance(attrs, dict):
         _fail(where, "attrs is not an object")
-    return Node(_str(_get(d, "name", where), where), _str(_get(d, "op", where), where),
+    op = _str(_get(d, "op", where), where)
+    attrs = _value({"$dict": attrs}, f"{where} attrs", arrays)
+    call = _call(attrs, where) if op == "call" else None
+    return Node(_str(_get(d, "name", where), where), op,
                 tuple(None if x is None else _str(x, where) for x in _list(_get(d, "inputs", where), where)),
                 tuple(_str(x, where) for x in _list(_get(d, "outputs", where), where)),
-                _value({"$dict": attrs}, f"{where} attrs", arrays), _str(_get(d, "source", where), where))
+                {} if call else attrs, _str(_get(d, "source", where), where), call)
+
+
+def _call(attrs: dict, where: str) -> Call:
+    """A call node's Call from its stored attrs (its types are the IR verifier's to check)."""
+    unknown = set(attrs) - set(CALL_KEYS)
+    if unknown:
+        _fail(where, f"a call's attrs hold unknown keys {sorted(unknown)[:3]}")
+    for k in ("kernel", "params", "quant", "float_node"):
+        _get(attrs, k, where)
+    if ("twin_inputs" in attrs) != ("twin_quant" in attrs):
+        _fail(where, "a call's twin_inputs and twin_quant come together")
+    return Call(**attrs)
 
 
 def _graph(g, arrays: _Arrays) -> Graph:

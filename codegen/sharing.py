@@ -45,7 +45,7 @@ IN_PLACE_INPUTS = {"elementwise": lambda n: n.inputs,
 
 def inplace_kind(node) -> str:
     """The registry's `inplace` property of a call's kernel ("" for anything else)."""
-    return KERNELS[node.attrs["kernel"]].inplace if node.op == "call" else ""
+    return KERNELS[node.call.kernel].inplace if node.op == "call" else ""
 
 
 def storage_groups(graph: Graph) -> dict[str, str]:
@@ -104,7 +104,7 @@ def is_channel_concat(graph: Graph, node) -> bool:
     """A concat (call or view) over the last axis of 4-d NHWC tensors with more than one pixel: each input is
     interleaved in the output, pixel by pixel."""
     out = graph.tensors[node.outputs[0]]
-    p = node.attrs["params"]
+    p = node.call.params if node.op == "call" else node.attrs["params"]
     return (len(out.shape) == 4 and out.layout == "NHWC" and p["outer"] > 1
             and p["outer"] == int(np.prod(out.shape[:3])) and sum(p["sizes"]) == out.shape[3]
             and all(tuple(graph.tensors[t].shape) == (*out.shape[:3], c) for t, c in zip(node.inputs, p["sizes"])))
@@ -112,7 +112,7 @@ def is_channel_concat(graph: Graph, node) -> bool:
 
 def pixel_stride(node) -> int | None:
     """The output pixel stride (elements) of a call that writes its pixels apart (stride > C_out), else None."""
-    params = node.attrs.get("params") or {} if node.op == "call" else {}
+    params = node.call.params if node.op == "call" else {}
     stride = params.get("output_pixel_stride", 0)
     return stride if stride and stride > params["output"][3] else None
 
@@ -124,7 +124,7 @@ def output_extent(graph: Graph, node) -> int:
     stride = pixel_stride(node)
     if stride is None:
         return out.nbytes
-    n, h, w, c = node.attrs["params"]["output"]
+    n, h, w, c = node.call.params["output"]
     return ((n * h * w - 1) * stride + c) * (out.nbytes // (n * h * w * c))
 
 
@@ -181,14 +181,14 @@ def overlap_gap(node, copy: bool = True) -> int | None:
     """How many bytes below its first input a call's output must start to overlap it, if that input dies
     at the call: 0 for an in-place kernel on geometry it runs, else raster_gap for a raster kernel (`copy` False:
     a raster_copy kernel's plain gap); None when the kernel's output may not overlap its input."""
-    kernel = node.attrs.get("kernel") if node.op == "call" else None
+    kernel = node.call.kernel if node.op == "call" else None
     if pixel_stride(node) is not None:  # raster_gap assumes contiguous pixels
         return None
     overwrites = KERNELS[kernel].overwrites if kernel else None
-    if overwrites is not None and overwrites(node.attrs["params"]):
+    if overwrites is not None and overwrites(node.call.params):
         return 0
     if kernel in RASTER_KERNELS:
-        return kernel_raster_gap(kernel, node.attrs["params"], copy)
+        return kernel_raster_gap(kernel, node.call.params, copy)
     return None
 
 

@@ -14,6 +14,7 @@ from torch import nn
 import hostc
 import mcu
 from mcu.codegen import sharing
+from mcu.codegen.ir import Call
 from mcu.codegen.memory import Location, overwritable_inputs
 from mcu.codegen.plan_verifier import verify_tensor_plan
 from mcu.codegen.sharing import overlap_gap, raster_gap
@@ -279,7 +280,7 @@ def _views(pkg):
 
 
 def _kernels(pkg):
-    return [n.attrs["kernel"] for n in pkg.graph.nodes if n.op == "call"]
+    return [n.call.kernel for n in pkg.graph.nodes if n.op == "call"]
 
 
 class Inception(nn.Module):
@@ -364,8 +365,8 @@ def test_inception_concat_is_written_in_place(inception, tmp_path, monkeypatch):
     c_total = g.tensors[view.outputs[0]].shape[3]
     assert c_total == 28
     producers = [g.producer(t) for t in view.inputs]
-    assert [p.attrs["kernel"] for p in producers] == ["mcu_conv2d_s8", "mcu_conv2d_s8", "mcu_maxpool2d_s8"]
-    assert [p.attrs["params"]["output_pixel_stride"] for p in producers] == [28, 28, 28]
+    assert [p.call.kernel for p in producers] == ["mcu_conv2d_s8", "mcu_conv2d_s8", "mcu_maxpool2d_s8"]
+    assert [p.call.params["output_pixel_stride"] for p in producers] == [28, 28, 28]
     assert [mem.locations[t] for t in view.inputs] == [Location("arena", out + o) for o in (0, 8, 20)]
     assert "output_pixel_stride = 28" in (inception.out_dir / "model.c").read_text()
     # the input and output are the caller's: the arena is the concat's buffer alone
@@ -379,7 +380,7 @@ def test_inception_concat_is_written_in_place(inception, tmp_path, monkeypatch):
 def test_fire_concat_is_written_in_place(fire, tmp_path, monkeypatch):
     g, mem = fire.graph, fire.memory
     (view,) = _views(fire)
-    assert all(g.producer(t).attrs["params"]["output_pixel_stride"] == 128 for t in view.inputs)
+    assert all(g.producer(t).call.params["output_pixel_stride"] == 128 for t in view.inputs)
     # the concat's buffer is live from its first producer: the planner sees it beside the squeeze output
     first = min(i for i, n in enumerate(g.nodes) if view.inputs[0] in n.outputs or view.inputs[1] in n.outputs)
     buf = next(b for b in mem.buffers if b.name == sharing.storage_groups(g)[view.outputs[0]])
@@ -409,7 +410,7 @@ def test_channel_concat_in_place_is_exact_on_the_board(inception):
 def test_channel_concat_keeps_its_copy(model, shape, why, tmp_path):
     pkg = _compile(model, shape, tmp_path)
     assert "mcu_concat_s8" in _kernels(pkg) and not _views(pkg), why
-    assert not any(n.attrs.get("params", {}).get("output_pixel_stride") for n in pkg.graph.nodes if n.op == "call")
+    assert not any(n.call.params.get("output_pixel_stride") for n in pkg.graph.nodes if n.op == "call")
     verify_tensor_plan(pkg.graph, pkg.memory)
 
 
@@ -451,8 +452,8 @@ def test_speed_build_writes_the_concat_in_place(speed_builds, model, board, tmp_
     g, mem = pkg.graph, pkg.memory
     (view,) = _views(pkg)
     producers = [g.producer(t) for t in view.inputs]
-    assert [p.attrs["kernel"] for p in producers] == SPEED[model, board]
-    assert [p.attrs["params"]["output_pixel_stride"] for p in producers] == [c_total] * 2
+    assert [p.call.kernel for p in producers] == SPEED[model, board]
+    assert [p.call.params["output_pixel_stride"] for p in producers] == [c_total] * 2
     out = mem.locations[view.outputs[0]].index
     first_c = g.tensors[view.inputs[0]].shape[3]
     assert [mem.locations[t] for t in view.inputs] == [Location("arena", out + o) for o in (0, first_c)]
@@ -477,14 +478,13 @@ def test_speed_build_concat_in_place_is_exact_on_the_board(speed_builds, model, 
 
 def _as_call(pkg, view, **params):
     """The graph with the view turned back into its concat call (params changed as given)."""
-    cat = view.replace(op="call", attrs={"kernel": "mcu_concat_s8", "params": {**view.attrs["params"], **params}})
+    cat = view.replace(op="call", attrs={}, call=Call("mcu_concat_s8", {**view.attrs["params"], **params}))
     nodes = []
     for n in pkg.graph.nodes:
         if n is view:
             n = cat
-        elif n.op == "call" and "output_pixel_stride" in n.attrs["params"]:
-            n = n.replace(attrs={**n.attrs, "params": {k: v for k, v in n.attrs["params"].items()
-                                                         if k != "output_pixel_stride"}})
+        elif n.op == "call" and "output_pixel_stride" in n.call.params:
+            n = n.with_call(params={k: v for k, v in n.call.params.items() if k != "output_pixel_stride"})
         nodes.append(n)
     return pkg.graph.replace(nodes=tuple(nodes)), cat
 
@@ -497,7 +497,7 @@ def test_channel_concat_view_needs_equal_qparams_and_strided_producers(inception
     g2, cat2 = _as_call(inception, view, multiplier=(p["multiplier"][0], 1 << 29, p["multiplier"][2]))
     assert not inplace.concat_view(g2, cat2)  # a requantizing input: qparams differ
     a = g.producer(cat.inputs[0])
-    variant = a.replace(attrs={**a.attrs, "kernel": "mcu_dwconv2d_3x3_s8_dsp"})
+    variant = a.with_call(kernel="mcu_dwconv2d_3x3_s8_dsp")
     g3 = g.replace(nodes=tuple(variant if n is a else n for n in g.nodes))
     assert not inplace.concat_view(g3, cat)  # a contiguous variant cannot stride its output
     assert not inplace.concat_view(g.replace(outputs=g.outputs + (cat.inputs[1],)), cat)  # a slice is an output
@@ -513,7 +513,7 @@ def test_verifier_checks_the_interleaved_slices(inception):
         verify_tensor_plan(g, moved)  # one channel late: over the pool's first channel of every pixel
     prod = g.producer(b)
     for stride in (27, 29, 0):  # the kernel's params, not the plan, say where each pixel goes
-        bent = prod.replace(attrs={**prod.attrs, "params": {**prod.attrs["params"], "output_pixel_stride": stride}})
+        bent = prod.with_call(params={**prod.call.params, "output_pixel_stride": stride})
         with pytest.raises(PlanError):
             verify_tensor_plan(g.replace(nodes=tuple(bent if n is prod else n for n in g.nodes)), mem)
     p = view.attrs["params"]
@@ -531,13 +531,13 @@ def test_strided_producer_never_overlaps_its_input(fire):
     steps = {n.name: i for i, n in enumerate(g.nodes)}
     last = max((g.producer(t) for t in view.inputs), key=lambda n: steps[n.name])
     assert overlap_gap(last) is None
-    contiguous = last.replace(attrs={**last.attrs, "params": {**last.attrs["params"], "output_pixel_stride": 0}})
-    assert overlap_gap(contiguous) == raster_gap(contiguous.attrs["params"])
+    contiguous = last.with_call(params={**last.call.params, "output_pixel_stride": 0})
+    assert overlap_gap(contiguous) == raster_gap(contiguous.call.params)
     y = last.inputs[0]
     assert sum(y in n.inputs for n in g.nodes[steps[last.name] + 1:]) == 0  # y dies at the last producer
     assert not overwritable_inputs(g)[steps[last.name]]
     # y placed where the contiguous rule would allow: raster_gap above the producer's output
-    at = mem.locations[last.outputs[0]].index + raster_gap(contiguous.attrs["params"])
+    at = mem.locations[last.outputs[0]].index + raster_gap(contiguous.call.params)
     with pytest.raises(PlanError, match="overlap while both are live"):
         verify_tensor_plan(g, dataclasses.replace(mem, locations={**mem.locations, y: Location("arena", at)}))
 
@@ -546,7 +546,7 @@ def test_debug_gathers_a_strided_producers_pixels(inception):
     from mcu.tools.debug import _gather
     (view,) = _views(inception)
     b = inception.graph.producer(view.inputs[1])
-    n, h, w, c = b.attrs["params"]["output"]
+    n, h, w, c = b.call.params["output"]
     flat = np.arange((n * h * w - 1) * 28 + c)
     assert sharing.output_extent(inception.graph, b) == flat.size
     assert (_gather(flat, b) == (np.arange(n * h * w) * 28)[:, None] + np.arange(c)).all()

@@ -355,7 +355,7 @@ def test_float_package_is_all_float32(tmp_path):
     kernels = pkg.manifest["kernels"]
     assert kernels and all(k.startswith("float/") for k in kernels), kernels
     calls = [n for n in pkg.graph.nodes if n.op == "call"]
-    assert not [n for n in calls if n.attrs["kernel"] == "mcu_clamp_f32"], "ReLU / ReLU6 should fuse"
+    assert not [n for n in calls if n.call.kernel == "mcu_clamp_f32"], "ReLU / ReLU6 should fuse"
     assert pkg.manifest["inputs"][0]["dtype"] == "float32" and pkg.manifest["inputs"][0]["scale"] is None
     assert "_SCALE" not in (tmp_path / "pkg" / "model.h").read_text()
     assert pkg.arena_bytes >= pkg.manifest["arena_lower_bound"] > 0

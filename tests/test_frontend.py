@@ -6,7 +6,8 @@ from torch import nn
 
 import mcu
 from mcu.importer.from_quantized import import_quantized
-from mcu.codegen.ir import Graph, IRError, Node, Tensor, verify
+from mcu.codegen.ir import Graph, IRError, Tensor, verify
+from calls import call
 from mcu.codegen.pipeline import PASSES
 from mcu.errors import McuError
 from mcu.errors import UnsupportedOpError, ExportError
@@ -49,9 +50,9 @@ def test_every_pass_keeps_the_ir_valid_and_lowers_everything():
     g = _import("flatten_linear")
     for p in PASSES:
         g = verify(p(g))
-    ops = [n.attrs.get("twin", n.attrs.get("kernel", n.op)) for n in g.nodes]  # the portable kernel
+    ops = [n.call.portable if n.call else n.op for n in g.nodes]  # the portable kernel
     assert ops == ["mcu_conv2d_s8", "mcu_transpose_s8", "alias", "mcu_fully_connected_s8"]
-    conv_w = g.tensors[g.nodes[0].attrs.get("twin_inputs", g.nodes[0].inputs)[1]]  # before any repacking
+    conv_w = g.tensors[(g.nodes[0].call.twin_inputs or g.nodes[0].inputs)[1]]  # before any repacking
     assert conv_w.shape == (4, 3, 3, 3) and conv_w.layout == "OHWI"
     assert g.tensors[g.inputs[0]].shape == (1, 5, 6, 3)  # NHWC input
 
@@ -59,7 +60,7 @@ def test_every_pass_keeps_the_ir_valid_and_lowers_everything():
 def test_verify_catches_use_before_definition():
     t = Tensor("a", (1,), "int8")
     bad = Graph({"a": t, "b": Tensor("b", (1,), "int8")},
-                (Node("n0", "call", ("b",), ("a",)),), ("a",), ("a",))
+                (call("n0", "mcu_add_s8", ("b",), "a"),), ("a",), ("a",))
     with pytest.raises(IRError, match="reads b before it is defined"):
         verify(bad)
 

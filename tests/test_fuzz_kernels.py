@@ -37,7 +37,8 @@ from hypothesis import strategies as st
 import hostc
 import mcu.codegen.twins
 import mcu.codegen.twins.conv as conv_twins
-from mcu.codegen.ir import Node, Tensor
+from mcu.codegen.ir import Tensor
+import calls
 from mcu.codegen.kernels import KERNELS as REGISTRY
 from mcu.build.host import SANITIZER_ENV, compile_executable
 
@@ -724,18 +725,17 @@ def _prepare_variant(variant, case: Case) -> tuple:
                "s": Tensor("s", tuple(shift.shape), "int32", data=shift)}
     if bias is not None:
         tensors["b"] = Tensor("b", tuple(bias.shape), "int32", data=bias)
-    node = Node("n0", "call", ("x", "w", "b" if bias is not None else None), ("y",),
-                attrs={"kernel": variant.name, "params": params, "quant": ("m", "s")})
+    node = calls.call("n0", variant.name, ("x", "w", "b" if bias is not None else None), "y", params, ("m", "s"))
     prepared = variant.prepare(node, tensors)
     assume(prepared is not None)  # the variant declines these constants; the code generator keeps another kernel
     node, new = prepared
     tensors.update(new)
-    q = node.attrs["quant"]
+    q = node.call.quant
     data = [None if t is None else tensors[t].data for t in node.inputs[1:]]
     if variant.scratch is not None:
         size = max(1, variant.scratch(params))
         data.append(np.random.default_rng(size).integers(-128, 128, size, dtype=np.int8))
-    return (node.attrs["params"], tensors[q[0]].data, tensors[q[1]].data, x, *data)
+    return (node.call.params, tensors[q[0]].data, tensors[q[1]].data, x, *data)
 
 
 def fuzz_target(kernel: str):

@@ -9,10 +9,12 @@ import torch
 from torch import nn
 
 import mcu
+from mcu.codegen.ir import Call
 from mcu.codegen.memory import Location
 from mcu.codegen.plan_verifier import verify_tensor_plan
 from mcu.codegen.sharing import group_offsets
 from mcu.memory_planner import PlanError
+from calls import kernel_of
 
 
 def _compile(model, shape, out_dir, optimize="memory", scale=1.0, seed=0):
@@ -37,7 +39,7 @@ def _exact_on_board(pkg, shape, scale=1.0, seed=5):
 
 
 def _kernels(pkg):
-    return [n.attrs["kernel"] for n in pkg.graph.nodes if n.op == "call"]
+    return [n.call.kernel for n in pkg.graph.nodes if n.op == "call"]
 
 
 def _views(pkg):
@@ -156,7 +158,7 @@ def test_concat_of_flattened_pools_is_written_in_place(concat_pooled):
     g, mem = concat_pooled.graph, concat_pooled.memory
     (view,) = _views(concat_pooled)
     out = mem.locations[view.outputs[0]].index
-    pools = [n for n in g.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_maxpool2d_s8"]
+    pools = [n for n in g.nodes if n.op == "call" and n.call.kernel == "mcu_maxpool2d_s8"]
     assert [mem.locations[p.outputs[0]].index for p in pools] == [out, out + 8]  # the pools write the slices
     assert mem.arena_bytes == mem.lower_bound
 
@@ -172,17 +174,16 @@ def test_a_requantizing_concat_keeps_its_copy(tmp_path):
     """Only a foreign graph has a concat whose inputs' qparams differ from its output's: the rule refuses it."""
     from mcu.codegen.passes.inplace import concat_view
     pkg = _compile(ConcatStillLive(), SHAPE, tmp_path, scale=SCALE)
-    cat = next(n for n in pkg.graph.nodes if n.attrs.get("kernel") == "mcu_concat_s8")
-    p = cat.attrs["params"]
-    requantizing = cat.replace(attrs={**cat.attrs, "params": {**p, "multiplier": (p["multiplier"][0] // 2,
-                                                                                   *p["multiplier"][1:])}})
+    cat = next(n for n in pkg.graph.nodes if kernel_of(n) == "mcu_concat_s8")
+    p = cat.call.params
+    requantizing = cat.with_call(params={**p, "multiplier": (p["multiplier"][0] // 2, *p["multiplier"][1:])})
     assert not concat_view(pkg.graph, requantizing)
 
 
 def test_channel_concat_is_a_strided_view(tmp_path):
     pkg = _compile(ConcatChannels(), SHAPE, tmp_path, scale=SCALE)
     (view,) = _views(pkg)
-    assert all(pkg.graph.producer(t).attrs["params"]["output_pixel_stride"] == 16 for t in view.inputs)
+    assert all(pkg.graph.producer(t).call.params["output_pixel_stride"] == 16 for t in view.inputs)
     verify_tensor_plan(pkg.graph, pkg.memory)
 
 
@@ -194,8 +195,8 @@ def test_concat_keeps_its_copy(model, why, tmp_path):
     pkg = _compile(model, SHAPE, tmp_path, scale=SCALE)
     assert "mcu_concat_s8" in _kernels(pkg) and not _views(pkg), why
     if isinstance(model, ConcatStillLive):
-        cat = next(n for n in pkg.graph.nodes if n.attrs.get("kernel") == "mcu_concat_s8")
-        p = cat.attrs["params"]
+        cat = next(n for n in pkg.graph.nodes if kernel_of(n) == "mcu_concat_s8")
+        p = cat.call.params
         assert p["outer"] == 1  # the layout would allow it: the other condition holds it back
     verify_tensor_plan(pkg.graph, pkg.memory)
 
@@ -204,7 +205,7 @@ def test_concat_view_needs_inputs_that_are_not_graph_io(concat_h):
     from mcu.codegen.passes.inplace import concat_view
     g = concat_h.graph
     (view,) = _views(concat_h)
-    cat = view.replace(op="call", attrs={"kernel": "mcu_concat_s8", "params": view.attrs["params"]})
+    cat = view.replace(op="call", attrs={}, call=Call("mcu_concat_s8", view.attrs["params"]))
     g2 = g.replace(nodes=tuple(cat if n is view else n for n in g.nodes))
     assert concat_view(g2, cat)
     assert not concat_view(g2.replace(outputs=g2.outputs + (cat.inputs[1],)), cat)  # a slice is a graph output
@@ -302,7 +303,7 @@ def test_residual_add_is_fused_and_takes_the_residuals_bytes(block):
     fused = g.nodes[2]
     r, out = fused.inputs[3], fused.outputs[0]
     assert r == g.nodes[0].outputs[0]  # y, the block input
-    conv, add = fused.attrs["unfused"]
+    conv, add = fused.call.unfused
     assert conv["kernel"] == "mcu_conv2d_s8" and add["kernel"] == "mcu_add_s8" and conv["output"] not in g.tensors
     # y dies at the fused call, so the sum takes its bytes: y + the second conv's output, 240 B each, at most
     assert mem.locations[out] == mem.locations[r]
@@ -322,7 +323,7 @@ def test_fused_residual_add_is_exact(block, tmp_path):
 def test_fused_output_gets_its_own_bytes_where_the_residual_lives_on(tmp_path):
     torch.manual_seed(6)
     pkg = _compile(ResidualStillLive(), BLOCK, tmp_path)
-    first, second = (n for n in pkg.graph.nodes if n.attrs.get("kernel") == "mcu_conv2d_add_s8")
+    first, second = (n for n in pkg.graph.nodes if kernel_of(n) == "mcu_conv2d_add_s8")
     y = first.inputs[3]
     assert second.inputs[3] == y  # y is read again by the second add
     locs = pkg.memory.locations
@@ -334,9 +335,9 @@ def test_fused_output_gets_its_own_bytes_where_the_residual_lives_on(tmp_path):
 def test_no_fusion_where_the_conv_output_is_read_twice(tmp_path):
     torch.manual_seed(7)
     pkg = _compile(ConvReadTwice(), BLOCK, tmp_path)
-    t = next(n for n in pkg.graph.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_conv2d_s8"
-             and n.inputs[0] != pkg.graph.inputs[0] and n.attrs["params"]["filter"][1] == 3).outputs[0]
-    assert any(n.attrs.get("kernel") == "mcu_add_s8" and t in n.inputs for n in pkg.graph.nodes)
+    t = next(n for n in pkg.graph.nodes if n.op == "call" and n.call.kernel == "mcu_conv2d_s8"
+             and n.inputs[0] != pkg.graph.inputs[0] and n.call.params["filter"][1] == 3).outputs[0]
+    assert any(kernel_of(n) == "mcu_add_s8" and t in n.inputs for n in pkg.graph.nodes)
     assert sum(t in n.inputs for n in pkg.graph.nodes) == 2  # the add (unfused) and the 1x1 conv read it
 
 
@@ -344,7 +345,7 @@ def test_fused_with_the_residual_a_graph_input(tmp_path):
     torch.manual_seed(8)
     pkg = _compile(ResidualIsInput(), BLOCK, tmp_path)
     (fused,) = [n for n in pkg.graph.nodes if n.op == "call"]
-    assert fused.attrs["kernel"] == "mcu_conv2d_add_s8"
+    assert fused.call.kernel == "mcu_conv2d_add_s8"
     assert pkg.memory.locations[fused.inputs[3]].kind == "input"
     assert pkg.memory.locations[fused.outputs[0]].kind == "output" and pkg.arena_bytes == 0
 
@@ -353,7 +354,7 @@ def test_verifier_refuses_the_sum_on_a_residual_still_live(tmp_path):
     torch.manual_seed(6)
     pkg = _compile(ResidualStillLive(), BLOCK, tmp_path)
     g, mem = pkg.graph, pkg.memory
-    first = next(n for n in g.nodes if n.attrs.get("kernel") == "mcu_conv2d_add_s8")
+    first = next(n for n in g.nodes if kernel_of(n) == "mcu_conv2d_add_s8")
     moved = dataclasses.replace(mem, locations={**mem.locations, first.outputs[0]: mem.locations[first.inputs[3]]})
     with pytest.raises(PlanError, match="overlap while both are live"):
         verify_tensor_plan(g, moved)
@@ -362,7 +363,7 @@ def test_verifier_refuses_the_sum_on_a_residual_still_live(tmp_path):
 def test_residual_that_is_also_the_conv_input_keeps_its_bytes(tmp_path):
     torch.manual_seed(9)
     pkg = _compile(ResidualIsConvInput(), BLOCK, tmp_path)
-    (fused,) = [n for n in pkg.graph.nodes if n.attrs.get("kernel") == "mcu_conv2d_add_s8"]
+    (fused,) = [n for n in pkg.graph.nodes if kernel_of(n) == "mcu_conv2d_add_s8"]
     assert fused.inputs[0] == fused.inputs[3]
     locs, mem = pkg.memory.locations, pkg.memory
     assert locs[fused.outputs[0]] != locs[fused.inputs[3]]

@@ -18,6 +18,7 @@ from mcu.boards import load_board
 from mcu.build.firmware import build_firmware
 from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
+from calls import call
 from mcu.codegen.kernels import KERNELS
 from mcu.codegen.kernels.geometry import FAST_WIDE_ROWS
 from mcu.codegen.memory import Location, plan_graph
@@ -80,8 +81,7 @@ class GraphBuilder:
 
     def _call(self, kernel: str, params: dict, inputs, output: str, quant=None, family: str = "") -> None:
         name = f"n{len(self.nodes)}"
-        self.nodes.append(Node(name, "call", tuple(inputs), (output,), {
-            "kernel": KERNELS[kernel].name, "params": params, "quant": quant}))
+        self.nodes.append(call(name, KERNELS[kernel].name, inputs, output, params, quant))
         self.expect[name] = family
 
     def conv(self, n, h, w, c_in, c_out, kernel=(3, 3), stride=(1, 1), pad=(0, 0), dil=(1, 1), bias=True,
@@ -308,7 +308,7 @@ def avgpool_mve_cases(seed: int) -> GraphBuilder:
 
 
 def expected_kernel(node: Node, family: str, board: str) -> str:
-    base = node.attrs["kernel"]
+    base = node.call.kernel
     if not family:
         return base
     stem = {"1x1": "mcu_conv2d_1x1_s8", "gemm": "mcu_conv2d_s8", "fc": "mcu_fully_connected_s8",
@@ -371,14 +371,14 @@ def check_on_device(builder: GraphBuilder, board: str, tmp_path) -> None:
     portable = builder.graph()
     graph = verify(select_kernels(portable, Target.of_board(load_board(board))))
     for node, before in zip(graph.nodes, portable.nodes):
-        assert node.attrs["kernel"] == expected_kernel(before, builder.expect[node.name], board), node.name
+        assert node.call.kernel == expected_kernel(before, builder.expect[node.name], board), node.name
     rng = np.random.default_rng(11)
     inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
     expected = run_reference(graph, inputs)
     actual = run_on_board(graph, board, inputs, tmp_path)
     for name, a, e in zip(graph.outputs, actual, expected):
         node = next(n for n in graph.nodes if n.outputs[0] == name)
-        assert_equal_int(a, e, f"{node.attrs['kernel']} ({node.name}) on {board}")
+        assert_equal_int(a, e, f"{node.call.kernel} ({node.name}) on {board}")
 
 
 # ---- Host-only: the selection rules and the prepared constants -------------------------------------------
@@ -390,7 +390,7 @@ def test_fast_gemm_declines_weights_too_large_for_the_split():
     w = graph.tensors["w0"].data
     graph.tensors["w0"] = graph.tensors["w0"].replace(data=np.full_like(w, 127))  # 128 * 600 * 127 >= 2^23
     picked = select_kernels(graph, Target.of_board(load_board("mps2-an385")))
-    assert picked.nodes[0].attrs["kernel"] == "mcu_conv2d_s8"
+    assert picked.nodes[0].call.kernel == "mcu_conv2d_s8"
 
 
 def filter_headers(builders, board: str, kernels) -> set[tuple[str, int]]:
@@ -399,8 +399,8 @@ def filter_headers(builders, board: str, kernels) -> set[tuple[str, int]]:
     seen = set()
     for cases in builders:
         graph = select_kernels(cases(seed=7).graph(), Target.of_board(load_board(board)))
-        seen |= {(n.attrs["kernel"], int(graph.tensors[n.inputs[1]].data[:4].view("<i4")[0])) for n in graph.nodes
-                 if n.attrs["kernel"] in kernels}
+        seen |= {(n.call.kernel, int(graph.tensors[n.inputs[1]].data[:4].view("<i4")[0])) for n in graph.nodes
+                 if n.call.kernel in kernels}
     return seen
 
 
@@ -434,13 +434,13 @@ def test_variants_get_exactly_their_scratch(board):
     graph = select_kernels(large_window_cases(seed=7).graph(), Target.of_board(load_board(board)))
     scratched = 0
     for node in graph.nodes:
-        size = sizes.get(node.attrs["kernel"])
+        size = sizes.get(node.call.kernel)
         if size is None:
-            assert len(node.outputs) == 1, node.attrs["kernel"]
+            assert len(node.outputs) == 1, node.call.kernel
             continue
         scratched += 1
         assert node.outputs[1] == f"{node.name}_scratch"
-        assert graph.tensors[node.outputs[1]].shape == (max(1, size(node.attrs["params"])),)
+        assert graph.tensors[node.outputs[1]].shape == (max(1, size(node.call.params)),)
     assert scratched == {"mps2-an386": 8, "mps2-an385": 8}[board]  # the fully connected variants read their input in place
 
 
@@ -467,7 +467,7 @@ def copy_node(name: str, src: str, dst: str, shape) -> Node:
     """A portable 1x1 max pool: dst = src."""
     params = {"input": shape, "output": shape, "kernel_h": 1, "kernel_w": 1, "stride_h": 1, "stride_w": 1,
               "pad_top": 0, "pad_left": 0, "zero_point": 0, "divisor": 0, "act_min": -128, "act_max": 127}
-    return Node(name, "call", (src,), (dst,), {"kernel": "mcu_maxpool2d_s8", "params": params, "quant": None})
+    return call(name, "mcu_maxpool2d_s8", (src,), dst, params)
 
 
 def chained(graph: Graph) -> Graph:
@@ -491,11 +491,11 @@ def placed_at_the_gap(graph: Graph, mem):
     which re-derives every gap."""
     locations, base, gaps = dict(mem.locations), 0, {}
     for node in graph.nodes:
-        if node.attrs["kernel"] == "mcu_maxpool2d_s8":
+        if node.call.kernel == "mcu_maxpool2d_s8":
             continue
         t, u = node.inputs[0], node.outputs[0]
         gap = overlap_gap(node)
-        assert gap is not None, f"{node.attrs['kernel']} may not overlap its input"
+        assert gap is not None, f"{node.call.kernel} may not overlap its input"
         at = -(-gap // 16) * 16 if gap else 16 * (sum(g == 0 for g in gaps.values()) % 2)
         gaps[node.name] = gap
         locations[u], locations[t] = Location("arena", base), Location("arena", base + at)
@@ -518,18 +518,18 @@ def test_raster_variants_overlapping_their_input_on_device(board, tmp_path):
     the in-place geometry (stride 1, same dims) runs in place or just below its input (its ring of rows)."""
     builder = overlap_cases(seed=5)
     graph = verify(select_kernels(chained(builder.graph()), Target.of_board(load_board(board))))
-    picked = {n.attrs["kernel"] for n in graph.nodes} - {"mcu_maxpool2d_s8"}
-    assert picked == {expected_kernel(Node("", "call", (), (), {"kernel": k}), f, board)
+    picked = {n.call.kernel for n in graph.nodes} - {"mcu_maxpool2d_s8"}
+    assert picked == {expected_kernel(call("", k, (), ()), f, board)
                       for k, f in (("mcu_conv2d_s8", "1x1"), ("mcu_conv2d_s8", "gemm"), ("mcu_dwconv2d_s8", "dw"),
                                    ("mcu_avgpool2d_s8", "avgpool"))}
     graph, mem = plan_graph(graph)
     mem, gaps = placed_at_the_gap(graph, mem)
-    kernel_of = {n.name: n.attrs["kernel"] for n in graph.nodes}
+    kernel_of = {n.name: n.call.kernel for n in graph.nodes}
     in_place = [kernel_of[n] for n, g in gaps.items() if g == 0]
-    dw = expected_kernel(Node("", "call", (), (), {"kernel": "mcu_dwconv2d_s8"}), "dw", board)
+    dw = expected_kernel(call("", "mcu_dwconv2d_s8", (), ()), "dw", board)
     # and the 1x1 conv from 12 to 8 channels: it reads each block (the DSP pixel pair, the scalar pixel, the Helium 3
     # pixels copied to scratch over a dying input) before writing it, so no gap at all
-    assert in_place == [expected_kernel(Node("", "call", (), (), {"kernel": "mcu_conv2d_s8"}), "1x1", board)] + [dw] * 2
+    assert in_place == [expected_kernel(call("", "mcu_conv2d_s8", (), ()), "1x1", board)] + [dw] * 2
     rng = np.random.default_rng(11)
     inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
     expected = run_reference(graph, inputs)
@@ -544,5 +544,5 @@ def test_raster_variants_overlapping_their_input_on_device(board, tmp_path):
         n = graph.tensors[name].nbytes
         node = graph.producer(graph.producer(name).inputs[0])  # the call the copy into y reads
         assert_equal_int(np.frombuffer(res.output_bytes[pos:pos + n], np.int8).reshape(e.shape), e,
-                         f"{node.attrs['kernel']} ({node.name}, gap {gaps[node.name]}) on {board}")
+                         f"{node.call.kernel} ({node.name}, gap {gaps[node.name]}) on {board}")
         pos += n

@@ -14,6 +14,7 @@ import pytest
 
 import hostc
 from mcu.codegen.twins import activation, conv, elementwise, fc, pool, quant, shape
+from calls import call
 
 TWINS = {
     "mcu_conv2d_s8": conv.conv2d_s8,
@@ -656,19 +657,18 @@ def test_variant_scratch_bytes_c_equals_twin():
 def prepared_variant_args(variant, params, mult, shift, x, w, bias) -> tuple:
     """The variant's C arguments (without scratch) for portable twin arguments, prepared as select_kernels does;
     None when its prepare declines the constants (select_kernels then keeps another kernel)."""
-    from mcu.codegen.ir import Node, Tensor
+    from mcu.codegen.ir import Tensor
     tensors = {"w": Tensor("w", tuple(w.shape), "int8", data=w), "m": Tensor("m", tuple(mult.shape), "int32", data=mult),
                "s": Tensor("s", tuple(shift.shape), "int32", data=shift)}
     if bias is not None:
         tensors["b"] = Tensor("b", tuple(bias.shape), "int32", data=bias)
-    node = Node("n0", "call", ("x", "w", "b" if bias is not None else None), ("y",),
-                attrs={"kernel": variant.name, "params": params, "quant": ("m", "s")})
+    node = call("n0", variant.name, ("x", "w", "b" if bias is not None else None), "y", params, ("m", "s"))
     prepared = variant.prepare(node, tensors)
     if prepared is None:
         return None
     node, new = prepared
     tensors.update(new)
-    q = node.attrs["quant"]
+    q = node.call.quant
     return (params, tensors[q[0]].data, tensors[q[1]].data, x,
             *[None if t is None else tensors[t].data for t in node.inputs[1:]])
 

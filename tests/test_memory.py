@@ -10,6 +10,7 @@ import mcu
 from mcu.codegen.memory import Location
 from mcu.codegen.plan_verifier import verify_tensor_plan
 from mcu.memory_planner import PlanError
+from calls import kernel_of
 
 
 class Residual(nn.Module):
@@ -34,7 +35,7 @@ def residual(tmp_path_factory):
 
 def test_add_runs_in_place_over_an_input_that_dies(residual):
     g, mem = residual.graph, residual.memory
-    add = next(n for n in g.nodes if n.attrs.get("twin", n.attrs.get("kernel")) == "mcu_add_s8")
+    add = next(n for n in g.nodes if n.op == "call" and n.call.portable == "mcu_add_s8")
     out = mem.locations[add.outputs[0]]
     assert out in {mem.locations[t] for t in add.inputs}
     # three 288-byte tensors would be live at the add without the in-place rule; two are. The peak is the second
@@ -132,13 +133,13 @@ def _calls(pkg):
 
 def test_in_place_rule_fires_where_the_input_dies_and_the_kernel_runs_the_geometry(chain):
     g, mem = chain.graph, chain.memory
-    kernels = [n.attrs["kernel"] for n in _calls(chain)]
+    kernels = [n.call.kernel for n in _calls(chain)]
     assert kernels == ["mcu_conv2d_s8", "mcu_dwconv2d_s8_inplace", "mcu_conv2d_1x1_s8_inplace",
                        "mcu_conv2d_1x1_s8_inplace", "mcu_dwconv2d_s8", "mcu_conv2d_s8"]  # stride 2; 6 -> 12
     for n in _calls(chain)[1:4]:
         x, out, scratch = n.inputs[0], n.outputs[0], n.outputs[1]
         assert mem.locations[out] == mem.locations[x], f"{n.name} runs in place"
-        assert mem.overlaps[out, x] == 0 and n.attrs["twin"] in ("mcu_dwconv2d_s8", "mcu_conv2d_s8")
+        assert mem.overlaps[out, x] == 0 and n.call.twin in ("mcu_dwconv2d_s8", "mcu_conv2d_s8")
         assert mem.locations[scratch].kind == "arena"
         step = next(i for i, b in enumerate(mem.buffers) if b.name == scratch)
         assert mem.buffers[step].first == mem.buffers[step].last  # live during its call only
@@ -165,8 +166,8 @@ def test_in_place_chain_is_exact_and_clean_under_sanitizers(chain):
 
 def test_in_place_rule_does_not_fire_on_an_input_still_live(still_live):
     g, mem = still_live.graph, still_live.memory
-    dw = next(n for n in _calls(still_live) if n.attrs["kernel"].startswith("mcu_dwconv2d"))
-    assert dw.attrs["kernel"] == "mcu_dwconv2d_s8" and len(dw.outputs) == 1  # y is read by the add later
+    dw = next(n for n in _calls(still_live) if n.call.kernel.startswith("mcu_dwconv2d"))
+    assert dw.call.kernel == "mcu_dwconv2d_s8" and len(dw.outputs) == 1  # y is read by the add later
     assert (dw.outputs[0], dw.inputs[0]) not in mem.overlaps
     verify_tensor_plan(g, mem)
 
@@ -175,8 +176,8 @@ def test_verifier_rejects_in_place_over_an_input_still_live(still_live):
     """Force the in-place kernel onto the depthwise conv whose input the add still reads: the verifier refuses
     the output on the input's bytes (the rule needs the input to die at the op)."""
     g, mem = still_live.graph, still_live.memory
-    i, dw = next((i, n) for i, n in enumerate(g.nodes) if n.attrs.get("kernel") == "mcu_dwconv2d_s8")
-    forced = dw.replace(attrs={**dw.attrs, "kernel": "mcu_dwconv2d_s8_inplace"})
+    i, dw = next((i, n) for i, n in enumerate(g.nodes) if kernel_of(n) == "mcu_dwconv2d_s8")
+    forced = dw.with_call(kernel="mcu_dwconv2d_s8_inplace")
     g2 = g.replace(nodes=g.nodes[:i] + (forced,) + g.nodes[i + 1:])
     moved = dataclasses.replace(mem, locations={**mem.locations, dw.outputs[0]: mem.locations[dw.inputs[0]]})
     with pytest.raises(PlanError, match="overlap while both are live"):
@@ -187,11 +188,11 @@ def test_verifier_rejects_in_place_on_geometry_the_kernel_cannot_run(chain):
     """The stride-2 depthwise conv's input dies there, but the in-place kernel does not run stride 2: forced onto
     it with its output on the input's bytes, the verifier refuses (as the portable kernel's raster gap does)."""
     g, mem = chain.graph, chain.memory
-    i, dw2 = next((i, n) for i, n in enumerate(g.nodes) if n.attrs.get("kernel") == "mcu_dwconv2d_s8")
+    i, dw2 = next((i, n) for i, n in enumerate(g.nodes) if kernel_of(n) == "mcu_dwconv2d_s8")
     moved = dataclasses.replace(mem, locations={**mem.locations, dw2.outputs[0]: mem.locations[dw2.inputs[0]]})
     with pytest.raises(PlanError, match="overlap while both are live"):
         verify_tensor_plan(g, moved)  # portable: its output must start raster_gap > 0 bytes below
-    forced = dw2.replace(attrs={**dw2.attrs, "kernel": "mcu_dwconv2d_s8_inplace"})
+    forced = dw2.with_call(kernel="mcu_dwconv2d_s8_inplace")
     with pytest.raises(PlanError, match="overlap while both are live"):
         verify_tensor_plan(g.replace(nodes=g.nodes[:i] + (forced,) + g.nodes[i + 1:]), moved)
 

@@ -37,7 +37,7 @@ def _lower(model, *shapes):
 
 def _calls(g):
     """The portable kernel of every call (select_kernels may have picked a faster variant), or the op."""
-    return [n.attrs.get("twin", n.attrs["kernel"]) if n.op == "call" else n.op for n in g.nodes]
+    return [n.call.portable if n.op == "call" else n.op for n in g.nodes]
 
 
 def _compile(name, tmp_path):
@@ -139,8 +139,8 @@ def test_conv1d_runs_on_the_2d_kernel_without_transposes_between_1d_ops():
     # a transpose only where the [N, C, L] input enters (the output has L = 1: a reshape)
     assert kernels == ["mcu_transpose_s8", "mcu_conv2d_s8", "mcu_maxpool2d_s8", "mcu_conv2d_grouped_s8",
                        "mcu_avgpool2d_s8"]
-    conv = next(n for n in g.nodes if n.op == "call" and n.attrs.get("twin", n.attrs["kernel"]) == "mcu_conv2d_s8")
-    assert conv.attrs["params"]["filter"] == (6, 1, 3, 4) and conv.attrs["params"]["pad_left"] == 1
+    conv = next(n for n in g.nodes if n.op == "call" and n.call.portable == "mcu_conv2d_s8")
+    assert conv.call.params["filter"] == (6, 1, 3, 4) and conv.call.params["pad_left"] == 1
 
 
 def test_grouped_conv_uses_the_grouped_kernel_and_depthwise_stays_depthwise():
@@ -151,26 +151,27 @@ def test_grouped_conv_uses_the_grouped_kernel_and_depthwise_stays_depthwise():
 def test_concat_axis_is_remapped_to_nhwc_and_equal_qparams_are_copied():
     g = _lower(Fn(lambda x: torch.cat([x, x], 1)), (1, 3, 4, 5))
     (call,) = g.nodes
-    p = call.attrs["params"]
-    assert KERNELS[call.attrs["kernel"]].input_array and p["outer"] == 20 and p["sizes"] == (3, 3)  # channels last: axis 3
+    p = call.call.params
+    assert KERNELS[call.call.kernel].input_array and p["outer"] == 20 and p["sizes"] == (3, 3)  # channels last: axis 3
     assert p["multiplier"] == (1 << 30, 1 << 30) and p["shift"] == (1, 1)
 
 
 def test_concat_of_ten_inputs_is_chained():
     g = _lower(Fn(lambda x: torch.cat([x * (i + 1) for i in range(10)], 1)), (1, 2, 3))
-    concats = [n for n in g.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_concat_s8"
+    concats = [n for n in g.nodes if n.op == "call" and n.call.kernel == "mcu_concat_s8"
                or n.op == "alias" and n.attrs.get("view") == "concat"]  # the first is written in place (a view)
-    assert [(c.op, c.attrs["params"]["num_inputs"]) for c in concats] == [("alias", 8), ("call", 3)]
+    params = [c.call.params if c.call else c.attrs["params"] for c in concats]  # a view keeps the call's params
+    assert [(c.op, p["num_inputs"]) for c, p in zip(concats, params)] == [("alias", 8), ("call", 3)]
 
 
 @pytest.mark.parametrize("perm", [(0, 2, 3, 1), (0, 3, 1, 2), (3, 2, 1, 0), (0, 1, 3, 2)])
 def test_permute_of_a_4d_tensor_is_one_transpose_in_stored_order(perm):
     g = _lower(Fn(lambda x: x.permute(*perm) * 2.0), (1, 2, 3, 4))
     x = np.arange(24, dtype=np.int8).reshape(1, 2, 3, 4)
-    tr = [n for n in g.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_transpose_s8"]
+    tr = [n for n in g.nodes if n.op == "call" and n.call.kernel == "mcu_transpose_s8"]
     assert len(tr) == 1
     stored_in = x.transpose(0, 2, 3, 1)
-    params = tr[0].attrs["params"]  # the kernel's 4-d view: adjacent axes merged, size-1 axes dropped
+    params = tr[0].call.params  # the kernel's 4-d view: adjacent axes merged, size-1 axes dropped
     out = stored_in.reshape(params["in_dims"]).transpose(params["perm"])
     want = x.transpose(perm)
     want = want.transpose(0, 2, 3, 1)  # the 4-d result is stored NHWC too
@@ -180,8 +181,8 @@ def test_permute_of_a_4d_tensor_is_one_transpose_in_stored_order(perm):
 @pytest.mark.parametrize("dims, keepdim, nhwc_dims", [((1,), True, (3,)), ((2, 3), False, None), ((0, 1), True, (0, 3))])
 def test_mean_and_sum_dims_follow_the_layout(dims, keepdim, nhwc_dims):
     g = _lower(Fn(lambda x: x.sum(dims, keepdim=keepdim)), (2, 3, 4, 5))
-    (red,) = [n for n in g.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_reduce_sum_s8"]
-    p = red.attrs["params"]
+    (red,) = [n for n in g.nodes if n.op == "call" and n.call.kernel == "mcu_reduce_sum_s8"]
+    p = red.call.params
     reduced = tuple(i for i in range(4) if p["output"][i] != p["input"][i])
     assert p["input"] == (2, 4, 5, 3) and reduced == (nhwc_dims or (1, 2))
 
@@ -193,8 +194,8 @@ def test_spatial_mean_still_becomes_an_average_pool():
 def test_broadcast_operand_of_lower_rank_is_viewed_as_nhwc():
     g = _lower(Fn(lambda x, y: x - y), (1, 4, 3, 5), (5,))
     (call,) = [n for n in g.nodes if n.op == "call"]
-    p = call.attrs["params"]
-    assert call.attrs["kernel"] == "mcu_add_broadcast_s8" and p["subtract"] == 1
+    p = call.call.params
+    assert call.call.kernel == "mcu_add_broadcast_s8" and p["subtract"] == 1
     assert p["input1"] == (1, 3, 5, 4) and p["input2"] == (1, 1, 5, 1) and p["output"] == (1, 3, 5, 4)
 
 
@@ -218,14 +219,14 @@ def test_matmul_broadcast_of_part_of_the_batch_is_refused():
 def test_matmul_with_a_broadcast_operand():
     g = _lower(Fn(lambda a, b: a @ b), (2, 3, 4), (4, 5))
     (call,) = g.nodes
-    p = call.attrs["params"]
+    p = call.call.params
     assert (p["batches"], p["lhs_batches"], p["rhs_batches"], p["m"], p["k"], p["n"]) == (2, 2, 1, 3, 4, 5)
 
 
 def test_linear_on_3d_input_folds_leading_dims_into_batches():
     g = _lower(nn.Linear(8, 5), (2, 3, 8))
     (call,) = g.nodes
-    assert _calls(g) == ["mcu_fully_connected_s8"] and call.attrs["params"]["batches"] == 6
+    assert _calls(g) == ["mcu_fully_connected_s8"] and call.call.params["batches"] == 6
 
 
 def test_standalone_relu_on_a_model_input_is_a_lut_and_fused_clamp_is_not():
@@ -237,7 +238,7 @@ def test_standalone_relu_on_a_model_input_is_a_lut_and_fused_clamp_is_not():
 
 def test_layer_norm_falls_back_to_float_and_the_manifest_says_so(tmp_path, capsys):
     pkg = _compile("layer_norm_3d", tmp_path)
-    assert [n.attrs["kernel"] for n in pkg.graph.nodes if n.op == "call"] == [
+    assert [n.call.kernel for n in pkg.graph.nodes if n.op == "call"] == [
         "mcu_dequantize_s8_f32", "mcu_layer_norm_f32", "mcu_quantize_f32_s8"]
     assert [(f["op"], f["kernel"]) for f in pkg.manifest["fallbacks"]] == [("layer_norm", "mcu_layer_norm_f32")]
     floats = [t for t in pkg.graph.tensors.values() if t.dtype == "float32" and not t.is_const]
@@ -272,8 +273,8 @@ def test_lut_table_is_clamped_by_a_fused_activation():
 
 def test_nearest_upsample_1d_runs_on_the_2d_kernel():
     g = _lower(Fn(lambda x: F.interpolate(x, scale_factor=3)), (1, 4, 5))
-    (up,) = [n for n in g.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_upsample_nearest_s8"]
-    assert up.attrs["params"]["scale_h"] == 1 and up.attrs["params"]["scale_w"] == 3
+    (up,) = [n for n in g.nodes if n.op == "call" and n.call.kernel == "mcu_upsample_nearest_s8"]
+    assert up.call.params["scale_h"] == 1 and up.call.params["scale_w"] == 3
 
 
 @pytest.mark.parametrize("fn", [F.gelu, torch.sigmoid, F.hardswish, lambda x: x.clamp(-0.3, 0.7)],

@@ -44,7 +44,7 @@ def test_op_counts_add_up_to_the_whole_run(board, tmp_path, capsys):
     whole = mcu.run(pkg, x).instructions  # the normal firmware, without the hooks
     calls = [n for n in pkg.graph.nodes if n.op != "alias"]
     assert [r["op"] for r in rows] == [n.name for n in calls]
-    assert [r["kernel"] for r in rows] == [n.attrs["kernel"] for n in calls]
+    assert [r["kernel"] for r in rows] == [n.call.kernel for n in calls]
     assert all(r["instructions"] > 0 for r in rows)
     tick = INSTRUCTIONS_PER_SECOND // load_board(board).systick_hz
     op_sum = sum(r["instructions"] for r in rows)

@@ -148,7 +148,7 @@ def test_int4_weights_are_packed_two_per_byte(ad_int4, tmp_path):
     kernels = [op["kernel"] for op in pkg.manifest["ops"]]
     assert kernels == ["mcu_fully_connected_s4"] * 10
     weights = [t for t in pkg.graph.tensors.values() if t.is_const and t.name.endswith("_s4_w")]
-    unpacked = [pkg.graph.tensors[n.attrs["twin_inputs"][1]] for n in pkg.graph.nodes if n.op == "call"]
+    unpacked = [pkg.graph.tensors[n.call.twin_inputs[1]] for n in pkg.graph.nodes if n.op == "call"]
     assert all(-7 <= t.data.min() and t.data.max() <= 7 for t in unpacked)  # the quantizer's int4 range
     assert sum(t.data.size for t in weights) == sum((t.shape[1] + 1) // 2 * t.shape[0] for t in unpacked)
     model, example = MODELS["ad"]()

@@ -135,7 +135,7 @@ def _plan_on_m3(model, shape, tmp_path):
     torch.manual_seed(0)
     calib = [(torch.randn(*shape),) for _ in range(2)]
     pkg = mcu.compile(model.eval(), calib[0], calibration=calib, out_dir=tmp_path, board="mps2-an385")
-    (node,) = [n for n in pkg.graph.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_conv2d_1x1_s8_fast"]
+    (node,) = [n for n in pkg.graph.nodes if n.op == "call" and n.call.kernel == "mcu_conv2d_1x1_s8_fast"]
     mem = pkg.memory
     return pkg, node, mem.locations[node.inputs[0]].index - mem.locations[node.outputs[0]].index
 

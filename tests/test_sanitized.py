@@ -154,7 +154,7 @@ def _plant_weight_128(lo: int):
         graph = lower(graph)
         tensors = dict(graph.tensors)
         for node in graph.nodes:
-            if node.op == "call" and node.attrs["kernel"] in ("mcu_conv2d_s8", "mcu_fully_connected_s8"):
+            if node.op == "call" and node.call.kernel in ("mcu_conv2d_s8", "mcu_fully_connected_s8"):
                 t = tensors[node.inputs[1]]
                 w = t.data.copy()
                 w[1].flat[0], w[0].flat[0] = -128, lo
@@ -175,9 +175,9 @@ def test_a_weight_of_minus_128_is_exact_on_the_scalar_core(lo, kernels, tmp_path
     calib = [(torch.randn(1, 3, 5, 5, generator=torch.Generator().manual_seed(i)),) for i in range(4)]
     pkg = mcu.compile(model.eval(), calib[0], board="mps2-an385", calibration=calib, out_dir=tmp_path / "pkg")
     gemms = [n for n in pkg.graph.nodes
-             if n.op == "call" and n.attrs.get("twin", n.attrs["kernel"]) in ("mcu_conv2d_s8", "mcu_fully_connected_s8")]
-    weights = [pkg.graph.tensors[n.attrs.get("twin_inputs", n.inputs)[1]].data for n in gemms]
+             if n.op == "call" and n.call.portable in ("mcu_conv2d_s8", "mcu_fully_connected_s8")]
+    weights = [pkg.graph.tensors[(n.call.twin_inputs or n.inputs)[1]].data for n in gemms]
     assert len(weights) == 2 and all(w[1].flat[0] == -128 and w[0].flat[0] == lo for w in weights)
     x = torch.randn(1, 3, 5, 5, generator=torch.Generator().manual_seed(9)) * 2
     assert_equal_int(run_host(pkg, x).raw_outputs[0], pkg.reference(x)[0], f"weight -128 beside {lo}")
-    assert {n.attrs["kernel"] for n in gemms} == kernels
+    assert {n.call.kernel for n in gemms} == kernels

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from mcu.codegen.ir import Graph, Node, Tensor
+from calls import call
 from mcu.codegen.memory import Location, MemoryPlan
 from mcu.codegen.plan_verifier import _apart_or_raster, verify_tensor_plan
 from mcu.codegen.sharing import raster_gap
@@ -18,10 +19,6 @@ OPAQUE = "mcu_softmax_s8"  # neither in place nor raster: its output shares no b
 
 def _t(name: str, nbytes: int) -> Tensor:
     return Tensor(name, (1, 1, 1, nbytes), "int8", layout="NHWC")
-
-
-def _call(name, kernel, inputs, output, params=None) -> Node:
-    return Node(name, "call", tuple(inputs), (output,), {"kernel": kernel, "params": params or {}})
 
 
 def _graph(tensors: dict[str, Tensor], nodes: list[Node], inputs=("x",), outputs=("y",)) -> Graph:
@@ -44,8 +41,8 @@ def _check(graph: Graph, mem: MemoryPlan, ok: bool, match: str = "overlap while 
 
 # x -> a (16 B) -> b (16 B) -> c (16 B) -> y: a and b live together at step 1, b and c at step 2, a and c never
 CHAIN = _graph({n: _t(n, 16) for n in "xabcy"},
-               [_call("s0", OPAQUE, ["x"], "a"), _call("s1", OPAQUE, ["a"], "b"), _call("s2", OPAQUE, ["b"], "c"),
-                _call("s3", OPAQUE, ["c"], "y")])
+               [call("s0", OPAQUE, ["x"], "a"), call("s1", OPAQUE, ["a"], "b"), call("s2", OPAQUE, ["b"], "c"),
+                call("s3", OPAQUE, ["c"], "y")])
 
 
 @pytest.mark.parametrize("b_at, ok", [(16, True), (15, False), (32, True)])
@@ -73,7 +70,7 @@ def test_a_calls_scratch_shares_no_byte_with_its_output_or_inputs(s_at, ok):
     """The scratch is the call's second output, born and dead at that step: live with the input it reads and
     the output it writes (born at the same step)."""
     g = CHAIN.replace(tensors={**CHAIN.tensors, "s": _t("s", 8)},
-                      nodes=(CHAIN.nodes[0], Node("s1", "call", ("a",), ("b", "s"), {"kernel": OPAQUE, "params": {}}),
+                      nodes=(CHAIN.nodes[0], call("s1", OPAQUE, ("a",), ("b", "s")),
                              *CHAIN.nodes[2:]))
     _check(g, _mem(64, a=0, b=16, c=48, s=s_at), ok)
 
@@ -91,8 +88,8 @@ def test_tensors_outside_the_arena_are_not_placed_in_it():
 # ---- alias: a reshape shares its source's bytes exactly ---------------------------------------------------------
 
 ALIAS = _graph({**{n: _t(n, 16) for n in "xaby"}, "r": Tensor("r", (1, 16), "int8")},
-               [_call("s0", OPAQUE, ["x"], "a"), Node("v", "alias", ("a",), ("r",)),
-                _call("s1", OPAQUE, ["r"], "b"), _call("s2", OPAQUE, ["b", "a"], "y")])
+               [call("s0", OPAQUE, ["x"], "a"), Node("v", "alias", ("a",), ("r",)),
+                call("s1", OPAQUE, ["r"], "b"), call("s2", OPAQUE, ["b", "a"], "y")])
 
 
 @pytest.mark.parametrize("r_at, ok", [(0, True), (1, False), (15, False)])
@@ -104,9 +101,9 @@ def test_an_alias_shares_bytes_only_at_its_source(r_at, ok):
 
 def _add(out_bytes=16, read_later=False):
     tensors = {n: _t(n, 16) for n in "xabcy"} | {"c": _t("c", out_bytes)}
-    tail = [_call("s3", OPAQUE, ["c", "a"] if read_later else ["c"], "y")]
-    return _graph(tensors, [_call("s0", OPAQUE, ["x"], "a"), _call("s1", OPAQUE, ["x"], "b"),
-                            _call("s2", "mcu_add_s8", ["a", "b"], "c"), *tail])
+    tail = [call("s3", OPAQUE, ["c", "a"] if read_later else ["c"], "y")]
+    return _graph(tensors, [call("s0", OPAQUE, ["x"], "a"), call("s1", OPAQUE, ["x"], "b"),
+                            call("s2", "mcu_add_s8", ["a", "b"], "c"), *tail])
 
 
 @pytest.mark.parametrize("c_at, ok", [(0, True), (16, True), (1, False), (32, True), (31, False)])
@@ -126,9 +123,9 @@ def test_add_in_place_needs_the_same_size(c_bytes):
 def test_sharing_is_transitive_along_allowed_pairs():
     """add in place over a, then a reshape of the add's output at the same bytes: r shares a's bytes through c."""
     tensors = {n: _t(n, 16) for n in "xabcy"} | {"r": Tensor("r", (1, 16), "int8")}
-    g = _graph(tensors, [_call("s0", OPAQUE, ["x"], "a"), _call("s1", OPAQUE, ["x"], "b"),
-                         _call("s2", "mcu_add_s8", ["a", "b"], "c"), Node("v", "alias", ("c",), ("r",)),
-                         _call("s3", OPAQUE, ["r", "c"], "y")])
+    g = _graph(tensors, [call("s0", OPAQUE, ["x"], "a"), call("s1", OPAQUE, ["x"], "b"),
+                         call("s2", "mcu_add_s8", ["a", "b"], "c"), Node("v", "alias", ("c",), ("r",)),
+                         call("s3", OPAQUE, ["r", "c"], "y")])
     _check(g, _mem(64, a=0, b=16, c=0, r=0), True)
     _check(g, _mem(64, a=0, b=16, c=0, r=1), False)
 
@@ -141,10 +138,10 @@ GAP = raster_gap(CONV)
 
 def _conv(read_later=False, kernel="mcu_conv2d_s8", stride=0):
     params = dict(CONV, output_pixel_stride=stride) if stride else CONV
-    tail = [_call("s2", OPAQUE, ["b", "a"] if read_later else ["b"], "y")]
+    tail = [call("s2", OPAQUE, ["b", "a"] if read_later else ["b"], "y")]
     return _graph({"x": _t("x", 64), "a": _t("a", 64), "b": Tensor("b", (1, 4, 4, 8), "int8", layout="NHWC"),
                    "y": _t("y", 128)},
-                  [_call("s0", OPAQUE, ["x"], "a"), _call("s1", kernel, ["a"], "b", params), *tail])
+                  [call("s0", OPAQUE, ["x"], "a"), call("s1", kernel, ["a"], "b", params), *tail])
 
 
 def test_the_conv_gap_is_positive_and_smaller_than_the_output():
@@ -189,9 +186,9 @@ def _fused(x_is_input=False, residual_read_later=False, conv=CONV):
         return Tensor(name, tuple(shape), "int8", layout="NHWC")
     tensors = {"x": act("x", conv["input"]), "a": act("a", conv["input"]), "r": act("r", conv["output"]),
                "o": act("o", conv["output"]), "y": _t("y", 128)}
-    return _graph(tensors, [_call("s0", OPAQUE, ["x"], "a"), _call("s1", OPAQUE, ["x"], "r"),
-                            _call("s2", "mcu_conv2d_add_s8", [x, "r"], "o", conv),
-                            _call("s3", OPAQUE, r_tail, "y")])
+    return _graph(tensors, [call("s0", OPAQUE, ["x"], "a"), call("s1", OPAQUE, ["x"], "r"),
+                            call("s2", "mcu_conv2d_add_s8", [x, "r"], "o", conv),
+                            call("s3", OPAQUE, r_tail, "y")])
 
 
 @pytest.mark.parametrize("a_at, ok", [(128, True), (0, False), (127, False), (256, True)])
@@ -219,7 +216,7 @@ def test_fused_residual_whose_conv_input_is_a_view_of_the_residual_is_refused():
     g = _fused()
     x = Node("v", "alias", ("r",), ("xr",))
     nodes = list(g.nodes)
-    nodes[2] = _call("s2", "mcu_conv2d_add_s8", ["xr", "r"], "o", dict(CONV, input=(1, 4, 4, 8)))
+    nodes[2] = call("s2", "mcu_conv2d_add_s8", ["xr", "r"], "o", dict(CONV, input=(1, 4, 4, 8)))
     g = g.replace(tensors={**g.tensors, "xr": Tensor("xr", (1, 4, 4, 8), "int8", layout="NHWC")},
                   nodes=(nodes[0], nodes[1], x, *nodes[2:]))
     _check(g, _mem(512, a=256, r=0, o=0, xr=0), False)
@@ -257,9 +254,9 @@ def test_the_residual_rule_ignores_tensors_outside_the_arena():
 def _concat(read_later=False, sizes=(16, 24)):
     params = {"outer": 1, "sizes": list(sizes), "multiplier": [1 << 30, 1 << 30], "shift": [1, 1],
               "input_offset": [0, 0], "output_offset": 0}
-    tail = [_call("s3", OPAQUE, ["c", "a"] if read_later else ["c"], "y")]
+    tail = [call("s3", OPAQUE, ["c", "a"] if read_later else ["c"], "y")]
     return _graph({"x": _t("x", 16), "a": _t("a", 16), "b": _t("b", 24), "c": _t("c", 40), "y": _t("y", 40)},
-                  [_call("s0", OPAQUE, ["x"], "a"), _call("s1", OPAQUE, ["x"], "b"),
+                  [call("s0", OPAQUE, ["x"], "a"), call("s1", OPAQUE, ["x"], "b"),
                    Node("cat", "alias", ("a", "b"), ("c",), {"view": "concat", "params": params}), *tail])
 
 
@@ -288,8 +285,8 @@ def _channel_concat(stride=6, kernel="mcu_conv2d_s8", read_later=False, multipli
               "input_offset": [0, 0], "output_offset": 0}
 
     def conv(name, out, c):
-        return _call(name, kernel, ["x"], out, {"output": (*shape, c), "output_pixel_stride": stride})
-    tail = [_call("s3", OPAQUE, ["c", "a"] if read_later else ["c"], "y")]
+        return call(name, kernel, ["x"], out, {"output": (*shape, c), "output_pixel_stride": stride})
+    tail = [call("s3", OPAQUE, ["c", "a"] if read_later else ["c"], "y")]
     tensors = {"x": _t("x", 16), "y": _t("y", 24), "a": Tensor("a", (*shape, 2), "int8", layout="NHWC"),
                "b": Tensor("b", (*shape, 4), "int8", layout="NHWC"), "c": Tensor("c", (*shape, 6), "int8",
                                                                                   layout="NHWC")}

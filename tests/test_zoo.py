@@ -7,6 +7,7 @@ import mcu
 from mcu.tools.fidelity import op_agreement
 from mcu.metrics import lsb_error, sqnr_db
 from mcu.zoo import MODELS, calibration_set, macs
+from calls import kernel_of
 
 # (params, MACs) of the MLPerf Tiny reference models
 PUBLISHED = {"kws": (22_600, 2_660_000), "vww": (211_000, 7_500_000), "ic": (78_000, 12_500_000),
@@ -116,7 +117,7 @@ def test_zoo_arena_when_optimizing_memory(name, tmp_path):
         assert 0 in pkg.memory.overlaps.values()
     assert pkg.arena_bytes == pkg.memory.lower_bound  # VWW: its chain bound (memory_planner/planner.py)
     if name == "ic":  # its three residual adds run inside their convs (codegen/passes/fuse_add.py)
-        assert [n.attrs.get("kernel") for n in pkg.graph.nodes].count("mcu_conv2d_add_s8") == 3
+        assert [kernel_of(n) for n in pkg.graph.nodes].count("mcu_conv2d_add_s8") == 3
     x = calibration_set(name, 1, seed=77)[0]
     assert np.array_equal(mcu.run(pkg, x, timeout=300).raw_outputs[0], pkg.reference(x)[0])
 

@@ -35,16 +35,15 @@ def _prepared(node: Node, tensors: dict[str, Tensor], suffix: str, *, weights: n
     or rq3_records), both quant pointers point at them (the portable multipliers and shifts are not stored)."""
     new = {f"{node.name}_{suffix}_w": _new(f"{node.name}_{suffix}_w", weights, "int8"),
            f"{node.name}_{suffix}_b": _new(f"{node.name}_{suffix}_b", bias, "int32")}
-    a = node.attrs
-    quant = a["quant"]
+    quant = node.call.quant
     if records:
         c_pad = bias.size
         mult, shift = (tensors[q].data for q in quant)
-        rec = records(mult, shift, a["params"]["output_offset"], c_pad)
+        rec = records(mult, shift, node.call.params["output_offset"], c_pad)
         new[f"{node.name}_{suffix}_rq"] = _new(f"{node.name}_{suffix}_rq", rec, "int32")
         quant = (f"{node.name}_{suffix}_rq",) * 2  # the kernels read the records only (shift: non-NULL)
     inputs = (node.inputs[0], f"{node.name}_{suffix}_w", f"{node.name}_{suffix}_b")
-    return node.replace(inputs=inputs, attrs={**a, "quant": quant}), new
+    return node.replace(inputs=inputs).with_call(quant=quant), new
 
 
 QUANT_UNUSED = "mcu_quant_unused"  # one zero word: the quant pointers of kernels that read their records elsewhere
@@ -55,7 +54,7 @@ def _streamed(node: Node, stream: np.ndarray) -> tuple[Node, dict[str, Tensor]]:
     becomes NULL and quant, checked non-NULL but not read, points twice at one shared zero word, so the
     portable multipliers and shifts are not stored beside the stream's records."""
     name = f"{node.name}_dsp_w"
-    return (node.replace(inputs=(node.inputs[0], name, None), attrs={**node.attrs, "quant": (QUANT_UNUSED,) * 2}),
+    return (node.replace(inputs=(node.inputs[0], name, None)).with_call(quant=(QUANT_UNUSED,) * 2),
             {name: _new(name, stream, "int8"), QUANT_UNUSED: _new(QUANT_UNUSED, np.zeros(1, np.int32), "int32")})
 
 
@@ -63,10 +62,10 @@ def prepare_fast(node, tensors):
     """Scalar GEMM: folded bias, two channels per weight word (mcu_fast_split), widened at compile time or in
     the loop (fast_wide), records. Declines (None) when the weights are too large for the split."""
     rows = _w_rows(node, tensors)
-    packed = pack_pairs_s32(rows, fast_wide(node.attrs["params"]))
+    packed = pack_pairs_s32(rows, fast_wide(node.call.params))
     if packed is None:
         return None
-    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
     c4 = round_up(rows.shape[0], 4)
     return _prepared(node, tensors, "fast", weights=packed, bias=pad_rows(bias, c4), records=rq_records)
 
@@ -79,7 +78,7 @@ def prepare_s4(node, tensors):
     packed = pack_s4(rows)
     if packed is None:
         return None
-    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
     return _prepared(node, tensors, "s4", weights=packed, bias=bias)
 
 
@@ -87,7 +86,7 @@ def window_rows(node, tensors, rows: np.ndarray, multiple: int) -> np.ndarray:
     """A general conv's [C, KH*KW*C_in] weights with each window row (KW*C_in taps) padded with zero taps to
     a multiple of `multiple`, so the kernels can read every input row on its own; other nodes unchanged."""
     w = _const(tensors, node.inputs[1])
-    if w.ndim != 4 or is_1x1(node.attrs["params"]):
+    if w.ndim != 4 or is_1x1(node.call.params):
         return rows
     c, seg = rows.shape[0], w.shape[2] * w.shape[3]
     padded = np.zeros((c, rows.shape[1] // seg, round_up(seg, multiple)), np.int8)
@@ -100,10 +99,10 @@ def prepare_dsp_conv(node, tensors):
     channel pairs (window rows padded to 4 taps; int8, or int16 where dsp_wide) and 3-word records
     (_streamed)."""
     rows = _w_rows(node, tensors)
-    p = node.attrs["params"]
+    p = node.call.params
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), p["input_offset"])
     c2 = round_up(rows.shape[0], 2)
-    mult, shift = (tensors[q].data for q in node.attrs["quant"])
+    mult, shift = (tensors[q].data for q in node.call.quant)
     padded = rows if compact_window(p) else window_rows(node, tensors, rows, 4)
     stream = pack_g2_stream(padded, pad_rows(bias, c2), rq3_records(mult, shift, p["output_offset"], c2), dsp_wide(p))
     return _streamed(node, stream)
@@ -115,7 +114,7 @@ def prepare_dsp(node, tensors):
     weight meets one input row (batches are 1 on a microcontroller), so widening it in flash would save half an
     instruction a byte, far below WIDEN_GAIN: int8 always."""
     rows = _w_rows(node, tensors)
-    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
     c4 = round_up(rows.shape[0], 4)
     return _prepared(node, tensors, "dsp", weights=pack_groups_s8(rows, 4, 4), bias=pad_rows(bias, c4),
                      records=rq3_records)
@@ -128,13 +127,13 @@ def prepare_mve(node, tensors):
     multipliers and shifts as they are, padded to 4."""
     rows = _w_rows(node, tensors)
     c4 = round_up(rows.shape[0], 4)
-    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
     node, new = _prepared(node, tensors, "mve", weights=pack_groups_s8(pad_rows(rows, c4), 2, 16),
                           bias=pad_rows(bias, c4))
     names = (f"{node.name}_mve_m", f"{node.name}_mve_s")
-    for name, q in zip(names, node.attrs["quant"]):
+    for name, q in zip(names, node.call.quant):
         new[name] = _new(name, pad_rows(tensors[q].data.astype(np.int32), c4), "int32")
-    return node.replace(attrs={**node.attrs, "quant": names}), new
+    return node.with_call(quant=names), new
 
 
 def _dw_taps(node, tensors) -> np.ndarray:
@@ -146,7 +145,7 @@ def _dw_taps(node, tensors) -> np.ndarray:
 def prepare_dw_fast(node, tensors):
     """Scalar depthwise: folded bias, int8 weights [C][9], records."""
     taps = _dw_taps(node, tensors)
-    bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
     return _prepared(node, tensors, "fast", weights=taps.reshape(-1), bias=bias, records=rq_records)
 
 
@@ -156,10 +155,10 @@ def prepare_dw_dsp(node, tensors):
     tap of 4 channels per pixel, which pays WIDEN_GAIN only from 128 pixels, and a second layout would double
     the kernel's four assembly loops (about 1.5 KB of code) for the few bytes a large map's depthwise holds."""
     taps = _dw_taps(node, tensors)
-    p = node.attrs["params"]
+    p = node.call.params
     c4 = round_up(taps.shape[0], 4)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
-    mult, shift = (tensors[q].data for q in node.attrs["quant"])
+    mult, shift = (tensors[q].data for q in node.call.quant)
     stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4))
     return _streamed(node, stream)
 
@@ -169,7 +168,7 @@ def prepare_dw_mve(node, tensors):
     multiplier and shift in lane order per 8 channels (even channels, then odd), padded to C8."""
     taps = _dw_taps(node, tensors)
     c8 = round_up(taps.shape[0], 8)
-    bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.attrs["params"]["input_offset"])
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
     w = np.ascontiguousarray(pad_rows(taps, c8).T).reshape(-1)
 
     def lanes(a):
@@ -177,9 +176,9 @@ def prepare_dw_mve(node, tensors):
 
     node, new = _prepared(node, tensors, "mve", weights=w, bias=lanes(bias))
     names = (f"{node.name}_mve_m", f"{node.name}_mve_s")
-    for name, q in zip(names, node.attrs["quant"]):
+    for name, q in zip(names, node.call.quant):
         new[name] = _new(name, lanes(tensors[q].data), "int32")
-    return node.replace(attrs={**node.attrs, "quant": names}), new
+    return node.with_call(quant=names), new
 
 
 def _with_filter(node: Node, name: str, data: np.ndarray) -> tuple[Node, dict[str, Tensor]]:

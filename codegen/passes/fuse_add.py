@@ -11,12 +11,12 @@
   schedule peak (memory.schedule), the first on ties.
 - The fused call keeps its C order (input, filter, bias, residual) and the conv's per-channel quant; its
   params are mcu_conv2d_add_params_t (the conv's fields, then the add's as add_*, y as input1: the add's
-  operands are swapped when y was its second, a1 + a2 being symmetric). attrs["unfused"] keeps the two
+  operands are swapped when y was its second, a1 + a2 being symmetric). The Call's unfused keeps the two
   portable calls (kernel, params, quant, inputs, output), which the reference runs one after the other.
 """
 from __future__ import annotations
 
-from mcu.codegen.ir import Graph, Node
+from mcu.codegen.ir import Call, Graph, Node
 from mcu.codegen.memory import schedule
 from mcu.codegen.target import Target
 from mcu.codegen.twins.conv import conv2d_add_params
@@ -36,9 +36,7 @@ def _fusable_conv(graph: Graph, y: str) -> Node | None:
     conv = graph.producer(y)
     if conv is None or conv.op != "call" or y in graph.outputs or len(graph.consumers(y)) != 1:
         return None
-    a = conv.attrs
-    kernel = a.get("twin", a["kernel"])
-    if kernel != "mcu_conv2d_s8" or "twin_quant" in a or "twin_inputs" in a:
+    if conv.call.portable != "mcu_conv2d_s8" or conv.call.selected:
         return None
     return conv
 
@@ -47,14 +45,14 @@ def fuse(graph: Graph, add: Node, conv: Node) -> Graph:
     """`graph` with `conv` and `add` replaced by one mcu_conv2d_add_s8 call at the add's place."""
     y = conv.outputs[0]
     r = add.inputs[1] if add.inputs[0] == y else add.inputs[0]
-    add_params = add.attrs["params"] if add.inputs[0] == y else _swapped(add.attrs["params"])
-    portable = {"kernel": "mcu_conv2d_s8", "params": conv.attrs["params"], "quant": conv.attrs["quant"],
+    add_params = add.call.params if add.inputs[0] == y else _swapped(add.call.params)
+    portable = {"kernel": "mcu_conv2d_s8", "params": conv.call.params, "quant": conv.call.quant,
                 "inputs": conv.inputs, "output": y}
-    summed = {"kernel": "mcu_add_s8", "params": add.attrs["params"], "quant": None, "inputs": add.inputs,
+    summed = {"kernel": "mcu_add_s8", "params": add.call.params, "quant": None, "inputs": add.inputs,
               "output": add.outputs[0]}
-    fused = add.replace(inputs=(*conv.inputs, r), outputs=add.outputs, attrs={
-        "kernel": FUSED, "params": conv2d_add_params(conv.attrs["params"], add_params), "quant": conv.attrs["quant"],
-        "float_node": add.attrs.get("float_node"), "unfused": (portable, summed)})
+    fused = add.replace(inputs=(*conv.inputs, r), outputs=add.outputs, call=Call(
+        FUSED, conv2d_add_params(conv.call.params, add_params), conv.call.quant, add.call.float_node,
+        unfused=(portable, summed)))
     tensors = {k: v for k, v in graph.tensors.items() if k != y and k not in conv.outputs[1:]}
     nodes = tuple(fused if n is add else n for n in graph.nodes if n is not conv)
     return graph.replace(nodes=nodes, tensors=tensors)
@@ -63,7 +61,7 @@ def fuse(graph: Graph, add: Node, conv: Node) -> Graph:
 def fuse_residual_adds(graph: Graph, target: Target) -> Graph:
     if target.variants:  # optimize="speed": the board's fastest kernels, unfused
         return graph
-    for name in [n.name for n in graph.nodes if n.op == "call" and n.attrs["kernel"] == "mcu_add_s8"]:
+    for name in [n.name for n in graph.nodes if n.op == "call" and n.call.kernel == "mcu_add_s8"]:
         add = next(n for n in graph.nodes if n.name == name)
         a, b = (graph.tensors[t] for t in add.inputs)
         if a.shape != b.shape or add.inputs[0] == add.inputs[1]:

@@ -13,7 +13,7 @@ variant, with planned scratch.
   scratch would be bytes for nothing.
 - The scratch is a new int8 tensor `<node>_scratch`, the node's second output: the planner gives it
   arena bytes live during the call only, and emit passes it before the output (the C argument order).
-  attrs["twin"] keeps the portable kernel, which the reference runs (the same results).
+  the Call's twin keeps the portable kernel, which the reference runs (the same results).
 - Concat in place (before the swaps): where every dim before the concat axis is 1 (params outer == 1) each
   input is one contiguous slice of the output, at byte offset sum(sizes[:i]). If every input is an exact copy
   (its qparams equal the output's: lowering's copy encoding) and is the output of a call that nothing else
@@ -43,18 +43,18 @@ STRIDED = names(strided=True)
 
 def concat_view(graph: Graph, node) -> bool:
     """May this concat call become a view of its inputs written in place (module docstring)?"""
-    if node.op != "call" or node.attrs.get("kernel") != "mcu_concat_s8":
+    if node.op != "call" or node.call.kernel != "mcu_concat_s8":
         return False
     external = set(graph.inputs) | set(graph.outputs)
-    channels = concat_is_copy(node.attrs["params"]) and is_channel_concat(graph, node)
-    if (not (concat_copies_exactly(node.attrs["params"]) or channels) or node.outputs[0] in external
+    channels = concat_is_copy(node.call.params) and is_channel_concat(graph, node)
+    if (not (concat_copies_exactly(node.call.params) or channels) or node.outputs[0] in external
             or len(set(node.inputs)) != len(node.inputs)):
         return False
     if channels:  # each input straight from a strided-capable call that writes it contiguously today
         for t in node.inputs:
             producer = graph.producer(t)
-            if (producer is None or producer.op != "call" or producer.attrs.get("kernel") not in STRIDED
-                    or producer.attrs["params"].get("output_pixel_stride", 0) != 0 or producer.outputs[0] != t
+            if (producer is None or producer.op != "call" or producer.call.kernel not in STRIDED
+                    or producer.call.params.get("output_pixel_stride", 0) != 0 or producer.outputs[0] != t
                     or t in external or graph.consumers(t) != [node]):
                 return False
         return True
@@ -72,12 +72,12 @@ def concat_views(graph: Graph) -> Graph:
     views = [n for n in graph.nodes if concat_view(graph, n)]
     stride = {}  # producer of a channel concat's input -> C_total
     for n in views:
-        if n.attrs["params"]["outer"] > 1:
+        if n.call.params["outer"] > 1:
             stride.update({graph.producer(t).name: graph.tensors[n.outputs[0]].shape[3] for t in n.inputs})
     names = {n.name for n in views}
     return graph.replace(nodes=tuple(
-        n.replace(op="alias", attrs={"view": "concat", "params": n.attrs["params"]}) if n.name in names else
-        n.replace(attrs={**n.attrs, "params": {**n.attrs["params"], "output_pixel_stride": stride[n.name]}})
+        n.replace(op="alias", attrs={"view": "concat", "params": n.call.params}, call=None) if n.name in names else
+        n.with_call(params={**n.call.params, "output_pixel_stride": stride[n.name]})
         if n.name in stride else n
         for n in graph.nodes))
 
@@ -88,9 +88,9 @@ def use_inplace_kernels(graph: Graph, target: Target) -> Graph:
         return graph
     nodes, tensors = [], dict(graph.tensors)
     for node, dies in zip(graph.nodes, overwritable_inputs(graph)):
-        v = next(iter(variants_of(node.attrs["kernel"], "memory")), None) if node.op == "call" else None
-        if v is not None and dies and v.applies(node.attrs["params"]):
-            node = with_scratch(tensors, node, v.scratch(node.attrs["params"])).replace(attrs={
-                **node.attrs, "kernel": v.name, "twin": node.attrs["kernel"]})
+        v = next(iter(variants_of(node.call.kernel, "memory")), None) if node.op == "call" else None
+        if v is not None and dies and v.applies(node.call.params):
+            node = with_scratch(tensors, node, v.scratch(node.call.params)).with_call(kernel=v.name,
+                                                                                      twin=node.call.kernel)
         nodes.append(node)
     return graph.replace(nodes=tuple(nodes), tensors=tensors)

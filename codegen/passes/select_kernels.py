@@ -7,8 +7,8 @@
   specialised kernel (1x1 conv) before the general one. The first whose `requires` features the board
   has, whose `applies(params)` holds and whose `prepare` does not decline wins; else the portable kernel
   stays. `prepare` rewrites the node's constants into the form its kernel wants (codegen/kernels/prepare.py).
-- Twins: the reference keeps the portable semantics. A variant node keeps `attrs["twin"]` (the portable
-  kernel), `attrs["twin_inputs"]` and `attrs["twin_quant"]` (the portable constants, still in the graph
+- Twins: the reference keeps the portable semantics. A variant node's Call keeps `twin` (the portable
+  kernel), `twin_inputs` and `twin_quant` (the portable constants, still in the graph
   but not emitted), and codegen/reference.py runs the portable twin on those. So the device is always
   compared with the unprepared computation, and a wrong `prepare` shows up as a mismatch; no variant
   needs a twin of its own.
@@ -38,10 +38,9 @@ def with_scratch(graph_tensors: dict[str, Tensor], node: Node, nbytes: int) -> N
 def as_variant(node: Node, v: KernelSpec, tensors: dict[str, Tensor]) -> Node | None:
     """`node` (a call of v's portable kernel) as a call of variant v, its constants prepared and its scratch added
     (new constants and the scratch go into `tensors`); None when v's prepare declines these constants."""
-    a = node.attrs
-    candidate = node.replace(attrs={**a, "kernel": v.name, "twin": a.get("twin", a["kernel"]),
-                                    "twin_inputs": a.get("twin_inputs", node.inputs),
-                                    "twin_quant": a.get("twin_quant", a["quant"])})
+    c = node.call
+    candidate = node.with_call(kernel=v.name, twin=c.portable, twin_inputs=c.twin_inputs if c.selected else node.inputs,
+                               twin_quant=c.twin_quant if c.selected else c.quant)
     if v.prepare is not None:
         prepared = v.prepare(candidate, tensors)
         if prepared is None:
@@ -49,7 +48,7 @@ def as_variant(node: Node, v: KernelSpec, tensors: dict[str, Tensor]) -> Node | 
         candidate, new = prepared
         tensors.update(new)
     if v.scratch is not None:
-        candidate = with_scratch(tensors, candidate, v.scratch(candidate.attrs["params"]))
+        candidate = with_scratch(tensors, candidate, v.scratch(candidate.call.params))
     return candidate
 
 
@@ -57,10 +56,10 @@ def select_kernels(graph: Graph, target: Target) -> Graph:
     nodes, tensors = [], dict(graph.tensors)
     for node in graph.nodes:
         if node.op == "call" and (target.variants or "int4" in target.features):
-            for v in variants_of(node.attrs["kernel"]):
+            for v in variants_of(node.call.kernel):
                 # optimize="memory" keeps the portable kernels, bar the int4 ones the weights are packed for
                 wanted = target.variants or "int4" in v.requires
-                if wanted and v.requires <= target.features and v.applies(node.attrs["params"]):
+                if wanted and v.requires <= target.features and v.applies(node.call.params):
                     candidate = as_variant(node, v, tensors)
                     if candidate is not None:
                         node = candidate

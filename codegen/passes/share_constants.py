@@ -26,8 +26,7 @@ def share_constants(graph: Graph) -> Graph:
 
     nodes = []
     for n in graph.nodes:
-        attrs = n.attrs
-        if attrs.get("quant"):
-            attrs = {**attrs, "quant": tuple(canonical(t) for t in attrs["quant"])}
-        nodes.append(n.replace(inputs=tuple(canonical(t) for t in n.inputs), attrs=attrs))
+        if n.call is not None and n.call.quant:
+            n = n.with_call(quant=tuple(canonical(t) for t in n.call.quant))
+        nodes.append(n.replace(inputs=tuple(canonical(t) for t in n.inputs)))
     return graph.replace(nodes=tuple(nodes))  # the copies stay in the table, unread: emit writes read ones only

@@ -176,7 +176,7 @@ def estimate(graph: Graph, manifest: dict, board: Board) -> Footprint:
     """The flash and RAM that graph (planned and emitted as manifest) needs on board."""
     calls = [n for n in graph.nodes if n.op == "call"]
     generated = GENERATED_FIXED_BYTES + sum(
-        CALL_BYTES + _param_bytes(n.attrs["params"]) + (8 if n.attrs.get("quant") else 0) for n in calls)
+        CALL_BYTES + _param_bytes(n.call.params) + (8 if n.call.quant else 0) for n in calls)
     core = sorted(p.stem for p in (package_root("mcu.runtime_c") / "core").glob("*.c"))
     return Footprint(
         flash_weights=manifest["weights_bytes"],

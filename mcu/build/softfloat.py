@@ -25,14 +25,14 @@ DEFAULT_SOFT = (180, 170)  # a soft-float core not measured: the slower figures
 
 
 def float_calls(graph: Graph) -> list:
-    return [n for n in graph.nodes if n.op == "call" and KERNELS[n.attrs["kernel"]].path.startswith(FLOAT_FAMILIES)]
+    return [n for n in graph.nodes if n.op == "call" and KERNELS[n.call.kernel].path.startswith(FLOAT_FAMILIES)]
 
 
 def float_work(graph: Graph) -> tuple[int, int]:
     """(float multiply-accumulates, other float operations) of one inference."""
     macs = other = 0
     for n in float_calls(graph):
-        p, kernel = n.attrs["params"], n.attrs["kernel"]
+        p, kernel = n.call.params, n.call.kernel
         m = op_macs(kernel, p)
         if m:
             macs += m

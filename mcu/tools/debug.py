@@ -4,7 +4,7 @@
   which the harness appends to debug.bin as records: u32 call index, u32 byte count, the bytes.
 - The same input runs through the numpy integer reference (every tensor kept) and through the float
   model (model.pt2, saved at compile time, with BatchNorms folded as for quantization); an IR output
-  matches the float value its quantize node quantized (node attr "float_node").
+  matches the float value its quantize node quantized (its Call's float_node).
 - model.pt2 is opened only for a package compiled in this process or with trust_model=True (CLI --trust-model):
   a .pt2 is PyTorch's format, whose loader may run code from the file; even then it is read through
   mcu.importer.export.load_pt2, which refuses pickled objects that are not plain tensors.
@@ -132,7 +132,7 @@ def compare(pkg, inputs, dump: dict[int, bytes], trust_model: bool = False,
         else:
             max_lsb = int(np.abs(device.astype(np.int64) - ref[t.name].astype(np.int64)).max())
         sq = None
-        fv = floats.get(node.attrs.get("float_node") or "")
+        fv = floats.get(node.call.float_node or "")
         if fv is not None and t.dtype == "float32":
             real = _to_torch_order(device, t.layout)
             if real.size == fv.size:
@@ -142,7 +142,7 @@ def compare(pkg, inputs, dump: dict[int, bytes], trust_model: bool = False,
             real = _to_torch_order(real, t.layout)
             if real.size == fv.size:
                 sq = sqnr_db(fv.reshape(-1), real.reshape(-1))
-        rows.append(DebugRow(i, node.name, node.attrs["kernel"], node.source, max_lsb, sq))
+        rows.append(DebugRow(i, node.name, node.call.kernel, node.source, max_lsb, sq))
     return rows
 
 
@@ -151,7 +151,7 @@ def _gather(flat: np.ndarray, node) -> np.ndarray:
     stride = pixel_stride(node)
     if stride is None:
         return flat
-    n, h, w, c = node.attrs["params"]["output"]
+    n, h, w, c = node.call.params["output"]
     return flat[(np.arange(n * h * w) * stride)[:, None] + np.arange(c)]
 
 
@@ -204,7 +204,7 @@ def debug(pkg, inputs, *, timeout: float = 300.0, trust_model: bool = False) -> 
         i = max(dump, default=0)
         node = calls[i]
         where = f" at {node.source}" if node.source else ""
-        raise McuError(f"op #{i} {node.name} ({node.attrs['kernel']}){where} wrote past the end of the arena: the "
+        raise McuError(f"op #{i} {node.name} ({node.call.kernel}){where} wrote past the end of the arena: the "
                        f"debug build found the guard bytes after it changed (MCU_ERR_ARENA_GUARD). This is a kernel "
                        f"or memory-plan bug in mcu; please report it with the model")
     return compare(pkg, inputs, dump, trust_model, floats)

@@ -49,12 +49,12 @@ def op_agreement(pkg, inputs) -> list[OpAgreement]:
 
     def force(node, ours):
         t = pkg.graph.tensors[node.outputs[0]]
-        value = theirs.get(node.attrs.get("float_node") or "")
+        value = theirs.get(node.call.float_node or "")
         if value is None or value.size != ours.size:
             return ours
         value = _stored(value, t.layout).reshape(ours.shape).astype(ours.dtype)
         diff = np.abs(ours.astype(np.int64) - value.astype(np.int64))
-        rows.append(OpAgreement(node.name, node.attrs["kernel"], int(diff.size), int((diff > 0).sum()),
+        rows.append(OpAgreement(node.name, node.call.kernel, int(diff.size), int((diff > 0).sum()),
                                 int(diff.max(initial=0))))
         return value
 

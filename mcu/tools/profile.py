@@ -43,9 +43,8 @@ def profile_run(pkg, inputs=None, *, seed: int = 0, timeout: float = 120.0) -> t
     for i, node in enumerate(calls):
         net = max(ticks.get(i, 0) - res.overhead_ticks, 0)
         instructions = (net * INSTRUCTIONS_PER_SECOND + board.systick_hz // 2) // board.systick_hz
-        a = node.attrs
-        macs = op_macs(a.get("twin", a["kernel"]), a["params"])
-        rows.append({"index": i, "op": node.name, "kernel": a["kernel"],
+        macs = op_macs(node.call.portable, node.call.params)
+        rows.append({"index": i, "op": node.name, "kernel": node.call.kernel,
                      "shape": list(pkg.graph.tensors[node.outputs[0]].shape), "macs": macs,
                      "instructions": instructions,
                      "macs_per_instruction": macs / instructions if macs and instructions else None})
