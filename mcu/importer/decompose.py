@@ -24,7 +24,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from mcu.errors import UnsupportedOpError
-from mcu.importer.composites import layers, logic, norms, spatial
+from mcu.importer.composites import arith, layers, logic, norms, spatial
 from mcu.importer.ops import add_constant, const_tensor, source_line
 
 
@@ -36,7 +36,18 @@ TORCH_DECOMPOSED = {
     aten.tile.default, aten.squeeze.default, aten.adaptive_avg_pool1d.default, aten.gru.input, aten.lstm.input,
     aten.cosine_similarity.default, aten.pairwise_distance.default, aten.hstack.default, aten.vstack.default,
     aten.atleast_1d.Sequence, aten.atleast_2d.Sequence, aten.atleast_1d.default, aten.atleast_2d.default,
+    # recurrent cells (linear, sigmoid, tanh, chunk) and elementwise composites
+    aten.gru_cell.default, aten.lstm_cell.default, aten.rnn_tanh_cell.default, aten.rnn_relu_cell.default,
+    aten.addcmul.default, aten.addcdiv.default, aten.lerp.Tensor, aten.true_divide.Tensor,
+    aten.true_divide.Scalar, aten.repeat_interleave.self_int, aten.adaptive_max_pool1d.default,
 }
+# Higher-order ops ep.run_decompositions inlines: an autocast region (timm's autocast-disabled blocks) is a no-op here.
+INLINED_HOPS = {torch.ops.higher_order.wrap_with_autocast}
+
+
+def needs_torch_decompositions(ep: torch.export.ExportedProgram) -> bool:
+    return any(n.op == "call_function" and (n.target in TORCH_DECOMPOSED or n.target in INLINED_HOPS)
+               for n in ep.graph.nodes)
 
 
 def torch_decompositions(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
@@ -63,7 +74,8 @@ class Builder:
     def __call__(self, target, *args, island: bool = True) -> Node:
         with self.gm.graph.inserting_before(self.at):
             n = self.gm.graph.call_function(target, args)
-        vals = [a.meta["val"] if isinstance(a, Node) else a for a in args]
+        vals = [[v.meta["val"] if isinstance(v, Node) else v for v in a] if isinstance(a, (list, tuple))
+                else a.meta["val"] if isinstance(a, Node) else a for a in args]  # a cat's list of tensors
         with self.fake_mode:
             n.meta["val"] = target(*vals)
         n.meta["stack_trace"] = self.at.meta.get("stack_trace")
@@ -101,7 +113,7 @@ def _arg(n: Node, i: int, name: str, default=None):
     return n.args[i] if len(n.args) > i else n.kwargs.get(name, default)
 
 
-COMPOSITES = {**norms.DECOMPOSITIONS, **layers.DECOMPOSITIONS, **spatial.DECOMPOSITIONS, **logic.DECOMPOSITIONS}
+COMPOSITES = {**arith.DECOMPOSITIONS, **norms.DECOMPOSITIONS, **layers.DECOMPOSITIONS, **spatial.DECOMPOSITIONS, **logic.DECOMPOSITIONS}
 # Decomposed only when mcu's own kernel does not apply (_is_uniform is False).
 RESAMPLED_WHEN_UNEVEN = {aten.upsample_nearest2d.vec, aten.adaptive_avg_pool2d.default, aten.upsample_nearest1d.vec}
 

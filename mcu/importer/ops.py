@@ -44,7 +44,9 @@ COMPOSITE_OPS = {
     aten.upsample_bicubic2d.vec, aten.where.self, aten.masked_fill.Scalar, aten.logical_not.default,
     aten.logical_and.default, aten.logical_or.default, aten.bitwise_not.default, aten.bitwise_and.Tensor,
     aten.bitwise_or.Tensor, aten.__and__.Tensor, aten.__or__.Tensor, aten.embedding.default,
-    aten.index_select.default, aten.bilinear.default,
+    aten.index_select.default, aten.bilinear.default, aten.index.Tensor,
+    aten.fmax.default, aten.fmin.default, aten.log2.default, aten.exp2.default, aten.lerp.Scalar,
+    aten.adaptive_max_pool2d.default, aten.im2col.default,
     aten.gt.Tensor, aten.gt.Scalar, aten.lt.Tensor, aten.lt.Scalar, aten.ge.Tensor, aten.ge.Scalar, aten.le.Tensor,
     aten.le.Scalar, aten.eq.Tensor, aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar,
     # constants (mcu.importer.decompose.CONSTANT_OPS), folded at compile time
