@@ -267,3 +267,26 @@ class ConstantIndex(nn.Module):
 
     def forward(self, x):
         return x[self.idx] * 2, x[torch.tensor([4, 1])], x[:, torch.tensor([7, 0, 5])] + 1
+
+
+class CoreElementwise(nn.Module):
+    """Core ATen ops decomposed in float32 (one look-up table each in int8): log10, sinh, cosh, asinh, acosh, and
+    fmod / remainder (by a tensor and a scalar), x + full_like(x, 2), isnan, isinf."""
+    def forward(self, x, y):
+        pos = y.abs() + 1.5
+        return (torch.log10(pos), torch.sinh(x * 0.5), torch.cosh(x * 0.5), torch.asinh(x), torch.acosh(pos),
+                torch.fmod(x * 3, pos), torch.remainder(x * 3, pos), torch.fmod(x * 3, 1.25),
+                x + torch.full_like(x, 2.0), x + torch.isnan(x) + torch.isinf(x * 1e30))
+
+
+class ConstantGatherScatter(nn.Module):
+    """gather, scatter (of a tensor), slice_scatter with a step, select_scatter, scatter_add (a repeated index) and
+    diagonal, all with constant indices."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("idx", torch.tensor([[3, 0, 1], [2, 2, 0]]))
+
+    def forward(self, x, y):
+        return (torch.gather(x, 1, self.idx) * 2, torch.scatter(x, 1, self.idx, y[:, :3]) + 1,
+                torch.slice_scatter(x, y[:, :2], 1, 1, 5, 2) - 1, torch.select_scatter(x, y[:, 0], 1, 2) * 3,
+                torch.scatter_add(x, 1, self.idx, y[:, :3]), torch.diagonal(x, 1) + 1)

@@ -1,6 +1,8 @@
 """Ops that failed as a new user tried them (issue 25): GRUCell, LSTMCell, repeat_interleave (grouped-query attention),
 autocast regions, addcmul, addcdiv, true_divide, fmax, fmin, log2, exp2, lerp, adaptive max pools, unfold (im2col)
-and x[idx] with a constant index, each through decompositions into ops that run.
+and x[idx] with a constant index, each through decompositions into ops that run; and core ATen ops found with
+scripts/opinfo_coverage.py --core (log10, sinh, cosh, asinh, acosh, fmod, remainder, full_like, gather, scatter,
+slice_scatter, select_scatter).
 
 - Every case, host reference: float32 within 1e-5 relative of torch, int8 >= 25 dB SQNR per output (seeded weights
   and inputs, calibrated on 8 random batches plus the input).
@@ -14,8 +16,8 @@ import torch
 
 import mcu
 from mcu.metrics import relative_error, sqnr_db
-from tests.opmodels import (AutocastRegion, ConstantIndex, GroupedQueryAttention, GruCellStep, LstmCellStep,
-                            MaxPoolsUnfold, SmallArith)
+from tests.opmodels import (AutocastRegion, ConstantGatherScatter, ConstantIndex, CoreElementwise,
+                            GroupedQueryAttention, GruCellStep, LstmCellStep, MaxPoolsUnfold, SmallArith)
 
 CASES = {  # name: (model, input shapes, on QEMU)
     "gru_cell": (GruCellStep, [(2, 6), (2, 8)], True),
@@ -25,6 +27,8 @@ CASES = {  # name: (model, input shapes, on QEMU)
     "autocast_region": (AutocastRegion, [(2, 8)], False),
     "small_arith": (SmallArith, [(4, 8), (4, 8)], False),
     "constant_index": (ConstantIndex, [(5, 8)], False),
+    "core_elementwise": (CoreElementwise, [(4, 8), (4, 8)], False),
+    "gather_scatter": (ConstantGatherScatter, [(2, 5), (2, 5)], True),
 }
 
 

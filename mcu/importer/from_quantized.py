@@ -139,6 +139,9 @@ class _Importer:
         """The IR tensor of one model output."""
         if o in self.floats:  # a float op's result is the model's output (mixed precision)
             return self.floats[o]
+        if o.op == "get_attr":
+            raise QuantizationError(f"model output {o.name} is a constant (it does not depend on the model's inputs); "
+                                    f"return it from outside the model")
         if o not in self.value:
             raise QuantizationError(f"model output {o.name} is not quantized")
         return self.value[o]
