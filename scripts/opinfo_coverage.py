@@ -78,7 +78,7 @@ EDGE_OPS = [
 RANDOM, BACKWARD, UNINITIALIZED = "random values", "a backward (training) op", "uninitialized memory"
 # Core ATen ops with an OpInfo that no inference model compiled for a microcontroller can hold, each with its reason.
 CORE_EXCLUDED = {
-    "randn": RANDOM, "rand": RANDOM, "randperm": RANDOM, "native_dropout": RANDOM, "bernoulli": RANDOM,
+    "randn": RANDOM, "rand": RANDOM, "randperm": RANDOM, "native_dropout": RANDOM,
     "max_pool2d_with_indices_backward": BACKWARD, "avg_pool2d_backward": BACKWARD,
     "_native_batch_norm_legit": "training-mode batch norm (batch statistics; eval mode is _no_training)",
     "empty": UNINITIALIZED, "empty_strided": UNINITIALIZED,
