@@ -11,6 +11,12 @@ An op passes only when every output is compared. The reason of each failure is p
 
     python scripts/opinfo_coverage.py [--board mps2-an386] [--ops abs,exp] [--json out.json]
 Needs `expecttest` (the test extras). Prints one row per op and the pass counts.
+
+With --core the ops are not our list but every ATen op tagged torch.Tag.core (its overloads grouped under one name)
+that has an OpInfo (matched by its name, then nn.functional.<name>, then aten_name, then an alias; a leading
+underscore dropped): each runs its OpInfo's first float32 sample as above, or sits in CORE_EXCLUDED with its reason.
+The OpInfo calls the op's public form (nn.functional.max_pool2d for max_pool2d_with_indices, softmax for _softmax),
+which exports to the core op or to its neighbours. Core ops without an OpInfo are listed apart.
 """
 from __future__ import annotations
 
@@ -68,6 +74,39 @@ EDGE_OPS = [
     "nn.functional.dropout", "nn.functional.embedding", "nn.functional.one_hot", "nn.functional.cosine_similarity",
     "nn.functional.pairwise_distance",
 ]
+
+RANDOM, BACKWARD, UNINITIALIZED = "random values", "a backward (training) op", "uninitialized memory"
+# Core ATen ops with an OpInfo that no inference model compiled for a microcontroller can hold, each with its reason.
+CORE_EXCLUDED = {
+    "randn": RANDOM, "rand": RANDOM, "randperm": RANDOM, "native_dropout": RANDOM,
+    "max_pool2d_with_indices_backward": BACKWARD, "avg_pool2d_backward": BACKWARD,
+    "_native_batch_norm_legit": "training-mode batch norm (batch statistics; eval mode is _no_training)",
+    "empty": UNINITIALIZED, "empty_strided": UNINITIALIZED,
+    "nonzero": "an output size that depends on the values (torch.export needs it bounded, mcu static shapes)",
+    "_fft_r2c": "FFT", "_fft_c2r": "FFT", "_local_scalar_dense": "a Python scalar out of a tensor (.item())",
+}
+
+
+def core_ops() -> dict[str, list[str]]:
+    """Every ATen op tagged torch.Tag.core: name -> its core overloads."""
+    ops: dict[str, list[str]] = {}
+    for name in dir(torch.ops.aten):
+        packet = getattr(torch.ops.aten, name, None)
+        for overload in packet.overloads() if hasattr(packet, "overloads") else ():
+            if torch.Tag.core in getattr(packet, overload).tags:
+                ops.setdefault(name, []).append(overload)
+    return ops
+
+
+def opinfo_of(name: str, op_db) -> object | None:
+    """The OpInfo of a core op: by name, nn.functional.<name>, aten_name, then alias (leading underscore dropped)."""
+    for key in dict.fromkeys((name, name.lstrip("_"))):
+        for match in (lambda i: i.name == key, lambda i: i.name == f"nn.functional.{key}",
+                      lambda i: i.aten_name == key, lambda i: key in {a.name for a in i.aliases}):
+            found = [i for i in op_db if match(i) and not i.name.startswith(("sparse.", "masked.", "_refs."))]
+            if found:
+                return found[0]
+    return None
 
 
 class OneOp(torch.nn.Module):
@@ -174,35 +213,68 @@ def check(info, mode: str, board: str | None, out_dir: str) -> tuple[bool, str]:
     return True, ""
 
 
+def _core_infos(op_db, only: list[str] | None) -> tuple[dict, dict, list]:
+    """--core: {core op: its OpInfo} to run, {core op: reason} excluded, [core ops without an OpInfo]."""
+    infos, excluded, missing = {}, {}, []
+    for name in core_ops():
+        if only and name not in only:
+            continue
+        info = opinfo_of(name, op_db)
+        if name in CORE_EXCLUDED:
+            excluded[name] = CORE_EXCLUDED[name]
+        elif info is None:
+            missing.append(name)
+        else:
+            infos[name] = info
+    return infos, excluded, missing
+
+
 def main(argv=None) -> int:
     from torch.testing._internal.common_methods_invocations import op_db
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--board", help="also run each package on this QEMU board (default: reference only)")
-    ap.add_argument("--ops", help="comma-separated subset of the edge set")
+    ap.add_argument("--ops", help="comma-separated subset of the edge set (with --core: of the core ops)")
+    ap.add_argument("--core", action="store_true", help="every ATen op tagged torch.Tag.core with an OpInfo")
     ap.add_argument("--modes", default="float32,int8")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
-    infos = {}
-    for info in op_db:
-        infos.setdefault(info.name, info)
-    ops = args.ops.split(",") if args.ops else EDGE_OPS
+    only = args.ops.split(",") if args.ops else None
+    excluded, missing = {}, []
+    if args.core:
+        infos, excluded, missing = _core_infos(op_db, only)
+    else:
+        first = {}
+        for info in op_db:
+            first.setdefault(info.name, info)
+        infos = {name: first.get(name) for name in only or EDGE_OPS}
     results, start = {}, time.time()
-    for name in ops:
-        info = infos.get(name)
+    for name, info in infos.items():
         for mode in args.modes.split(","):
             with tempfile.TemporaryDirectory() as d:
                 ok, why = (False, "no OpInfo of this name") if info is None else check(info, mode, args.board, d)
-            results.setdefault(name, {})[mode] = {"pass": ok, "why": why}
+            results.setdefault(name, {"opinfo": getattr(info, "name", None)})[mode] = {"pass": ok, "why": why}
             print(f"{name:42s} {mode:8s} {'pass' if ok else 'FAIL ' + why}", flush=True)
-    for mode in args.modes.split(","):
-        n = sum(r[mode]["pass"] for r in results.values())
-        print(f"{mode}: {n} of {len(results)} pass ({100 * n / len(results):.0f} %)")
-    print(f"{time.time() - start:.0f} s")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+    _report(results, excluded, missing, args.modes.split(","), time.time() - start, args.json)
     return 0
+
+
+def _report(results: dict, excluded: dict, missing: list, modes: list[str], seconds: float, path: str | None):
+    for name, why in excluded.items():
+        print(f"{name:42s} excluded: {why}")
+    if missing:
+        print(f"core ops without an OpInfo ({len(missing)}): {', '.join(missing)}")
+    counts = {}
+    for mode in modes:
+        n = sum(r[mode]["pass"] for r in results.values())
+        counts[mode] = n
+        print(f"{mode}: {n} of {len(results)} pass ({100 * n / max(len(results), 1):.0f} %)"
+              + (f"; {len(excluded)} excluded, {len(missing)} without an OpInfo" if excluded or missing else ""))
+    print(f"{seconds:.0f} s")
+    if path:
+        with open(path, "w") as f:
+            json.dump({"passed": counts, "tested": len(results), "excluded": excluded, "no_opinfo": missing,
+                       "results": results} if excluded or missing else results, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -187,3 +187,106 @@ def make(name: str, seed: int = 0):
     g = torch.Generator().manual_seed(seed + 1)
     calib = [tuple(torch.randn(s, generator=g) * (i + 1) for i, s in enumerate(shapes)) for _ in range(8)]
     return model, calib[0], calib
+
+
+# Held-out ops of issue 25 (recurrent cells, grouped-query attention, autocast regions, small Core ATen ops).
+class GruCellStep(nn.Module):
+    """nn.GRUCell with its state threaded by hand: (x, h) -> h'."""
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(6, 8)
+
+    def forward(self, x, h):
+        return self.cell(x, h)
+
+
+class LstmCellStep(nn.Module):
+    """nn.LSTMCell: (x, h, c) -> (h', c')."""
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.LSTMCell(6, 8)
+
+    def forward(self, x, h, c):
+        return self.cell(x, (h, c))
+
+
+class GroupedQueryAttention(nn.Module):
+    """Four query heads over two key/value heads, repeated with repeat_interleave as llama-style models do."""
+    def __init__(self):
+        super().__init__()
+        self.q, self.kv = nn.Linear(16, 16), nn.Linear(16, 16)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q = self.q(x).view(b, t, 4, 4).transpose(1, 2)
+        k, v = self.kv(x).view(b, t, 2, 8).transpose(1, 2).chunk(2, dim=-1)
+        k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+        return F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, 16)
+
+
+class AutocastRegion(nn.Module):
+    """timm's autocast-disabled block: a no-op region (a wrap_with_autocast higher-order op once exported)."""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        with torch.autocast("cpu", enabled=False):
+            y = torch.sigmoid(self.fc(x.float()))
+        return y * x
+
+
+class SmallArith(nn.Module):
+    """addcmul, addcdiv, true_divide, fmax, fmin, log2, exp2, lerp (scalar and tensor weight): one output each."""
+    def forward(self, x, y):
+        pos = y.abs() + 1
+        return (torch.addcmul(x, x, y, value=0.5), torch.addcdiv(x, y, pos, value=0.5), torch.true_divide(x, pos),
+                torch.fmax(x, y), torch.fmin(x, y), torch.log2(pos), torch.exp2(x * 0.5), torch.lerp(x, y, 0.3),
+                torch.lerp(x, y, torch.sigmoid(y)))
+
+
+class MaxPoolsUnfold(nn.Module):
+    """adaptive_max_pool1d and 2d (sizes that divide and that do not) and F.unfold (im2col), after a conv."""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return (F.adaptive_max_pool2d(y, (3, 2)), F.adaptive_max_pool2d(y, (4, 3)),
+                F.adaptive_max_pool1d(y.flatten(2), 5), F.unfold(y, 3, padding=1, stride=2),
+                F.unfold(y, (2, 3), dilation=(2, 1)))
+
+
+class ConstantIndex(nn.Module):
+    """x[idx] with a constant index: a buffer, a tensor made in forward (lift_fresh_copy), along a later dim.
+    (A boolean mask x[mask] has a data-dependent size: torch.export and mcu refuse it.)"""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("idx", torch.tensor([2, 0, 3, 3]))
+
+    def forward(self, x):
+        return x[self.idx] * 2, x[torch.tensor([4, 1])], x[:, torch.tensor([7, 0, 5])] + 1
+
+
+class CoreElementwise(nn.Module):
+    """Core ATen ops decomposed in float32 (one look-up table each in int8): log10, sinh, cosh, asinh, acosh, and
+    fmod / remainder (by a tensor and a scalar), x + full_like(x, 2), isnan, isinf."""
+    def forward(self, x, y):
+        pos = y.abs() + 1.5
+        return (torch.log10(pos), torch.sinh(x * 0.5), torch.cosh(x * 0.5), torch.asinh(x), torch.acosh(pos),
+                torch.fmod(x * 3, pos), torch.remainder(x * 3, pos), torch.fmod(x * 3, 1.25),
+                x + torch.full_like(x, 2.0), x + torch.isnan(x) + torch.isinf(x * 1e30))
+
+
+class ConstantGatherScatter(nn.Module):
+    """gather, scatter (of a tensor), slice_scatter with a step, select_scatter, scatter_add (a repeated index) and
+    diagonal, all with constant indices."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("idx", torch.tensor([[3, 0, 1], [2, 2, 0]]))
+
+    def forward(self, x, y):
+        return (torch.gather(x, 1, self.idx) * 2, torch.scatter(x, 1, self.idx, y[:, :3]) + 1,
+                torch.slice_scatter(x, y[:, :2], 1, 1, 5, 2) - 1, torch.select_scatter(x, y[:, 0], 1, 2) * 3,
+                torch.scatter_add(x, 1, self.idx, y[:, :3]), torch.diagonal(x, 1) + 1)

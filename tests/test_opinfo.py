@@ -70,3 +70,19 @@ def test_spread_of_ops_on_device(op_db, board, mode, tmp_path):
         if not ok:
             bad[name] = why
     assert not bad, bad
+
+
+def test_core_list_is_torch_core_tag_and_each_op_is_run_excluded_or_named_missing(tmp_path):
+    """--core walks torch.Tag.core itself: every core op is tested, excluded with a reason, or listed without an
+    OpInfo; a few run here (the whole walk, ~8 minutes, is the script's: `--core --json out.json`)."""
+    from torch.testing._internal.common_methods_invocations import op_db as db
+    core = coverage.core_ops()
+    assert len(core) >= 150 and "add" in core and "_softmax" in core
+    infos, excluded, missing = coverage._core_infos(db, None)
+    assert set(infos) | set(excluded) | set(missing) == set(core)
+    assert set(coverage.CORE_EXCLUDED) <= set(core), set(coverage.CORE_EXCLUDED) - set(core)
+    assert infos["_softmax"].name == "softmax" and infos["mm"].name == "mm" and infos["maximum"].name == "maximum"
+    picked, _, _ = coverage._core_infos(db, ["gather", "fmod", "isnan"])
+    for mode in ("float32", "int8"):
+        for name, info in picked.items():
+            assert coverage.check(info, mode, None, str(tmp_path / f"{name}_{mode}")) == (True, ""), (name, mode)

@@ -3,12 +3,14 @@
 Two stages, both before quantization:
 - torch_decompositions (on the exported program, mcu.importer.export): the ops whose Core ATen decomposition lands on
   primitives we run (TORCH_DECOMPOSED: glu, pixel_shuffle, pixel_unshuffle, channel_shuffle, unflatten, movedim,
-  tile, squeeze(), adaptive_avg_pool1d, softmin, GRU, LSTM) go through `ep.run_decompositions` with a table of
-  just those ops; everything else stays as exported.
+  tile, squeeze(), adaptive_avg_pool1d, softmin, GRU, LSTM, the GRU/LSTM/RNN cells, addcmul, addcdiv, lerp by a
+  tensor, true_divide, repeat_interleave, adaptive_max_pool1d) go through `ep.run_decompositions` with a table of
+  just those ops, which also inlines autocast regions (INLINED_HOPS); everything else stays as exported.
 - decompose_composites (on the unlifted GraphModule, run by McuQuantizer.transform_for_annotation and by the
   float importer, beside the BatchNorm folds, since some need new constants): constants folded, then every
-  COMPOSITES op replaced by the decomposition its family in mcu.importer.composites gives (norms, layers, spatial,
-  logic), then constants folded again. Norms, variance, logsumexp, log_softmax, vector norms, clamp by tensors,
+  COMPOSITES op replaced by the decomposition its family in mcu.importer.composites gives (arith, indexing, norms,
+  layers, spatial, logic), then constants folded again. The integer flows keep ELEMENTWISE_OPS whole (tables=True):
+  one look-up table is more exact than log2's or sinh's primitives. Norms, variance, logsumexp, log_softmax, vector norms, clamp by tensors,
   PReLU and attention become means, sums, products, square roots, softmax and matmuls. The nodes that compute a
   statistic (a norm's mean and variance, a logsumexp) carry meta["mcu_float"] = the op's name: the quantizer
   leaves them float, so in int8 and a16w8 the whole statistic is one float32 island (dequantize, float kernels,
@@ -24,8 +26,8 @@ import torch
 from torch.fx import GraphModule, Node
 
 from mcu.errors import UnsupportedOpError
-from mcu.importer.composites import layers, logic, norms, spatial
-from mcu.importer.ops import add_constant, const_tensor, source_line
+from mcu.importer.composites import arith, indexing, layers, logic, norms, spatial
+from mcu.importer.ops import ELEMENTWISE_OPS, add_constant, const_tensor, source_line
 
 
 aten = torch.ops.aten
@@ -36,7 +38,18 @@ TORCH_DECOMPOSED = {
     aten.tile.default, aten.squeeze.default, aten.adaptive_avg_pool1d.default, aten.gru.input, aten.lstm.input,
     aten.cosine_similarity.default, aten.pairwise_distance.default, aten.hstack.default, aten.vstack.default,
     aten.atleast_1d.Sequence, aten.atleast_2d.Sequence, aten.atleast_1d.default, aten.atleast_2d.default,
+    # recurrent cells (linear, sigmoid, tanh, chunk) and elementwise composites
+    aten.gru_cell.default, aten.lstm_cell.default, aten.rnn_tanh_cell.default, aten.rnn_relu_cell.default,
+    aten.addcmul.default, aten.addcdiv.default, aten.lerp.Tensor, aten.true_divide.Tensor,
+    aten.true_divide.Scalar, aten.repeat_interleave.self_int, aten.adaptive_max_pool1d.default,
 }
+# Higher-order ops ep.run_decompositions inlines: an autocast region (timm's autocast-disabled blocks) is a no-op here.
+INLINED_HOPS = {torch.ops.higher_order.wrap_with_autocast}
+
+
+def needs_torch_decompositions(ep: torch.export.ExportedProgram) -> bool:
+    return any(n.op == "call_function" and (n.target in TORCH_DECOMPOSED or n.target in INLINED_HOPS)
+               for n in ep.graph.nodes)
 
 
 def torch_decompositions(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
@@ -63,7 +76,8 @@ class Builder:
     def __call__(self, target, *args, island: bool = True) -> Node:
         with self.gm.graph.inserting_before(self.at):
             n = self.gm.graph.call_function(target, args)
-        vals = [a.meta["val"] if isinstance(a, Node) else a for a in args]
+        vals = [[v.meta["val"] if isinstance(v, Node) else v for v in a] if isinstance(a, (list, tuple))
+                else a.meta["val"] if isinstance(a, Node) else a for a in args]  # a cat's list of tensors
         with self.fake_mode:
             n.meta["val"] = target(*vals)
         n.meta["stack_trace"] = self.at.meta.get("stack_trace")
@@ -101,7 +115,7 @@ def _arg(n: Node, i: int, name: str, default=None):
     return n.args[i] if len(n.args) > i else n.kwargs.get(name, default)
 
 
-COMPOSITES = {**norms.DECOMPOSITIONS, **layers.DECOMPOSITIONS, **spatial.DECOMPOSITIONS, **logic.DECOMPOSITIONS}
+COMPOSITES = {**arith.DECOMPOSITIONS, **indexing.DECOMPOSITIONS, **norms.DECOMPOSITIONS, **layers.DECOMPOSITIONS, **spatial.DECOMPOSITIONS, **logic.DECOMPOSITIONS}
 # Decomposed only when mcu's own kernel does not apply (_is_uniform is False).
 RESAMPLED_WHEN_UNEVEN = {aten.upsample_nearest2d.vec, aten.adaptive_avg_pool2d.default, aten.upsample_nearest1d.vec}
 
@@ -150,7 +164,7 @@ def fold_constants(gm: GraphModule) -> bool:
     for n in list(graph.nodes):
         if n.op != "call_function" or not isinstance(n.meta.get("val"), torch.Tensor):
             continue
-        args, kwargs = n.args, dict(n.kwargs)
+        args, kwargs, replacement = n.args, dict(n.kwargs), None
         if n.target in LIKE_OPS:
             args = (torch.empty(tuple(n.args[0].meta["val"].shape)),) + tuple(n.args[1:])
         elif not (n.target in CONSTANT_OPS or (_is_const(gm, list(n.args)) and _is_const(gm, list(kwargs.values()))
@@ -159,8 +173,6 @@ def fold_constants(gm: GraphModule) -> bool:
             if zero is None:
                 continue
             replacement = zero
-        else:
-            replacement = None
         if replacement is None:
             kwargs.pop("device", None), kwargs.pop("pin_memory", None)
             value = n.target(*_value(gm, list(args)), **_value(gm, kwargs))
@@ -193,23 +205,36 @@ def _zero_operand(gm: GraphModule, n: Node):
     return None
 
 
-def decompose_composites(gm: GraphModule) -> GraphModule:
-    """Fold constants, replace every COMPOSITES op by its primitives, fold again (in place; returns gm)."""
+def decompose_composites(gm: GraphModule, tables: bool = False) -> GraphModule:
+    """Fold constants, replace every COMPOSITES op by its primitives (again while a decomposition made composites:
+    isnan's comparison), fold again (in place; returns gm). With tables (the integer flows), an elementwise op of
+    ELEMENTWISE_OPS stays whole: one look-up table computed with the op itself is more exact than its primitives."""
     changed = fold_constants(gm)
-    for n in list(gm.graph.nodes):
-        if n.op == "call_function" and n.target in RESAMPLED_WHEN_UNEVEN and not _is_uniform(n):
-            out = spatial.resample(Builder(gm, n), n)
-            n.replace_all_uses_with(out)
-            gm.graph.erase_node(n)
-            changed = True
-        elif n.op == "call_function" and n.target in COMPOSITES:
-            out = COMPOSITES[n.target](Builder(gm, n), n)
-            n.replace_all_uses_with(out)
-            gm.graph.erase_node(n)
-            changed = True
+    for _ in range(4):
+        if not _decompose_once(gm, tables):
+            break
+        changed = True
     if changed:
         fold_constants(gm)  # what the decompositions computed from constants alone (a bilinear's x2 view)
         gm.graph.eliminate_dead_code()
         gm.graph.lint()
         gm.recompile()
     return gm
+
+
+def _decompose_once(gm: GraphModule, tables: bool) -> bool:
+    """Each composite node of gm replaced by its decomposition; True when any was."""
+    changed = False
+    for n in list(gm.graph.nodes):
+        if n.op != "call_function" or (tables and n.target in ELEMENTWISE_OPS):
+            continue
+        if n.target in RESAMPLED_WHEN_UNEVEN and not _is_uniform(n):
+            out = spatial.resample(Builder(gm, n), n)
+        elif n.target in COMPOSITES:
+            out = COMPOSITES[n.target](Builder(gm, n), n)
+        else:
+            continue
+        n.replace_all_uses_with(out)
+        gm.graph.erase_node(n)
+        changed = True
+    return changed

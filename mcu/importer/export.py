@@ -222,10 +222,10 @@ def export(model, example_inputs: tuple | None = None) -> torch.export.ExportedP
     else:
         raise ExportError(f"cannot export a {type(model).__name__}; pass an nn.Module, an "
                           f"ExportedProgram or a .pt2 path")
-    from mcu.importer.decompose import TORCH_DECOMPOSED, torch_decompositions
+    from mcu.importer.decompose import needs_torch_decompositions, torch_decompositions
     from mcu.importer.rewrites import REWRITTEN_OPS, views_as_slices
     check_static(ep)
-    if any(n.op == "call_function" and n.target in TORCH_DECOMPOSED for n in ep.graph.nodes):
+    if needs_torch_decompositions(ep):
         ep = torch_decompositions(ep)  # a new program: the user's stays as it was
     if any(n.op == "call_function" and n.target in REWRITTEN_OPS for n in ep.graph.nodes):
         if isinstance(model, torch.export.ExportedProgram):

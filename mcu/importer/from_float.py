@@ -36,6 +36,14 @@ def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:
                               f"for the others")
 
 
+def _output(o: FxNode, value: dict, tensors: dict) -> str:
+    name = value[o]
+    if tensors[name].is_const:
+        raise UnsupportedOpError(f"model output {o.name} is a constant (it does not depend on the model's inputs); "
+                                 f"return it from outside the model")
+    return name
+
+
 def import_float(ep: torch.export.ExportedProgram) -> Graph:
     """Build the float32 IR of an exported float model."""
     gm = fold_batch_norms(decompose_composites(ep.module()), multi_output=True)
@@ -72,7 +80,7 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
         elif n.op == "call_module":
             continue  # torch.export's input guards (_guards_fn), as the int8 importer skips them
         elif n.op == "output":
-            outputs.extend(value[o] for o in n.args[0])
+            outputs.extend(_output(o, value, tensors) for o in n.args[0])
         elif n.target in IDENTITY_OPS:
             value[n] = value[n.args[0]]
         elif n.op == "call_function":

@@ -85,6 +85,8 @@ class _Importer:
         self.outputs: list[str] = []
         self.floats: dict[FxNode, str] = {}  # fx node of a float op (mixed precision) -> its float32 IR tensor
         self.dequantized: dict[str, str] = {}  # integer tensor -> its float32 dequantize
+        # forward's parameters in order: placeholder k is the IR tensor input{k}, whichever op reads it first
+        self.positions = {n: k for k, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
 
     def visit(self, n: FxNode) -> None:
         """Record what fx node n becomes. Placeholders become inputs at their quantize node, parameters constants
@@ -120,12 +122,26 @@ class _Importer:
             n = next(iter(self.pending))
             raise QuantizationError(f"op '{op_name(n)}' at {source_line(n)} has no quantized output; "
                                     f"it is not supported by the int8 flow")
-        return verify(Graph(self.tensors, tuple(self.nodes), tuple(self.inputs), tuple(self.outputs)))
+        for p, k in self.positions.items():  # an input no op reads stays in its place, as in the float import
+            if not p.users and f"input{k}" not in self.tensors:
+                self.add_input(p, "float32")
+        inputs = sorted(self.inputs, key=lambda name: int(name.removeprefix("input")))
+        return verify(Graph(self.tensors, tuple(self.nodes), tuple(inputs), tuple(self.outputs)))
+
+    def add_input(self, p: FxNode, dtype: str, qp: QParams | None = None) -> str:
+        """Model input `input{k}` for forward's k-th parameter (placeholder p), wherever the graph first reads it."""
+        name = f"input{self.positions[p]}"
+        self.inputs.append(name)
+        self.tensors[name] = Tensor(name, fx_shape(p), dtype, qp)
+        return name
 
     def output(self, o: FxNode) -> str:
         """The IR tensor of one model output."""
         if o in self.floats:  # a float op's result is the model's output (mixed precision)
             return self.floats[o]
+        if o.op == "get_attr":
+            raise QuantizationError(f"model output {o.name} is a constant (it does not depend on the model's inputs); "
+                                    f"return it from outside the model")
         if o not in self.value:
             raise QuantizationError(f"model output {o.name} is not quantized")
         return self.value[o]
@@ -170,10 +186,7 @@ class _Importer:
             self.nodes.append(Node(f"n{len(self.nodes)}_quantize", "quantize", (self.float_input(src),), (name,), {},
                                    source_line(src)))
             return name
-        name = f"input{len(self.inputs)}"
-        self.inputs.append(name)
-        self.tensors[name] = Tensor(name, fx_shape(src), dtype, qp)
-        return name
+        return self.add_input(src, dtype, qp)
 
     def compute(self, src: FxNode, name: str, dtype: str, qp: QParams) -> str:
         """The IR node of the float compute op whose result (src, after a fused activation if any) is quantized
@@ -250,9 +263,7 @@ class _Importer:
         if a.op == "get_attr":
             return self.float_const(a)
         if a.op == "placeholder" and a not in self.value:  # a float op reads the model's input: a float32 input
-            self.value[a] = f"input{len(self.inputs)}"
-            self.inputs.append(self.value[a])
-            self.tensors[self.value[a]] = Tensor(self.value[a], fx_shape(a), "float32")
+            self.value[a] = self.add_input(a, "float32")
             return self.value[a]
         if a.op == "placeholder" and self.tensors[self.value[a]].dtype == "float32":
             return self.value[a]

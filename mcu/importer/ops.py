@@ -22,6 +22,9 @@ ELEMENTWISE_OPS = {
     aten.ceil.default, aten.round.default, aten.trunc.default, aten.sign.default, aten.erf.default,
     aten.mish.default, aten.selu.default, aten.celu.default, aten.log_sigmoid.default, aten.hardshrink.default,
     aten.softshrink.default, aten.threshold.default, aten.rrelu.default, aten.pow.Tensor_Scalar,
+    # in float32 decomposed into the above (mcu.importer.composites.arith); asin, acos, atan have no float32 form yet
+    aten.log2.default, aten.log10.default, aten.exp2.default, aten.sinh.default, aten.cosh.default, aten.tan.default,
+    aten.asinh.default, aten.acosh.default, aten.atanh.default, aten.asin.default, aten.acos.default, aten.atan.default,
 }
 
 # Ops with no integer kernel: in int8 and a16w8 models each runs as a float32 island (dequantize, the float kernel,
@@ -44,7 +47,13 @@ COMPOSITE_OPS = {
     aten.upsample_bicubic2d.vec, aten.where.self, aten.masked_fill.Scalar, aten.logical_not.default,
     aten.logical_and.default, aten.logical_or.default, aten.bitwise_not.default, aten.bitwise_and.Tensor,
     aten.bitwise_or.Tensor, aten.__and__.Tensor, aten.__or__.Tensor, aten.embedding.default,
-    aten.index_select.default, aten.bilinear.default,
+    aten.index_select.default, aten.bilinear.default, aten.index.Tensor,
+    aten.fmax.default, aten.fmin.default, aten.log2.default, aten.exp2.default, aten.lerp.Scalar, aten.log10.default,
+    aten.sinh.default, aten.cosh.default, aten.tan.default, aten.asinh.default, aten.acosh.default, aten.atanh.default,
+    aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar,
+    aten.gather.default, aten.scatter.src, aten.slice_scatter.default, aten.select_scatter.default,
+    aten.diagonal.default, aten.scatter_add.default, aten.isnan.default, aten.isinf.default,
+    aten.adaptive_max_pool2d.default, aten.im2col.default,
     aten.gt.Tensor, aten.gt.Scalar, aten.lt.Tensor, aten.lt.Scalar, aten.ge.Tensor, aten.ge.Scalar, aten.le.Tensor,
     aten.le.Scalar, aten.eq.Tensor, aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar,
     # constants (mcu.importer.decompose.CONSTANT_OPS), folded at compile time

@@ -15,18 +15,21 @@ from mcu.errors import UnsupportedOpError
 from mcu.importer.ops import source_line
 
 aten = torch.ops.aten
-PIECE_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int}
-IDENTITIES = {aten.dropout.default, aten.alias.default, aten.contiguous.default, aten.clone.default}
+PIECE_OPS = {aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default, aten.unbind.int,
+             aten.unsafe_split.Tensor, aten.unsafe_split_with_sizes.default}  # unsafe_: a GRU/LSTM cell's gates
+IDENTITIES = {aten.dropout.default, aten.alias.default, aten.contiguous.default, aten.clone.default,
+              aten.lift_fresh_copy.default, aten.detach_.default}  # the latter two: x[torch.tensor([...])]
 MATMUL_FORMS = {aten.mm.default, aten.mv.default, aten.addmm.default, aten.baddbmm.default, aten.addmv.default}
 VALUES_AND_INDICES = {aten.max.dim: (aten.amax.default, aten.argmax.default),
                       aten.min.dim: (aten.amin.default, aten.argmin.default)}
 SCALAR_FORMS = {aten.add.Scalar: aten.add.Tensor, aten.sub.Scalar: aten.sub.Tensor, aten.mul.Scalar: aten.mul.Tensor,
                 aten.div.Scalar: aten.div.Tensor}
 GRAD_MODE_WRAPPER = torch.ops.higher_order.wrap_with_set_grad_enabled
+DEAD_CHECKS = {GRAD_MODE_WRAPPER, aten._assert_tensor_metadata.default}  # an inlined autocast region leaves the latter
 WHOLE_REDUCTIONS = {aten.sum.default: aten.sum.dim_IntList, aten.mean.default: aten.mean.dim}
 REWRITTEN_OPS = PIECE_OPS | MATMUL_FORMS | IDENTITIES | set(WHOLE_REDUCTIONS) | {
     aten._unsafe_view.default, aten.clamp_min.default, aten.clamp_max.default, aten.expand.default, aten.repeat.default,
-    *SCALAR_FORMS, *VALUES_AND_INDICES, GRAD_MODE_WRAPPER, aten.expand_as.default, aten.stack.default, aten.roll.default, aten.flip.default, aten.pad.default,aten.narrow.default, aten.select.int, aten.view.default,
+    *SCALAR_FORMS, *VALUES_AND_INDICES, *DEAD_CHECKS, aten.expand_as.default, aten.stack.default, aten.roll.default, aten.flip.default, aten.pad.default,aten.narrow.default, aten.select.int, aten.view.default,
                                                         aten.batch_norm.default, aten.rrelu.default, aten.t.default}
 
 
@@ -36,10 +39,10 @@ def _pieces(n: Node) -> list[tuple[int, int]]:
     size = int(x.meta["val"].shape[_dim(n)])
     if n.target == aten.unbind.int:
         return [(i, i + 1) for i in range(size)]
-    if n.target == aten.split_with_sizes.default:
+    if n.target in (aten.split_with_sizes.default, aten.unsafe_split_with_sizes.default):
         sizes = [int(s) for s in n.args[1]]
     else:
-        step = int(n.args[1]) if n.target == aten.split.Tensor else -(-size // int(n.args[1]))
+        step = int(n.args[1]) if n.target in (aten.split.Tensor, aten.unsafe_split.Tensor) else -(-size // int(n.args[1]))
         sizes = [min(step, size - i) for i in range(0, size, step)]
     ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
     return list(zip([0] + ends[:-1], ends))
@@ -222,8 +225,9 @@ def _refuse_training_mode(n: Node) -> None:
 
 # Each rewrite(graph, n) changes n in place and returns True, or returns False (n untouched) when it does not apply.
 def _drop_grad_mode(graph, n: Node) -> bool:
-    """torch.export under torch.no_grad() can leave a dead wrapper of the grad-mode switch: erased."""
-    if n.target != GRAD_MODE_WRAPPER or n.users:
+    """torch.export under torch.no_grad() can leave a dead wrapper of the grad-mode switch, an inlined autocast
+    region a dtype assertion: erased."""
+    if n.target not in DEAD_CHECKS or n.users:
         return False
     graph.erase_node(n)
     return True
@@ -344,7 +348,7 @@ def _copies_and_moves(graph, n: Node) -> bool:
 
 
 def _drop_identity(graph, n: Node) -> bool:
-    """Eval-mode (or p = 0) dropout, alias, contiguous, clone vanish; one that is a program output becomes a
+    """Eval-mode (or p = 0) dropout, alias, contiguous, clone, a constant's lift_fresh_copy and detach_ vanish; one that is a program output becomes a
     reshape, which keeps its name (the output's name)."""
     if n.target not in IDENTITIES or not (n.target != aten.dropout.default or not (len(n.args) > 2 and n.args[2])
                                           or not n.args[1]):

@@ -276,7 +276,7 @@ class McuQuantizer(Quantizer):
         self._annotate_output(node)
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        model = decompose_composites(model)
+        model = decompose_composites(model, tables=True)
         return model if self.qat else fold_batch_norms(model)
 
     def validate(self, model: GraphModule) -> None:

@@ -1,5 +1,5 @@
 """Layers as matmuls, linears, slices and elementwise ops: clamp by tensors, PReLU, attention, cumsum, embedding /
-index_select with constant indices, bilinear."""
+index_select / x[idx] with constant indices, bilinear."""
 from __future__ import annotations
 
 import math
@@ -81,6 +81,8 @@ def _gather(b, n):
     cat, then the index tensor's shape (indices computed at run time, integer inputs, are refused)."""
     if n.target == aten.embedding.default:
         x, idx, dim = n.args[0], n.args[1], 0
+    elif n.target == aten.index.Tensor:
+        x, dim, idx = n.args[0], *_one_index(b, n.args[1])
     else:
         x, dim, idx = n.args[0], int(n.args[1]), n.args[2]
     index = b.tensor(idx) if isinstance(idx, Node) else torch.as_tensor(idx)
@@ -94,6 +96,14 @@ def _gather(b, n):
     y = parts[0] if len(parts) == 1 else b(aten.cat.default, parts, dim)
     out = b.shape(n)
     return y if b.shape(y) == out else b(aten.reshape.default, y, out)
+
+
+def _one_index(b, indices) -> tuple[int, Node]:
+    """x[..., idx, ...] (aten.index with one index tensor): its dim and the index."""
+    used = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(used) != 1:
+        raise b.refuse(f"indexing with {len(used)} index tensors", "index one dim at a time (x[i][:, j])")
+    return used[0]
 
 
 def _bilinear(b, n):
@@ -117,6 +127,6 @@ DECOMPOSITIONS = {
     aten.prelu.default: _prelu,
     aten.scaled_dot_product_attention.default: _sdpa,
     aten.cumsum.default: _cumsum,
-    aten.embedding.default: _gather, aten.index_select.default: _gather,
+    aten.embedding.default: _gather, aten.index_select.default: _gather, aten.index.Tensor: _gather,
     aten.bilinear.default: _bilinear,
 }

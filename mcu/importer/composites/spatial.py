@@ -1,4 +1,5 @@
-"""Transposed convs and resampling (bilinear, bicubic, uneven nearest and adaptive pools) as convs and linears."""
+"""Transposed convs and resampling (bilinear, bicubic, uneven nearest and adaptive pools) as convs and linears;
+adaptive max pools as max pools or per-bin maxima, im2col as a one-hot conv."""
 from __future__ import annotations
 
 import torch
@@ -99,7 +100,52 @@ def resample(b, n):
 ONE_D_RESAMPLES = {aten.upsample_nearest1d.vec}
 
 
+def _values_only(b, n, out):
+    """Point n's values output (getitem 0) at `out`; a use of its indices output is refused."""
+    for user in list(n.users):
+        if user.args[1] != 0 and user.users:
+            raise b.refuse(f"{n.target.__name__}'s indices output", "use only the pooled values (return_indices=False)")
+        user.replace_all_uses_with(out)
+        user.graph.erase_node(user)
+    return out
+
+
+def _adaptive_max_pool2d(b, n):
+    """adaptive_max_pool2d (values): one max_pool2d where the sizes divide; else, as max is separable, per axis
+    one amax over each bin (start floor(i * in / out), end ceil((i + 1) * in / out)) and a cat."""
+    x, size = n.args[0], b.shape(n.args[0])[-2:]
+    out = [s if o is None else int(o) for s, o in zip(size, n.args[1])]
+    if all(s % o == 0 for s, o in zip(size, out)):
+        k = [s // o for s, o in zip(size, out)]
+        y = b(aten.max_pool2d.default, x, k, k)
+        return _values_only(b, n, y)
+    y = x
+    for axis, (s, o) in ((-1, (size[1], out[1])), (-2, (size[0], out[0]))):
+        if s == o:
+            continue
+        bins = [(i * s // o, -(-(i + 1) * s // o)) for i in range(o)]
+        parts = [b(aten.amax.default, b(aten.slice.Tensor, y, axis, lo, hi), [axis], True) for lo, hi in bins]
+        y = b(aten.cat.default, parts, axis)
+    return _values_only(b, n, y)
+
+
+def _im2col(b, n):
+    """im2col (F.unfold): a conv2d with a one-hot weight (output channel c * kh * kw + i * kw + j reads input
+    channel c at kernel tap (i, j); exact in int8 too), then [N, C * kh * kw, L]."""
+    x, kernel, dilation, padding, stride = n.args[:5]
+    shape = b.shape(x)
+    c, (kh, kw) = shape[-3], kernel
+    w = torch.zeros(c * kh * kw, c, kh, kw)
+    for ch in range(c):
+        for i in range(kh):
+            for j in range(kw):
+                w[ch * kh * kw + i * kw + j, ch, i, j] = 1.0
+    y = b(aten.conv2d.default, x, b.const("_mcu_im2col", w), None, list(stride), list(padding), list(dilation))
+    return b(aten.reshape.default, y, b.shape(n))
+
+
 DECOMPOSITIONS = {
     aten.conv_transpose1d.default: _conv_transpose, aten.conv_transpose2d.input: _conv_transpose,
     aten.upsample_bilinear2d.vec: resample, aten.upsample_bicubic2d.vec: resample,
+    aten.adaptive_max_pool2d.default: _adaptive_max_pool2d, aten.im2col.default: _im2col,
 }
