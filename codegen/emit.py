@@ -145,7 +145,18 @@ def io_record(graph: Graph, macro: str, kind: str, i: int, t: str) -> dict:
     return {"name": f"{kind}{i}", "macro": f"{macro}_{kind.upper()}{i}", "shape": list(tensor.shape),
             "layout": tensor.layout or "torch order", "ctype": C_TYPES[tensor.dtype], "dtype": tensor.dtype,
             "bytes": tensor.nbytes, "scale": _float_literal(tensor.qparams.s) if tensor.qparams else None,
-            "zero_point": tensor.qparams.zp if tensor.qparams else None, "tensor": t}
+            "zero_point": tensor.qparams.zp if tensor.qparams else None, "tensor": t,
+            "elements": int(np.prod(tensor.shape, dtype=np.int64)), **quant_limits(tensor)}
+
+
+def quant_limits(tensor) -> dict:
+    """What <name>_quantize_input<k> needs beyond the header's macros: float32(1 / scale) (the multiplier
+    quantize_per_tensor uses, Package.quantize_inputs) and the integer range, as float literals; {} for float32."""
+    if not tensor.qparams:
+        return {}
+    info = np.iinfo(DTYPES[tensor.dtype])
+    return {"inv_scale": _float_literal(1.0 / tensor.qparams.s), "qmin": _float_literal(info.min),
+            "qmax": _float_literal(info.max)}
 
 
 def run_signature(inputs: list[dict], outputs: list[dict], uses_arena: bool) -> dict:
