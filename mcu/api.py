@@ -20,7 +20,7 @@ from mcu.build.dropin import dropin_names, dropin_files
 from mcu.build.fit import check_fit
 from mcu.codegen import serialize
 from mcu.codegen.emit import emit
-from mcu.codegen.ir import DTYPES, Graph
+from mcu.codegen.ir import Graph
 from mcu.codegen.memory import MemoryPlan, picture, plan_graph
 from mcu.codegen.names import DEFAULT_NAME, check_name, model_files
 from mcu.codegen.pipeline import run_passes
@@ -30,8 +30,7 @@ from mcu.importer.export import example_inputs_of, export
 from mcu.importer.from_float import import_float
 from mcu.importer.from_quantized import import_quantized
 from mcu.importer.ops import portable_source, portable_stack_trace
-from mcu.package import (FLOAT_MODEL, IR_DATA, IR_FILE, OLD_IR_FILE, Package, RunResult, load, seal_manifest,
-                         to_torch)
+from mcu.package import FLOAT_MODEL, IR_DATA, IR_FILE, OLD_IR_FILE, Package, RunResult, load, seal_manifest
 from mcu.paths import BUILD_DIR
 from mcu.quantization.precision import PrecisionChoice, choose_precision
 from mcu.quantization.quantizer import Progress, quantize as quantize_pt2e
@@ -239,11 +238,7 @@ def run(pkg: Package, inputs, *, timeout: float = 120.0) -> RunResult:
     raw_in = pkg.quantize_inputs(inputs)
     elf = pkg.build()
     res = run_firmware(elf, pkg.board, b"".join(x.tobytes() for x in raw_in), timeout=timeout)
-    raw, pos = [], 0
-    for spec in pkg.manifest["outputs"]:
-        chunk = res.output_bytes[pos:pos + spec["bytes"]]
-        pos += spec["bytes"]
-        raw.append(to_torch(np.frombuffer(chunk, dtype=DTYPES[spec["dtype"]]).copy(), spec))
+    raw = pkg.raw_outputs(res.output_bytes)
     if res.status != 0:
         raise McuError(f"the model returned {status_name(res.status)} on the device: a code generator bug; "
                        f"please report it")

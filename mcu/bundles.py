@@ -117,7 +117,7 @@ def bundle_files(pkgs: list[Package]) -> dict[str, bytes]:
                   "CMakeLists.txt": render("CMakeLists.txt", ctx), "README.md": render("bundle_README.md", ctx)})
     files[BUNDLE_FILE] = (json.dumps({"format": FORMAT, "board": board.name, "written_by": _writer(pkgs[0]),
                                       "models": [p.name for p in pkgs], "kernels": kernels,
-                                      "arena_bytes": max(p.arena_bytes for p in pkgs)}, indent=2) + "\n").encode()
+                                      "arena_bytes": ctx["arena_bytes"]}, indent=2) + "\n").encode()
     return files
 
 

@@ -106,6 +106,16 @@ class Package:
             out.append(to_stored(q, spec))
         return out
 
+    def raw_outputs(self, data: bytes) -> list[np.ndarray]:
+        """A run's output bytes (every output, one after the other, as the model writes them) -> one integer (or
+        float32) array per output, in torch order."""
+        raw, pos = [], 0
+        for spec in self.manifest["outputs"]:
+            raw.append(to_torch(np.frombuffer(data[pos:pos + spec["bytes"]], dtype=DTYPES[spec["dtype"]]).copy(),
+                                spec))
+            pos += spec["bytes"]
+        return raw
+
     def dequantize_outputs(self, raw: list[np.ndarray]) -> list[np.ndarray]:
         return [r.astype(np.float32) if s["scale"] is None else
                 ((r.astype(np.float32) - s["zero_point"]) * np.float32(s["scale"])).astype(np.float32)

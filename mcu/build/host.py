@@ -242,9 +242,6 @@ def build_host(pkg, *, sanitize: bool = True) -> Path:
 
 def run_host(pkg, inputs, *, sanitize: bool = True, timeout: float = 120.0) -> HostRun:
     """Run one inference of pkg's host build on float `inputs` (torch order, like mcu.run)."""
-    from mcu.package import to_torch
-    from mcu.codegen.ir import DTYPES
-
     raw_in = pkg.quantize_inputs(inputs)
     exe = build_host(pkg, sanitize=sanitize)
     with tempfile.TemporaryDirectory(prefix="mcu-host-") as tmp:
@@ -261,11 +258,7 @@ def run_host(pkg, inputs, *, sanitize: bool = True, timeout: float = 120.0) -> H
     if proc.returncode != 0 or not done:
         raise SanitizerError(f"{exe} failed (exit {proc.returncode}) on {pkg.out_dir}:\n{_report(proc.stderr)}")
     status = int(done[-1].split("=", 1)[1])
-    raw, pos = [], 0
-    for spec in pkg.manifest["outputs"]:
-        chunk = data[pos:pos + spec["bytes"]]
-        pos += spec["bytes"]
-        raw.append(to_torch(np.frombuffer(chunk, dtype=DTYPES[spec["dtype"]]).copy(), spec))
+    raw = pkg.raw_outputs(data)
     if status != 0:
         raise SanitizerError(f"the model returned {status_name(status)} on the host: a code generator bug; "
                              f"please report it")

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import time
-import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -65,9 +64,9 @@ def evaluate(pkg, data, labels=None, *, float_model=None, progress=None, timeout
                "device": np.stack([pkg.dequantize_outputs([r])[0] for r in dev_raw])}
     if float_model is not None:
         outputs["float"] = np.stack([_float_outputs(float_model, s).reshape(ref_raw[0].shape) for s in samples])
-    result = _scores(outputs, labels, n)
-    result = dataclasses.replace(result, device_equals_reference=bool(np.array_equal(dev_raw, ref_raw)),
-                                 instructions=instructions, seconds=seconds, board=pkg.board)
+    result = EvalResult(count=n, **_scores(outputs, labels, n),
+                        device_equals_reference=bool(np.array_equal(dev_raw, ref_raw)), instructions=instructions,
+                        seconds=seconds, board=pkg.board)
     save_result(pkg, result)
     return result
 
@@ -103,9 +102,9 @@ def _device_run(pkg, samples: list, shape: tuple, progress, timeout: float | Non
     return dev_raw, instructions, seconds
 
 
-def _scores(outputs: dict[str, np.ndarray], labels: np.ndarray | None, n: int) -> EvalResult:
-    """Top-1 accuracy, agreement, SQNR, per-class accuracy and the confusion matrix of each path's outputs (the
-    device's run figures are filled in by the caller)."""
+def _scores(outputs: dict[str, np.ndarray], labels: np.ndarray | None, n: int) -> dict:
+    """EvalResult's scores of each path's outputs: top-1 accuracy, agreement, SQNR, per-class accuracy, the
+    confusion matrix and the predictions."""
     preds = {k: v.reshape(n, -1).argmax(axis=1) for k, v in outputs.items()}
     base = "float" if "float" in preds else "reference"
     classes = int(outputs["device"].reshape(n, -1).shape[1])
@@ -122,11 +121,10 @@ def _scores(outputs: dict[str, np.ndarray], labels: np.ndarray | None, n: int) -
         matrix = np.zeros((classes, classes), dtype=np.int64)
         np.add.at(matrix, (labels, np.clip(preds["device"], 0, classes - 1)), 1)
         confusion = matrix.tolist()
-    return EvalResult(
-        count=n, accuracy=accuracy, agreement=agreement, sqnr_db=sqnr,
-        device_float_differ=int((preds["device"] != preds["float"]).sum()) if "float" in preds else None,
-        device_equals_reference=False, instructions=0, seconds=0.0, classes=classes, per_class=per_class,
-        confusion=confusion, predictions={k: v.tolist() for k, v in preds.items()})
+    return dict(accuracy=accuracy, agreement=agreement, sqnr_db=sqnr,
+                device_float_differ=int((preds["device"] != preds["float"]).sum()) if "float" in preds else None,
+                classes=classes, per_class=per_class, confusion=confusion,
+                predictions={k: v.tolist() for k, v in preds.items()})
 
 
 def load_float_model(pkg):
