@@ -6,6 +6,8 @@ import argparse
 import dataclasses
 import io
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -235,3 +237,12 @@ def test_progress_bar_off_writes_nothing_and_a_broken_run_ends_the_line():
     bar(1, 2, 1.0)
     bar.close()
     assert broken.getvalue().endswith("\n") and "1/2" in broken.getvalue()
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["boards"], ["compile", "--help"], ["bench", "--help"]])
+def test_commands_that_need_no_model_import_no_torch(argv):
+    """The parser and `mcu boards` stay quick: torch (seconds to import) is loaded only by a command that needs it."""
+    code = ("import sys\nfrom mcu.cli import main\nmain(%r)\n"
+            "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('mcu'))" % argv)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 
 from mcu.errors import McuError
-from mcu.package import torch_shape
 
 
 def load_model(spec: str):
@@ -78,5 +77,7 @@ def load_inputs(paths) -> list:
 def randn_inputs(pkg, seed: int) -> list:
     """Seeded randn inputs of the package's input shapes (torch order)."""
     import torch
+
+    from mcu.package import torch_shape
     g = torch.Generator().manual_seed(seed)
     return [torch.randn(tuple(torch_shape(s)), generator=g) for s in pkg.manifest["inputs"]]
