@@ -43,7 +43,6 @@ def mcu_version() -> str:
         return "unknown"
 
 
-
 @dataclass
 class Package:
     """A compiled model: its folder, the lowered IR and memory plan, and (when compiled in this
