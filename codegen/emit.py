@@ -146,7 +146,19 @@ def io_record(graph: Graph, macro: str, kind: str, i: int, t: str) -> dict:
             "layout": tensor.layout or "torch order", "ctype": C_TYPES[tensor.dtype], "dtype": tensor.dtype,
             "bytes": tensor.nbytes, "scale": _float_literal(tensor.qparams.s) if tensor.qparams else None,
             "zero_point": tensor.qparams.zp if tensor.qparams else None, "tensor": t,
-            "elements": int(np.prod(tensor.shape, dtype=np.int64)), **quant_limits(tensor)}
+            "elements": int(np.prod(tensor.shape, dtype=np.int64)), **quant_limits(tensor), **index_bounds(graph, t)}
+
+
+def index_bounds(graph: Graph, t: str) -> dict:
+    """An int32 input's legal values: {"index_range": [0, rows], "index_use": the op and source line} of the
+    smallest table it indexes (mcu_gather returns MCU_ERR_INDEX outside it); {} for other tensors."""
+    uses = [(n.call.params["rows"], n.source) for n in graph.nodes
+            if n.call and n.call.kernel.startswith("mcu_gather_") and n.inputs[1] == t]
+    if graph.tensors[t].dtype != "int32" or not uses:
+        return {}
+    rows, source = min(uses)
+    return {"index_range": [0, int(rows)], "index_use": f"a gather (embedding, index_select or x[idx]) at "
+                                                        f"{source or 'an unknown source line'}"}
 
 
 def quant_limits(tensor) -> dict:

@@ -43,7 +43,8 @@ class Manifest:
 def io_entry(graph: Graph, io: dict) -> dict:
     """One input or output of the manifest from emit's I/O record: the real scale, None for a float32 tensor."""
     t = graph.tensors[io["tensor"]]
-    return {k: io[k] for k in IO_FIELDS} | {"scale": t.qparams.s if t.qparams else None}
+    index = {k: io[k] for k in ("index_range", "index_use") if k in io}  # an int32 input's legal values
+    return {k: io[k] for k in IO_FIELDS} | {"scale": t.qparams.s if t.qparams else None} | index
 
 
 def build_manifest(graph: Graph, mem: MemoryPlan, *, name: str, board: str, inputs: list[dict],

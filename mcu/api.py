@@ -25,7 +25,7 @@ from mcu.codegen.memory import MemoryPlan, picture, plan_graph
 from mcu.codegen.names import DEFAULT_NAME, check_name, model_files
 from mcu.codegen.pipeline import run_passes
 from mcu.codegen.target import Target
-from mcu.errors import BoardFitError, McuError, status_name
+from mcu.errors import MCU_ERR_INDEX, BoardFitError, McuError, status_name
 from mcu.importer.export import example_inputs_of, export
 from mcu.importer.from_float import import_float
 from mcu.importer.from_quantized import import_quantized
@@ -241,7 +241,9 @@ def run(pkg: Package, inputs, *, timeout: float = 120.0) -> RunResult:
     raw = pkg.raw_outputs(res.output_bytes)
     if res.status != 0:
         raise McuError(f"the model returned {status_name(res.status)} on the device: a code generator bug; "
-                       f"please report it")
+                       f"please report it" if res.status != MCU_ERR_INDEX else
+                       f"the model returned {status_name(res.status)} on the device: an index input outside its "
+                       f"table (the manifest's index_range)")
     return RunResult(pkg.dequantize_outputs(raw), raw, res.instructions, res.stdout, res.stack_bytes)
 
 

@@ -41,6 +41,7 @@ from torchao.quantization.pt2e.quantizer import (
 
 from mcu.errors import McuError
 from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS, WEIGHTED_OPS, op_name, source_line
+from mcu.importer.op_attrs import GATHER_OPS, gather_args
 from mcu.importer.decompose import decompose_composites
 from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
@@ -228,6 +229,9 @@ class McuQuantizer(Quantizer):
                 _annotate(node, {node.args[0]: act}, FIXED16_QSPEC if sixteen else FIXED_QPARAM_OPS[node.target])
             elif node.target in OWN_OUTPUT_OPS:
                 _annotate(node, {node.args[0]: act}, act)
+            elif node.target in GATHER_OPS:  # rows of a table by run-time indices: the output on the table's qparams
+                table = gather_args(node)[0]
+                _annotate(node, {table: act}, SharedQuantizationSpec((table, node)))
             elif node.target == aten.cat.default:
                 ins = [a for a in node.args[0] if isinstance(a, Node)]
                 first = SharedQuantizationSpec((ins[0], node))
