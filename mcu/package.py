@@ -24,7 +24,7 @@ from mcu.codegen.emit import emit
 from mcu.codegen.ir import DTYPES, Graph
 from mcu.codegen.memory import MemoryPlan
 from mcu.codegen.names import NAME_RULE, is_valid_name, model_files
-from mcu.codegen.reference import run_reference
+from mcu.state_region import initial_region, reference_step
 from mcu.errors import InputError, McuError, PackageError
 from mcu.paths import BUILD_DIR
 from mcu.quantization.precision import PrecisionChoice
@@ -139,9 +139,14 @@ class Package:
 
     def reference(self, inputs) -> list[np.ndarray]:
         """Raw outputs (torch order) of the numpy reference for float inputs: integer, or float32 for a float
-        package (quantize="none")."""
-        raw = run_reference(self.graph, self.quantize_inputs(inputs))
+        package (quantize="none"). A model with state runs from its initial state (mcu.session carries it)."""
+        raw, _ = reference_step(self.graph, self.quantize_inputs(inputs), initial_region(self.graph))
         return [to_torch(r, s) for r, s in zip(raw, self.manifest["outputs"])]
+
+    @property
+    def state_bytes(self) -> int:
+        """The bytes of the state region (<PREFIX>_STATE_BYTES); 0 for a model without state."""
+        return self.manifest.get("state_bytes", 0)
 
     def torchao_reference(self, inputs) -> list[np.ndarray]:
         """Float outputs of torchao's converted (Q/DQ) model; needs a package compiled in this process."""
@@ -166,6 +171,7 @@ class RunResult:
     instructions: int               # one inference, from SysTick under -icount shift=0
     stdout: str = ""
     stack_bytes: int = 0            # peak stack of the run, harness included (see mcu.build.stack for the bound)
+    state: bytes = b""              # a model with state: the state region after the run
 
 
 def torch_shape(spec) -> tuple[int, ...]:

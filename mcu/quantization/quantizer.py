@@ -35,6 +35,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import (
     DerivedQuantizationSpec,
     QuantizationAnnotation,
+    QuantizationSpec,
     Quantizer,
     SharedQuantizationSpec,
 )
@@ -42,6 +43,7 @@ from torchao.quantization.pt2e.quantizer import (
 from mcu.errors import McuError
 from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS, WEIGHTED_OPS, op_name, source_line
 from mcu.importer.op_attrs import GATHER_OPS, gather_args
+from mcu.importer.state import ep_states
 from mcu.importer.decompose import decompose_composites
 from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
@@ -192,8 +194,9 @@ class McuQuantizer(Quantizer):
     precision is the run's ("int8" or "a16w8"); mixed overrides it per module (see the module docstring)."""
 
     def __init__(self, observer: str = "minmax", qat: bool = False, weights: str = "int8",
-                 precision: str = "int8", mixed: dict | None = None):
+                 precision: str = "int8", mixed: dict | None = None, states: int = 0):
         super().__init__()
+        self.states = states  # the last `states` inputs and outputs are a state and its update (mcu.importer.state)
         if precision not in PRECISIONS[:2]:
             raise McuError(f"precision={precision!r} is not one of int8, a16w8")
         self.acts = {"int8": act_qspec(observer, qat), "a16w8": act_qspec(observer, qat, bits=16)}
@@ -240,6 +243,8 @@ class McuQuantizer(Quantizer):
                 src = node.args[0]
                 if isinstance(src, Node):
                     _annotate(node, {src: act}, SharedQuantizationSpec((src, node)))
+        if self.states:
+            _share_state_qparams(model, self.states)
         return model
 
     def _annotate_output(self, node: Node) -> None:
@@ -285,6 +290,21 @@ class McuQuantizer(Quantizer):
 
     def validate(self, model: GraphModule) -> None:
         pass
+
+
+def _share_state_qparams(model: GraphModule, states: int) -> None:
+    """Each state input is read on its update's qparams (one observer sees both: the value written back is the
+    value read next call, with no requantization between calls)."""
+    inputs = [n for n in model.graph.nodes if n.op == "placeholder"][-states:]
+    updates = list(next(n for n in model.graph.nodes if n.op == "output").args[0])[-states:]
+    for p, u in zip(inputs, updates):
+        ann = u.meta.get("quantization_annotation")
+        if ann is None or not isinstance(ann.output_qspec, QuantizationSpec):
+            continue  # a float state keeps its form; an update sharing its input's range already is left so
+        reader = next((c for c in model.graph.nodes if p in getattr(c.meta.get("quantization_annotation"),
+                                                                    "input_qspec_map", {})), None)
+        if reader is not None:  # observed first where the state is read, then shared by the update
+            ann.output_qspec = SharedQuantizationSpec((p, reader))
 
 
 def _check_batch(batch, example_inputs, k: int = 0) -> tuple:
@@ -337,8 +357,9 @@ def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
     calibration is an iterable of input tuples; None calibrates on the example inputs alone.
     progress, if given, is called after each batch (silent by default).
     """
+    state = [s.init for s in ep_states(exported)]  # carried from batch to batch: calibration runs in order
     prepared = prepare_pt2e(exported.module(), McuQuantizer(observer, weights=weights, precision=precision,
-                                                            mixed=mixed))
+                                                            mixed=mixed, states=len(state)))
     batches = [example_inputs] if calibration is None else calibration
     if not hasattr(batches, "__iter__"):
         raise McuError(f"calibration must be an iterable of input tuples (e.g. [(x,) for x in batches]), "
@@ -352,7 +373,8 @@ def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
     with torch.no_grad():
         for batch in batches:
             batch = _check_batch(batch, example_inputs, seen)
-            means.run(*batch) if means is not None else prepared(*batch)
+            outs = means.run(*batch, *state) if means is not None else prepared(*batch, *state)
+            state = list(outs[len(outs) - len(state):]) if state else state
             _check_finite(prepared, seen)
             seen += 1
             if progress is not None:
