@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import torch
 from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
 from torch.export.graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec
 from torch.utils import _pytree as pytree
 
+from mcu.codegen.ir import DTYPES, Graph, Node, State, Tensor, verify
 from mcu.errors import ExportError
 from mcu.importer.ops import source_line
 
@@ -109,12 +111,10 @@ def _call_graph(ep, input_specs, output_specs) -> list[ModuleCallEntry]:
     return [ModuleCallEntry(top.fqn, sig)] + list(ep.module_call_graph[1:])
 
 
-def attach_state(graph, states: tuple[LiftedState, ...]):
+def attach_state(graph: Graph, states: tuple[LiftedState, ...]) -> Graph:
     """The imported IR graph with its trailing inputs and outputs marked as `states` (codegen/ir.py's State):
     each initial value in its tensor's type (quantized on its qparams), an update on other qparams requantized
     onto the state's (a state is read next call as it was written)."""
-    from mcu.codegen.ir import Graph, Node, State, Tensor, verify
-
     if not states:
         return graph
     k, tensors, nodes, outputs = len(states), dict(graph.tensors), list(graph.nodes), list(graph.outputs)
@@ -132,12 +132,8 @@ def attach_state(graph, states: tuple[LiftedState, ...]):
     return verify(Graph(tensors, tuple(nodes), graph.inputs, tuple(outputs), tuple(records)))
 
 
-def _stored_init(s: LiftedState, t) -> "np.ndarray":
+def _stored_init(s: LiftedState, t: Tensor) -> np.ndarray:
     """A state's initial value in its IR tensor's type, torch order."""
-    import numpy as np
-
-    from mcu.codegen.ir import DTYPES
-
     x = s.init.detach().to(torch.float64).numpy().reshape(t.shape if not t.layout else s.init.shape)
     if t.qparams is None:
         return np.ascontiguousarray(x.astype(DTYPES[t.dtype]))
