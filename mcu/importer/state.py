@@ -49,6 +49,7 @@ def lift_state(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram
     """ep (functionalized) with each mutated buffer as a trailing user input and its new value as a trailing user
     output; ep itself when nothing is mutated. A new program: the user's stays as it was."""
     if mutates_buffers(ep):
+        _check_shapes(ep)
         ep = ep.run_decompositions({})  # functional: BUFFER_MUTATION outputs instead of in-place ops
     sig = ep.graph_signature
     mutated = {s.target: s.arg.name for s in sig.output_specs if s.kind == OutputKind.BUFFER_MUTATION}
@@ -84,6 +85,20 @@ def lift_state(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram
         constants={k: v for k, v in ep.constants.items() if k not in mutated}, verifiers=ep.verifiers)
     new.graph_module.meta[META] = states
     return new
+
+
+def _check_shapes(ep: torch.export.ExportedProgram) -> None:
+    """A buffer overwritten by copy_ with a value of another shape (`self.h = torch.cat([self.h, x])`: a buffer
+    that grows) has no fixed place in the state region: an ExportError naming it and its line."""
+    names = {s.arg.name: s.target for s in ep.graph_signature.input_specs if s.kind == InputKind.BUFFER}
+    for n in ep.graph.nodes:
+        if n.op == "call_function" and n.target == torch.ops.aten.copy_.default and n.args[0].name in names:
+            old, new = n.args[0].meta.get("val"), n.args[1].meta.get("val") if hasattr(n.args[1], "meta") else None
+            if isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor) and old.shape != new.shape:
+                raise ExportError(f"buffer '{names[n.args[0].name]}' is written at "
+                                  f"{source_line(n) or '(no source line recorded)'} with a value of shape "
+                                  f"{list(new.shape)} but holds {list(old.shape)}: a state keeps its shape between "
+                                  f"calls; keep a fixed-size window (shift it with cat + slice) instead of growing it")
 
 
 def _check_updates(updates, lifted) -> None:
