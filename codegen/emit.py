@@ -155,12 +155,12 @@ def index_bounds(graph: Graph, t: str) -> dict:
     """An int32 input's legal values: {"index_range": [0, rows], "index_use": the op and source line} of the
     smallest table it indexes (mcu_gather returns MCU_ERR_INDEX outside it); {} for other tensors."""
     uses = [(n.call.params["rows"], n.source) for n in graph.nodes
-            if n.call and n.call.kernel.startswith("mcu_gather_") and n.inputs[1] == t]
+            if n.call and n.call.kernel.startswith(("mcu_gather_", "mcu_scatter_")) and n.inputs[1] == t]
     if graph.tensors[t].dtype != "int32" or not uses:
         return {}
     rows, source = min(uses)
-    return {"index_range": [0, int(rows)], "index_use": f"a gather (embedding, index_select or x[idx]) at "
-                                                        f"{source or 'an unknown source line'}"}
+    return {"index_range": [0, int(rows)], "index_use": f"an indexing op (embedding, index_select, x[idx], a "
+                                                        f"cache write) at {source or 'an unknown source line'}"}
 
 
 def quant_limits(tensor) -> dict:

@@ -49,6 +49,23 @@ def gather_s8(params: dict, table: np.ndarray, indices: np.ndarray) -> np.ndarra
 gather_s16 = gather_f32 = gather_s8
 
 
+def scatter_s8(params: dict, table: np.ndarray, indices: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Twin of mcu_scatter_s8 (and _s16, _f32): table [outer, rows, inner] with rows indices[i] replaced by
+    values [outer, count, inner] (the last of repeated indices wins); outside [0, rows) is MCU_ERR_INDEX."""
+    p = params
+    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+    if idx.size != p["count"] or idx.min() < 0 or idx.max() >= p["rows"]:
+        raise ValueError(f"scatter indices {idx.tolist()} outside [0, {p['rows']}) (MCU_ERR_INDEX) or not {p['count']}")
+    out = np.array(table).reshape(p["outer"], p["rows"], p["inner"])
+    vals = np.asarray(values).reshape(p["outer"], p["count"], p["inner"])
+    for i, r in enumerate(idx):
+        out[:, r] = vals[:, i]
+    return out
+
+
+scatter_s16 = scatter_f32 = scatter_s8
+
+
 def pad_s8(params: dict, input: np.ndarray, dtype=np.int8) -> np.ndarray:
     """Twin of mcu_pad_s8 (_s16, _f32: value_f32): [outer, in_len, inner] -> [outer, before + in_len + after,
     inner], the new elements `value`."""

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.fx import Node as FxNode
 
-from mcu.importer.op_attrs import IDENTITY_OPS, UNARY_IR_OPS, first_arg, fx_shape, gather_args, op_attrs
+from mcu.importer.op_attrs import IDENTITY_OPS, UNARY_IR_OPS, first_arg, fx_shape, gather_args, op_attrs, scatter_args
 from mcu.errors import QuantizationError
 from mcu.codegen.ir import Graph, Node, Tensor, verify
 from mcu.errors import UnsupportedOpError
@@ -27,7 +27,7 @@ from mcu.importer.batch_norms import fold_batch_norms
 FLOAT_OPS = ("conv2d", "conv1d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d", "max_pool1d",
              "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "amax", "amin", "prod", "reshape", "slice", "pad", "softmax", "clamp", "permute", "lut", "concat", "layer_norm",
              "div", "minimum", "maximum", "pow", "matmul", "upsample_nearest", "upsample_nearest1d", "argmax", "argmin",
-             "gather")
+             "gather", "scatter")
 
 
 def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:
@@ -51,6 +51,8 @@ def _node_inputs(n: FxNode, op: str, value: dict) -> list[str | None]:
         return [value[a] for a in n.args[0]]
     if op == "gather":
         return [value[a] for a in gather_args(n)[:2]]
+    if op == "scatter":
+        return [value[a] for a in scatter_args(n)[:3]]
     ins = [value[a] if isinstance(a, FxNode) else None for a in n.args if isinstance(a, FxNode) or a is None]
     return ins[:1] if op in UNARY_IR_OPS else ins
 

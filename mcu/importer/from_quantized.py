@@ -27,7 +27,7 @@ from torchao.quantization.pt2e import quantize_pt2e  # noqa: F401  (registers qu
 
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
 from mcu.errors import QuantizationError
-from mcu.importer.op_attrs import IDENTITY_OPS, UNARY_IR_OPS, act_range, first_arg, fx_shape, gather_args, op_attrs
+from mcu.importer.op_attrs import IDENTITY_OPS, UNARY_IR_OPS, act_range, first_arg, fx_shape, gather_args, op_attrs, scatter_args
 from mcu.importer.ops import op_name, source_line
 
 aten = torch.ops.aten
@@ -218,6 +218,8 @@ class _Importer:
             ins = [self.value[a] for a in compute.args[0]]
         elif op == "gather":
             ins = [self.value.get(a) or self.floats[a] for a in gather_args(compute)[:2]]
+        elif op == "scatter":
+            ins = [self.value.get(a) or self.floats[a] for a in scatter_args(compute)[:3]]
         elif op == "layer_norm":
             ins = ins[:1] + [self.float_const(w) for w in (list(compute.args) + [None] * 4)[2:4]]
         attrs = {**attrs, "float_node": src.name}  # the float value this output quantizes (mcu debug)

@@ -68,6 +68,22 @@ def gather_args(n: FxNode) -> tuple[FxNode, FxNode, int]:
     return n.args[0], idx, dim
 
 
+SCATTER_OPS = {aten.index_put.default, aten.index_copy.default}  # rows written at run-time indices
+
+
+def scatter_args(n: FxNode) -> tuple[FxNode, FxNode, FxNode, int]:
+    """(table, indices, values, dim) of an index_put with one index tensor (not accumulating) or an index_copy."""
+    if n.target == aten.index_copy.default:
+        return n.args[0], n.args[2], n.args[3], int(n.args[1])
+    used = [(d, i) for d, i in enumerate(n.args[1]) if i is not None]
+    accumulate = n.args[3] if len(n.args) > 3 else n.kwargs.get("accumulate", False)
+    if len(used) != 1 or accumulate:
+        raise QuantizationError(f"index_put at {source_line(n)} with {len(used)} index tensors"
+                                f"{' accumulating' if accumulate else ''}: mcu writes rows along one dim "
+                                f"(cache[:, :, pos] = k)")
+    return n.args[0], used[0][1], n.args[2], used[0][0]
+
+
 def first_arg(n: FxNode) -> FxNode:
     """The first tensor argument (the first element of a list argument, for cat)."""
     return n.args[0][0] if isinstance(n.args[0], (list, tuple)) else n.args[0]
@@ -94,6 +110,8 @@ def _breadth_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | N
         return "matmul", {}
     if n.target in GATHER_OPS:
         return "gather", {"dim": gather_args(n)[2] % len(shape_in)}
+    if n.target in SCATTER_OPS:
+        return "scatter", {"dim": scatter_args(n)[3] % len(shape_in)}
     if n.target == aten.layer_norm.default:
         a = list(n.args)
         return "layer_norm", {"normalized": len(a[1]), "eps": float(a[4]) if len(a) > 4 else 1e-5}

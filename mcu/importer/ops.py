@@ -65,6 +65,7 @@ COMPOSITE_OPS = {
 # Every aten op the int8 flow accepts at export time (before quantization).
 SUPPORTED_OPS = {
     aten.conv2d.default, aten.linear.default, aten.batch_norm.default,
+    aten.index_put.default, aten.index_copy.default,  # rows written at run-time indices (a KV cache): scatter
     aten._native_batch_norm_legit_no_training.default,
     aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default, aten.hardtanh_.default,
     aten.add.Tensor, aten.add_.Tensor,

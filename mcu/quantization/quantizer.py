@@ -43,7 +43,7 @@ from torchao.quantization.pt2e.quantizer import (
 
 from mcu.errors import McuError
 from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS, WEIGHTED_OPS, op_name, source_line
-from mcu.importer.op_attrs import GATHER_OPS, gather_args
+from mcu.importer.op_attrs import GATHER_OPS, SCATTER_OPS, gather_args, scatter_args
 from mcu.importer.state import ep_states
 from mcu.importer.decompose import decompose_composites
 from mcu.importer.batch_norms import fold_batch_norms
@@ -236,6 +236,10 @@ class McuQuantizer(Quantizer):
             elif node.target in GATHER_OPS:  # rows of a table by run-time indices: the output on the table's qparams
                 table = gather_args(node)[0]
                 _annotate(node, {table: act}, SharedQuantizationSpec((table, node)))
+            elif node.target in SCATTER_OPS:  # rows written into a table (a cache): values and output on its qparams
+                table, _, values, _ = scatter_args(node)
+                same = SharedQuantizationSpec((table, node))
+                _annotate(node, {table: act, values: same}, same)
             elif node.target == aten.cat.default:
                 ins = [a for a in node.args[0] if isinstance(a, Node)]
                 first = SharedQuantizationSpec((ins[0], node))
@@ -312,6 +316,7 @@ def _share_state_qparams(model: GraphModule, states: int) -> None:
         elif isinstance(spec, QuantizationSpec):
             ann.output_qspec = first  # observed first where the state is read, then shared by the update
         elif isinstance(spec, SharedQuantizationSpec) and isinstance(spec.edge_or_node, tuple) \
+                and spec.edge_or_node != (p, readers[0]) \
                 and isinstance(ann.input_qspec_map.get(spec.edge_or_node[0]), QuantizationSpec):
             ann.input_qspec_map[spec.edge_or_node[0]] = first  # the update shares its input's range
 

@@ -224,6 +224,18 @@ mcu_status_t mcu_gather_s16(const mcu_gather_params_t *params, const int16_t *ta
 mcu_status_t mcu_gather_f32(const mcu_gather_params_t *params, const float *table, const int32_t *indices,
                             float *output);
 
+/* The inverse of mcu_gather (index_put and index_copy by run-time indices: a KV cache written at a position):
+ * output = table with output[o, indices[i], :] = values[o, i, :], the table as [outer, rows, inner] (count = the
+ * number of indices, mcu_gather_params_t). Every index is checked first (MCU_ERR_INDEX, nothing written). The output
+ * may be the table itself (the rows are written in place); otherwise it must not overlap it. Values must not overlap
+ * the output. A repeated index keeps its last row. */
+mcu_status_t mcu_scatter_s8(const mcu_gather_params_t *params, const int8_t *table, const int32_t *indices,
+                            const int8_t *values, int8_t *output);
+mcu_status_t mcu_scatter_s16(const mcu_gather_params_t *params, const int16_t *table, const int32_t *indices,
+                             const int16_t *values, int16_t *output);
+mcu_status_t mcu_scatter_f32(const mcu_gather_params_t *params, const float *table, const int32_t *indices,
+                             const float *values, float *output);
+
 typedef struct {
     int32_t outer;  /* product of the dims before the padded one */
     int32_t in_len; /* the padded dim's size in the input; the output's is before + in_len + after */

@@ -201,6 +201,38 @@ static inline mcu_status_t mcu_gather_elems(const mcu_gather_params_t *params, c
     return MCU_OK;
 }
 
+/* The row scatter of mcu_scatter_s8 / _s16 / _f32 for elements of `elem` bytes: every index checked before any
+ * write (MCU_ERR_INDEX outside [0, rows)); the table copied to the output unless they are the same buffer. */
+static inline mcu_status_t mcu_scatter_elems(const mcu_gather_params_t *params, const void *table,
+                                             const int32_t *indices, const void *values, void *output, size_t elem)
+{
+    if (params == NULL || table == NULL || indices == NULL || values == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_gather_params_t *p = params;
+    if (p->outer < 1 || p->rows < 1 || p->count < 1 || p->inner < 1) {
+        return MCU_ERR_SHAPE;
+    }
+    for (int32_t i = 0; i < p->count; ++i) {
+        if (indices[i] < 0 || indices[i] >= p->rows) {
+            return MCU_ERR_INDEX;
+        }
+    }
+    const size_t run = (size_t)p->inner * elem;
+    if (output != table) {
+        memmove(output, table, (size_t)p->outer * (size_t)p->rows * run);
+    }
+    const uint8_t *src = (const uint8_t *)values;
+    for (int32_t o = 0; o < p->outer; ++o) {
+        uint8_t *dst = (uint8_t *)output + (size_t)o * (size_t)p->rows * run;
+        for (int32_t i = 0; i < p->count; ++i) {
+            memcpy(dst + (size_t)indices[i] * run, src, run);
+            src += run;
+        }
+    }
+    return MCU_OK;
+}
+
 /* The nearest upsampling of mcu_upsample_nearest_s8 / _f32 for elements of `elem` bytes (NHWC, integer factors). */
 static inline mcu_status_t mcu_upsample_elems(const mcu_upsample_params_t *params, const void *input, void *output,
                                               size_t elem)

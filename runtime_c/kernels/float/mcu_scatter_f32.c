@@ -1,0 +1,12 @@
+/* Row scatter of float elements by run-time indices (index_put, index_copy: a KV cache row): mcu_scatter_elems. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/mcu_kernels.h"
+#include "mcu/mcu_util.h"
+
+mcu_status_t mcu_scatter_f32(const mcu_gather_params_t *params, const float *table, const int32_t *indices,
+                             const float *values, float *output)
+{
+    return mcu_scatter_elems(params, table, indices, values, output, sizeof *output);
+}
