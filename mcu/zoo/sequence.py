@@ -6,11 +6,14 @@ returns (model, example_inputs); `sequence_calibration(name, n)` gives n inputs 
   hidden state is kept, 12 keyword logits every frame; KwsSequence is the same model over a whole utterance;
 - lid: language identification over byte ids: embedding, a conv1d, ReLU, mean over time, 8 languages;
 - bwe: a bandwidth-estimation-like regressor: 8 network features per call, an LSTM cell whose h and c are kept,
-  one estimate per call.
+  one estimate per call;
+- tinyllama_step: a llama-style decoder step (RMSNorm, RoPE, grouped-query attention, SwiGLU, tied embeddings): one
+  token id and its position in, next-token logits out, a KV cache of CACHE positions per layer kept as state.
 """
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 FRAMES, MFCC = 49, 10
@@ -105,7 +108,73 @@ def bwe():
     return model, (torch.randn(1, 8, generator=torch.Generator().manual_seed(123)),)
 
 
-SEQUENCE = {"kws_stream": kws_stream, "lid": lid, "bwe": bwe}
+CACHE = 64  # positions of tinyllama_step's KV cache
+MASKED = -30.0  # a masked score: exp(-30) is 1e-13 of a kept one, and the range stays small enough for int8
+
+
+class DecoderLayer(nn.Module):
+    """One llama block at one position: attention over the cache (its rows written at `pos`), then SwiGLU."""
+
+    def __init__(self, dim: int, heads: int, kv_heads: int, hidden: int):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, dim // heads
+        self.norm1, self.norm2 = nn.RMSNorm(dim, eps=1e-5), nn.RMSNorm(dim, eps=1e-5)
+        self.wq, self.wk = nn.Linear(dim, dim, bias=False), nn.Linear(dim, kv_heads * self.hd, bias=False)
+        self.wv, self.wo = nn.Linear(dim, kv_heads * self.hd, bias=False), nn.Linear(dim, dim, bias=False)
+        self.w1, self.w3 = nn.Linear(dim, hidden, bias=False), nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
+        self.register_buffer("k_cache", torch.zeros(kv_heads, CACHE, self.hd))  # 3-d: heads, positions, dims
+        self.register_buffer("v_cache", torch.zeros(kv_heads, CACHE, self.hd))
+
+    def rope(self, x, cos, sin):
+        a, b = x[..., : self.hd // 2], x[..., self.hd // 2:]
+        return x * cos + torch.cat([-b, a], -1) * sin
+
+    def forward(self, x, pos, cos, sin, mask):
+        h = self.norm1(x)
+        q = self.rope(self.wq(h).view(self.heads, 1, self.hd), cos, sin)
+        k = self.rope(self.wk(h).view(self.kv_heads, 1, self.hd), cos, sin)
+        v = self.wv(h).view(self.kv_heads, 1, self.hd)
+        self.k_cache[:, pos] = k
+        self.v_cache[:, pos] = v
+        group = self.heads // self.kv_heads
+        keys = self.k_cache.repeat_interleave(group, dim=0)
+        values = self.v_cache.repeat_interleave(group, dim=0)
+        scores = q @ keys.transpose(-1, -2) * self.hd ** -0.5 + mask
+        attn = (torch.softmax(scores, -1) @ values).reshape(1, 1, -1)
+        x = x + self.wo(attn)
+        h = self.norm2(x)
+        return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+
+class TinyLlamaStep(nn.Module):
+    """A token id [1, 1] and its position [1] -> logits [1, 1, vocab]; each layer's KV cache kept as state."""
+
+    def __init__(self, vocab=512, dim=64, layers=2, heads=8, kv_heads=4, hidden=172):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList(DecoderLayer(dim, heads, kv_heads, hidden) for _ in range(layers))
+        self.norm = nn.RMSNorm(dim, eps=1e-5)
+        hd = dim // heads
+        angles = torch.arange(CACHE)[:, None] * 10000.0 ** (-torch.arange(0, hd, 2) / hd)
+        self.register_buffer("cos", torch.cat([angles.cos(), angles.cos()], -1))  # [CACHE, hd]
+        self.register_buffer("sin", torch.cat([angles.sin(), angles.sin()], -1))
+        self.register_buffer("mask", torch.full((CACHE, CACHE), MASKED).triu(1))  # row p: 0 up to p
+
+    def forward(self, token, pos):
+        x = self.embed(token)
+        cos, sin, mask = self.cos[pos], self.sin[pos], self.mask[pos]
+        for layer in self.layers:
+            x = layer(x, pos, cos, sin, mask)
+        return self.norm(x) @ self.embed.weight.t()
+
+
+def tinyllama_step():
+    model = _seeded(TinyLlamaStep(), 24)
+    return model, (torch.tensor([[1]]), torch.tensor([0]))
+
+
+SEQUENCE = {"kws_stream": kws_stream, "lid": lid, "bwe": bwe, "tinyllama_step": tinyllama_step}
 
 
 def sequence_calibration(name: str, n: int = 64, seed: int = 0) -> list[tuple[torch.Tensor]]:
@@ -114,6 +183,8 @@ def sequence_calibration(name: str, n: int = 64, seed: int = 0) -> list[tuple[to
     g = torch.Generator().manual_seed(2000 + seed)
     if name == "lid":
         return [(torch.randint(0, 256, (1, 64), generator=g),) for _ in range(n)]
+    if name == "tinyllama_step":  # a stream of tokens at positions 0, 1, ... (wrapping at the cache's end)
+        return [(torch.randint(0, 512, (1, 1), generator=g), torch.tensor([k % CACHE])) for k in range(n)]
     if name == "bwe":
         walk = torch.cumsum(0.3 * torch.randn(n, 1, 8, generator=g), 0)
         return [(walk[k],) for k in range(n)]
