@@ -202,3 +202,27 @@ def test_reassigned_buffer_is_state_on_its_writers_qparams(tmp_path):
     assert (st["scale"], st["zero_point"]) == (1 / 128, 0)  # tanh's fixed qparams, shared by the state
     with pytest.raises(McuError, match="keeps no state"):
         mcu.session(mcu.compile(nn.Linear(4, 2).eval(), (torch.randn(1, 4),), out_dir=tmp_path / "l"))
+
+
+@pytest.mark.qemu
+def test_eval_runs_the_inputs_as_one_sequence(stream):
+    model, pkg = stream
+    xs = frames(10, seed=31)
+    data = np.concatenate([x[0].numpy() for x in xs])
+    result = mcu.eval(pkg, data, float_model=model)
+    want = mcu.session(pkg, "reference").run_sequence(xs)
+    assert result.device_equals_reference
+    assert result.predictions["reference"] == [int(w.raw_outputs[0].argmax()) for w in want]
+    assert torch.equal(model.h, torch.zeros(1, 16))  # the user's model is not advanced by the evaluation
+
+
+class DataDependentLoop(nn.Module):
+    def forward(self, x):
+        while x.sum() > 0:
+            x = x - 1
+        return x
+
+
+def test_a_data_dependent_loop_is_one_clear_error(tmp_path):
+    with pytest.raises(ExportError, match=r"test_state.py.*while x.sum\(\) > 0.*depends on a tensor's values"):
+        mcu.compile(DataDependentLoop(), (torch.randn(1, 4),), out_dir=tmp_path / "loop")

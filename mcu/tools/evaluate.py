@@ -4,6 +4,7 @@
    reads the quantized records from batch.bin and appends each inference's outputs to batch_out.bin.
  - The integer reference is the numpy twin path (Package.reference); the float model is optional (the
    user's module or the package's model.pt2, loaded only on request since loading it runs pickle).
+ - A model with state runs the N inputs as one sequence in order, from its initial state, on every path.
  - A prediction is the argmax of the first output. With labels: top-1 accuracy of each path, per-class
    accuracy and the confusion matrix; without: top-1 agreement with the float model (or with the
    reference) and SQNR of the first output.
@@ -11,6 +12,7 @@
 """
 from __future__ import annotations
 
+import copy
 import time
 from pathlib import Path
 
@@ -58,7 +60,12 @@ def evaluate(pkg, data, labels=None, *, float_model=None, progress=None, timeout
     if isinstance(float_model, torch.export.ExportedProgram):
         float_model = float_model.module()
     samples = [[a[i:i + 1] for a in arrays] for i in range(n)]
-    ref_raw = np.stack([pkg.reference(s)[0] for s in samples])
+    if pkg.state_bytes:  # a model with state: the N inputs are one sequence, the state carried from the first
+        from mcu.sessions import session
+        ref_raw = np.stack([r.raw_outputs[0] for r in session(pkg, "reference").run_sequence(samples)])
+        float_model = copy.deepcopy(float_model)  # its buffers move on; the user's model stays as it was
+    else:
+        ref_raw = np.stack([pkg.reference(s)[0] for s in samples])
     dev_raw, instructions, seconds = _device_run(pkg, samples, ref_raw[0].shape, progress, timeout)
     outputs = {"reference": np.stack([pkg.dequantize_outputs([r])[0] for r in ref_raw]),
                "device": np.stack([pkg.dequantize_outputs([r])[0] for r in dev_raw])}
@@ -78,8 +85,11 @@ def _device_run(pkg, samples: list, shape: tuple, progress, timeout: float | Non
     from mcu.build.firmware import build_firmware
     from mcu.qemu.runner import INSTRUCTIONS_PER_SECOND, run_firmware_batch
 
+    from mcu.state_region import initial_region
+
     n = len(samples)
-    records = [b"".join(x.tobytes() for x in pkg.quantize_inputs(s)) for s in samples]
+    records = [initial_region(pkg.graph)] if pkg.state_bytes else []  # the state region, once before the records
+    records += [b"".join(x.tobytes() for x in pkg.quantize_inputs(s)) for s in samples]
     board = load_board(pkg.board)
     elf = build_firmware(board, pkg.out_dir, Path(pkg.build_dir).with_name(f"{pkg.board}-batch"),
                          defines=("MCU_BATCH",))
@@ -92,9 +102,9 @@ def _device_run(pkg, samples: list, shape: tuple, progress, timeout: float | Non
                        f"please report it")
     specs = pkg.manifest["outputs"]
     per_record = sum(s["bytes"] for s in specs)
-    if len(res.output_bytes) != n * per_record:
+    if len(res.output_bytes) != n * per_record + pkg.state_bytes:  # a model with state: the region follows
         raise McuError(f"the device wrote {len(res.output_bytes)} output bytes for {n} inputs, expected "
-                       f"{n * per_record}")
+                       f"{n * per_record + pkg.state_bytes}")
     first = specs[0]
     dev_raw = np.stack([np.frombuffer(res.output_bytes[i * per_record:i * per_record + first["bytes"]],
                                       dtype=DTYPES[first["dtype"]]).reshape(shape) for i in range(n)])
