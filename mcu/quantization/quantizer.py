@@ -34,9 +34,7 @@ import mcu.torchao_quiet  # noqa: F401  (before any torchao import)
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import (
     DerivedQuantizationSpec,
-    FixedQParamsQuantizationSpec,
     QuantizationAnnotation,
-    QuantizationSpec,
     Quantizer,
     SharedQuantizationSpec,
 )
@@ -45,6 +43,7 @@ from mcu.errors import McuError
 from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS, WEIGHTED_OPS, op_name, source_line
 from mcu.importer.op_attrs import GATHER_OPS, SCATTER_OPS, gather_args, scatter_args
 from mcu.importer.state import ep_states
+from mcu.quantization.state import share_state_qparams
 from mcu.importer.decompose import decompose_composites
 from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
@@ -249,7 +248,7 @@ class McuQuantizer(Quantizer):
                 if isinstance(src, Node):
                     _annotate(node, {src: act}, SharedQuantizationSpec((src, node)))
         if self.states:
-            _share_state_qparams(model, self.states)
+            share_state_qparams(model, self.states)
         return model
 
     def _annotate_output(self, node: Node) -> None:
@@ -295,30 +294,6 @@ class McuQuantizer(Quantizer):
 
     def validate(self, model: GraphModule) -> None:
         pass
-
-
-def _share_state_qparams(model: GraphModule, states: int) -> None:
-    """Each state input is read on its update's qparams: one observer sees both (the value written back is the
-    value read next call, with no requantization between calls). An update with fixed qparams (tanh, sigmoid) gives
-    them to the state; one sharing its input's range shares that edge's observer."""
-    inputs = [n for n in model.graph.nodes if n.op == "placeholder"][-states:]
-    updates = list(next(n for n in model.graph.nodes if n.op == "output").args[0])[-states:]
-    for p, u in zip(inputs, updates):
-        ann = u.meta.get("quantization_annotation")
-        readers = [c for c in model.graph.nodes if p in getattr(c.meta.get("quantization_annotation"),
-                                                                  "input_qspec_map", {})]
-        if ann is None or not readers:
-            continue  # a float state keeps its form
-        spec, first = ann.output_qspec, SharedQuantizationSpec((p, readers[0]))
-        if isinstance(spec, FixedQParamsQuantizationSpec):
-            for c in readers:
-                c.meta["quantization_annotation"].input_qspec_map[p] = spec
-        elif isinstance(spec, QuantizationSpec):
-            ann.output_qspec = first  # observed first where the state is read, then shared by the update
-        elif isinstance(spec, SharedQuantizationSpec) and isinstance(spec.edge_or_node, tuple) \
-                and spec.edge_or_node != (p, readers[0]) \
-                and isinstance(ann.input_qspec_map.get(spec.edge_or_node[0]), QuantizationSpec):
-            ann.input_qspec_map[spec.edge_or_node[0]] = first  # the update shares its input's range
 
 
 def _check_batch(batch, example_inputs, k: int = 0) -> tuple:

@@ -61,8 +61,7 @@ def evaluate(pkg, data, labels=None, *, float_model=None, progress=None, timeout
         float_model = float_model.module()
     samples = [[a[i:i + 1] for a in arrays] for i in range(n)]
     if pkg.state_bytes:  # a model with state: the N inputs are one sequence, the state carried from the first
-        from mcu.sessions import session
-        ref_raw = np.stack([r.raw_outputs[0] for r in session(pkg, "reference").run_sequence(samples)])
+        ref_raw = np.stack(_reference_sequence(pkg, samples))
         float_model = copy.deepcopy(float_model)  # its buffers move on; the user's model stays as it was
     else:
         ref_raw = np.stack([pkg.reference(s)[0] for s in samples])
@@ -110,6 +109,18 @@ def _device_run(pkg, samples: list, shape: tuple, progress, timeout: float | Non
                                       dtype=DTYPES[first["dtype"]]).reshape(shape) for i in range(n)])
     instructions = (max(res.ticks - res.overhead_ticks, 0) * INSTRUCTIONS_PER_SECOND // board.systick_hz) // n
     return dev_raw, instructions, seconds
+
+
+def _reference_sequence(pkg, samples: list) -> list[np.ndarray]:
+    """The reference's first output (torch order) for each sample in turn, the state carried from the initial one."""
+    from mcu.package import to_torch
+    from mcu.state_region import initial_region, reference_step
+
+    region, out = initial_region(pkg.graph), []
+    for s in samples:
+        raw, region = reference_step(pkg.graph, pkg.quantize_inputs(s), region)
+        out.append(to_torch(raw[0], pkg.manifest["outputs"][0]))
+    return out
 
 
 def _scores(outputs: dict[str, np.ndarray], labels: np.ndarray | None, n: int) -> dict:
