@@ -18,7 +18,8 @@ from pathlib import Path
 
 from mcu.boards import load_board
 from mcu.build.dropin import RUNTIME_DIR, build_flags, render, runtime_files
-from mcu.codegen.emit import ARENA_GUARD_BYTES, emit
+from mcu.build.fit import emit_fitted
+from mcu.codegen.emit import ARENA_GUARD_BYTES
 from mcu.codegen.memory import ARENA_ALIGN
 from mcu.codegen.names import is_valid_name, make_prefix, model_files
 from mcu.errors import McuError, PackageError
@@ -103,7 +104,7 @@ def bundle_files(pkgs: list[Package]) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     texts: dict[str, str] = {}
     for p in pkgs:
-        emitted, _ = emit(p.graph, p.memory, name=p.name, board=p.board)
+        emitted, _ = emit_fitted(p.graph, p.memory, p.name, load_board(p.board))
         texts.update(emitted)
         files.update({f"{p.name}/{n}": t.encode() for n, t in emitted.items()})
         kept = ["manifest.json", IR_FILE, *p.manifest["package"]["sha256"]]
