@@ -18,6 +18,7 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
 from mcu.boards import Board
+from mcu.build.fit import format_size
 from mcu.codegen.names import DEFAULT_NAME, model_files
 from mcu.errors import McuError
 
@@ -83,8 +84,8 @@ class SizeReport:
                     lines += [f"    {names[k]:<{width - 2}}{n:>10,}"
                               for k, n in sorted(self.kernels.items(), key=lambda kv: (-kv[1], kv[0]))]
             if title == "flash" and self.large_bytes:  # the flash's share without what lies in the large region
-                lines.append(f"  {'in ' + self.large_region:<{width}}{self.large_bytes:>10,}" +
-                             _share(self.large_bytes, self.large_capacity))
+                lines.append(f"  {'in ' + self.large_region:<{width}}{self.large_bytes:>10,}   of "
+                             f"{format_size(self.large_capacity or 0)}")
                 lines.append(f"  {'total':<{width}}{total:>10,}   of which {total - self.large_bytes:,} in flash"
                              + _share(total - self.large_bytes, capacity))
                 continue

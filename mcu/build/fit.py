@@ -164,6 +164,8 @@ class Footprint:
 
 def format_size(n: int) -> str:
     """Bytes the way datasheets write them: 4 MB, 256 KB, 1,234 B."""
+    if n >= 1 << 30 and n % (1 << 30) == 0:
+        return f"{n >> 30} GB"
     if n >= 1 << 20 and n % (1 << 20) == 0:
         return f"{n >> 20} MB"
     if n >= 1 << 10 and n % (1 << 10) == 0:

@@ -1,0 +1,107 @@
+"""Weights too big for the fast memory go to the board's large region: on mps3-an547 (512 KB ITCM for code and
+weights) a 652 KB int8 MLP compiles with its weights in DDR at 0x60000000 ([memory.large] in board.toml, the section
+.mcu_weights_large in its linker script), runs bit-exact on QEMU, and the fit check and the size report name DDR.
+
+- Small models do not move: their weights file names no section, and the estimate keeps them in flash.
+- A model too big even for DDR, or whose code alone overflows the ITCM, is refused naming each memory.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from elftools.elf.elffile import ELFFile
+from torch import nn
+
+import mcu
+from mcu.boards import LARGE_WEIGHTS_SECTION, load_board
+from mcu.build.fit import check_fit, estimate
+from mcu.cli.compile import summary_line
+from mcu.errors import BoardFitError
+
+M55 = "mps3-an547"
+emulated = pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                              reason="needs arm-none-eabi-gcc and qemu-system-arm (./dev setup)")
+
+
+class Mlp(nn.Module):
+    """1024 -> 512 -> 256 -> 10: 667,792 B of int8 weights and int32 biases, more than the M55's 512 KB ITCM."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(1024, 512), nn.Linear(512, 256), nn.Linear(256, 10)
+
+    def forward(self, x):
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+@pytest.fixture(scope="module")
+def pkg(tmp_path_factory):
+    torch.manual_seed(0)
+    calib = [(torch.randn(1, 1024),) for _ in range(4)]
+    return mcu.compile(Mlp().eval(), calib[0], board=M55, calibration=calib,
+                       out_dir=tmp_path_factory.mktemp("large") / "mlp")
+
+
+def test_board_names_its_large_region():
+    board = load_board(M55)
+    assert (board.large_name, board.large_origin, board.large_size) == ("DDR", 0x60000000, 2 << 30)
+    assert load_board("mps2-an386").large_size == 0
+    assert LARGE_WEIGHTS_SECTION in board.linker_script.read_text()
+
+
+def test_the_compiler_puts_the_weights_in_ddr(pkg):
+    board = load_board(M55)
+    assert pkg.manifest["weights_bytes"] > board.flash_size
+    need = estimate(pkg.graph, pkg.manifest, board)
+    assert need.weights_region == "DDR" and need.flash_main < board.flash_size < need.flash
+    assert f'__attribute__((section("{LARGE_WEIGHTS_SECTION}")))' in (pkg.out_dir / "weights.c").read_text()
+    assert "in DDR" in (pkg.out_dir / "README.md").read_text()
+
+
+def test_small_models_stay_in_flash(pkg):
+    small = dict(pkg.manifest, weights_bytes=400_000)
+    assert estimate(pkg.graph, small, load_board(M55)).weights_region == ""
+    assert estimate(pkg.graph, pkg.manifest, load_board("mps2-an386")).weights_region == ""  # 4 MB flash: no move
+
+
+def test_too_big_even_for_ddr_is_refused(pkg):
+    board = load_board(M55)
+    huge = dict(pkg.manifest, weights_bytes=board.large_size + 1)
+    with pytest.raises(BoardFitError) as e:
+        check_fit(pkg.graph, huge, board)
+    msg = str(e.value)
+    assert "does not fit mps3-an547" in msg and "DDR:" in msg and "1 B too many" in msg and "shrink the weights" in msg
+    tiny = dataclasses.replace(board, flash_size=2048)  # the code alone overflows: the weights do not move
+    with pytest.raises(BoardFitError, match="the rest does not fit even with the weights in DDR"):
+        check_fit(pkg.graph, pkg.manifest, tiny)
+
+
+@emulated
+@pytest.mark.qemu
+def test_runs_bit_exact_with_weights_in_ddr(pkg):
+    board = load_board(M55)
+    x = (torch.randn(1, 1024, generator=torch.Generator().manual_seed(5)),)
+    res = mcu.run(pkg, x)
+    want = pkg.reference(x)[0]
+    bad = np.argwhere(res.raw_outputs[0] != want)
+    assert not len(bad), f"first mismatch at {tuple(bad[0])}: {res.raw_outputs[0][tuple(bad[0])]} vs " \
+                         f"{want[tuple(bad[0])]}"
+    with open(pkg.build(), "rb") as f:
+        image = ELFFile(f)
+        section = image.get_section_by_name(LARGE_WEIGHTS_SECTION)
+        assert section["sh_addr"] == board.large_origin and section["sh_size"] == pkg.manifest["weights_bytes"]
+        weights = [s for s in image.get_section_by_name(".symtab").iter_symbols() if s.name.startswith("model_w_")]
+        assert weights and all(board.large_origin <= s["st_value"] < board.large_origin + board.large_size
+                               for s in weights)
+    size = mcu.size(pkg)
+    assert size.large_region == "DDR" and size.large_bytes == pkg.manifest["weights_bytes"]
+    assert size.flash_total - size.large_bytes < board.flash_size
+    text = size.format()
+    assert "in DDR" in text and "of 2 GB" in text
+    line = summary_line(M55, res.instructions, pkg.arena_bytes, pkg.manifest["arena_lower_bound"], size)
+    assert f"DDR {size.large_bytes:,} B" in line
+    print(f"\n{line}\n{text}")
