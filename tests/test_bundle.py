@@ -176,7 +176,7 @@ MAIN = r"""/* Runs kws, ad, cnn, then kws again over ONE arena of MCU_BUNDLE_ARE
 #include "mcu_bundle.h"
 #include "semihost.h"
 
-static uint8_t arena[MCU_BUNDLE_ARENA_BYTES] __attribute__((aligned(MCU_BUNDLE_ARENA_ALIGN)));
+static uint8_t arena[MCU_BUNDLE_ARENA_BYTES] __attribute__((aligned(MCU_BUNDLE_ARENA_ALIGN))) MCU_BUNDLE_ARENA_PLACE;
 static int8_t kws_in[KWS_INPUT0_BYTES], kws_out[KWS_OUTPUT0_BYTES], kws_again[KWS_OUTPUT0_BYTES];
 static int8_t ad_in[AD_INPUT0_BYTES], ad_out[AD_OUTPUT0_BYTES];
 static int8_t cnn_in[CNN_INPUT0_BYTES], cnn_out[CNN_OUTPUT0_BYTES];

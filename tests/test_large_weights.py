@@ -62,6 +62,11 @@ def test_the_compiler_puts_the_weights_in_ddr(pkg):
     assert "in DDR" in (pkg.out_dir / "README.md").read_text()
 
 
+def test_a_bundle_keeps_the_placement(pkg, tmp_path):
+    b = mcu.bundle([pkg.out_dir], out_dir=tmp_path / "bundle")
+    assert (b.out_dir / "model" / "weights.c").read_bytes() == (pkg.out_dir / "weights.c").read_bytes()
+
+
 def test_small_models_stay_in_flash(pkg):
     small = dict(pkg.manifest, weights_bytes=400_000)
     assert estimate(pkg.graph, small, load_board(M55)).weights_region == ""

@@ -4,6 +4,8 @@ test-local linker script (the board's memory map with the last MB of its flash a
 - -DMODEL_WEIGHTS_SECTION='".ext_weights"' (over -DMCU_WEIGHTS_SECTION, which names a section the script lacks) puts
   every weights array in .ext_weights, inside EXT_FLASH; -DMODEL_STATIC_ARENA -DMCU_ARENA_SECTION='".tcm_arena"'
   makes model.c define model_arena, inside TCM (NOLOAD: no bytes in the image). Checked with pyelftools.
+- The same package bundled (mcu bundle): -DMCU_WEIGHTS_SECTION and -DMCU_ARENA_SECTION place its weights and the
+  shared arena the application declares with MCU_BUNDLE_ARENA_PLACE.
 - The firmware runs on QEMU and its output equals the numpy reference bit for bit.
 """
 from __future__ import annotations
@@ -28,11 +30,19 @@ BOARD = "mps2-an386"
 MB = 1 << 20
 HAVE = all(shutil.which(t) for t in ("make", "arm-none-eabi-gcc", "qemu-system-arm"))
 
-MAIN = r"""/* input.bin -> model_run over the model's own static arena (model_arena) -> output.bin. */
+MAIN = r"""/* input.bin -> model_run over the model's own static arena (model_arena), or with -DBUNDLE over the arena declared
+ * here with MCU_BUNDLE_ARENA_PLACE -> output.bin. */
 #include <stdint.h>
 
-#include "model.h"
 #include "semihost.h"
+#ifdef BUNDLE
+#include "mcu_bundle.h"
+static uint8_t arena[MCU_BUNDLE_ARENA_BYTES] __attribute__((aligned(MCU_BUNDLE_ARENA_ALIGN))) MCU_BUNDLE_ARENA_PLACE;
+#define ARENA arena
+#else
+#include "model.h"
+#define ARENA model_arena
+#endif
 
 static int8_t in[MODEL_INPUT0_BYTES], out[MODEL_OUTPUT0_BYTES];
 
@@ -44,7 +54,7 @@ int main(void)
         mcu_sh_exit(0);
     }
     mcu_sh_close(fd);
-    const mcu_status_t status = model_run_sized(in, out, model_arena, sizeof model_arena);
+    const mcu_status_t status = model_run_sized(in, out, ARENA, sizeof ARENA);
     fd = mcu_sh_open("output.bin", MCU_SH_MODE_WB);
     (void)mcu_sh_write(fd, out, sizeof out);
     mcu_sh_close(fd);
@@ -100,23 +110,24 @@ def pkg(tmp_path_factory):
                        out_dir=tmp_path_factory.mktemp("placement") / "m")
 
 
-def build(pkg, app: Path) -> Path:
+def build(folder: Path, app: Path, prefix: str, defines: list[str]) -> Path:
+    """fw.elf from the drop-in folder (its make fragment's variables start with prefix), MAIN and the
+    test-local linker script."""
     board = load_board(BOARD)
     common = package_root("mcu.boards") / "common"
     common_c = sorted(str(p) for p in common.glob("*.c") if p.name != "main.c")
     (app / "main.c").write_text(MAIN)
     (app / "placed.ld").write_text(linker_script(board))
     ldflags = [f for f in board.ldflags() if not f.startswith("-T")] + [f"-T{app / 'placed.ld'}"]
-    defines = ["-DMCU_WEIGHTS_SECTION='\".nowhere\"'", "-DMODEL_WEIGHTS_SECTION='\".ext_weights\"'",
-               "-DMODEL_STATIC_ARENA", "-DMCU_ARENA_SECTION='\".tcm_arena\"'"]
+    p = prefix
     (app / "Makefile").write_text(
-        "include $(MODEL)/mcu_model.mk\n"
+        f"include $(MODEL)/{p.lower()}.mk\n"
         "CC := arm-none-eabi-gcc\n"
-        f"CFLAGS := $(MCU_MODEL_TARGET_FLAGS) $(MCU_MODEL_CFLAGS) -Wall -Wextra -Werror $(MCU_MODEL_INCLUDES) "
-        f"-I{common} {' '.join(defines)}\n"
-        f"fw.elf: main.c $(MCU_MODEL_SRCS) {' '.join(common_c)}\n"
-        f"\t$(CC) $(CFLAGS) $^ $(MCU_MODEL_LDFLAGS) {shlex.join(ldflags)} $(MCU_MODEL_LDLIBS) -o $@\n")
-    proc = subprocess.run(["make", f"MODEL={pkg.out_dir}"], cwd=app, capture_output=True, text=True)
+        f"CFLAGS := $({p}_TARGET_FLAGS) $({p}_CFLAGS) -Wall -Wextra -Werror $({p}_INCLUDES) -I{common} "
+        f"{' '.join(defines)}\n"
+        f"fw.elf: main.c $({p}_SRCS) {' '.join(common_c)}\n"
+        f"\t$(CC) $(CFLAGS) $^ $({p}_LDFLAGS) {shlex.join(ldflags)} $({p}_LDLIBS) -o $@\n")
+    proc = subprocess.run(["make", f"MODEL={folder}"], cwd=app, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return app / "fw.elf"
 
@@ -133,7 +144,22 @@ def symbols(elf: Path) -> dict[str, tuple[int, int, str]]:
 @pytest.mark.qemu
 @pytest.mark.skipif(not HAVE, reason="needs make, arm-none-eabi-gcc and qemu-system-arm (./dev setup)")
 def test_weights_and_static_arena_land_in_the_named_sections(pkg, tmp_path):
-    elf = build(pkg, tmp_path)
+    defines = ["-DMCU_WEIGHTS_SECTION='\".nowhere\"'", "-DMODEL_WEIGHTS_SECTION='\".ext_weights\"'",
+               "-DMODEL_STATIC_ARENA", "-DMCU_ARENA_SECTION='\".tcm_arena\"'"]
+    check_placed(pkg, build(pkg.out_dir, tmp_path, "MCU_MODEL", defines), "model_arena")
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not HAVE, reason="needs make, arm-none-eabi-gcc and qemu-system-arm (./dev setup)")
+def test_a_bundles_weights_and_shared_arena_land_in_the_named_sections(pkg, tmp_path):
+    b = mcu.bundle([pkg.out_dir], out_dir=tmp_path / "bundle")
+    defines = ["-DBUNDLE", "-DMCU_WEIGHTS_SECTION='\".ext_weights\"'", "-DMCU_ARENA_SECTION='\".tcm_arena\"'"]
+    (tmp_path / "app").mkdir()
+    check_placed(pkg, build(b.out_dir, tmp_path / "app", "MCU_BUNDLE", defines), "arena")
+
+
+def check_placed(pkg, elf: Path, arena: str) -> None:
+    """The weights in .ext_weights (EXT_FLASH), the arena symbol in .tcm_arena (TCM), the output exact on QEMU."""
     board = load_board(BOARD)
     ext, tcm = board.flash_origin + board.flash_size - MB, board.ram_origin + board.ram_size - MB
     syms = symbols(elf)
@@ -141,7 +167,7 @@ def test_weights_and_static_arena_land_in_the_named_sections(pkg, tmp_path):
     assert len(weights) >= 4 and sum(v[1] for v in weights.values()) == pkg.manifest["weights_bytes"]
     for n, (addr, size, section) in weights.items():
         assert section == ".ext_weights" and ext <= addr and addr + size <= ext + MB, (n, hex(addr), section)
-    addr, size, section = syms["model_arena"]
+    addr, size, section = syms[arena]
     assert section == ".tcm_arena" and addr == tcm and size == pkg.arena_bytes, (hex(addr), size, section)
     with open(elf, "rb") as f:
         image = ELFFile(f)
