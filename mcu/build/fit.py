@@ -25,7 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from mcu.boards import LARGE_WEIGHTS_SECTION, Board, list_boards
+from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph
+from mcu.codegen.manifest import Manifest
+from mcu.codegen.memory import MemoryPlan
 from mcu.errors import BoardFitError
 from mcu.paths import package_root
 
@@ -219,11 +222,9 @@ def _placed(need: Footprint, board: Board) -> Footprint:
     return replace(need, weights_region=board.large_name)
 
 
-def emit_fitted(graph: Graph, memory, name: str, board: Board) -> tuple[dict[str, str], object]:
+def emit_fitted(graph: Graph, memory: MemoryPlan, name: str, board: Board) -> tuple[dict[str, str], Manifest]:
     """emit's texts and manifest for board, the weights in the large region's section when the fit puts them there
     (emitted again then: placement needs the manifest's kernels, which emit computes)."""
-    from mcu.codegen.emit import emit
-
     texts, emitted = emit(graph, memory, name=name, board=board.name)
     if estimate(graph, emitted.as_dict(), board).weights_region:
         texts, emitted = emit(graph, memory, name=name, board=board.name, weights_section=LARGE_WEIGHTS_SECTION)
