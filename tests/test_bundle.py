@@ -14,9 +14,7 @@ import fcntl
 import json
 import os
 import re
-import shlex
 import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -29,14 +27,13 @@ from mcu.boards import load_board
 from mcu.bundles import bundle_size, load_bundle
 from mcu.cli import main as cli_main
 from mcu.package import _manifest_digest, to_stored
-from mcu.paths import package_root
 from mcu.qemu.runner import run_firmware
 from mcu.zoo.example import calibration_set, example_cnn
 from mcu.zoo.mlperf_tiny import ad, kws
+from tests.bundle_firmware import build_cmake, build_make, sh
 
 M4, M55 = "mps2-an386", "mps3-an547"
 HAVE = {t: shutil.which(t) is not None for t in ("make", "cmake", "arm-none-eabi-gcc", "qemu-system-arm")}
-STRICT = "-Wall -Wextra -Werror"
 NAMES = ("kws", "ad", "cnn")
 emulated = pytest.mark.skipif(not (HAVE["arm-none-eabi-gcc"] and HAVE["qemu-system-arm"]),
                               reason="needs arm-none-eabi-gcc and qemu-system-arm (./dev setup)")
@@ -168,99 +165,7 @@ def test_bundle_folder(m4):
     assert "add_library(mcu_bundle STATIC" in (out / "CMakeLists.txt").read_text()
 
 
-# ---- one firmware, two models --------------------------------------------------------------------------------
-
-MAIN = r"""/* Runs kws, ad, cnn, then kws again over ONE arena of MCU_BUNDLE_ARENA_BYTES; input.bin -> output.bin. */
-#include <stdint.h>
-
-#include "mcu_bundle.h"
-#include "semihost.h"
-
-static uint8_t arena[MCU_BUNDLE_ARENA_BYTES] __attribute__((aligned(MCU_BUNDLE_ARENA_ALIGN))) MCU_BUNDLE_ARENA_PLACE;
-static int8_t kws_in[KWS_INPUT0_BYTES], kws_out[KWS_OUTPUT0_BYTES], kws_again[KWS_OUTPUT0_BYTES];
-static int8_t ad_in[AD_INPUT0_BYTES], ad_out[AD_OUTPUT0_BYTES];
-static int8_t cnn_in[CNN_INPUT0_BYTES], cnn_out[CNN_OUTPUT0_BYTES];
-
-int main(void)
-{
-    int32_t in = mcu_sh_open("input.bin", MCU_SH_MODE_RB);
-    if (in < 0 || mcu_sh_read(in, kws_in, sizeof kws_in) != sizeof kws_in ||
-        mcu_sh_read(in, ad_in, sizeof ad_in) != sizeof ad_in || mcu_sh_read(in, cnn_in, sizeof cnn_in) != sizeof cnn_in) {
-        mcu_sh_puts("MCU_ERROR input.bin\n");
-        mcu_sh_exit(0);
-    }
-    mcu_sh_close(in);
-    mcu_status_t status = kws_run_sized(kws_in, kws_out, arena, sizeof arena);
-    if (status == MCU_OK) {
-        status = ad_run_sized(ad_in, ad_out, arena, sizeof arena);
-    }
-    if (status == MCU_OK) {
-        status = cnn_run_sized(cnn_in, cnn_out, arena, sizeof arena);
-    }
-    if (status == MCU_OK) {
-        status = kws_run(kws_in, kws_again, arena);
-    }
-    int32_t out = mcu_sh_open("output.bin", MCU_SH_MODE_WB);
-    (void)mcu_sh_write(out, kws_out, sizeof kws_out);
-    (void)mcu_sh_write(out, ad_out, sizeof ad_out);
-    (void)mcu_sh_write(out, cnn_out, sizeof cnn_out);
-    (void)mcu_sh_write(out, kws_again, sizeof kws_again);
-    mcu_sh_close(out);
-    char line[96];
-    char *p = mcu_fmt_str(line, "MCU_DONE status=");
-    p = mcu_fmt_i32(p, (int32_t)status);
-    mcu_fmt_str(p, " ticks=0 overhead=0 stack=0\n");
-    mcu_sh_puts(line);
-    mcu_sh_exit(1);
-}
-"""
-
-
-def sh(cmd: list[str], cwd: Path) -> None:
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    assert proc.returncode == 0, f"$ {shlex.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-
-
-def harness(board: str) -> tuple[Path, list[str], list[str]]:
-    """boards/common without its main.c (the test brings its own), and the board's link flags."""
-    common = package_root("mcu.boards") / "common"
-    return common, sorted(str(p) for p in common.glob("*.c") if p.name != "main.c"), load_board(board).ldflags()
-
-
-def build_make(b, board: str, app: Path) -> Path:
-    common, common_c, ldflags = harness(board)
-    (app / "main.c").write_text(MAIN)
-    (app / "Makefile").write_text(
-        "include $(BUNDLE)/mcu_bundle.mk\n"
-        "CC := arm-none-eabi-gcc\n"
-        f"CFLAGS := $(MCU_BUNDLE_TARGET_FLAGS) $(MCU_BUNDLE_CFLAGS) {STRICT} $(MCU_BUNDLE_INCLUDES) -I{common}\n"
-        f"fw.elf: main.c $(MCU_BUNDLE_SRCS) {' '.join(common_c)}\n"
-        f"\t$(CC) $(CFLAGS) $^ $(MCU_BUNDLE_LDFLAGS) {shlex.join(ldflags)} $(MCU_BUNDLE_LDLIBS) -o $@\n")
-    sh(["make", f"BUNDLE={b.out_dir}"], app)
-    return app / "fw.elf"
-
-
-CMAKE_APP = """cmake_minimum_required(VERSION 3.13)
-project(app C)
-add_subdirectory({bundle} mcu_bundle)
-add_executable(fw.elf main.c {sources})
-target_include_directories(fw.elf PRIVATE {common})
-target_link_libraries(fw.elf PRIVATE mcu_bundle)
-target_link_options(fw.elf PRIVATE {link})
-"""
-
-
-def build_cmake(b, board: str, app: Path) -> Path:
-    common, common_c, ldflags = harness(board)
-    (app / "main.c").write_text(MAIN)
-    (app / "CMakeLists.txt").write_text(CMAKE_APP.format(bundle=b.out_dir, sources=" ".join(common_c), common=common,
-                                                         link=" ".join(f'"{f}"' for f in ldflags)))
-    flags = " ".join(load_board(board).target_flags())
-    sh(["cmake", "-S", ".", "-B", "build", "-DCMAKE_SYSTEM_NAME=Generic", "-DCMAKE_C_COMPILER=arm-none-eabi-gcc",
-        "-DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY", f"-DCMAKE_C_FLAGS={flags} -O2 {STRICT}"], app)
-    sh(["cmake", "--build", "build"], app)
-    return app / "build" / "fw.elf"
-
+# ---- one firmware, three models ------------------------------------------------------------------------------
 
 PUBLIC = re.compile(r"^(?!static)[A-Za-z_][\w \*]*?\b(mcu_\w+)\(", re.MULTILINE)  # a function a .c file exports
 

@@ -235,6 +235,26 @@ def _align(n: int) -> int:
     return (n + IO_SLOT_ALIGN - 1) // IO_SLOT_ALIGN * IO_SLOT_ALIGN
 
 
+def bundle_large_weights(parts: list[tuple[Graph, dict]], board: Board) -> list[bool]:
+    """For models (graph, manifest) in one firmware on board, whether each one's weights go to the board's large
+    region: those that go there alone, then, while the bundle (weights + generated code, the union of kernels, one
+    runtime and startup) overflows the flash, the largest weights left."""
+    needs = [estimate(g, m, board) for g, m in parts]
+    moved = [bool(n.weights_region) for n in needs]
+    kernels = {k for _, m in parts for k in m["kernels"]}
+    shared = sum(code_bytes(k) for k in kernels) + max(n.flash_runtime + n.flash_startup for n in needs)
+
+    def flash() -> int:
+        return shared + sum(n.flash_generated + (0 if out else n.flash_weights) for n, out in zip(needs, moved))
+
+    order = sorted(range(len(needs)), key=lambda i: -needs[i].flash_weights)
+    for i in order if board.large_size else ():
+        if flash() <= board.flash_size:
+            break
+        moved[i] = True
+    return moved
+
+
 def check_fit(graph: Graph, manifest: dict, board: Board) -> Footprint:
     """The footprint of the model on board; BoardFitError if it needs more flash or RAM than board has."""
     need = estimate(graph, manifest, board)
