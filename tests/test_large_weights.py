@@ -6,6 +6,8 @@ count is the ITCM one; on silicon, weights in DDR cost more cycles.
 
 - Small models do not move: their weights file names no section, and the estimate keeps them in flash.
 - A model too big even for DDR, or whose code alone overflows the ITCM, is refused naming each memory.
+- A bundle whose models fit the ITCM one by one but not together (AD twice) has the largest weights moved to DDR; its
+  firmware, built with plain make, links and runs both bit-exact.
 """
 from __future__ import annotations
 
@@ -20,10 +22,14 @@ from torch import nn
 
 import mcu
 from mcu.boards import LARGE_WEIGHTS_SECTION, load_board
-from mcu.build.fit import check_fit, estimate
+from mcu.build.fit import bundle_large_weights, check_fit, estimate
 from mcu.cli.compile import summary_line
 from mcu.errors import BoardFitError
+from mcu.package import to_stored
+from mcu.qemu.runner import run_firmware
 from mcu.zoo.blocks import InvertedResidualSE, _build, _cbn, _Net
+from mcu.zoo.mlperf_tiny import ad
+from tests.bundle_firmware import build_make
 
 M55 = "mps3-an547"
 emulated = pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
@@ -110,3 +116,45 @@ def test_runs_bit_exact_with_weights_in_ddr(pkg):
     line = summary_line(M55, res.instructions, pkg.arena_bytes, pkg.manifest["arena_lower_bound"], size)
     assert f"DDR {size.large_bytes:,} B" in line
     print(f"\n{line}\n{text}")
+
+
+# ---- a bundle whose weights together overflow the ITCM ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_ads(tmp_path_factory):
+    """AD compiled twice for the M55, as ad and ad2: each fits the ITCM alone (291 KB), the two do not."""
+    root = tmp_path_factory.mktemp("two-ads")
+    model, example = ad()
+    pkgs = [mcu.compile(model, example, board=M55, name=n, out_dir=root / n) for n in ("ad", "ad2")]
+    return pkgs, mcu.bundle([p.out_dir for p in pkgs], out_dir=root / "bundle")
+
+
+def test_a_bundle_moves_the_largest_weights_when_together_they_overflow(two_ads):
+    pkgs, b = two_ads
+    board = load_board(M55)
+    assert all(estimate(p.graph, p.manifest, board).weights_region == "" for p in pkgs)
+    assert sum(p.manifest["weights_bytes"] for p in pkgs) > board.flash_size
+    assert bundle_large_weights([(p.graph, p.manifest) for p in pkgs], board) == [True, False]
+    assert LARGE_WEIGHTS_SECTION in (b.out_dir / "ad" / "ad_weights.c").read_text()
+    assert LARGE_WEIGHTS_SECTION not in (b.out_dir / "ad2" / "ad2_weights.c").read_text()
+    assert "| DDR |" in (b.out_dir / "README.md").read_text()
+
+
+@emulated
+@pytest.mark.qemu
+def test_the_bundle_links_and_runs_with_one_models_weights_in_ddr(two_ads, tmp_path):
+    pkgs, b = two_ads
+    board = load_board(M55)
+    rng = np.random.default_rng(1)
+    xs = [[rng.standard_normal(p.manifest["inputs"][0]["shape"]).astype(np.float32)] for p in pkgs]
+    elf = build_make(b, M55, tmp_path)
+    res = run_firmware(elf, M55, b"".join(p.quantize_inputs(x)[0].tobytes() for p, x in zip(pkgs, xs)))
+    assert res.status == 0
+    want = [to_stored(p.reference(x)[0], p.manifest["outputs"][0]).tobytes() for p, x in zip(pkgs, xs)]
+    assert res.output_bytes == b"".join(want + want[:1])
+    with open(elf, "rb") as f:
+        syms = {s.name: s["st_value"] for s in ELFFile(f).get_section_by_name(".symtab").iter_symbols()}
+    ddr = range(board.large_origin, board.large_origin + board.large_size)
+    assert all(a in ddr for n, a in syms.items() if n.startswith("ad_w_"))
+    assert all(a < board.flash_size for n, a in syms.items() if n.startswith("ad2_w_"))
