@@ -27,6 +27,7 @@ from mcu.cli.compile import summary_line
 from mcu.errors import BoardFitError
 from mcu.package import to_stored
 from mcu.qemu.runner import run_firmware
+from mcu.tools.report import render
 from mcu.zoo.blocks import InvertedResidualSE, _build, _cbn, _Net
 from mcu.zoo.mlperf_tiny import ad
 from tests.bundle_firmware import build_make
@@ -115,6 +116,8 @@ def test_runs_bit_exact_with_weights_in_ddr(pkg):
     assert "in DDR" in text and "of 2 GB" in text
     line = summary_line(M55, res.instructions, pkg.arena_bytes, pkg.manifest["arena_lower_bound"], size)
     assert f"DDR {size.large_bytes:,} B" in line
+    html = render(pkg, size, None, None, board)  # mcu report: the weights against DDR, the rest against the ITCM
+    assert "DDR (weights)" in html and "DOES NOT FIT" not in html
     print(f"\n{line}\n{text}")
 
 
