@@ -26,6 +26,7 @@ import mcu
 from mcu.boards import load_board
 from mcu.bundles import bundle_size, load_bundle
 from mcu.cli import main as cli_main
+from mcu.codegen.names import model_files
 from mcu.package import _manifest_digest, to_stored
 from mcu.qemu.runner import run_firmware
 from mcu.zoo.example import calibration_set, example_cnn
@@ -163,6 +164,15 @@ def test_bundle_folder(m4):
     arena = max(p.arena_bytes for p, _, _ in models.values())
     assert f"#define MCU_BUNDLE_ARENA_BYTES {arena}u" in header and '#include "kws.h"' in header
     assert "add_library(mcu_bundle STATIC" in (out / "CMakeLists.txt").read_text()
+
+
+def test_the_models_stay_in_the_m55_itcm(m55):
+    """Models that fit the ITCM keep their weights there, alone and bundled: placement moves nothing that fits."""
+    b, models = m55
+    for name, (pkg, _, _) in models.items():
+        weights = pkg.out_dir / model_files(name)[2]
+        assert ".mcu_weights_large" not in weights.read_text()
+        assert (b.out_dir / name / weights.name).read_bytes() == weights.read_bytes()
 
 
 # ---- one firmware, three models ------------------------------------------------------------------------------
