@@ -14,7 +14,7 @@ from mcu.codegen.ir import C_TYPES, DTYPES, Graph, Node
 from mcu.codegen.cheader import check_params
 from mcu.codegen.kernels import KERNELS
 from mcu.codegen.manifest import Manifest, build_manifest
-from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan
+from mcu.codegen.memory import ARENA_ALIGN, MemoryPlan, state_offsets
 from mcu.codegen.names import DEFAULT_NAME, check_name, model_files
 from mcu.codegen.sharing import output_extent
 from mcu.codegen.errors import McuError
@@ -83,6 +83,8 @@ def tensor_expr(graph: Graph, mem: MemoryPlan, name: str, t: str | None) -> str:
         return const_name(name, t)
     if loc.kind in ("input", "output"):
         return f"{loc.kind}{loc.index}"
+    if loc.kind == "state":
+        return f"({C_TYPES[tensor.dtype]} *)(void *)(s + {loc.index})"
     # Arena buffers are word-aligned (memory.BUFFER_ALIGN): the cast through void * tells -Wcast-align so.
     via = "(void *)" if np.dtype(DTYPES[tensor.dtype]).itemsize > 1 else ""
     return f"({C_TYPES[tensor.dtype]} *){via}(a + {loc.index})"
@@ -146,7 +148,19 @@ def io_record(graph: Graph, macro: str, kind: str, i: int, t: str) -> dict:
             "layout": tensor.layout or "torch order", "ctype": C_TYPES[tensor.dtype], "dtype": tensor.dtype,
             "bytes": tensor.nbytes, "scale": _float_literal(tensor.qparams.s) if tensor.qparams else None,
             "zero_point": tensor.qparams.zp if tensor.qparams else None, "tensor": t,
-            "elements": int(np.prod(tensor.shape, dtype=np.int64)), **quant_limits(tensor)}
+            "elements": int(np.prod(tensor.shape, dtype=np.int64)), **quant_limits(tensor), **index_bounds(graph, t)}
+
+
+def index_bounds(graph: Graph, t: str) -> dict:
+    """An int32 input's legal values: {"index_range": [0, rows], "index_use": the op and source line} of the
+    smallest table it indexes (mcu_gather returns MCU_ERR_INDEX outside it); {} for other tensors."""
+    uses = [(n.call.params["rows"], n.source) for n in graph.nodes
+            if n.call and n.call.kernel.startswith("mcu_gather_") and n.inputs[1] == t]
+    if graph.tensors[t].dtype != "int32" or not uses:
+        return {}
+    rows, source = min(uses)
+    return {"index_range": [0, int(rows)], "index_use": f"a gather (embedding, index_select or x[idx]) at "
+                                                        f"{source or 'an unknown source line'}"}
 
 
 def quant_limits(tensor) -> dict:
@@ -159,20 +173,47 @@ def quant_limits(tensor) -> dict:
             "qmax": _float_literal(info.max)}
 
 
-def run_signature(inputs: list[dict], outputs: list[dict], uses_arena: bool) -> dict:
-    """The parameter and argument lists of `<name>_run` and its `_run_v` wrapper, and its NULL check."""
-    pointers = [x["name"] for x in inputs + outputs] + (["arena"] if uses_arena else [])
+def run_signature(inputs: list[dict], outputs: list[dict], uses_arena: bool, has_state: bool = False) -> dict:
+    """The parameter and argument lists of `<name>_run` and its `_run_v` wrapper, and its NULL check; a model with
+    state takes the state region last."""
+    pointers = [x["name"] for x in inputs + outputs] + (["arena"] if uses_arena else []) + \
+        (["state"] if has_state else [])
+    state = ["state"] if has_state else []
     return {"run_params": ", ".join([f"const {x['ctype']} *{x['name']}" for x in inputs]
-                                    + [f"{x['ctype']} *{x['name']}" for x in outputs] + ["void *arena"]),
-            "run_args": ", ".join([x["name"] for x in inputs + outputs] + ["arena"]),
+                                    + [f"{x['ctype']} *{x['name']}" for x in outputs] + ["void *arena"]
+                                    + ["void *state"] * has_state),
+            "run_args": ", ".join([x["name"] for x in inputs + outputs] + ["arena"] + state),
+            "run_v_params": "const void *const inputs[], void *const outputs[], void *arena"
+                            + ", void *state" * has_state,
             "run_v_args": ", ".join([f"(const {x['ctype']} *)inputs[{i}]" for i, x in enumerate(inputs)]
-                                    + [f"({x['ctype']} *)outputs[{i}]" for i, x in enumerate(outputs)] + ["arena"]),
+                                    + [f"({x['ctype']} *)outputs[{i}]" for i, x in enumerate(outputs)] + ["arena"]
+                                    + state),
             "null_check": " || ".join(f"{p} == NULL" for p in pointers)}
+
+
+def state_records(graph: Graph, mem: MemoryPlan, name: str) -> list[dict]:
+    """Each state as <name>.h documents it and <name>.c resets and writes it back: offset in the state region,
+    bytes, the C expression of its new value, and its initial value (None: all zeros)."""
+    offsets, _ = state_offsets(graph)
+    records = []
+    for k, (s, off) in enumerate(zip(graph.state, offsets)):
+        t = graph.tensors[graph.inputs[s.input]]
+        init = s.init.reshape(t.shape if not t.layout else (t.shape[0], t.shape[3], t.shape[1], t.shape[2]))
+        if t.layout == "NHWC":
+            init = init.transpose(0, 2, 3, 1)
+        records.append({"name": s.name, "index": k, "offset": off, "bytes": t.nbytes, "ctype": C_TYPES[t.dtype],
+                        "shape": list(t.shape), "layout": t.layout or "torch order", "dtype": t.dtype,
+                        "scale": _float_literal(t.qparams.s) if t.qparams else None,
+                        "zero_point": t.qparams.zp if t.qparams else None, "source": s.source.replace("*/", "* /"),
+                        "new_value": tensor_expr(graph, mem, name, graph.outputs[s.output]),
+                        "init": None if not init.any() else c_array_body(np.ascontiguousarray(init), t.dtype),
+                        "size": int(init.size), "tensor": graph.inputs[s.input]})
+    return records
 
 
 def weights_placement(section: str = "") -> dict:
     """The weights file's default section when no macro names one: the compiler's (.rodata) or `section` (a board
-    region for weights that do not fit its flash, mcu/build/placement.py)."""
+    region for weights that do not fit its flash, mcu/build/fit.py)."""
     if not section:
         return {"weights_default": "", "weights_default_doc": "by default the compiler's (.rodata)"}
     return {"weights_default": f' __attribute__((section("{section}")))',
@@ -189,19 +230,21 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = DEFAULT_NAME, board: str 
     consts = const_records(graph, name)
     calls = [call_record(graph, mem, name, i, n) for i, n in enumerate(graph.nodes) if n.op != "alias"]
     quants = [q for i, n in enumerate(graph.nodes) if n.op != "alias" and (q := quant_record(name, i, n))]
-    inputs = [io_record(graph, macro, "input", i, t) for i, t in enumerate(graph.inputs)]
-    outputs = [io_record(graph, macro, "output", i, t) for i, t in enumerate(graph.outputs)]
+    inputs = [io_record(graph, macro, "input", i, t) for i, t in enumerate(graph.user_inputs)]
+    outputs = [io_record(graph, macro, "output", i, t) for i, t in enumerate(graph.user_outputs)]
     uses_arena = any(loc.kind == "arena" for loc in mem.locations.values())
+    state = state_records(graph, mem, name)
     ctx = {"name": name, "macro": macro, "header": header, "source": source, "weights_file": weights_file, "guard": f"{macro}_H", "arena_bytes": mem.arena_bytes,
            "arena_align": ARENA_ALIGN, "inputs": inputs, "outputs": outputs,
            "inputs_bytes": sum(x["bytes"] for x in inputs), "outputs_bytes": sum(x["bytes"] for x in outputs),
-           **run_signature(inputs, outputs, uses_arena),
+           **run_signature(inputs, outputs, uses_arena, bool(state)), "state": state,
+           "state_bytes": state_offsets(graph)[1],
            "guard_bytes": ARENA_GUARD_BYTES, "consts": consts, "quants": quants, "calls": calls,
            "uses_arena": uses_arena, "io_doc": IO_DOC["float32" if all(x["scale"] is None for x in inputs + outputs)
                                                        else "int8"],
            "total_bytes": sum(c["bytes"] for c in consts), **weights_placement(weights_section)}
     manifest = build_manifest(graph, mem, name=name, board=board, inputs=inputs, outputs=outputs,
-                              weights_bytes=ctx["total_bytes"])
+                              weights_bytes=ctx["total_bytes"], state=state, state_bytes=ctx["state_bytes"])
     env = _env()
     return {
         header: env.get_template("model.h.j2").render(ctx),

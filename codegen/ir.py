@@ -127,14 +127,39 @@ class Node:
 
 
 @dataclass(frozen=True)
+class State:
+    """A buffer the model keeps between calls (an RNN's hidden state, a KV cache): graph input `input` is its value
+    when a call starts and graph output `output` its value at the end (positions, which passes keep). The memory
+    plan puts the input in the state region, never in the arena; the generated run writes the output back after
+    its last op. init: what <prefix>_reset writes, in the input tensor's dtype and torch order."""
+    name: str    # the buffer's name in the user's model
+    input: int
+    output: int
+    init: np.ndarray = field(compare=False, repr=False)
+    source: str = ""  # the user's line that writes it
+
+
+@dataclass(frozen=True)
 class Graph:
     tensors: dict[str, Tensor]
     nodes: tuple[Node, ...]
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
+    state: tuple[State, ...] = ()  # inputs / outputs that are state, not the caller's
 
     def replace(self, **kw) -> "Graph":
         return dataclasses.replace(self, **kw)
+
+    @property
+    def user_inputs(self) -> tuple[str, ...]:
+        """The inputs the caller passes (the state inputs excluded): <prefix>_run's input pointers, in order."""
+        held = {s.input for s in self.state}
+        return tuple(t for i, t in enumerate(self.inputs) if i not in held)
+
+    @property
+    def user_outputs(self) -> tuple[str, ...]:
+        held = {s.output for s in self.state}
+        return tuple(t for i, t in enumerate(self.outputs) if i not in held)
 
     def producer(self, tensor: str) -> Node | None:
         for node in self.nodes:
@@ -188,7 +213,26 @@ def verify(graph: Graph) -> Graph:
     for o in graph.outputs:
         if o not in defined:
             raise IRError(f"graph output {o} is never produced")
+    _verify_state(graph)
     return graph
+
+
+def _verify_state(graph: Graph) -> None:
+    """Each state is one input and one output of the same shape and dtype, its init of that shape and dtype."""
+    if len({s.input for s in graph.state}) != len(graph.state) or len({s.output for s in graph.state}) != len(graph.state):
+        raise IRError("two states share an input or an output")
+    k = len(graph.state)
+    if [s.input for s in graph.state] != list(range(len(graph.inputs) - k, len(graph.inputs))) or \
+            [s.output for s in graph.state] != list(range(len(graph.outputs) - k, len(graph.outputs))):
+        raise IRError("the states are not the last inputs and outputs, in order")
+    for s in graph.state:
+        t, u = graph.tensors[graph.inputs[s.input]], graph.tensors[graph.outputs[s.output]]
+        if t.dtype != u.dtype or int(np.prod(t.shape)) != int(np.prod(u.shape)):
+            raise IRError(f"state {s.name}: value {t.dtype} {t.shape} but update {u.dtype} {u.shape}")
+        if t.qparams != u.qparams:
+            raise IRError(f"state {s.name}: its update is on other qparams ({u.qparams} vs {t.qparams})")
+        if s.init.dtype != np.dtype(DTYPES[t.dtype]) or s.init.size != int(np.prod(t.shape)):
+            raise IRError(f"state {s.name}: init {s.init.dtype} [{s.init.size}] vs {t.dtype} {t.shape}")
 
 
 def _names(v, graph: Graph, what: str, node: Node, optional: bool = False) -> None:

@@ -199,5 +199,5 @@ FLOAT32: dict[str, Callable] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
     "add": _binary, "sub": _binary, "mul": _binary, "softmax": _softmax, "clamp": _clamp,
     "div": _binary_op, "minimum": _binary_op, "maximum": _binary_op, "pow": _binary_op,
-    "matmul": _matmul, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "upsample_nearest": INT8["upsample_nearest"], "pad": INT8["pad"], "mean": _reduce, "sum": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce, "argmax": _arg, "argmin": _arg,
+    "matmul": _matmul, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "gather": INT8["gather"], "upsample_nearest": INT8["upsample_nearest"], "pad": INT8["pad"], "mean": _reduce, "sum": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce, "argmax": _arg, "argmin": _arg,
 }

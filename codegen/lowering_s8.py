@@ -14,7 +14,7 @@ from mcu.codegen.errors import LoweringError
 from mcu.codegen.ir import Node
 from mcu.codegen.lowering import (Ctx, _dims4, act_range, call_node, conv_geometry, dequantize_call, f32,
                                   kernel_name, matmul_dims, pool_geometry, quantize_call)
-from mcu.codegen.lowering_shape import _alias, _concat, _pad, _slice, _transpose, _upsample
+from mcu.codegen.lowering_shape import _alias, _concat, _gather, _pad, _slice, _transpose, _upsample
 from mcu.codegen.twins.activation import lut_table, softmax_exp_table, unary_function
 from mcu.codegen.twins.quant import quantize_multiplier
 
@@ -184,8 +184,8 @@ INT8: dict[str, Callable[[Ctx, Node], Node | list[Node]]] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear,
     "max_pool2d": _pool, "avg_pool2d": _pool, "add": _add, "softmax": _softmax,
     "transpose": _transpose, "reshape": _alias, "slice": _slice, "pad": _pad,
-    "sub": _add, "mul": _mul, "lut": _lut, "clamp": _lut, "concat": _concat, "upsample_nearest": _upsample,
+    "gather": _gather, "sub": _add, "mul": _mul, "lut": _lut, "clamp": _lut, "concat": _concat, "upsample_nearest": _upsample,
     "mean": _reduce, "sum": _reduce, "matmul": _matmul, "layer_norm": layer_norm,
 }
 INTEGER = ("conv2d", "depthwise_conv2d", "linear", "max_pool2d", "avg_pool2d", "add", "mul", "transpose",
-           "reshape", "slice", "concat", "layer_norm", "pad")
+           "reshape", "slice", "concat", "layer_norm", "pad", "gather")

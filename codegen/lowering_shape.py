@@ -88,6 +88,16 @@ def _slice(ctx: Ctx, node: Node) -> Node:
     return call_node(node, kernel_name("slice", ctx.dtype(node)), params, (x.name,))
 
 
+def _gather(ctx: Ctx, node: Node) -> Node:
+    """Rows of a table (a constant or an activation) picked by run-time int32 indices along attrs["dim"]: mcu_gather
+    (embedding, index_select, x[idx]); any element type, the output on the table's qparams."""
+    x, idx = ctx.tensors[node.inputs[0]], ctx.tensors[node.inputs[1]]
+    d = node.attrs["dim"] % len(x.shape)
+    params = {"outer": int(np.prod(x.shape[:d], dtype=np.int64)), "rows": int(x.shape[d]),
+              "count": int(np.prod(idx.shape, dtype=np.int64)), "inner": int(np.prod(x.shape[d + 1:], dtype=np.int64))}
+    return call_node(node, kernel_name("gather", ctx.dtype(node)), params, (x.name, idx.name))
+
+
 def pad_widths(rank: int, pads) -> list[tuple[int, int]]:
     """(before, after) per dim from F.pad's list (last dim first: left, right, top, bottom, ...)."""
     widths = [(0, 0)] * rank

@@ -27,13 +27,16 @@ class Manifest:
     outputs: list[dict]
     ops: list[dict]
     fallbacks: list[dict]
+    state: tuple = ()  # the state region's buffers (emit's state records, as the manifest lists them)
+    state_bytes: int = 0
 
     def as_dict(self) -> dict:
         return {"name": self.name, "board": self.board, "kernels": self.kernels, "arena_bytes": self.arena_bytes,
                 "arena_lower_bound": self.arena_lower_bound, "planner": self.planner,
                 "schedule_peak_before": self.schedule_peak_before, "schedule_peak_after": self.schedule_peak_after,
                 "weights_bytes": self.weights_bytes, "inputs": self.inputs, "outputs": self.outputs, "ops": self.ops,
-                "fallbacks": self.fallbacks}
+                "fallbacks": self.fallbacks,
+                **({"state_bytes": self.state_bytes, "state": list(self.state)} if self.state else {})}
 
     def to_json(self) -> str:
         """The text of manifest.json as emit writes it (before mcu/api.py seals it)."""
@@ -43,11 +46,21 @@ class Manifest:
 def io_entry(graph: Graph, io: dict) -> dict:
     """One input or output of the manifest from emit's I/O record: the real scale, None for a float32 tensor."""
     t = graph.tensors[io["tensor"]]
-    return {k: io[k] for k in IO_FIELDS} | {"scale": t.qparams.s if t.qparams else None}
+    index = {k: io[k] for k in ("index_range", "index_use") if k in io}  # an int32 input's legal values
+    return {k: io[k] for k in IO_FIELDS} | {"scale": t.qparams.s if t.qparams else None} | index
+
+
+STATE_FIELDS = ("name", "offset", "bytes", "shape", "layout", "dtype", "zero_point", "source")
+
+
+def state_entry(graph: Graph, record: dict) -> dict:
+    """One state buffer of the manifest from emit's state record: its place in the region and its quantization."""
+    t = graph.tensors[record["tensor"]]
+    return {k: record[k] for k in STATE_FIELDS} | {"scale": t.qparams.s if t.qparams else None}
 
 
 def build_manifest(graph: Graph, mem: MemoryPlan, *, name: str, board: str, inputs: list[dict],
-                   outputs: list[dict], weights_bytes: int) -> Manifest:
+                   outputs: list[dict], weights_bytes: int, state: list[dict] = (), state_bytes: int = 0) -> Manifest:
     """The manifest of a lowered, planned graph; inputs and outputs are emit's I/O records."""
     sources = {s for n in graph.nodes if n.op == "call" for s in KERNELS[n.call.kernel].sources}
     return Manifest(
@@ -59,4 +72,5 @@ def build_manifest(graph: Graph, mem: MemoryPlan, *, name: str, board: str, inpu
         ops=[{"name": n.name, "kernel": n.call.kernel if n.call else "alias", "source": n.source}
              for n in graph.nodes],
         fallbacks=[{"op": n.call.fallback, "name": n.name, "kernel": n.call.kernel, "source": n.source}
-                   for n in graph.nodes if n.call and n.call.fallback])
+                   for n in graph.nodes if n.call and n.call.fallback],
+        state=tuple(state_entry(graph, r) for r in state), state_bytes=state_bytes)

@@ -24,8 +24,8 @@ BUFFER_ALIGN = 4   # every buffer inside it: word accesses are aligned on every 
 
 @dataclass(frozen=True)
 class Location:
-    kind: str  # "arena", "input", "output", "const"
-    index: int  # arena offset, or input/output position
+    kind: str  # "arena", "input", "output", "const", "state"
+    index: int  # arena or state-region offset, or input/output position
 
 
 @dataclass(frozen=True)
@@ -60,11 +60,26 @@ def _overlaps(graph: Graph, group: dict[str, str], external, copy: bool = True) 
     return found
 
 
+def state_offsets(graph: Graph) -> tuple[list[int], int]:
+    """Each state's offset in the state region (in graph.state's order, BUFFER_ALIGN apart) and the region's bytes."""
+    offsets, end = [], 0
+    for s in graph.state:
+        offsets.append(end)
+        end += -(-graph.tensors[graph.inputs[s.input]].nbytes // BUFFER_ALIGN) * BUFFER_ALIGN
+    return offsets, end
+
+
 def _external(graph: Graph, group: dict[str, str]) -> dict[str, Location]:
+    """Storage groups outside the arena: the caller's inputs and outputs, and the state region's values (a state's
+    update is planned in the arena, alive to the end, and copied back after the last op)."""
     external: dict[str, Location] = {}
+    held_in = dict(zip((s.input for s in graph.state), state_offsets(graph)[0]))
+    held_out = {s.output for s in graph.state}
     for i, t in enumerate(graph.inputs):
-        external[group[t]] = Location("input", i)
+        external[group[t]] = Location("state", held_in[i]) if i in held_in else Location("input", i)
     for i, t in enumerate(graph.outputs):
+        if i in held_out:
+            continue
         g = group[t]
         if g in external:
             raise McuError(f"model output {i} is model input {external[g].index} (or a reshape of it); "
@@ -129,6 +144,8 @@ def plan_graph(graph: Graph) -> tuple[Graph, MemoryPlan]:
         for t in n.inputs:
             if t is not None and not graph.tensors[t].is_const:
                 last[group[t]] = max(last.get(group[t], step), step)
+    for s in graph.state:  # a state's new value lives until it is copied back, after the last op
+        last[group[graph.outputs[s.output]]] = len(graph.nodes) - 1
     _, sizes = _ops_and_sizes(graph, group, external)
     buffers = tuple(Buffer(g, sizes[g], first[g], last[g], BUFFER_ALIGN)
                     for g in sorted(first, key=lambda g: (first[g], g)) if g not in external)

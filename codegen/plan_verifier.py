@@ -40,6 +40,10 @@ def live_spans(graph: Graph) -> dict[str, Span]:
         for t in n.inputs:
             if t is not None and t in span:
                 span[t] = (span[t][0], step)
+    for s in graph.state:  # a state's new value is read after the last op, when it is copied back
+        t = graph.outputs[s.output]
+        if t in span:
+            span[t] = (span[t][0], len(graph.nodes) - 1)
     return span
 
 

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.errors import McuError
-from mcu.codegen.ir import DTYPES, Call, Graph, IRError, Node, QParams, Tensor, verify
+from mcu.codegen.ir import DTYPES, Call, Graph, IRError, Node, QParams, State, Tensor, verify
 from mcu.codegen.memory import Location, MemoryPlan
 from mcu.memory_planner import Buffer, Plan
 
@@ -92,7 +92,9 @@ def dump(graph: Graph, memory: MemoryPlan) -> tuple[str, list[np.ndarray]]:
             "tensors": [tensor(t) for t in graph.tensors.values()],
             "nodes": [{"name": n.name, "op": n.op, "inputs": list(n.inputs), "outputs": list(n.outputs),
                        "attrs": value(call_attrs(n.call) if n.call else dict(n.attrs))["$dict"], "source": n.source} for n in graph.nodes],
-            "inputs": list(graph.inputs), "outputs": list(graph.outputs)},
+            "inputs": list(graph.inputs), "outputs": list(graph.outputs),
+            **({"state": [{"name": x.name, "input": x.input, "output": x.output, "init": array(x.init)["$array"],
+                           "source": x.source} for x in graph.state]} if graph.state else {})},
         "memory": {
             "locations": [[k, v.kind, v.index] for k, v in memory.locations.items()],
             "buffers": [[b.name, b.size, b.first, b.last, b.align] for b in memory.buffers],
@@ -281,7 +283,8 @@ def _graph(g, arrays: _Arrays) -> Graph:
                   tuple(_node(n, i, arrays)
                         for i, n in enumerate(_list(_get(g, "nodes", "ir.json graph"), "ir.json graph"))),
                   tuple(_str(x, "ir.json inputs") for x in _list(_get(g, "inputs", "ir.json graph"), "ir.json")),
-                  tuple(_str(x, "ir.json outputs") for x in _list(_get(g, "outputs", "ir.json graph"), "ir.json")))
+                  tuple(_str(x, "ir.json outputs") for x in _list(_get(g, "outputs", "ir.json graph"), "ir.json")),
+                  tuple(_state(x, arrays) for x in _list(g.get("state", []), "ir.json state")))
     if len(graph.tensors) != len(tensors):
         _fail("ir.json", "two tensors share a name")
     for n in graph.nodes:
@@ -293,6 +296,12 @@ def _graph(g, arrays: _Arrays) -> Graph:
     except IRError as exc:
         _fail("ir.json", f"the graph breaks an IR invariant ({exc})")
     return graph
+
+
+def _state(x, arrays: _Arrays) -> State:
+    w = "ir.json state"
+    return State(_str(_get(x, "name", w), w), _int(_get(x, "input", w), w), _int(_get(x, "output", w), w),
+                 arrays(_get(x, "init", w), w), _str(_get(x, "source", w), w))
 
 
 _MEM = "ir.json memory"
@@ -310,7 +319,7 @@ def _locations(m, graph: Graph) -> dict[str, Location]:
     w, locations = _MEM, {}
     for x in _list(_get(m, "locations", w), w):
         k, kind, index = _fields(x, 3)
-        if kind not in ("arena", "input", "output", "const"):
+        if kind not in ("arena", "input", "output", "const", "state"):
             _fail(w, f"location kind {str(kind)[:20]!r}")
         if _str(k, w) not in graph.tensors:
             _fail(w, f"location of unknown tensor {k[:40]!r}")

@@ -5,9 +5,10 @@ data or the twins (SCons, kernel tests) do not pay for importing torch.
 """
 from mcu.errors import McuError
 
-__all__ = ["Package", "RunResult", "EvalResult", "compile", "eval", "load", "run", "size", "bundle", "McuError"]
+__all__ = ["Package", "RunResult", "EvalResult", "compile", "eval", "load", "run", "size", "bundle", "session",
+           "McuError"]
 _EXTRA = {"eval": ("mcu.tools.evaluate", "evaluate"), "EvalResult": ("mcu.tools.eval_result", "EvalResult"),
-          "bundle": ("mcu.bundles", "bundle")}
+          "bundle": ("mcu.bundles", "bundle"), "session": ("mcu.sessions", "session")}
 
 
 def __getattr__(name):

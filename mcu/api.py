@@ -24,11 +24,12 @@ from mcu.codegen.memory import MemoryPlan, picture, plan_graph
 from mcu.codegen.names import DEFAULT_NAME, check_name, model_files
 from mcu.codegen.pipeline import run_passes
 from mcu.codegen.target import Target
-from mcu.errors import BoardFitError, McuError, status_name
+from mcu.errors import MCU_ERR_INDEX, BoardFitError, McuError, status_name
 from mcu.importer.export import example_inputs_of, export
 from mcu.importer.from_float import import_float
 from mcu.importer.from_quantized import import_quantized
 from mcu.importer.ops import portable_source, portable_stack_trace
+from mcu.importer.state import attach_state, ep_states
 from mcu.package import FLOAT_MODEL, IR_DATA, IR_FILE, OLD_IR_FILE, Package, RunResult, load, seal_manifest
 from mcu.paths import BUILD_DIR
 from mcu.quantization.precision import PrecisionChoice, choose_precision
@@ -163,7 +164,8 @@ def _choose_precision(model, ep, example_inputs, calibration, board_info, target
 
 def _lower(ep, converted, target: Target) -> tuple[Graph, MemoryPlan]:
     """mcu IR from the converted (or, for quantize='none', the float) program, lowered and planned."""
-    graph = run_passes(import_float(ep) if converted is None else import_quantized(converted), target)
+    graph = import_float(ep) if converted is None else import_quantized(converted)
+    graph = run_passes(attach_state(graph, ep_states(ep) if ep is not None else ()), target)
     return plan_graph(_portable_sources(graph))
 
 
@@ -205,7 +207,8 @@ def _portable_sources(graph: Graph) -> Graph:
     """The graph with each op's source line naming its file as mcu.importer.export.portable_path does: a package carries no
     user folders, and the same model compiled from two folders gives the same bytes (errors keep full paths)."""
     return graph.replace(nodes=tuple(n.replace(source=portable_source(n.source)) if n.source else n
-                                     for n in graph.nodes))
+                                     for n in graph.nodes),
+                         state=tuple(dataclasses.replace(s, source=portable_source(s.source)) for s in graph.state))
 
 
 def _saved(ep: torch.export.ExportedProgram) -> bytes:
@@ -230,18 +233,28 @@ def is_quantized(model) -> bool:
     return any(n.op == "call_function" and "quantized_decomposed" in str(n.target) for n in model.graph.nodes)
 
 
-def run(pkg: Package, inputs, *, timeout: float = 120.0) -> RunResult:
-    """Build pkg's firmware if needed and run one inference on its board under QEMU."""
+def run(pkg: Package, inputs, *, timeout: float = 120.0, state: bytes | None = None) -> RunResult:
+    """Build pkg's firmware if needed and run one inference on its board under QEMU. A model with state starts
+    from `state` (the region's bytes; None: its initial state) and returns the region after the call in
+    RunResult.state (mcu.session carries it from call to call)."""
     from mcu.qemu.runner import run_firmware
+    from mcu.state_region import initial_region
 
     raw_in = pkg.quantize_inputs(inputs)
+    region = b"" if not pkg.state_bytes else initial_region(pkg.graph) if state is None else bytes(state)
+    if len(region) != pkg.state_bytes:
+        raise McuError(f"a state of {len(region)} bytes for a model whose state region is {pkg.state_bytes}; "
+                       f"pass the RunResult.state of this model's previous call")
     elf = pkg.build()
-    res = run_firmware(elf, pkg.board, b"".join(x.tobytes() for x in raw_in), timeout=timeout)
+    res = run_firmware(elf, pkg.board, region + b"".join(x.tobytes() for x in raw_in), timeout=timeout)
     raw = pkg.raw_outputs(res.output_bytes)
     if res.status != 0:
         raise McuError(f"the model returned {status_name(res.status)} on the device: a code generator bug; "
-                       f"please report it")
-    return RunResult(pkg.dequantize_outputs(raw), raw, res.instructions, res.stdout, res.stack_bytes)
+                       f"please report it" if res.status != MCU_ERR_INDEX else
+                       f"the model returned {status_name(res.status)} on the device: an index input outside its "
+                       f"table (the manifest's index_range)")
+    return RunResult(pkg.dequantize_outputs(raw), raw, res.instructions, res.stdout, res.stack_bytes,
+                     res.output_bytes[len(res.output_bytes) - pkg.state_bytes:] if pkg.state_bytes else b"")
 
 
 def size(pkg: Package):

@@ -84,7 +84,10 @@ class QuantizationError(McuError):
 
 # mcu_status_t (runtime_c/include/mcu/mcu_types.h; tests/test_c_api.py checks the two agree).
 MCU_STATUS = {0: "MCU_OK", 1: "MCU_ERR_ARG", 2: "MCU_ERR_SHAPE", 3: "MCU_ERR_ARENA_ALIGN", 4: "MCU_ERR_ARENA_SIZE",
-              5: "MCU_ERR_ARENA_GUARD"}
+              5: "MCU_ERR_ARENA_GUARD", 6: "MCU_ERR_INDEX"}
+
+
+MCU_ERR_INDEX = 6  # an index input outside its table (mcu_gather): refused on the host before any run
 
 
 def status_name(status: int) -> str:

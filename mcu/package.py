@@ -24,7 +24,7 @@ from mcu.codegen.emit import emit
 from mcu.codegen.ir import DTYPES, Graph
 from mcu.codegen.memory import MemoryPlan
 from mcu.codegen.names import NAME_RULE, is_valid_name, model_files
-from mcu.codegen.reference import run_reference
+from mcu.state_region import initial_region, reference_step
 from mcu.errors import InputError, McuError, PackageError
 from mcu.paths import BUILD_DIR
 from mcu.quantization.precision import PrecisionChoice
@@ -41,6 +41,43 @@ def mcu_version() -> str:
         return version("mcu")
     except PackageNotFoundError:
         return "unknown"
+
+
+def _stored_input(spec: dict, x) -> np.ndarray:
+    """One input as the device takes it: quantized (int8 / int16), float32 as it is, or int32 indices."""
+    shape, index = torch_shape(spec), spec["dtype"] == "int32"
+    kind = "an integer" if index else "a float"
+    try:
+        x = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise InputError(f"{spec['name']} must be {kind} tensor of shape {list(shape)} (torch order), "
+                         f"got a {type(x).__name__} that is not one ({exc})") from None
+    if tuple(x.shape) != shape or x.is_floating_point() == index or x.dtype == torch.bool:
+        raise InputError(f"{spec['name']} must be {kind} tensor of shape {list(shape)} (torch order), got "
+                         f"{x.dtype} {list(x.shape)}")
+    if index:
+        return to_stored(_checked_indices(spec, x.numpy()), spec)
+    if spec["dtype"] == "float32":  # quantize="none": the input as it is
+        return to_stored(x.float().numpy(), spec)
+    if not torch.isfinite(x).all():
+        raise InputError(f"{spec['name']} contains NaN or Inf, which int8 cannot represent; clean the input")
+    info = torch.iinfo(getattr(torch, spec["dtype"]))  # int8, or int16 (a16w8)
+    q = torch.ops.quantized_decomposed.quantize_per_tensor(
+        x.float(), spec["scale"], spec["zero_point"], info.min, info.max, getattr(torch, spec["dtype"])).numpy()
+    return to_stored(q, spec)
+
+
+def _checked_indices(spec: dict, x: np.ndarray) -> np.ndarray:
+    """Index input x as int32, refused (InputError) where a value lies outside the table it indexes: the device
+    would return MCU_ERR_INDEX."""
+    lo, hi = spec.get("index_range") or (np.iinfo(np.int32).min, np.iinfo(np.int32).max + 1)
+    bad = np.flatnonzero((x < lo) | (x >= hi))
+    if bad.size:
+        at = np.unravel_index(bad[0], x.shape)
+        raise InputError(f"{spec['name']}[{', '.join(map(str, at))}] = {int(x.flat[bad[0]])} is outside "
+                         f"[{lo}, {hi}), the rows of {spec.get('index_use', 'its table')}; pass indices in "
+                         f"range (negative indices do not wrap on the device)")
+    return x.astype(np.int32)
 
 
 @dataclass
@@ -77,33 +114,13 @@ class Package:
     # -- host-side conversions at the model boundary ----------------------------------------
     def quantize_inputs(self, inputs) -> list[np.ndarray]:
         """Float inputs in torch order -> int8 arrays (float32 for a float package) in the stored order (NHWC
-        for 4-d)."""
+        for 4-d); integer (index) inputs -> int32, checked against the tables they index."""
         if isinstance(inputs, (torch.Tensor, np.ndarray)):
             inputs = (inputs,)
         specs = self.manifest["inputs"]
         if len(inputs) != len(specs):
             raise InputError(f"the model takes {len(specs)} input(s), got {len(inputs)}")
-        out = []
-        for spec, x in zip(specs, inputs):
-            shape = torch_shape(spec)
-            try:
-                x = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x)
-            except (TypeError, ValueError, RuntimeError) as exc:
-                raise InputError(f"{spec['name']} must be a float tensor of shape {list(shape)} (torch order), "
-                                 f"got a {type(x).__name__} that is not one ({exc})") from None
-            if tuple(x.shape) != shape or not x.is_floating_point():
-                raise InputError(f"{spec['name']} must be a float tensor of shape {list(shape)} (torch order), got "
-                                 f"{x.dtype} {list(x.shape)}")
-            if spec["dtype"] == "float32":  # quantize="none": the input as it is
-                out.append(to_stored(x.float().numpy(), spec))
-                continue
-            if not torch.isfinite(x).all():
-                raise InputError(f"{spec['name']} contains NaN or Inf, which int8 cannot represent; clean the input")
-            info = torch.iinfo(getattr(torch, spec["dtype"]))  # int8, or int16 (a16w8)
-            q = torch.ops.quantized_decomposed.quantize_per_tensor(
-                x.float(), spec["scale"], spec["zero_point"], info.min, info.max, getattr(torch, spec["dtype"])).numpy()
-            out.append(to_stored(q, spec))
-        return out
+        return [_stored_input(spec, x) for spec, x in zip(specs, inputs)]
 
     def raw_outputs(self, data: bytes) -> list[np.ndarray]:
         """A run's output bytes (every output, one after the other, as the model writes them) -> one integer (or
@@ -122,9 +139,14 @@ class Package:
 
     def reference(self, inputs) -> list[np.ndarray]:
         """Raw outputs (torch order) of the numpy reference for float inputs: integer, or float32 for a float
-        package (quantize="none")."""
-        raw = run_reference(self.graph, self.quantize_inputs(inputs))
+        package (quantize="none"). A model with state runs from its initial state (mcu.session carries it)."""
+        raw, _ = reference_step(self.graph, self.quantize_inputs(inputs), initial_region(self.graph))
         return [to_torch(r, s) for r, s in zip(raw, self.manifest["outputs"])]
+
+    @property
+    def state_bytes(self) -> int:
+        """The bytes of the state region (<PREFIX>_STATE_BYTES); 0 for a model without state."""
+        return self.manifest.get("state_bytes", 0)
 
     def torchao_reference(self, inputs) -> list[np.ndarray]:
         """Float outputs of torchao's converted (Q/DQ) model; needs a package compiled in this process."""
@@ -149,6 +171,7 @@ class RunResult:
     instructions: int               # one inference, from SysTick under -icount shift=0
     stdout: str = ""
     stack_bytes: int = 0            # peak stack of the run, harness included (see mcu.build.stack for the bound)
+    state: bytes = b""              # a model with state: the state region after the run
 
 
 def torch_shape(spec) -> tuple[int, ...]:

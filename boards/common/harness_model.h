@@ -2,6 +2,7 @@
  *
  * The build (mcu/build/firmware.py: harness_defines) passes MCU_MODEL_HEADER ("kws.h"), MCU_MODEL_NAME (kws) and
  * MCU_MODEL_MACRO (KWS) for a model not named `model`; without them the harness includes model.h as it is.
+ * MCU_MODEL_STATE is defined for a model that keeps state between calls.
  */
 #ifndef MCU_HARNESS_MODEL_H
 #define MCU_HARNESS_MODEL_H
@@ -21,8 +22,20 @@
 #define model_input_bytes MCU_HARNESS_CAT(MCU_MODEL_NAME, _input_bytes)
 #define model_output_bytes MCU_HARNESS_CAT(MCU_MODEL_NAME, _output_bytes)
 #define model_run_v MCU_HARNESS_CAT(MCU_MODEL_NAME, _run_v)
+#ifdef MCU_MODEL_STATE
+#define MODEL_STATE_BYTES MCU_HARNESS_CAT(MCU_MODEL_MACRO, _STATE_BYTES)
+#endif
 #else
 #include "model.h"
+#endif
+
+/* A model with state (MCU_MODEL_STATE, from the build) takes the state region last; MODEL_RUN_V hides the
+ * difference from the harness, whose state buffer is then MODEL_STATE_BYTES long (0 without state). */
+#ifdef MCU_MODEL_STATE
+#define MODEL_RUN_V(inputs, outputs, arena, state) model_run_v(inputs, outputs, arena, state)
+#else
+#define MODEL_STATE_BYTES 0u
+#define MODEL_RUN_V(inputs, outputs, arena, state) model_run_v(inputs, outputs, arena)
 #endif
 
 #endif /* MCU_HARNESS_MODEL_H */

@@ -2,6 +2,8 @@
  *
  *  - Inputs are read from input.bin (all inputs concatenated, in order) into 16-byte aligned slots;
  *    outputs are written to output.bin the same way. Paths are relative to QEMU's working directory.
+ *    A model with state (MODEL_STATE_BYTES > 0): input.bin starts with the state region's bytes and
+ *    output.bin ends with them after the run (a batch: once before all records, once after them all).
  *  - ticks = SysTick ticks around the one model_run_v call; overhead = ticks of an empty measurement,
  *    which the host subtracts.
  *  - stack = peak stack bytes during the run (harness included): the free stack is painted with a
@@ -33,6 +35,13 @@ static uint8_t output_slots[MODEL_OUTPUTS_BYTES + SLOT_ALIGN * MODEL_NUM_OUTPUTS
 
 /* The model's working memory (and, in debug builds, the guard bytes after it); global so the size report finds
  * it by name. */
+#if MODEL_STATE_BYTES > 0
+static uint8_t mcu_state[MODEL_STATE_BYTES] __attribute__((aligned(16)));
+#define STATE ((void *)mcu_state)
+#else
+#define STATE ((void *)0)
+#endif
+
 #if MODEL_ARENA_BYTES > 0
 uint8_t mcu_arena[MODEL_ARENA_BYTES + MODEL_ARENA_GUARD_BYTES] __attribute__((aligned(MODEL_ARENA_ALIGN)));
 #define ARENA ((void *)mcu_arena)
@@ -128,6 +137,30 @@ static uint32_t stack_used(void)
     return (uint32_t)((uintptr_t)__stack_top - (uintptr_t)p);
 }
 
+/* The state region's bytes, first in input.bin (batch.bin); nothing without state. */
+static void read_state(int32_t fd)
+{
+#if MODEL_STATE_BYTES > 0
+    if (mcu_sh_read(fd, mcu_state, MODEL_STATE_BYTES) != MODEL_STATE_BYTES) {
+        fail("MCU_ERROR ", "short read of the state", "");
+    }
+#else
+    (void)fd;
+#endif
+}
+
+/* The state region's bytes after the run(s), last in output.bin (batch_out.bin). */
+static void write_state(int32_t fd)
+{
+#if MODEL_STATE_BYTES > 0
+    if (mcu_sh_write(fd, mcu_state, MODEL_STATE_BYTES) != MODEL_STATE_BYTES) {
+        fail("MCU_ERROR ", "short write of the state", "");
+    }
+#else
+    (void)fd;
+#endif
+}
+
 static void read_inputs(const void *inputs[])
 {
     int32_t fd = mcu_sh_open("input.bin", MCU_SH_MODE_RB);
@@ -135,14 +168,15 @@ static void read_inputs(const void *inputs[])
         fail("MCU_ERROR ", "cannot open input.bin", " (it must be in QEMU's working directory)");
     }
     int32_t have = mcu_sh_flen(fd);
-    if (have != (int32_t)MODEL_INPUTS_BYTES) {
+    if (have != (int32_t)(MODEL_STATE_BYTES + MODEL_INPUTS_BYTES)) {
         char detail[64];
         char *p = mcu_fmt_str(detail, " has ");
         p = mcu_fmt_i32(p, have);
         p = mcu_fmt_str(p, " bytes, expected ");
-        mcu_fmt_u64(p, MODEL_INPUTS_BYTES);
+        mcu_fmt_u64(p, MODEL_STATE_BYTES + MODEL_INPUTS_BYTES);
         fail("MCU_ERROR ", "input.bin", detail);
     }
+    read_state(fd);
     uint32_t offset = 0;
     for (uint32_t i = 0; i < MODEL_NUM_INPUTS; ++i) {
         inputs[i] = &input_slots[offset];
@@ -165,6 +199,7 @@ static void write_outputs(void *const outputs[])
             fail("MCU_ERROR ", "short write to output.bin", "");
         }
     }
+    write_state(fd);
     mcu_sh_close(fd);
 }
 
@@ -188,7 +223,7 @@ static void __attribute__((noreturn)) batch_main(void)
     if (in_fd < 0) {
         fail("MCU_ERROR ", "cannot open batch.bin", " (it must be in QEMU's working directory)");
     }
-    int32_t have = mcu_sh_flen(in_fd);
+    int32_t have = mcu_sh_flen(in_fd) - (int32_t)MODEL_STATE_BYTES;
     if (have <= 0 || (uint32_t)have % (uint32_t)MODEL_INPUTS_BYTES != 0u) {
         char detail[64];
         char *p = mcu_fmt_str(detail, " has ");
@@ -203,6 +238,7 @@ static void __attribute__((noreturn)) batch_main(void)
     if (out_fd < 0) {
         fail("MCU_ERROR ", "cannot create batch_out.bin", "");
     }
+    read_state(in_fd);
     uint32_t offset = 0;
     for (uint32_t i = 0; i < MODEL_NUM_INPUTS; ++i) {
         inputs[i] = &input_slots[offset];
@@ -227,7 +263,7 @@ static void __attribute__((noreturn)) batch_main(void)
             }
         }
         uint64_t start = mcu_systick_now();
-        mcu_status_t status = model_run_v(inputs, outputs, ARENA);
+        mcu_status_t status = MODEL_RUN_V(inputs, outputs, ARENA, STATE);
         ticks += mcu_systick_now() - start;
         if (status != MCU_OK && first_error == MCU_OK) {
             first_error = status;
@@ -245,6 +281,7 @@ static void __attribute__((noreturn)) batch_main(void)
     if (stack >= (uint32_t)((uintptr_t)__stack_top - (uintptr_t)__stack_bottom)) {
         fail("MCU_STACK_OVERFLOW ", "the run overwrote the bottom of the stack", "");
     }
+    write_state(out_fd);
     mcu_sh_close(in_fd);
     mcu_sh_close(out_fd);
     print_count("MCU_BATCH n=", n);
@@ -284,7 +321,7 @@ int main(void)
     uint64_t empty_start = mcu_systick_now();
     uint64_t empty_end = mcu_systick_now();
     uint64_t start = mcu_systick_now();
-    mcu_status_t status = model_run_v(inputs, outputs, ARENA);
+    mcu_status_t status = MODEL_RUN_V(inputs, outputs, ARENA, STATE);
     uint64_t end = mcu_systick_now();
     uint32_t stack = stack_used();
 

@@ -1,4 +1,4 @@
-"""Data movement: transpose, concat (inputs as one array argument), nearest upsampling, slice along one dim.
+"""Data movement: transpose, concat (inputs as one array argument), nearest upsampling, slice along one dim, gather by run-time indices.
 C: runtime_c/kernels/shape, s16, float."""
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ SPECS = [
     kernel("mcu_slice_s8", "shape", "mcu_slice_params_t"),
     kernel("mcu_slice_s16", "s16", "mcu_slice_params_t"),
     kernel("mcu_slice_f32", "float", "mcu_slice_params_t"),
+    kernel("mcu_gather_s8", "shape", "mcu_gather_params_t"),
+    kernel("mcu_gather_s16", "s16", "mcu_gather_params_t"),
+    kernel("mcu_gather_f32", "float", "mcu_gather_params_t"),
     kernel("mcu_pad_s8", "shape", "mcu_pad_params_t"),
     kernel("mcu_pad_s16", "s16", "mcu_pad_params_t"),
     kernel("mcu_pad_f32", "float", "mcu_pad_params_t"),

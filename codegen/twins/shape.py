@@ -33,6 +33,22 @@ def slice_s8(params: dict, input: np.ndarray) -> np.ndarray:
 slice_s16 = slice_f32 = slice_s8
 
 
+def gather_s8(params: dict, table: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Twin of mcu_gather_s8 (and _s16, _f32): table [outer, rows, inner], indices [count] -> [outer, count,
+    inner]; an index outside [0, rows) is the C kernel's MCU_ERR_INDEX, a ValueError here."""
+    p = params
+    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+    if idx.size != p["count"] or min(p["outer"], p["rows"], p["count"], p["inner"]) < 1:
+        raise ValueError(f"bad gather params {p} for {idx.size} indices")
+    if idx.size and (idx.min() < 0 or idx.max() >= p["rows"]):
+        raise ValueError(f"gather index outside [0, {p['rows']}): {idx.min()}..{idx.max()} (MCU_ERR_INDEX)")
+    x = np.asarray(table).reshape(p["outer"], p["rows"], p["inner"])
+    return np.ascontiguousarray(x[:, idx])
+
+
+gather_s16 = gather_f32 = gather_s8
+
+
 def pad_s8(params: dict, input: np.ndarray, dtype=np.int8) -> np.ndarray:
     """Twin of mcu_pad_s8 (_s16, _f32: value_f32): [outer, in_len, inner] -> [outer, before + in_len + after,
     inner], the new elements `value`."""

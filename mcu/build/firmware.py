@@ -23,13 +23,15 @@ def missing_compiler() -> str | None:
             "libnewlib-arm-none-eabi` or run ./dev setup")
 
 
-def harness_defines(name: str) -> list[tuple[str, str]]:
+def harness_defines(name: str, stateful: bool = False) -> list[tuple[str, str]]:
     """The preprocessor macros (name, value) that point the harness (boards/common/harness_model.h) at model `name`'s
-    header and names; none for the default name, whose model.h the harness includes as it is."""
+    header and names (none for the default name, whose model.h the harness includes as it is), and MCU_MODEL_STATE
+    for a model that keeps state between calls."""
+    state = [("MCU_MODEL_STATE", "1")] if stateful else []
     if name == DEFAULT_NAME:
-        return []
+        return state
     return [("MCU_MODEL_HEADER", f'"{model_files(name)[0]}"'), ("MCU_MODEL_NAME", name),
-            ("MCU_MODEL_MACRO", name.upper())]
+            ("MCU_MODEL_MACRO", name.upper())] + state
 
 
 def firmware_script() -> Path:

@@ -78,6 +78,24 @@ int main(int argc, char **argv)
     if (in == NULL) {
         fail("cannot open the input file");
     }
+#if MODEL_STATE_BYTES > 0
+    /* the state region: read before the inputs, the same bytes at the start of both runs, written after the outputs */
+    uint8_t *state = alloc_exact(MODEL_STATE_BYTES, 16);
+    uint8_t *state_in = alloc_exact(MODEL_STATE_BYTES, 16);
+    uint8_t *state_first = alloc_exact(MODEL_STATE_BYTES, 16);
+    if (fread(state_in, 1, MODEL_STATE_BYTES, in) != MODEL_STATE_BYTES) {
+        fail("the input file is shorter than MODEL_STATE_BYTES");
+    }
+#define STATE_START() memcpy(state, state_in, MODEL_STATE_BYTES)
+#define STATE_KEEP() memcpy(state_first, state, MODEL_STATE_BYTES)
+#define STATE_SAME() (memcmp(state_first, state, MODEL_STATE_BYTES) == 0)
+#else
+    void *state = NULL;
+    (void)state;
+#define STATE_START() ((void)0)
+#define STATE_KEEP() ((void)0)
+#define STATE_SAME() 1
+#endif
     for (uint32_t i = 0; i < MODEL_NUM_INPUTS; ++i) {
         uint8_t *buf = alloc_exact(model_input_bytes[i], 16);
         if (fread(buf, 1, model_input_bytes[i], in) != model_input_bytes[i]) {
@@ -110,9 +128,16 @@ int main(int argc, char **argv)
         for (uint32_t i = 0; i < MODEL_NUM_OUTPUTS; ++i) {
             memset(outputs[i], fill[1 - run], model_output_bytes[i]);
         }
-        status = model_run_v(inputs, outputs, arena);
+        STATE_START();
+        status = MODEL_RUN_V(inputs, outputs, arena, state);
         if (status != MCU_OK) {
             break;
+        }
+        if (run == 0) {
+            STATE_KEEP();
+        } else if (!STATE_SAME()) {
+            fail("two runs with differently filled arenas left different states: the model reads memory it has "
+                 "not written");
         }
         for (uint32_t i = 0; i < MODEL_NUM_OUTPUTS; ++i) {
             if (run == 0) {
@@ -137,6 +162,14 @@ int main(int argc, char **argv)
             fail("short write to the output file");
         }
     }
+#if MODEL_STATE_BYTES > 0
+    if (fwrite(state, 1, MODEL_STATE_BYTES, out) != MODEL_STATE_BYTES) {
+        fail("short write to the output file");
+    }
+    free(state);
+    free(state_in);
+    free(state_first);
+#endif
     fclose(out);
     printf("MCU_HOST_DONE status=%d\n", (int)status);
     for (uint32_t i = 0; i < MODEL_NUM_INPUTS; ++i) {
@@ -235,7 +268,7 @@ def build_host(pkg, *, sanitize: bool = True) -> Path:
         os.replace(tmp, harness)
     include = [package_root("mcu.runtime_c") / "include", Path(pkg.out_dir).resolve(),
                package_root("mcu.boards") / "common"]  # harness_model.h: the model's names as the harness uses them
-    defines = [f"-D{k}={v}" for k, v in harness_defines(pkg.name)]
+    defines = [f"-D{k}={v}" for k, v in harness_defines(pkg.name, bool(pkg.manifest.get("state")))]
     return compile_executable([harness, *package_sources(pkg)], build_dir / "model_host", include_dirs=include,
                               sanitize=sanitize, extra_flags=defines)
 

@@ -234,6 +234,8 @@ def _decompose_once(gm: GraphModule, tables: bool) -> bool:
             out = COMPOSITES[n.target](Builder(gm, n), n)
         else:
             continue
+        if out is n:
+            continue  # the form that runs as it is (a gather by run-time indices)
         n.replace_all_uses_with(out)
         gm.graph.erase_node(n)
         changed = True

@@ -224,9 +224,11 @@ def export(model, example_inputs: tuple | None = None) -> torch.export.ExportedP
                           f"ExportedProgram or a .pt2 path")
     from mcu.importer.decompose import needs_torch_decompositions, torch_decompositions
     from mcu.importer.rewrites import REWRITTEN_OPS, views_as_slices
+    from mcu.importer.state import lift_state
     check_static(ep)
     if needs_torch_decompositions(ep):
         ep = torch_decompositions(ep)  # a new program: the user's stays as it was
+    ep = lift_state(ep)  # mutated buffers -> trailing inputs and outputs (a new program when there are any)
     if any(n.op == "call_function" and n.target in REWRITTEN_OPS for n in ep.graph.nodes):
         if isinstance(model, torch.export.ExportedProgram):
             ep = copy.deepcopy(ep)  # the user's program stays as it was
@@ -237,6 +239,8 @@ def export(model, example_inputs: tuple | None = None) -> torch.export.ExportedP
 
 def example_inputs_of(ep: torch.export.ExportedProgram) -> tuple:
     """Zero tensors shaped like the program's user inputs (for a .pt2 given without inputs)."""
+    from mcu.importer.state import ep_states
     vals = [n.meta["val"] for n in ep.graph.nodes if n.op == "placeholder"
             and n.name in ep.graph_signature.user_inputs]
+    vals = vals[:len(vals) - len(ep_states(ep))]  # the lifted states are not the caller's
     return tuple(torch.zeros(v.shape, dtype=v.dtype) for v in vals)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.fx import Node as FxNode
 
-from mcu.importer.op_attrs import IDENTITY_OPS, UNARY_IR_OPS, first_arg, fx_shape, op_attrs
+from mcu.importer.op_attrs import IDENTITY_OPS, UNARY_IR_OPS, first_arg, fx_shape, gather_args, op_attrs
 from mcu.errors import QuantizationError
 from mcu.codegen.ir import Graph, Node, Tensor, verify
 from mcu.errors import UnsupportedOpError
@@ -26,7 +26,8 @@ from mcu.importer.batch_norms import fold_batch_norms
 # rewrite 1-d ops, adaptive pools, global means and pads onto these kernels).
 FLOAT_OPS = ("conv2d", "conv1d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d", "max_pool1d",
              "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "amax", "amin", "prod", "reshape", "slice", "pad", "softmax", "clamp", "permute", "lut", "concat", "layer_norm",
-             "div", "minimum", "maximum", "pow", "matmul", "upsample_nearest", "upsample_nearest1d", "argmax", "argmin")
+             "div", "minimum", "maximum", "pow", "matmul", "upsample_nearest", "upsample_nearest1d", "argmax", "argmin",
+             "gather")
 
 
 def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:
@@ -42,6 +43,16 @@ def _output(o: FxNode, value: dict, tensors: dict) -> str:
         raise UnsupportedOpError(f"model output {o.name} is a constant (it does not depend on the model's inputs); "
                                  f"return it from outside the model")
     return name
+
+
+def _node_inputs(n: FxNode, op: str, value: dict) -> list[str | None]:
+    """The IR inputs of compute node n (IR op `op`): its tensor arguments in order, None for an absent one."""
+    if op == "concat":
+        return [value[a] for a in n.args[0]]
+    if op == "gather":
+        return [value[a] for a in gather_args(n)[:2]]
+    ins = [value[a] if isinstance(a, FxNode) else None for a in n.args if isinstance(a, FxNode) or a is None]
+    return ins[:1] if op in UNARY_IR_OPS else ins
 
 
 def import_float(ep: torch.export.ExportedProgram) -> Graph:
@@ -67,12 +78,12 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
     for n in gm.graph.nodes:
         if n.op == "placeholder":
             val = n.meta.get("val")
-            if not isinstance(val, torch.Tensor) or not val.is_floating_point():
+            if not isinstance(val, torch.Tensor) or val.dtype == torch.bool or val.is_complex():
                 raise UnsupportedOpError(f"model input {n.name} is {getattr(val, 'dtype', type(val).__name__)}; "
-                                         f"quantize='none' compiles float inputs")
+                                         f"mcu compiles float and integer (index) inputs")
             name = f"input{len(inputs)}"
             inputs.append(name)
-            tensors[name] = Tensor(name, fx_shape(n), "float32")
+            tensors[name] = Tensor(name, fx_shape(n), "float32" if val.is_floating_point() else "int32")
             value[n] = name
         elif n.op == "get_attr":
             if n.users:
@@ -91,11 +102,7 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
                 raise _unsupported(n, f" ({exc})") from None
             if op not in FLOAT_OPS:
                 raise _unsupported(n)
-            ins = [value[a] if isinstance(a, FxNode) else None for a in n.args if isinstance(a, FxNode) or a is None]
-            if op in UNARY_IR_OPS:
-                ins = ins[:1]
-            if op == "concat":
-                ins = [value[a] for a in n.args[0]]
+            ins = _node_inputs(n, op, value)
             name = f"t{len(tensors)}"
             tensors[name] = Tensor(name, fx_shape(n), "int32" if op in ("argmax", "argmin") else "float32")
             value[n] = name

@@ -27,7 +27,7 @@ from torchao.quantization.pt2e import quantize_pt2e  # noqa: F401  (registers qu
 
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
 from mcu.errors import QuantizationError
-from mcu.importer.op_attrs import IDENTITY_OPS, UNARY_IR_OPS, act_range, first_arg, fx_shape, op_attrs
+from mcu.importer.op_attrs import IDENTITY_OPS, UNARY_IR_OPS, act_range, first_arg, fx_shape, gather_args, op_attrs
 from mcu.importer.ops import op_name, source_line
 
 aten = torch.ops.aten
@@ -58,6 +58,13 @@ def _reader_line(q: FxNode) -> str:
             if line:
                 return line
     return ""
+
+
+def _is_index(n: FxNode) -> bool:
+    """An integer (not bool) model input: indices such as token ids or a position."""
+    val = n.meta.get("val")
+    return isinstance(val, torch.Tensor) and not val.is_floating_point() and val.dtype != torch.bool \
+        and not val.is_complex()
 
 
 def _is_float_op(n: FxNode) -> bool:
@@ -91,6 +98,9 @@ class _Importer:
     def visit(self, n: FxNode) -> None:
         """Record what fx node n becomes. Placeholders become inputs at their quantize node, parameters constants
         where they are read; a float compute op waits in `pending` for the quantize of its result."""
+        if n.op == "placeholder" and _is_index(n):  # token ids, positions: int32 on the device, never quantized
+            self.value[n] = self.add_input(n, "int32")
+            return
         if n.op in ("placeholder", "get_attr", "call_module"):
             return
         if n.op == "output":
@@ -206,6 +216,8 @@ class _Importer:
             ins = ins[:1]
         elif op == "concat":
             ins = [self.value[a] for a in compute.args[0]]
+        elif op == "gather":
+            ins = [self.value.get(a) or self.floats[a] for a in gather_args(compute)[:2]]
         elif op == "layer_norm":
             ins = ins[:1] + [self.float_const(w) for w in (list(compute.args) + [None] * 4)[2:4]]
         attrs = {**attrs, "float_node": src.name}  # the float value this output quantizes (mcu debug)

@@ -55,6 +55,19 @@ def _clamp_range(lo, hi) -> tuple[float, float]:
     return (float("-inf") if lo is None else float(lo), float("inf") if hi is None else float(hi))
 
 
+GATHER_OPS = {aten.embedding.default, aten.index_select.default, aten.index.Tensor}  # with run-time indices
+
+
+def gather_args(n: FxNode) -> tuple[FxNode, FxNode, int]:
+    """(table, indices, dim) of an embedding, an index_select or x[idx] (aten.index with one index tensor)."""
+    if n.target == aten.embedding.default:
+        return n.args[0], n.args[1], 0
+    if n.target == aten.index_select.default:
+        return n.args[0], n.args[2], int(n.args[1])
+    dim, idx = next((d, i) for d, i in enumerate(n.args[1]) if i is not None)
+    return n.args[0], idx, dim
+
+
 def first_arg(n: FxNode) -> FxNode:
     """The first tensor argument (the first element of a list argument, for cat)."""
     return n.args[0][0] if isinstance(n.args[0], (list, tuple)) else n.args[0]
@@ -79,6 +92,8 @@ def _breadth_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | N
             return found
     if n.target in (aten.matmul.default, aten.bmm.default):
         return "matmul", {}
+    if n.target in GATHER_OPS:
+        return "gather", {"dim": gather_args(n)[2] % len(shape_in)}
     if n.target == aten.layer_norm.default:
         a = list(n.args)
         return "layer_norm", {"normalized": len(a[1]), "eps": float(a[4]) if len(a) > 4 else 1e-5}

@@ -34,13 +34,17 @@ import mcu.torchao_quiet  # noqa: F401  (before any torchao import)
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from torchao.quantization.pt2e.quantizer import (
     DerivedQuantizationSpec,
+    FixedQParamsQuantizationSpec,
     QuantizationAnnotation,
+    QuantizationSpec,
     Quantizer,
     SharedQuantizationSpec,
 )
 
 from mcu.errors import McuError
 from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS, WEIGHTED_OPS, op_name, source_line
+from mcu.importer.op_attrs import GATHER_OPS, gather_args
+from mcu.importer.state import ep_states
 from mcu.importer.decompose import decompose_composites
 from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
@@ -191,8 +195,9 @@ class McuQuantizer(Quantizer):
     precision is the run's ("int8" or "a16w8"); mixed overrides it per module (see the module docstring)."""
 
     def __init__(self, observer: str = "minmax", qat: bool = False, weights: str = "int8",
-                 precision: str = "int8", mixed: dict | None = None):
+                 precision: str = "int8", mixed: dict | None = None, states: int = 0):
         super().__init__()
+        self.states = states  # the last `states` inputs and outputs are a state and its update (mcu.importer.state)
         if precision not in PRECISIONS[:2]:
             raise McuError(f"precision={precision!r} is not one of int8, a16w8")
         self.acts = {"int8": act_qspec(observer, qat), "a16w8": act_qspec(observer, qat, bits=16)}
@@ -228,6 +233,9 @@ class McuQuantizer(Quantizer):
                 _annotate(node, {node.args[0]: act}, FIXED16_QSPEC if sixteen else FIXED_QPARAM_OPS[node.target])
             elif node.target in OWN_OUTPUT_OPS:
                 _annotate(node, {node.args[0]: act}, act)
+            elif node.target in GATHER_OPS:  # rows of a table by run-time indices: the output on the table's qparams
+                table = gather_args(node)[0]
+                _annotate(node, {table: act}, SharedQuantizationSpec((table, node)))
             elif node.target == aten.cat.default:
                 ins = [a for a in node.args[0] if isinstance(a, Node)]
                 first = SharedQuantizationSpec((ins[0], node))
@@ -236,6 +244,8 @@ class McuQuantizer(Quantizer):
                 src = node.args[0]
                 if isinstance(src, Node):
                     _annotate(node, {src: act}, SharedQuantizationSpec((src, node)))
+        if self.states:
+            _share_state_qparams(model, self.states)
         return model
 
     def _annotate_output(self, node: Node) -> None:
@@ -281,6 +291,29 @@ class McuQuantizer(Quantizer):
 
     def validate(self, model: GraphModule) -> None:
         pass
+
+
+def _share_state_qparams(model: GraphModule, states: int) -> None:
+    """Each state input is read on its update's qparams: one observer sees both (the value written back is the
+    value read next call, with no requantization between calls). An update with fixed qparams (tanh, sigmoid) gives
+    them to the state; one sharing its input's range shares that edge's observer."""
+    inputs = [n for n in model.graph.nodes if n.op == "placeholder"][-states:]
+    updates = list(next(n for n in model.graph.nodes if n.op == "output").args[0])[-states:]
+    for p, u in zip(inputs, updates):
+        ann = u.meta.get("quantization_annotation")
+        readers = [c for c in model.graph.nodes if p in getattr(c.meta.get("quantization_annotation"),
+                                                                  "input_qspec_map", {})]
+        if ann is None or not readers:
+            continue  # a float state keeps its form
+        spec, first = ann.output_qspec, SharedQuantizationSpec((p, readers[0]))
+        if isinstance(spec, FixedQParamsQuantizationSpec):
+            for c in readers:
+                c.meta["quantization_annotation"].input_qspec_map[p] = spec
+        elif isinstance(spec, QuantizationSpec):
+            ann.output_qspec = first  # observed first where the state is read, then shared by the update
+        elif isinstance(spec, SharedQuantizationSpec) and isinstance(spec.edge_or_node, tuple) \
+                and isinstance(ann.input_qspec_map.get(spec.edge_or_node[0]), QuantizationSpec):
+            ann.input_qspec_map[spec.edge_or_node[0]] = first  # the update shares its input's range
 
 
 def _check_batch(batch, example_inputs, k: int = 0) -> tuple:
@@ -333,8 +366,9 @@ def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
     calibration is an iterable of input tuples; None calibrates on the example inputs alone.
     progress, if given, is called after each batch (silent by default).
     """
+    state = [s.init for s in ep_states(exported)]  # carried from batch to batch: calibration runs in order
     prepared = prepare_pt2e(exported.module(), McuQuantizer(observer, weights=weights, precision=precision,
-                                                            mixed=mixed))
+                                                            mixed=mixed, states=len(state)))
     batches = [example_inputs] if calibration is None else calibration
     if not hasattr(batches, "__iter__"):
         raise McuError(f"calibration must be an iterable of input tuples (e.g. [(x,) for x in batches]), "
@@ -348,7 +382,8 @@ def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
     with torch.no_grad():
         for batch in batches:
             batch = _check_batch(batch, example_inputs, seen)
-            means.run(*batch) if means is not None else prepared(*batch)
+            outs = means.run(*batch, *state) if means is not None else prepared(*batch, *state)
+            state = list(outs[len(outs) - len(state):]) if state else state
             _check_finite(prepared, seen)
             seen += 1
             if progress is not None:

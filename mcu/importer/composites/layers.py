@@ -78,7 +78,7 @@ def _cumsum(b, n):
 
 def _gather(b, n):
     """embedding(weight, indices) and index_select(x, dim, indices) with constant indices: one slice per index,
-    cat, then the index tensor's shape (indices computed at run time, integer inputs, are refused)."""
+    cat, then the index tensor's shape. Indices computed at run time (integer inputs) keep the op: a gather."""
     if n.target == aten.embedding.default:
         x, idx, dim = n.args[0], n.args[1], 0
     elif n.target == aten.index.Tensor:
@@ -87,8 +87,7 @@ def _gather(b, n):
         x, dim, idx = n.args[0], int(n.args[1]), n.args[2]
     index = b.tensor(idx) if isinstance(idx, Node) else torch.as_tensor(idx)
     if index is None:
-        raise b.refuse(f"{n.target.__name__} with indices computed by the model",
-                     "make the indices a constant (a buffer), or gather with slices")
+        return n  # indices known at run time only (token ids, a position): one gather kernel (mcu_gather)
     shape = b.shape(x)
     dim %= len(shape)
     flat = [int(i) % shape[dim] for i in index.reshape(-1).tolist()]

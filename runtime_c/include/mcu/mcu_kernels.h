@@ -207,6 +207,24 @@ typedef struct {
 mcu_status_t mcu_slice_s8(const mcu_slice_params_t *params, const int8_t *input, int8_t *output);
 
 typedef struct {
+    int32_t outer; /* product of the dims before the gathered one */
+    int32_t rows;  /* the gathered dim's size in the table: indices must be in [0, rows) */
+    int32_t count; /* number of indices */
+    int32_t inner; /* product of the dims after the gathered one */
+} mcu_gather_params_t;
+
+/* out[o, i, :] = table[o, indices[i], :] with the table as [outer, rows, inner] and the output [outer, count,
+ * inner]: embedding, index_select and x[idx] with indices computed at run time (token ids, positions). Every index
+ * is checked first: one outside [0, rows) returns MCU_ERR_INDEX and nothing is read or written. Output must not
+ * overlap the table or the indices. One function per element type; the same contract. */
+mcu_status_t mcu_gather_s8(const mcu_gather_params_t *params, const int8_t *table, const int32_t *indices,
+                           int8_t *output);
+mcu_status_t mcu_gather_s16(const mcu_gather_params_t *params, const int16_t *table, const int32_t *indices,
+                            int16_t *output);
+mcu_status_t mcu_gather_f32(const mcu_gather_params_t *params, const float *table, const int32_t *indices,
+                            float *output);
+
+typedef struct {
     int32_t outer;  /* product of the dims before the padded one */
     int32_t in_len; /* the padded dim's size in the input; the output's is before + in_len + after */
     int32_t before, after; /* >= 0 */

@@ -10,7 +10,8 @@ typedef enum {
     MCU_ERR_SHAPE = 2,       /* dims that do not agree with each other */
     MCU_ERR_ARENA_ALIGN = 3, /* a model's arena is not aligned to <MODEL>_ARENA_ALIGN */
     MCU_ERR_ARENA_SIZE = 4,  /* a model's arena is smaller than it needs (<model>_run_sized) */
-    MCU_ERR_ARENA_GUARD = 5  /* debug builds: an op overwrote the guard bytes after the model's arena */
+    MCU_ERR_ARENA_GUARD = 5, /* debug builds: an op overwrote the guard bytes after the model's arena */
+    MCU_ERR_INDEX = 6        /* an index input (a token id, a position) outside its table: nothing was read */
 } mcu_status_t;
 
 /* Tensor dims, always [N, H, W, C] (NHWC). A 2-d tensor [B, K] is {B, 1, 1, K}. */

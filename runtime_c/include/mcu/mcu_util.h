@@ -172,6 +172,35 @@ static inline mcu_status_t mcu_slice_elems(const mcu_slice_params_t *params, con
     return MCU_OK;
 }
 
+/* The row gather of mcu_gather_s8 / _s16 / _f32 for elements of `elem` bytes: every index checked before any
+ * copy, so an index outside [0, rows) returns MCU_ERR_INDEX with nothing read outside the table. */
+static inline mcu_status_t mcu_gather_elems(const mcu_gather_params_t *params, const void *table,
+                                            const int32_t *indices, void *output, size_t elem)
+{
+    if (params == NULL || table == NULL || indices == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_gather_params_t *p = params;
+    if (p->outer < 1 || p->rows < 1 || p->count < 1 || p->inner < 1) {
+        return MCU_ERR_SHAPE;
+    }
+    for (int32_t i = 0; i < p->count; ++i) {
+        if (indices[i] < 0 || indices[i] >= p->rows) {
+            return MCU_ERR_INDEX;
+        }
+    }
+    const size_t run = (size_t)p->inner * elem;
+    uint8_t *out = (uint8_t *)output;
+    for (int32_t o = 0; o < p->outer; ++o) {
+        const uint8_t *src = (const uint8_t *)table + (size_t)o * (size_t)p->rows * run;
+        for (int32_t i = 0; i < p->count; ++i) {
+            memcpy(out, src + (size_t)indices[i] * run, run);
+            out += run;
+        }
+    }
+    return MCU_OK;
+}
+
 /* The nearest upsampling of mcu_upsample_nearest_s8 / _f32 for elements of `elem` bytes (NHWC, integer factors). */
 static inline mcu_status_t mcu_upsample_elems(const mcu_upsample_params_t *params, const void *input, void *output,
                                               size_t elem)

@@ -1,0 +1,12 @@
+/* Row gather of int16_t elements by run-time indices (embedding, index_select, x[idx]): mcu_gather_elems. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/mcu_kernels.h"
+#include "mcu/mcu_util.h"
+
+mcu_status_t mcu_gather_s16(const mcu_gather_params_t *params, const int16_t *table, const int32_t *indices,
+                            int16_t *output)
+{
+    return mcu_gather_elems(params, table, indices, output, sizeof *output);
+}

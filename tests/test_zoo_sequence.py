@@ -1,0 +1,72 @@
+"""The sequence zoo (mcu.zoo.sequence) on the M4, M3 and M55: device == reference bit for bit over a run of calls
+(the state carried on the device in one firmware run), SQNR vs the float model, and the streaming keyword spotter's
+49 calls equal to its whole-utterance form."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import mcu
+from mcu.metrics import sqnr_db
+from mcu.zoo.sequence import FRAMES, SEQUENCE, KwsSequence, sequence_calibration
+
+pytestmark = pytest.mark.qemu
+BOARDS = ["mps2-an386", "mps2-an385", "mps3-an547"]
+MIN_SQNR = {"kws_stream": 25, "lid": 35, "bwe": 30}  # int8 vs float over 16 test calls (29.4, 40.9, 36.9 on the M4)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    cache = {}
+
+    def get(name, board, quantize="int8"):
+        if (name, board, quantize) not in cache:
+            model, example = SEQUENCE[name]()
+            calib = None if quantize == "none" else sequence_calibration(name, 64)
+            cache[name, board, quantize] = model, mcu.compile(
+                model, example, board=board, calibration=calib, quantize=quantize,
+                out_dir=tmp_path_factory.mktemp(name) / f"{board}-{quantize}")
+        return cache[name, board, quantize]
+    return get
+
+
+def float_calls(model, calls) -> list[np.ndarray]:
+    """The float model called in order from its initial state (a copy: the zoo model's buffers stay)."""
+    fresh = type(model)()
+    fresh.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        return [fresh.eval()(*x).numpy() for x in calls]
+
+
+@pytest.mark.parametrize("board", BOARDS)
+@pytest.mark.parametrize("name", SEQUENCE)
+def test_sequence_model_is_bit_exact_on_the_device(compiled, name, board):
+    model, pkg = compiled(name, board)
+    calls = sequence_calibration(name, 12, seed=5)
+    if pkg.state_bytes:
+        want = mcu.session(pkg, "reference").run_sequence(calls)
+        got = mcu.session(pkg).run_sequence(calls)
+        raw_want, raw_got = [w.raw_outputs[0] for w in want], [g.raw_outputs[0] for g in got]
+        outputs = [w.outputs[0] for w in want]
+    else:
+        raw_want = [pkg.reference(x)[0] for x in calls[:3]]
+        raw_got = [mcu.run(pkg, x).raw_outputs[0] for x in calls[:3]]
+        outputs = [pkg.dequantize_outputs(pkg.reference(x))[0] for x in calls]
+    for k, (w, g) in enumerate(zip(raw_want, raw_got)):
+        np.testing.assert_array_equal(g, w, err_msg=f"call {k}")
+    db = sqnr_db(np.concatenate(float_calls(model, calls)), np.concatenate(outputs))
+    assert db >= MIN_SQNR[name], db
+
+
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_49_streamed_frames_equal_the_whole_utterance(compiled, quantize):
+    model, pkg = compiled("kws_stream", "mps2-an386", quantize)
+    utterance = torch.randn(1, 10, FRAMES, generator=torch.Generator().manual_seed(77))
+    with torch.no_grad():
+        whole = KwsSequence(model).eval()(utterance).numpy()
+    last = mcu.session(pkg).run_sequence([(utterance[:, :, t],) for t in range(FRAMES)])[-1].outputs[0]
+    if quantize == "none":
+        np.testing.assert_allclose(last, whole, rtol=0, atol=2e-5)  # the same float arithmetic, call by call
+    else:
+        assert sqnr_db(whole, last) > 20  # 49 int8 steps of the GRU state vs the float utterance
