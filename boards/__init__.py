@@ -17,6 +17,7 @@ from mcu.paths import package_root
 # as strict-alignment, so -Wcast-align flags any cast that raises a pointer's alignment there.
 WARNING_CFLAGS = ("-std=c99", "-Wall", "-Wextra", "-Wshadow", "-Wdouble-promotion", "-Wcast-align", "-Werror")
 _FLOAT_ABIS = ("soft", "softfp", "hard")
+LARGE_WEIGHTS_SECTION = ".mcu_weights_large"  # weights placed in a board's [memory.large] region
 _KINDS = {str: "a string", int: "an integer", bool: "true or false", dict: "a table"}  # for board.toml errors
 
 
@@ -39,6 +40,11 @@ class Board:
     stack_bytes: int
     qemu_machine: str | None  # None: build-only board
     directory: Path
+    # A larger, slower region for weights that do not fit the flash ([memory.large]; size 0: none), and the
+    # linker section (LARGE_WEIGHTS_SECTION) the board's linker script places there.
+    large_name: str = ""
+    large_origin: int = 0
+    large_size: int = 0
 
     @property
     def emulated(self) -> bool:
@@ -151,6 +157,7 @@ def _parse(path: Path) -> Board:
         stack_bytes=get(data, "stack_bytes", int),
         qemu_machine=get(get(data, "qemu", dict), "machine", str, "qemu.") if "qemu" in data else None,
         directory=path.parent,
+        **_large_region(data, get),
     )
     if board.name != path.parent.name:
         raise BoardConfigError(f"{path}: name = {board.name!r} but the folder is {path.parent.name!r}")
@@ -159,3 +166,13 @@ def _parse(path: Path) -> Board:
     if not board.fpu and board.float_abi != "soft":
         raise BoardConfigError(f"{path}: float_abi = {board.float_abi!r} needs an fpu (fpu = \"\" means none)")
     return board
+
+
+def _large_region(data: dict, get) -> dict:
+    """The optional [memory.large] table: name, origin and size of the region for weights too big for the flash."""
+    table = data.get("memory", {}).get("large")
+    if table is None:
+        return {}
+    where = "memory.large."
+    return {"large_name": get(table, "name", str, where), "large_origin": get(table, "origin", int, where),
+            "large_size": get(table, "size", int, where)}

@@ -211,10 +211,20 @@ def state_records(graph: Graph, mem: MemoryPlan, name: str) -> list[dict]:
     return records
 
 
-def emit(graph: Graph, mem: MemoryPlan, *, name: str = DEFAULT_NAME,
-         board: str = "") -> tuple[dict[str, str], Manifest]:
+def weights_placement(section: str = "") -> dict:
+    """The weights file's default section when no macro names one: the compiler's (.rodata) or `section` (a board
+    region for weights that do not fit its flash, mcu/build/fit.py)."""
+    if not section:
+        return {"weights_default": "", "weights_default_doc": "by default the compiler's (.rodata)"}
+    return {"weights_default": f' __attribute__((section("{section}")))',
+            "weights_default_doc": f"by default {section}, which the board's linker script places"}
+
+
+def emit(graph: Graph, mem: MemoryPlan, *, name: str = DEFAULT_NAME, board: str = "",
+         weights_section: str = "") -> tuple[dict[str, str], Manifest]:
     """The text of <name>.h, <name>.c and its weights file (codegen/names.py: model.h, model.c and weights.c for the
-    default name), and the manifest (written as JSON by the caller)."""
+    default name), and the manifest (written as JSON by the caller). weights_section: the weights' default linker
+    section, "" for the compiler's."""
     macro = check_name(name).upper()
     header, source, weights_file = model_files(name)
     consts = const_records(graph, name)
@@ -232,7 +242,7 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = DEFAULT_NAME,
            "guard_bytes": ARENA_GUARD_BYTES, "consts": consts, "quants": quants, "calls": calls,
            "uses_arena": uses_arena, "io_doc": IO_DOC["float32" if all(x["scale"] is None for x in inputs + outputs)
                                                        else "int8"],
-           "total_bytes": sum(c["bytes"] for c in consts)}
+           "total_bytes": sum(c["bytes"] for c in consts), **weights_placement(weights_section)}
     manifest = build_manifest(graph, mem, name=name, board=board, inputs=inputs, outputs=outputs,
                               weights_bytes=ctx["total_bytes"], state=state, state_bytes=ctx["state_bytes"])
     env = _env()

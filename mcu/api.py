@@ -17,9 +17,8 @@ import numpy as np
 import torch
 
 from mcu.build.dropin import dropin_names, dropin_files
-from mcu.build.fit import check_fit
+from mcu.build.fit import check_fit, emit_fitted
 from mcu.codegen import serialize
-from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph
 from mcu.codegen.memory import MemoryPlan, picture, plan_graph
 from mcu.codegen.names import DEFAULT_NAME, check_name, model_files
@@ -185,7 +184,7 @@ def our_files(name: str, out_dir: Path) -> set[str]:
 
 def _package_files(graph: Graph, memory: MemoryPlan, ep, board_info, name: str) -> tuple[dict[str, bytes], dict]:
     """Every file of the package folder by name, and its sealed manifest; BoardFitError before anything is written."""
-    texts, emitted = emit(graph, memory, name=name, board=board_info.name)
+    texts, emitted = emit_fitted(graph, memory, name, board_info)  # the weights where they fit
     manifest = emitted.as_dict()
     footprint = check_fit(graph, manifest, board_info)
     files = {name: text.encode() for name, text in texts.items()}

@@ -3,7 +3,9 @@
 - The packages are opened with mcu.load (so checked) and must be compiled for one board by one mcu, under distinct
   names (their prefixes keep their symbols apart); anything else is one McuError naming both packages.
 - OUT/<name>/: each model's generated files, emitted again from its checked IR, with its manifest and IR: a package
-  of its own, which `mcu run` and `mcu size` build and run alone.
+  of its own, which `mcu run` and `mcu size` build and run alone. On a board with a large region (DDR), models
+  whose weights together overflow the flash have the largest weights placed there (mcu/build/fit.py), as a model
+  too big alone has; README.md says which.
 - OUT/mcu_runtime/: one copy of the runtime core and of each kernel the models call (the union) and the headers
   they include. OUT/mcu_bundle.h includes every model's header and defines MCU_BUNDLE_ARENA_BYTES, the largest
   arena: models that run in turn share one arena. mcu_bundle.mk (MCU_BUNDLE_*) and CMakeLists.txt (the target
@@ -16,8 +18,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcu.boards import load_board
+from mcu.boards import LARGE_WEIGHTS_SECTION, load_board
 from mcu.build.dropin import RUNTIME_DIR, build_flags, render, runtime_files
+from mcu.build.fit import bundle_large_weights
 from mcu.codegen.emit import ARENA_GUARD_BYTES, emit
 from mcu.codegen.memory import ARENA_ALIGN
 from mcu.codegen.names import is_valid_name, make_prefix, model_files
@@ -102,8 +105,11 @@ def bundle_files(pkgs: list[Package]) -> dict[str, bytes]:
     """Every file of the bundle folder by path."""
     files: dict[str, bytes] = {}
     texts: dict[str, str] = {}
-    for p in pkgs:
-        emitted, _ = emit(p.graph, p.memory, name=p.name, board=p.board)
+    board = load_board(pkgs[0].board)
+    large = bundle_large_weights([(p.graph, p.manifest) for p in pkgs], board)
+    for p, moved in zip(pkgs, large):
+        emitted, _ = emit(p.graph, p.memory, name=p.name, board=p.board,
+                          weights_section=LARGE_WEIGHTS_SECTION if moved else "")
         texts.update(emitted)
         files.update({f"{p.name}/{n}": t.encode() for n, t in emitted.items()})
         kept = ["manifest.json", IR_FILE, *p.manifest["package"]["sha256"]]
@@ -111,8 +117,7 @@ def bundle_files(pkgs: list[Package]) -> dict[str, bytes]:
     kernels = sorted({k for p in pkgs for k in p.manifest["kernels"]})
     runtime, sources, libs = runtime_files(texts, kernels)
     files.update(runtime)
-    board = load_board(pkgs[0].board)
-    ctx = _context(pkgs, board, kernels, sources, libs)
+    ctx = _context(pkgs, board, kernels, sources, libs, large)
     files.update({HEADER: render("mcu_bundle.h", ctx), "mcu_bundle.mk": render("mcu_model.mk", ctx),
                   "CMakeLists.txt": render("CMakeLists.txt", ctx), "README.md": render("bundle_README.md", ctx)})
     files[BUNDLE_FILE] = (json.dumps({"format": FORMAT, "board": board.name, "written_by": _writer(pkgs[0]),
@@ -121,14 +126,15 @@ def bundle_files(pkgs: list[Package]) -> dict[str, bytes]:
     return files
 
 
-def _context(pkgs: list[Package], board, kernels: list[str], runtime_sources: list[str], libs: list[str]) -> dict:
+def _context(pkgs: list[Package], board, kernels: list[str], runtime_sources: list[str], libs: list[str],
+             large: list[bool]) -> dict:
     """What the bundle's templates print."""
     prefix = make_prefix(BUNDLE_NAME)
     arena = max(p.arena_bytes for p in pkgs)
     models = [{"name": p.name, "arena_bytes": p.arena_bytes, "weights_bytes": p.manifest["weights_bytes"],
-               "kernels": len(p.manifest["kernels"]),
+               "kernels": len(p.manifest["kernels"]), "weights_in": board.large_name if moved else "flash",
                "call": f"{p.name}_run({', '.join([t['name'] for t in p.manifest['inputs'] + p.manifest['outputs']] + ['arena'])})"}
-              for p in pkgs]
+              for p, moved in zip(pkgs, large)]
     return {"what": f"the bundled models {', '.join(f'`{p.name}`' for p in pkgs)}", "board": board,
             "prefix": prefix, "target": prefix.lower(), "header": HEADER, "runtime_dir": RUNTIME_DIR,
             "names": [p.name for p in pkgs], "headers": [model_files(p.name)[0] for p in pkgs], "models": models,

@@ -1,20 +1,20 @@
-"""Named models and bundles: KWS and AD compiled as `kws` and `ad`, merged by mcu.bundle into one drop-in folder and
-built outside the tree, with its Make fragment and with its CMake target, into ONE firmware that runs both models in
-turn over one shared arena of MCU_BUNDLE_ARENA_BYTES on QEMU.
+"""Named models and bundles: KWS, AD and the example CNN compiled as `kws`, `ad` and `cnn`, merged by mcu.bundle into
+one drop-in folder and built outside the tree, with its Make fragment and with its CMake target, for the M4 and the
+M55, into ONE firmware that runs the three models in turn over one shared arena of MCU_BUNDLE_ARENA_BYTES on QEMU.
 
-- Each model's outputs in the bundle's firmware equal its own `mcu run`, bit for bit (KWS runs again after AD: the
-  shared arena leaves nothing behind).
+- Each model's outputs in the bundle's firmware equal its own `mcu run`, bit for bit (KWS runs again after the others:
+  the shared arena leaves nothing behind).
 - The ELF holds exactly one copy of each kernel (pyelftools); the generated objects export only <name>_ symbols.
-- The bundle's flash is at most the sum of the models' own firmware minus the kernels they share (printed).
+- The bundle's flash is at most the sum of the models' own firmware minus the kernels they share (printed; the
+  table per board: scripts/bundle_sizes.py).
 """
 from __future__ import annotations
 
 import fcntl
 import json
+import os
 import re
-import shlex
 import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -26,30 +26,34 @@ import mcu
 from mcu.boards import load_board
 from mcu.bundles import bundle_size, load_bundle
 from mcu.cli import main as cli_main
+from mcu.codegen.names import model_files
 from mcu.package import _manifest_digest, to_stored
-from mcu.paths import package_root
 from mcu.qemu.runner import run_firmware
+from mcu.zoo.example import calibration_set, example_cnn
 from mcu.zoo.mlperf_tiny import ad, kws
+from tests.bundle_firmware import build_cmake, build_make, sh
 
 M4, M55 = "mps2-an386", "mps3-an547"
 HAVE = {t: shutil.which(t) is not None for t in ("make", "cmake", "arm-none-eabi-gcc", "qemu-system-arm")}
-STRICT = "-Wall -Wextra -Werror"
+NAMES = ("kws", "ad", "cnn")
 emulated = pytest.mark.skipif(not (HAVE["arm-none-eabi-gcc"] and HAVE["qemu-system-arm"]),
                               reason="needs arm-none-eabi-gcc and qemu-system-arm (./dev setup)")
 
 
 def _setup(board: str, root: Path) -> tuple:
-    """KWS and AD compiled as kws and ad for board, each run once with its own mcu run, and bundled."""
+    """KWS, AD and the example CNN compiled as kws, ad and cnn for board, each run once with its own mcu run, and
+    bundled."""
     rng = np.random.default_rng(0)
-    for name, make in (("kws", kws), ("ad", ad)):
+    for name, make in (("kws", kws), ("ad", ad), ("cnn", example_cnn)):
         model, example = make()
-        pkg = mcu.compile(model, example, board=board, name=name, out_dir=root / name)
+        calibration = calibration_set(4) if name == "cnn" else None
+        pkg = mcu.compile(model, example, board=board, name=name, out_dir=root / name, calibration=calibration)
         x = [rng.standard_normal(e.shape).astype(np.float32) for e in example]
         raw = mcu.run(pkg, x).raw_outputs
         (root / f"{name}.in").write_bytes(b"".join(a.tobytes() for a in pkg.quantize_inputs(x)))
         (root / f"{name}.out").write_bytes(b"".join(to_stored(r, s).tobytes()
                                                    for r, s in zip(raw, pkg.manifest["outputs"])))
-    mcu.bundle([root / "kws", root / "ad"], out_dir=root / "bundle")
+    mcu.bundle([root / n for n in NAMES], out_dir=root / "bundle")
     (root / "done").touch()
 
 
@@ -70,14 +74,15 @@ def setup_board(board: str, tmp_path_factory) -> tuple:
     """(bundle, {name: (package, stored input bytes, its own mcu run's output bytes)}), made once per test run
     and shared by the xdist workers (a lock in their common temporary folder); a worker that finds the board
     being made makes the other board meanwhile."""
-    base = tmp_path_factory.getbasetemp().parent / "bundle-models"
+    base = tmp_path_factory.getbasetemp()  # this run's; the xdist workers' common folder is its parent
+    base = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "bundle-models"
     root = base / board
     if not _made(root, board, wait=False):
         other = M55 if board == M4 else M4
         _made(base / other, other, wait=False)
         _made(root, board, wait=True)
     models = {n: (mcu.load(root / n), (root / f"{n}.in").read_bytes(), (root / f"{n}.out").read_bytes())
-              for n in ("kws", "ad")}
+              for n in NAMES}
     return load_bundle(root / "bundle"), models
 
 
@@ -150,7 +155,7 @@ def test_bundle_refuses_two_boards_a_name_twice_and_two_mcus(m4, m55, tmp_path):
 def test_bundle_folder(m4):
     b, models = m4
     out = b.out_dir
-    assert load_bundle(out).names == ["kws", "ad"]
+    assert load_bundle(out).names == list(NAMES)
     union = sorted({k for p, _, _ in models.values() for k in p.manifest["kernels"]})
     copied = sorted(p.relative_to(out / "mcu_runtime" / "kernels").with_suffix("").as_posix()
                     for p in (out / "mcu_runtime" / "kernels").rglob("*.c"))
@@ -161,108 +166,31 @@ def test_bundle_folder(m4):
     assert "add_library(mcu_bundle STATIC" in (out / "CMakeLists.txt").read_text()
 
 
-# ---- one firmware, two models --------------------------------------------------------------------------------
-
-MAIN = r"""/* Runs kws, ad, then kws again over ONE arena of MCU_BUNDLE_ARENA_BYTES; input.bin -> output.bin. */
-#include <stdint.h>
-
-#include "mcu_bundle.h"
-#include "semihost.h"
-
-static uint8_t arena[MCU_BUNDLE_ARENA_BYTES] __attribute__((aligned(MCU_BUNDLE_ARENA_ALIGN)));
-static int8_t kws_in[KWS_INPUT0_BYTES], kws_out[KWS_OUTPUT0_BYTES], kws_again[KWS_OUTPUT0_BYTES];
-static int8_t ad_in[AD_INPUT0_BYTES], ad_out[AD_OUTPUT0_BYTES];
-
-int main(void)
-{
-    int32_t in = mcu_sh_open("input.bin", MCU_SH_MODE_RB);
-    if (in < 0 || mcu_sh_read(in, kws_in, sizeof kws_in) != sizeof kws_in ||
-        mcu_sh_read(in, ad_in, sizeof ad_in) != sizeof ad_in) {
-        mcu_sh_puts("MCU_ERROR input.bin\n");
-        mcu_sh_exit(0);
-    }
-    mcu_sh_close(in);
-    mcu_status_t status = kws_run_sized(kws_in, kws_out, arena, sizeof arena);
-    if (status == MCU_OK) {
-        status = ad_run_sized(ad_in, ad_out, arena, sizeof arena);
-    }
-    if (status == MCU_OK) {
-        status = kws_run(kws_in, kws_again, arena);
-    }
-    int32_t out = mcu_sh_open("output.bin", MCU_SH_MODE_WB);
-    (void)mcu_sh_write(out, kws_out, sizeof kws_out);
-    (void)mcu_sh_write(out, ad_out, sizeof ad_out);
-    (void)mcu_sh_write(out, kws_again, sizeof kws_again);
-    mcu_sh_close(out);
-    char line[96];
-    char *p = mcu_fmt_str(line, "MCU_DONE status=");
-    p = mcu_fmt_i32(p, (int32_t)status);
-    mcu_fmt_str(p, " ticks=0 overhead=0 stack=0\n");
-    mcu_sh_puts(line);
-    mcu_sh_exit(1);
-}
-"""
+def test_the_models_stay_in_the_m55_itcm(m55):
+    """Models that fit the ITCM keep their weights there, alone and bundled: placement moves nothing that fits."""
+    b, models = m55
+    for name, (pkg, _, _) in models.items():
+        weights = pkg.out_dir / model_files(name)[2]
+        assert ".mcu_weights_large" not in weights.read_text()
+        assert (b.out_dir / name / weights.name).read_bytes() == weights.read_bytes()
 
 
-def sh(cmd: list[str], cwd: Path) -> None:
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    assert proc.returncode == 0, f"$ {shlex.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-
-
-def harness(board: str) -> tuple[Path, list[str], list[str]]:
-    """boards/common without its main.c (the test brings its own), and the board's link flags."""
-    common = package_root("mcu.boards") / "common"
-    return common, sorted(str(p) for p in common.glob("*.c") if p.name != "main.c"), load_board(board).ldflags()
-
-
-def build_make(b, board: str, app: Path) -> Path:
-    common, common_c, ldflags = harness(board)
-    (app / "main.c").write_text(MAIN)
-    (app / "Makefile").write_text(
-        "include $(BUNDLE)/mcu_bundle.mk\n"
-        "CC := arm-none-eabi-gcc\n"
-        f"CFLAGS := $(MCU_BUNDLE_TARGET_FLAGS) $(MCU_BUNDLE_CFLAGS) {STRICT} $(MCU_BUNDLE_INCLUDES) -I{common}\n"
-        f"fw.elf: main.c $(MCU_BUNDLE_SRCS) {' '.join(common_c)}\n"
-        f"\t$(CC) $(CFLAGS) $^ $(MCU_BUNDLE_LDFLAGS) {shlex.join(ldflags)} $(MCU_BUNDLE_LDLIBS) -o $@\n")
-    sh(["make", f"BUNDLE={b.out_dir}"], app)
-    return app / "fw.elf"
-
-
-CMAKE_APP = """cmake_minimum_required(VERSION 3.13)
-project(app C)
-add_subdirectory({bundle} mcu_bundle)
-add_executable(fw.elf main.c {sources})
-target_include_directories(fw.elf PRIVATE {common})
-target_link_libraries(fw.elf PRIVATE mcu_bundle)
-target_link_options(fw.elf PRIVATE {link})
-"""
-
-
-def build_cmake(b, board: str, app: Path) -> Path:
-    common, common_c, ldflags = harness(board)
-    (app / "main.c").write_text(MAIN)
-    (app / "CMakeLists.txt").write_text(CMAKE_APP.format(bundle=b.out_dir, sources=" ".join(common_c), common=common,
-                                                         link=" ".join(f'"{f}"' for f in ldflags)))
-    flags = " ".join(load_board(board).target_flags())
-    sh(["cmake", "-S", ".", "-B", "build", "-DCMAKE_SYSTEM_NAME=Generic", "-DCMAKE_C_COMPILER=arm-none-eabi-gcc",
-        "-DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY", f"-DCMAKE_C_FLAGS={flags} -O2 {STRICT}"], app)
-    sh(["cmake", "--build", "build"], app)
-    return app / "build" / "fw.elf"
-
+# ---- one firmware, three models ------------------------------------------------------------------------------
 
 PUBLIC = re.compile(r"^(?!static)[A-Za-z_][\w \*]*?\b(mcu_\w+)\(", re.MULTILINE)  # a function a .c file exports
 
 
 def check_firmware(elf: Path, b, models: dict, board: str, how: str) -> None:
     """Runs on QEMU with each model's own outputs; one copy of each kernel; flash within the sum minus sharing."""
-    res = run_firmware(elf, board, models["kws"][1] + models["ad"][1])
+    res = run_firmware(elf, board, b"".join(models[n][1] for n in NAMES))
     assert res.status == 0, f"status {res.status}"
-    want = models["kws"][2] + models["ad"][2] + models["kws"][2]
+    order = [*NAMES, "kws"]
+    want = b"".join(models[n][2] for n in order)
     got = res.output_bytes
     assert len(got) == len(want)
     if got != want:
         i = next(i for i, (g, w) in enumerate(zip(got, want)) if g != w)
-        pytest.fail(f"byte {i} of kws | ad | kws again: {got[i]} != {want[i]} (each model's own mcu run)")
+        pytest.fail(f"byte {i} of {' | '.join(order)}: {got[i]} != {want[i]} (each model's own mcu run)")
     with open(elf, "rb") as f:
         image = ELFFile(f)
         funcs = Counter(s.name for s in image.get_section_by_name(".symtab").iter_symbols()
@@ -273,36 +201,50 @@ def check_firmware(elf: Path, b, models: dict, board: str, how: str) -> None:
               for m in PUBLIC.findall((b.out_dir / "mcu_runtime" / "kernels" / f"{k}.c").read_text())}
     assert {k.split("/")[-1] for k in union if not k.startswith("shared/")} <= public  # and the shared cores' own
     assert {f: funcs[f] for f in public} == dict.fromkeys(public, 1)
+    check_flash(flash, models, board, how)
+
+
+def check_flash(flash: int, models: dict, board: str, how: str) -> None:
+    """The bundle's flash is at most the models' own firmware summed, less every extra copy of a shared kernel."""
     sizes = {n: mcu.size(p) for n, (p, _, _) in models.items()}
-    shared = set(sizes["kws"].kernels) & set(sizes["ad"].kernels)
-    shared_bytes = sum(sizes["kws"].kernels[k] for k in shared)
+    copies = Counter(k for s in sizes.values() for k in s.kernels)
+    shared = {k: max(s.kernels.get(k, 0) for s in sizes.values()) for k, c in copies.items() if c > 1}
+    extra = sum((copies[k] - 1) * n for k, n in shared.items())
     parts = sum(s.flash_total for s in sizes.values())
-    print(f"\n{board}, {how} build: kws alone {sizes['kws'].flash_total:,} B, ad alone "
-          f"{sizes['ad'].flash_total:,} B, sum {parts:,} B; shared kernels {shared_bytes:,} B "
+    alone = ", ".join(f"{n} alone {s.flash_total:,} B" for n, s in sizes.items())
+    print(f"\n{board}, {how} build: {alone}, sum {parts:,} B; extra copies of shared kernels {extra:,} B "
           f"({', '.join(k.split('/')[-1] for k in sorted(shared))}); bundle {flash:,} B; saved {parts - flash:,} B")
-    assert flash <= parts - shared_bytes
+    assert flash <= parts - extra
 
 
 @emulated
 @pytest.mark.qemu
 @pytest.mark.skipif(not HAVE["make"], reason="needs make")
-def test_make_bundle_firmware_runs_both_models_m4(m4, tmp_path):
+def test_make_bundle_firmware_runs_three_models_m4(m4, tmp_path):
     check_firmware(build_make(m4[0], M4, tmp_path), m4[0], m4[1], M4, "make")
 
 
 @emulated
 @pytest.mark.qemu
 @pytest.mark.skipif(not HAVE["make"], reason="needs make")
-def test_make_bundle_firmware_runs_both_models_m55(m55, tmp_path):
+def test_make_bundle_firmware_runs_three_models_m55(m55, tmp_path):
     check_firmware(build_make(m55[0], M55, tmp_path), m55[0], m55[1], M55, "make")
 
 
 @emulated
 @pytest.mark.qemu
 @pytest.mark.skipif(not (HAVE["make"] and HAVE["cmake"]), reason="needs cmake and make")
-def test_cmake_bundle_firmware_runs_both_models(m4, tmp_path):
+def test_cmake_bundle_firmware_runs_three_models_m4(m4, tmp_path):
     b, models = m4
     check_firmware(build_cmake(b, M4, tmp_path), b, models, M4, "CMake")
+
+
+@emulated
+@pytest.mark.qemu
+@pytest.mark.skipif(not (HAVE["make"] and HAVE["cmake"]), reason="needs cmake and make")
+def test_cmake_bundle_firmware_runs_three_models_m55(m55, tmp_path):
+    b, models = m55
+    check_firmware(build_cmake(b, M55, tmp_path), b, models, M55, "CMake")
 
 
 @pytest.mark.skipif(not HAVE["arm-none-eabi-gcc"], reason="needs arm-none-eabi-gcc")

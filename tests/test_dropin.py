@@ -148,7 +148,8 @@ def test_folder_holds_only_what_the_model_needs(pkg):
     assert "add_library(mcu_model STATIC" in (out / "CMakeLists.txt").read_text()
     readme = (out / "README.md").read_text()
     steps = [line for line in readme.splitlines() if line[:2] in {f"{i}." for i in range(1, 10)}]
-    assert len(steps) == 5 and "model_run(input0, output0, arena)" in steps[4]
+    assert len(steps) == 6 and "model_run(input0, output0, arena)" in steps[4] and "Memory placement" in steps[5]
+    assert "-DMCU_WEIGHTS_SECTION=" in readme and "-DMODEL_STATIC_ARENA" in readme and "MCU_ARENA_SECTION" in readme
     assert f"{pkg.arena_bytes} bytes" in readme
 
 

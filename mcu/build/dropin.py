@@ -14,7 +14,7 @@ from pathlib import Path
 
 import jinja2
 
-from mcu.boards import Board
+from mcu.boards import LARGE_WEIGHTS_SECTION, Board
 from mcu.codegen.names import make_prefix, model_files
 from mcu.errors import McuError
 from mcu.build.fit import Footprint
@@ -79,13 +79,24 @@ def dropin_files(texts: dict[str, str], manifest: dict, board: Board, footprint:
         "io_note": (f"Tensors are quantized: real = (q - ZERO_POINT) * SCALE with the `{macro}_INPUTn_*` / "
                     f"`{macro}_OUTPUTn_*` macros of `{header}`." if any(t["scale"] is not None for t in tensors) else
                     'Tensors are float32, as the float model takes them (compiled with quantize="none").'),
-        "flash": f"{footprint.flash:,} B of {board.flash_size:,} ({footprint.flash_parts()})",
+        "flash": f"{footprint.flash_main:,} B of {board.flash_size:,} ({footprint.flash_parts()})",
+        **placement_notes(footprint, manifest["weights_bytes"]),
         "ram": f"{footprint.ram:,} B of {board.ram_size:,} ({footprint.ram_parts()})",
     }
     mk, cmake, readme = dropin_names(name)[1:]
     files.update({mk: render("mcu_model.mk", ctx), cmake: render("CMakeLists.txt", ctx),
                   readme: render("README.md", ctx)})
     return files
+
+
+def placement_notes(footprint: Footprint, weights_bytes: int) -> dict:
+    """What the README says of where the weights go by default."""
+    if footprint.weights_region:
+        where = (f"the compiler put them in `{LARGE_WEIGHTS_SECTION}`, which the board's linker script places in "
+                 f"{footprint.weights_region} (they do not fit the flash); a macro overrides it")
+    else:
+        where = "without a macro they go where the compiler puts constants (.rodata, in flash)"
+    return {"weights_bytes": weights_bytes, "weights_where": where}
 
 
 def _headers(texts: dict[str, str], sources: list[Path], runtime: Path) -> tuple[list[Path], set[str]]:

@@ -18,6 +18,7 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
 from mcu.boards import Board
+from mcu.build.fit import format_size
 from mcu.codegen.names import DEFAULT_NAME, model_files
 from mcu.errors import McuError
 
@@ -40,6 +41,9 @@ class SizeReport:
     flash_capacity: int | None = None  # the board's, when known
     ram_capacity: int | None = None
     kernels: dict[str, int] = field(default_factory=dict)  # flash_kernels per source, e.g. {"conv/mcu_conv2d_s8": 1200}
+    large_region: str = ""  # the board's large region (e.g. DDR) when the image puts bytes there
+    large_bytes: int = 0  # the image's bytes in it (weights too big for the flash), counted in flash_total too
+    large_capacity: int | None = None
 
     @property
     def flash_total(self) -> int:
@@ -79,9 +83,27 @@ class SizeReport:
                 if label == "kernels":  # each source, largest first
                     lines += [f"    {names[k]:<{width - 2}}{n:>10,}"
                               for k, n in sorted(self.kernels.items(), key=lambda kv: (-kv[1], kv[0]))]
-            share = f"   {100 * total / capacity:.1f}% of {capacity // 1024:,} KB" if capacity else ""
-            lines.append(f"  {'total':<{width}}{total:>10,}{share}")
+            if title == "flash" and self.large_bytes:  # the flash's share without what lies in the large region
+                lines.append(f"  {'in ' + self.large_region:<{width}}{self.large_bytes:>10,}   of "
+                             f"{format_size(self.large_capacity or 0)}")
+                lines.append(f"  {'total':<{width}}{total:>10,}   of which {total - self.large_bytes:,} in flash"
+                             + _share(total - self.large_bytes, capacity))
+                continue
+            lines.append(f"  {'total':<{width}}{total:>10,}{_share(total, capacity)}")
         return "\n".join(lines)
+
+
+def _share(n: int, capacity: int | None) -> str:
+    return f"   {100 * n / capacity:.1f}% of {capacity // 1024:,} KB" if capacity else ""
+
+
+def _large_bytes(image: ELFFile, board: Board | None) -> int:
+    """The image's bytes loaded into the board's large region (mcu/build/fit.py places weights there)."""
+    if board is None or not board.large_size:
+        return 0
+    end = board.large_origin + board.large_size
+    return sum(seg["p_filesz"] for seg in image.iter_segments()
+               if seg["p_type"] == "PT_LOAD" and board.large_origin <= seg["p_paddr"] < end)
 
 
 def size_report(elf: str | Path, build_dir: str | Path, board: Board | None = None, *,
@@ -94,6 +116,7 @@ def size_report(elf: str | Path, build_dir: str | Path, board: Board | None = No
     with open(elf, "rb") as f:
         image = ELFFile(f)
         flash_total = sum(seg["p_filesz"] for seg in image.iter_segments() if seg["p_type"] == "PT_LOAD")
+        large = _large_bytes(image, board)
         by_object, arena = _flash_by_object(image, build_dir)
         for obj, size in by_object.items():
             flash[_category(obj, weights)] += size
@@ -120,6 +143,8 @@ def size_report(elf: str | Path, build_dir: str | Path, board: Board | None = No
         flash_capacity=board.flash_size if board else None,
         ram_capacity=board.ram_size if board else None,
         kernels={obj.removeprefix("kernels/"): n for obj, n in by_object.items() if _category(obj, weights) == "kernels"},
+        large_region=board.large_name if large else "", large_bytes=large,
+        large_capacity=board.large_size if large else None,
     )
 
 

@@ -13,16 +13,22 @@
     4 KB on the Cortex-M0).
 - RAM = arena + inputs + outputs + stack (board.toml stack_bytes) + STARTUP_RAM_BYTES (the fault
   handler's stack, the harness's statics, the 16-byte alignment of each I/O slot).
+- Placement: the weights stay in flash whenever the model fits it; when it does not, a board with a large region
+  ([memory.large], e.g. DDR) takes the weights there if the rest then fits the flash (Footprint.weights_region),
+  and emit_fitted writes them into the linker section the board's script places in that region.
 - A model that does not fit raises BoardFitError naming the numbers and the boards it would fit: the
   same estimate with each board's own stack (approximate there: another core may pick other kernel
   variants, with other weight layouts).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from mcu.boards import Board, list_boards
+from mcu.boards import LARGE_WEIGHTS_SECTION, Board, list_boards
+from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph
+from mcu.codegen.manifest import Manifest
+from mcu.codegen.memory import MemoryPlan
 from mcu.errors import BoardFitError
 from mcu.paths import package_root
 
@@ -124,19 +130,32 @@ class Footprint:
     ram_outputs: int
     ram_stack: int
     ram_startup: int
+    weights_region: str = ""  # the board's large region holding the weights; "" for the flash
 
     @property
     def flash(self) -> int:
+        """Everything the image holds, wherever it lies."""
         return self.flash_weights + self.flash_generated + self.flash_kernels + self.flash_runtime + self.flash_startup
+
+    @property
+    def flash_main(self) -> int:
+        """What lies in the board's flash: all of it, or all but the weights when they lie in the large region."""
+        return self.flash - (self.flash_weights if self.weights_region else 0)
 
     @property
     def ram(self) -> int:
         return self.ram_arena + self.ram_inputs + self.ram_outputs + self.ram_stack + self.ram_startup
 
     def fits(self, board: Board) -> bool:
-        return self.flash <= board.flash_size and self.ram <= board.ram_size
+        large = self.flash_weights <= board.large_size if self.weights_region else True
+        return self.flash_main <= board.flash_size and self.ram <= board.ram_size and large
 
     def flash_parts(self) -> str:
+        """The parts of flash_main, and where the weights lie when elsewhere."""
+        if self.weights_region:
+            return _parts(("generated code", self.flash_generated), ("kernels", self.flash_kernels),
+                          ("runtime", self.flash_runtime), ("startup/libc", self.flash_startup)) + \
+                f"; weights {self.flash_weights:,} in {self.weights_region}"
         return _parts(("weights", self.flash_weights), ("generated code", self.flash_generated),
                       ("kernels", self.flash_kernels), ("runtime", self.flash_runtime),
                       ("startup/libc", self.flash_startup))
@@ -148,6 +167,8 @@ class Footprint:
 
 def format_size(n: int) -> str:
     """Bytes the way datasheets write them: 4 MB, 256 KB, 1,234 B."""
+    if n >= 1 << 30 and n % (1 << 30) == 0:
+        return f"{n >> 30} GB"
     if n >= 1 << 20 and n % (1 << 20) == 0:
         return f"{n >> 20} MB"
     if n >= 1 << 10 and n % (1 << 10) == 0:
@@ -178,7 +199,7 @@ def estimate(graph: Graph, manifest: dict, board: Board) -> Footprint:
     generated = GENERATED_FIXED_BYTES + sum(
         CALL_BYTES + _param_bytes(n.call.params) + (8 if n.call.quant else 0) for n in calls)
     core = sorted(p.stem for p in (package_root("mcu.runtime_c") / "core").glob("*.c"))
-    return Footprint(
+    need = Footprint(
         flash_weights=manifest["weights_bytes"],
         flash_generated=generated,
         flash_kernels=sum(code_bytes(k) for k in manifest["kernels"]),
@@ -191,10 +212,47 @@ def estimate(graph: Graph, manifest: dict, board: Board) -> Footprint:
         ram_stack=board.stack_bytes,
         ram_startup=STARTUP_RAM_BYTES,
     )
+    return _placed(need, board)
+
+
+def _placed(need: Footprint, board: Board) -> Footprint:
+    """need with the weights in the board's large region when the flash cannot hold them but holds the rest."""
+    if need.flash <= board.flash_size or not board.large_size or need.flash - need.flash_weights > board.flash_size:
+        return need
+    return replace(need, weights_region=board.large_name)
+
+
+def emit_fitted(graph: Graph, memory: MemoryPlan, name: str, board: Board) -> tuple[dict[str, str], Manifest]:
+    """emit's texts and manifest for board, the weights in the large region's section when the fit puts them there
+    (emitted again then: placement needs the manifest's kernels, which emit computes)."""
+    texts, emitted = emit(graph, memory, name=name, board=board.name)
+    if estimate(graph, emitted.as_dict(), board).weights_region:
+        texts, emitted = emit(graph, memory, name=name, board=board.name, weights_section=LARGE_WEIGHTS_SECTION)
+    return texts, emitted
 
 
 def _align(n: int) -> int:
     return (n + IO_SLOT_ALIGN - 1) // IO_SLOT_ALIGN * IO_SLOT_ALIGN
+
+
+def bundle_large_weights(parts: list[tuple[Graph, dict]], board: Board) -> list[bool]:
+    """For models (graph, manifest) in one firmware on board, whether each one's weights go to the board's large
+    region: those that go there alone, then, while the bundle (weights + generated code, the union of kernels, one
+    runtime and startup) overflows the flash, the largest weights left."""
+    needs = [estimate(g, m, board) for g, m in parts]
+    moved = [bool(n.weights_region) for n in needs]
+    kernels = {k for _, m in parts for k in m["kernels"]}
+    shared = sum(code_bytes(k) for k in kernels) + max(n.flash_runtime + n.flash_startup for n in needs)
+
+    def flash() -> int:
+        return shared + sum(n.flash_generated + (0 if out else n.flash_weights) for n, out in zip(needs, moved))
+
+    order = sorted(range(len(needs)), key=lambda i: -needs[i].flash_weights)
+    for i in order if board.large_size else ():
+        if flash() <= board.flash_size:
+            break
+        moved[i] = True
+    return moved
 
 
 def check_fit(graph: Graph, manifest: dict, board: Board) -> Footprint:
@@ -208,10 +266,7 @@ def check_fit(graph: Graph, manifest: dict, board: Board) -> Footprint:
     core = board.cpu.replace("cortex-m", "Cortex-M")
     lines = [f"the model does not fit {board.name} ({core}, {format_size(board.flash_size)} flash, "
              f"{format_size(board.ram_size)} RAM):"]
-    for title, needed, capacity, parts in (("flash", need.flash, board.flash_size, need.flash_parts()),
-                                           ("RAM", need.ram, board.ram_size, need.ram_parts())):
-        verdict = f"{needed - capacity:,} B too many" if needed > capacity else "fits"
-        lines.append(f"  {title + ':':6} needs {needed:,} B of {capacity:,} B ({verdict}): {parts}")
+    lines += _fit_lines(need, board)
     options = []
     if fits:
         names = ", ".join(f"{b.name} ({format_size(b.flash_size)} flash, {format_size(b.ram_size)} RAM"
@@ -219,10 +274,26 @@ def check_fit(graph: Graph, manifest: dict, board: Board) -> Footprint:
         options.append(f"compile for a board with room for it: {names}")
     else:
         options.append("no board mcu knows has room for it")
-    if need.flash > board.flash_size:
+    if need.flash_main > board.flash_size or need.weights_region and need.flash_weights > board.large_size:
         options.append("shrink the weights (fewer or narrower layers, or int4 weights, two per byte: --weights int4)")
     if need.ram > board.ram_size:
         options.append("shrink the arena and I/O (a smaller input, narrower early layers)")
     lines.append("  to make it fit: " + "; or ".join(options))
     raise BoardFitError("\n".join(lines), board=board.name, flash_needed=need.flash, flash_capacity=board.flash_size,
                         ram_needed=need.ram, ram_capacity=board.ram_size, fits=tuple(b.name for b in fits))
+
+
+def _fit_lines(need: Footprint, board: Board) -> list[str]:
+    """One line per memory: what the model needs of it, against what the board has."""
+    rows = [("flash", need.flash_main, board.flash_size, need.flash_parts())]
+    if need.weights_region:
+        rows.append((need.weights_region, need.flash_weights, board.large_size, "weights"))
+    elif board.large_size and need.flash > board.flash_size:
+        rows[0] = ("flash", need.flash, board.flash_size, need.flash_parts() + f" (the rest does not fit even with "
+                   f"the weights in {board.large_name})")
+    rows.append(("RAM", need.ram, board.ram_size, need.ram_parts()))
+    lines = []
+    for title, needed, capacity, parts in rows:
+        verdict = f"{needed - capacity:,} B too many" if needed > capacity else "fits"
+        lines.append(f"  {title + ':':6} needs {needed:,} B of {capacity:,} B ({verdict}): {parts}")
+    return lines

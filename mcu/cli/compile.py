@@ -57,5 +57,6 @@ def summary_line(board: str, instructions: int | None, arena: int, lower_bound: 
     liveness lower bound, and the firmware's flash (weights + code) against the board's."""
     run = "not run" if instructions is None else f"{instructions:,} instructions"
     capacity = f" of {size.flash_capacity:,} B" if size.flash_capacity else ""
-    return (f"{board}: {run}, arena {arena:,} B (lower bound {lower_bound:,} B), flash {size.flash_total:,} B"
-            f"{capacity} (weights {size.flash_weights:,} B, code {size.flash_total - size.flash_weights:,} B)")
+    large = f", {size.large_region} {size.large_bytes:,} B" if size.large_bytes else ""  # weights too big for flash
+    return (f"{board}: {run}, arena {arena:,} B (lower bound {lower_bound:,} B), flash "
+            f"{size.flash_total - size.large_bytes:,} B{capacity}{large} (weights {size.flash_weights:,} B, code {size.flash_total - size.flash_weights:,} B)")

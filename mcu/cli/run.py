@@ -93,7 +93,8 @@ def cmd_boards(args) -> None:
     rows = [("board", "core", "features", "flash", "RAM", "runs on")]
     for b in list_boards():
         feats = ", ".join(f for f, on in (("FPU", bool(b.fpu)), ("DSP", b.dsp), ("MVE", b.mve)) if on) or "-"
-        rows.append((b.name, b.cpu.replace("cortex-m", "Cortex-M"), feats, format_size(b.flash_size),
+        flash = format_size(b.flash_size) + (f" + {format_size(b.large_size)} {b.large_name}" if b.large_size else "")
+        rows.append((b.name, b.cpu.replace("cortex-m", "Cortex-M"), feats, flash,
                      format_size(b.ram_size), f"QEMU {b.qemu_machine}" if b.emulated else "build only"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:

@@ -78,12 +78,14 @@ def eval_view(result) -> dict | None:
 def render(pkg, size, profile_rows: list[dict] | None, total_instructions: int | None, board,
            evaluation=None) -> str:
     m = pkg.manifest
-    flash = [("weights", size.flash_weights), ("generated code", size.flash_generated),
+    flash = [("weights", size.flash_weights - size.large_bytes), ("generated code", size.flash_generated),
              ("kernels", size.flash_kernels), ("runtime core", size.flash_runtime), ("startup/libc", size.flash_other)]
     ram = [("arena", size.ram_arena), ("other static data", size.ram_static), ("stack (reserved)", size.ram_stack)]
+    memories = [("flash", size.flash_total - size.large_bytes, board.flash_size), ("RAM", size.ram_total, board.ram_size)]
+    if size.large_bytes:  # weights in the board's large region (mcu/build/fit.py)
+        memories.insert(1, (f"{size.large_region} (weights)", size.large_bytes, size.large_capacity))
     limits = [{"name": n, "need": f"{need:,}", "capacity": f"{cap:,}", "use": f"{100 * need / cap:.1f}",
-               "verdict": "fits" if need <= cap else "DOES NOT FIT"}
-              for n, need, cap in [("flash", size.flash_total, board.flash_size), ("RAM", size.ram_total, board.ram_size)]]
+               "verdict": "fits" if need <= cap else "DOES NOT FIT"} for n, need, cap in memories]
     profile = None
     if profile_rows:
         profile = {"total": f"{total_instructions:,}", "rows": [
