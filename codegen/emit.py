@@ -205,7 +205,8 @@ def state_records(graph: Graph, mem: MemoryPlan, name: str) -> list[dict]:
                         "shape": list(t.shape), "layout": t.layout or "torch order", "dtype": t.dtype,
                         "scale": _float_literal(t.qparams.s) if t.qparams else None,
                         "zero_point": t.qparams.zp if t.qparams else None, "source": s.source.replace("*/", "* /"),
-                        "new_value": tensor_expr(graph, mem, name, graph.outputs[s.output]),
+                        "new_value": None if mem.locations[graph.outputs[s.output]] == mem.locations[
+                            graph.inputs[s.input]] else tensor_expr(graph, mem, name, graph.outputs[s.output]),
                         "init": None if not init.any() else c_array_body(np.ascontiguousarray(init), t.dtype),
                         "size": int(init.size), "tensor": graph.inputs[s.input]})
     return records

@@ -69,15 +69,30 @@ def state_offsets(graph: Graph) -> tuple[list[int], int]:
     return offsets, end
 
 
+def rows_written_in_place(graph: Graph, s) -> bool:
+    """Is state s's update a scatter into the state itself (a KV cache written at a position) that is the state's
+    only reader? Then the scatter writes its rows straight into the state region: no copy of the table, none back."""
+    t, u = graph.inputs[s.input], graph.outputs[s.output]
+    node = graph.producer(u)
+    return node is not None and node.op == "call" and node.call.kernel.startswith("mcu_scatter_") \
+        and node.inputs[0] == t and [n.name for n in graph.consumers(t)] == [node.name] \
+        and graph.outputs.count(u) == 1
+
+
 def _external(graph: Graph, group: dict[str, str]) -> dict[str, Location]:
     """Storage groups outside the arena: the caller's inputs and outputs, and the state region's values (a state's
-    update is planned in the arena, alive to the end, and copied back after the last op)."""
+    update is planned in the arena, alive to the end, and copied back after the last op; one whose rows are
+    written in place, rows_written_in_place, is the state region itself)."""
     external: dict[str, Location] = {}
-    held_in = dict(zip((s.input for s in graph.state), state_offsets(graph)[0]))
-    held_out = {s.output for s in graph.state}
+    offsets = state_offsets(graph)[0]
+    held_in = dict(zip((s.input for s in graph.state), offsets))
+    held_out = {s.output: off for s, off in zip(graph.state, offsets)}
+    in_place = {s.output for s in graph.state if rows_written_in_place(graph, s)}
     for i, t in enumerate(graph.inputs):
         external[group[t]] = Location("state", held_in[i]) if i in held_in else Location("input", i)
     for i, t in enumerate(graph.outputs):
+        if i in in_place:
+            external[group[t]] = Location("state", held_out[i])
         if i in held_out:
             continue
         g = group[t]

@@ -79,5 +79,10 @@ def test_tinyllama_step_caches_keys_in_its_state_and_refuses_a_position_past_it(
     names = [s["name"] for s in pkg.manifest["state"]]
     assert names == ["layers.0.k_cache", "layers.0.v_cache", "layers.1.k_cache", "layers.1.v_cache"]
     assert pkg.state_bytes == 4 * 4 * 64 * 8  # int8 caches: 4 KV heads x 64 positions x 8 dims each
+    # the rows are written straight into the state (the scatter is each cache's only reader): no cache in the
+    # arena, no copy back
+    assert "memmove" not in (pkg.out_dir / "model.c").read_text()
+    assert all(pkg.memory.locations[t].kind == "state" for t in pkg.graph.outputs[1:])
+    assert pkg.arena_bytes < 9000
     with pytest.raises(mcu.McuError, match=r"input1\[0\] = 64 is outside \[0, 64\)"):
         mcu.session(pkg, "reference").run((torch.tensor([[3]]), torch.tensor([64])))
