@@ -191,6 +191,19 @@ def run_signature(inputs: list[dict], outputs: list[dict], uses_arena: bool, has
             "null_check": " || ".join(f"{p} == NULL" for p in pointers)}
 
 
+def generate_record(inputs: list[dict], outputs: list[dict], state: list[dict]) -> dict | None:
+    """A decoder step (a token id and its position in, logits out, state kept) gets <name>_generate, greedy decoding
+    on the device: {"ctype", "vocab", "elements"} of the logits (the argmax runs over the last `vocab`), else None."""
+    if not state or len(inputs) != 2 or len(outputs) != 1 or any(
+            x["dtype"] != "int32" or x["elements"] != 1 or "index_range" not in x for x in inputs):
+        return None
+    vocab = int(outputs[0]["shape"][-1])
+    if vocab > inputs[0]["index_range"][1] or outputs[0]["dtype"] not in ("int8", "int16", "float32"):
+        return None
+    return {"ctype": outputs[0]["ctype"], "vocab": vocab, "elements": outputs[0]["elements"],
+            "positions": inputs[1]["index_range"][1]}
+
+
 def state_records(graph: Graph, mem: MemoryPlan, name: str) -> list[dict]:
     """Each state as <name>.h documents it and <name>.c resets and writes it back: offset in the state region,
     bytes, the C expression of its new value, and its initial value (None: all zeros)."""
@@ -239,13 +252,14 @@ def emit(graph: Graph, mem: MemoryPlan, *, name: str = DEFAULT_NAME, board: str 
            "arena_align": ARENA_ALIGN, "inputs": inputs, "outputs": outputs,
            "inputs_bytes": sum(x["bytes"] for x in inputs), "outputs_bytes": sum(x["bytes"] for x in outputs),
            **run_signature(inputs, outputs, uses_arena, bool(state)), "state": state,
-           "state_bytes": state_offsets(graph)[1],
+           "state_bytes": state_offsets(graph)[1], "generate": generate_record(inputs, outputs, state),
            "guard_bytes": ARENA_GUARD_BYTES, "consts": consts, "quants": quants, "calls": calls,
            "uses_arena": uses_arena, "io_doc": IO_DOC["float32" if all(x["scale"] is None for x in inputs + outputs)
                                                        else "int8"],
            "total_bytes": sum(c["bytes"] for c in consts), **weights_placement(weights_section)}
     manifest = build_manifest(graph, mem, name=name, board=board, inputs=inputs, outputs=outputs,
-                              weights_bytes=ctx["total_bytes"], state=state, state_bytes=ctx["state_bytes"])
+                              weights_bytes=ctx["total_bytes"], state=state, state_bytes=ctx["state_bytes"],
+                              generate=ctx["generate"])
     env = _env()
     return {
         header: env.get_template("model.h.j2").render(ctx),

@@ -29,6 +29,7 @@ class Manifest:
     fallbacks: list[dict]
     state: tuple = ()  # the state region's buffers (emit's state records, as the manifest lists them)
     state_bytes: int = 0
+    generate: dict | None = None  # a decoder step's <name>_generate: {"vocab", "positions"}
 
     def as_dict(self) -> dict:
         return {"name": self.name, "board": self.board, "kernels": self.kernels, "arena_bytes": self.arena_bytes,
@@ -36,7 +37,8 @@ class Manifest:
                 "schedule_peak_before": self.schedule_peak_before, "schedule_peak_after": self.schedule_peak_after,
                 "weights_bytes": self.weights_bytes, "inputs": self.inputs, "outputs": self.outputs, "ops": self.ops,
                 "fallbacks": self.fallbacks,
-                **({"state_bytes": self.state_bytes, "state": list(self.state)} if self.state else {})}
+                **({"state_bytes": self.state_bytes, "state": list(self.state)} if self.state else {}),
+                **({"generate": self.generate} if self.generate else {})}
 
     def to_json(self) -> str:
         """The text of manifest.json as emit writes it (before mcu/api.py seals it)."""
@@ -60,7 +62,8 @@ def state_entry(graph: Graph, record: dict) -> dict:
 
 
 def build_manifest(graph: Graph, mem: MemoryPlan, *, name: str, board: str, inputs: list[dict],
-                   outputs: list[dict], weights_bytes: int, state: list[dict] = (), state_bytes: int = 0) -> Manifest:
+                   outputs: list[dict], weights_bytes: int, state: list[dict] = (), state_bytes: int = 0,
+                   generate: dict | None = None) -> Manifest:
     """The manifest of a lowered, planned graph; inputs and outputs are emit's I/O records."""
     sources = {s for n in graph.nodes if n.op == "call" for s in KERNELS[n.call.kernel].sources}
     return Manifest(
@@ -73,4 +76,5 @@ def build_manifest(graph: Graph, mem: MemoryPlan, *, name: str, board: str, inpu
              for n in graph.nodes],
         fallbacks=[{"op": n.call.fallback, "name": n.name, "kernel": n.call.kernel, "source": n.source}
                    for n in graph.nodes if n.call and n.call.fallback],
-        state=tuple(state_entry(graph, r) for r in state), state_bytes=state_bytes)
+        state=tuple(state_entry(graph, r) for r in state), state_bytes=state_bytes,
+        generate=None if generate is None else {"vocab": generate["vocab"], "positions": generate["positions"]})

@@ -284,9 +284,13 @@ def check_manifest(manifest, where: Path) -> dict:
             n = int(np.prod(shape, dtype=np.int64)) * np.dtype(DTYPES[s["dtype"]]).itemsize
             if s.get("bytes") != n:
                 bad(f"{key} {s['name']}: 'bytes' is not {n}, the size of its shape and dtype")
-            if s.get("scale") is None:
-                if s.get("zero_point") is not None or s["dtype"] != "float32":
+            if s.get("scale") is None:  # float32, or int32 indices (token ids in, argmax out)
+                if s.get("zero_point") is not None or s["dtype"] not in ("float32", "int32"):
                     bad(f"{key} {s['name']}: no scale for an integer tensor")
+                limit = s.get("index_range")
+                if limit is not None and not (isinstance(limit, list) and len(limit) == 2 and
+                                              all(type(v) is int for v in limit) and 0 <= limit[0] < limit[1]):
+                    bad(f"{key} {s['name']}: 'index_range' is not [low, high) integers")
             elif type(s.get("scale")) is not float or not 0 < s["scale"] < 1e30 or type(s.get("zero_point")) is not int \
                     or not -(1 << 31) <= s["zero_point"] < 1 << 31:
                 bad(f"{key} {s['name']}: 'scale'/'zero_point' are not a positive float and an integer")
@@ -360,7 +364,7 @@ def _check_consistent(manifest: dict, graph: Graph, memory: MemoryPlan, where: P
     def bad(what):
         raise PackageError(f"{where}: {what}, unlike the package's IR; compile the model again with `mcu compile`")
 
-    for key, names in (("inputs", graph.inputs), ("outputs", graph.outputs)):
+    for key, names in (("inputs", graph.user_inputs), ("outputs", graph.user_outputs)):
         if len(manifest[key]) != len(names):
             bad(f"{len(manifest[key])} {key}")
         for s, t in zip(manifest[key], names):

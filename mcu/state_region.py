@@ -51,6 +51,11 @@ def pack_region(graph: Graph, arrays: list[np.ndarray]) -> bytes:
     return bytes(region)
 
 
+def with_initial_state(graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The reference's inputs for one call from the initial state: the caller's, then each state buffer's."""
+    return list(inputs) + unpack_region(graph, initial_region(graph))
+
+
 def reference_step(graph: Graph, inputs: list[np.ndarray], region: bytes) -> tuple[list[np.ndarray], bytes]:
     """One call of the numpy reference: (every user output in stored order, the region after the call)."""
     from mcu.codegen.reference import run_reference

@@ -14,6 +14,10 @@
  *    MODEL_INPUTS_BYTES (each laid out as input.bin), one model_run_v per record, its outputs appended to
  *    batch_out.bin; "MCU_PROGRESS <done>" lines stream on the console, then "MCU_BATCH n=<N>" and one
  *    MCU_DONE line whose ticks sum all N runs and whose status is the first non-zero one.
+ *  - Built with -DMCU_GENERATE (mcu generate; a decoder step model), main runs generate_main instead: input.bin
+ *    holds the state region, then u32 n_prompt, u32 n_new and the n_prompt int32 prompt tokens; one
+ *    model_generate call; output.bin gets the n_new tokens (int32), the ticks up to each token (u32: the
+ *    first covers the prompt) and the state region; then one MCU_DONE line whose ticks cover the whole call.
  *  - Built with -DMCU_PROFILE, the model calls mcu_pal_profile_begin/end(op) around each kernel; the
  *    ticks of each op are summed here and printed first as "MCU_PROFILE op=<index> ticks=<uint>" lines.
  */
@@ -301,10 +305,76 @@ static void __attribute__((noreturn)) batch_main(void)
 }
 #endif
 
+#ifdef MCU_GENERATE
+#define GENERATE_MAX 1024u
+static int32_t gen_prompt[GENERATE_MAX];
+static int32_t gen_tokens[GENERATE_MAX];
+static uint32_t gen_ticks[GENERATE_MAX];
+static uint8_t gen_logits[MODEL_OUTPUT0_BYTES] __attribute__((aligned(16)));
+static uint64_t gen_last;
+
+/* Overrides the model's weak hook: the ticks since the previous token (the first: since the call began). */
+void model_on_token(uint32_t k, int32_t token)
+{
+    const uint64_t now = mcu_systick_now();
+    (void)token;
+    if (k < GENERATE_MAX) {
+        gen_ticks[k] = (uint32_t)(now - gen_last);
+    }
+    gen_last = now;
+}
+
+static void __attribute__((noreturn)) generate_main(void)
+{
+    uint32_t counts[2];
+    int32_t fd = mcu_sh_open("input.bin", MCU_SH_MODE_RB);
+    if (fd < 0) {
+        fail("MCU_ERROR ", "cannot open input.bin", "");
+    }
+    read_state(fd);
+    if (mcu_sh_read(fd, counts, sizeof counts) != sizeof counts || counts[0] == 0u || counts[0] > GENERATE_MAX ||
+        counts[1] > GENERATE_MAX) {
+        fail("MCU_ERROR ", "input.bin", " needs n_prompt in [1, 1024] and n_new <= 1024");
+    }
+    if (mcu_sh_read(fd, gen_prompt, counts[0] * 4u) != counts[0] * 4u) {
+        fail("MCU_ERROR ", "short read of the prompt", "");
+    }
+    mcu_sh_close(fd);
+    paint_stack();
+    mcu_systick_start();
+    const uint64_t start = mcu_systick_now();
+    gen_last = start;
+    mcu_status_t status = model_generate(gen_prompt, counts[0], gen_tokens, counts[1], gen_logits, ARENA, STATE);
+    const uint64_t end = mcu_systick_now();
+    uint32_t stack = stack_used();
+    int32_t out = mcu_sh_open("output.bin", MCU_SH_MODE_WB);
+    if (out < 0) {
+        fail("MCU_ERROR ", "cannot create output.bin", "");
+    }
+    (void)mcu_sh_write(out, gen_tokens, counts[1] * 4u);
+    (void)mcu_sh_write(out, gen_ticks, counts[1] * 4u);
+    write_state(out);
+    mcu_sh_close(out);
+    char line[128];
+    char *p = mcu_fmt_str(line, "MCU_DONE status=");
+    p = mcu_fmt_i32(p, (int32_t)status);
+    p = mcu_fmt_str(p, " ticks=");
+    p = mcu_fmt_u64(p, end - start);
+    p = mcu_fmt_str(p, " overhead=0 stack=");
+    p = mcu_fmt_u64(p, stack);
+    mcu_fmt_str(p, "\n");
+    mcu_sh_puts(line);
+    mcu_sh_exit(1);
+}
+#endif
+
 int main(void)
 {
 #ifdef MCU_BATCH
     batch_main();
+#endif
+#ifdef MCU_GENERATE
+    generate_main();
 #endif
     const void *inputs[MODEL_NUM_INPUTS];
     void *outputs[MODEL_NUM_OUTPUTS];

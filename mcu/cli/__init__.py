@@ -131,7 +131,7 @@ def _package_commands(sub) -> None:
 
 
 def _tool_commands(sub) -> None:
-    """The tools on one package folder: profile, debug, eval, report."""
+    """The tools on one package folder: profile, debug, eval, generate, report."""
     p = _command(sub, "profile", "tools:cmd_profile", "instructions, MACs and MACs/instruction per op on the board (QEMU)",
                  "mcu profile out/cnn", "mcu profile out/cnn --seed 1")
     p.add_argument("dir", help=PACKAGE_HELP)
@@ -157,6 +157,13 @@ def _tool_commands(sub) -> None:
                         "from whoever wrote it, so only for packages you trust")
     p.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is not a terminal")
     p.add_argument("--timeout", type=float, default=None, help="seconds before QEMU is stopped (default: 120 + 2 per input)")
+    p = _command(sub, "generate", "tools:cmd_generate", "greedy decoding of a decoder-step package on its board: the "
+                 "prompt and every token in one firmware run, the loop in C", "mcu generate out/llm --prompt 1,2,3 --tokens 32")
+    p.add_argument("dir", help=PACKAGE_HELP)
+    p.add_argument("--prompt", required=True, help="comma-separated token ids, e.g. 1,2,3")
+    p.add_argument("--tokens", type=int, default=16, help="new tokens to generate (default: 16)")
+    p.add_argument("--reference", action="store_true", help="decode on the numpy reference instead of QEMU")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds before QEMU is stopped (default: 600)")
     p = _command(sub, "report", "tools:cmd_report", "write report.html: flash, RAM, arena timeline, per-op profile",
                  "mcu report out/cnn", "mcu report out/cnn --no-profile")
     p.add_argument("dir", help=PACKAGE_HELP)

@@ -75,9 +75,10 @@ def load_inputs(paths) -> list:
 
 
 def randn_inputs(pkg, seed: int) -> list:
-    """Seeded randn inputs of the package's input shapes (torch order)."""
+    """Seeded randn inputs of the package's input shapes (torch order); an index input: seeded ids in its range."""
     import torch
 
     from mcu.package import torch_shape
     g = torch.Generator().manual_seed(seed)
-    return [torch.randn(tuple(torch_shape(s)), generator=g) for s in pkg.manifest["inputs"]]
+    return [torch.randint(*s.get("index_range", (0, 1)), tuple(torch_shape(s)), generator=g) if s["dtype"] == "int32"
+            else torch.randn(tuple(torch_shape(s)), generator=g) for s in pkg.manifest["inputs"]]

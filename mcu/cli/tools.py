@@ -31,6 +31,21 @@ def cmd_debug(args) -> None:
         raise McuError("the device parts ways with the numpy reference (see the first divergence above)")
 
 
+def cmd_generate(args) -> None:
+    import mcu
+    from mcu.tools.generate import generate
+    pkg = mcu.load(args.dir)
+    try:
+        prompt = [int(t) for t in args.prompt.split(",") if t.strip()]
+    except ValueError:
+        raise McuError(f"--prompt {args.prompt!r}: give comma-separated token ids, e.g. --prompt 1,2,3") from None
+    result = generate(pkg, prompt, args.tokens, target="reference" if args.reference else "device",
+                      timeout=args.timeout)
+    print(f"{pkg.out_dir} on {'the numpy reference' if args.reference else pkg.board}: {len(prompt)} prompt tokens, "
+          f"{args.tokens} generated")
+    print(result.summary())
+
+
 def cmd_eval(args) -> None:
     import mcu
     from mcu.package import FLOAT_MODEL

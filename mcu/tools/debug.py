@@ -31,6 +31,7 @@ from mcu.codegen.reference import run_reference
 from mcu.errors import MCU_STATUS, McuError
 from mcu.metrics import sqnr_db
 from mcu.package import FLOAT_MODEL, read_sealed
+from mcu.state_region import initial_region, with_initial_state
 
 DEBUG_FILE = "debug.bin"
 MCU_ERR_ARENA_GUARD = next(k for k, v in MCU_STATUS.items() if v == "MCU_ERR_ARENA_GUARD")
@@ -86,7 +87,16 @@ def float_activations(pkg, inputs, trust_model: bool = False) -> dict[str, np.nd
     except Exception as exc:  # torch raises many types for damaged archives
         raise McuError(f"cannot load the float model {path} ({type(exc).__name__}: {str(exc)[:100]}); compile the "
                        f"model again with `mcu compile`") from None
-    return record_outputs(prepare_pt2e(ep.module(), McuQuantizer()), inputs, lambda n: n.name)
+    states = [torch.from_numpy(_real(pkg.graph.tensors[pkg.graph.inputs[st.input]], st.init)) for st in pkg.graph.state]
+    inputs = [*(inputs if isinstance(inputs, (tuple, list)) else (inputs,)), *states]  # a model with state: its start
+    return record_outputs(prepare_pt2e(ep.module(), McuQuantizer(states=len(states))), inputs, lambda n: n.name)
+
+
+def _real(tensor, values: np.ndarray) -> np.ndarray:
+    """A state's initial value as the float model holds it (dequantized; float32 as it is)."""
+    q = tensor.qparams
+    x = values.astype(np.float32) if q is None else (values.astype(np.float32) - q.zp) * np.float32(q.s)
+    return x.reshape(values.shape)
 
 
 def record_outputs(module: torch.fx.GraphModule, inputs, key) -> dict[str, np.ndarray]:
@@ -116,7 +126,7 @@ def compare(pkg, inputs, dump: dict[int, bytes], trust_model: bool = False,
     """Rows of the debugger's table from a device dump (floats: float_activations, computed here if None)."""
     if isinstance(inputs, (torch.Tensor, np.ndarray)):
         inputs = (inputs,)
-    ref = run_reference(pkg.graph, pkg.quantize_inputs(inputs), every_tensor=True)
+    ref = run_reference(pkg.graph, with_initial_state(pkg.graph, pkg.quantize_inputs(inputs)), every_tensor=True)
     if floats is None:
         floats = float_activations(pkg, inputs, trust_model)
     rows = []
@@ -196,7 +206,7 @@ def debug(pkg, inputs, *, timeout: float = 300.0, trust_model: bool = False) -> 
     floats = float_activations(pkg, inputs, trust_model)  # before the slow build: a bad model.pt2 fails first
     elf = build_firmware(pkg.board, pkg.out_dir, Path(pkg.build_dir).with_name(f"{pkg.board}-debug"),
                          defines=("MCU_DEBUG",))
-    res = run_firmware(elf, pkg.board, b"".join(x.tobytes() for x in raw_in), timeout=timeout,
+    res = run_firmware(elf, pkg.board, initial_region(pkg.graph) + b"".join(x.tobytes() for x in raw_in), timeout=timeout,
                        collect=(DEBUG_FILE,))
     dump = parse_dump(res.files.get(DEBUG_FILE, b""))
     if res.status == MCU_ERR_ARENA_GUARD:

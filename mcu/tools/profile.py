@@ -17,6 +17,7 @@ from mcu.codegen.macs import op_macs
 from mcu.build.firmware import build_firmware
 from mcu.paths import BUILD_DIR
 from mcu.qemu.runner import INSTRUCTIONS_PER_SECOND, run_firmware
+from mcu.state_region import initial_region
 
 _LINE = re.compile(r"^MCU_PROFILE op=(\d+) ticks=(\d+)\s*$", re.MULTILINE)
 
@@ -27,8 +28,9 @@ def _inputs(pkg, inputs, seed: int) -> bytes:
         g = torch.Generator().manual_seed(seed)
         shapes = [(s["shape"][0], s["shape"][3], s["shape"][1], s["shape"][2]) if s["layout"] == "NHWC"
                   else tuple(s["shape"]) for s in pkg.manifest["inputs"]]
-        inputs = [torch.randn(shape, generator=g) for shape in shapes]
-    return b"".join(x.tobytes() for x in pkg.quantize_inputs(inputs))
+        inputs = [torch.randint(*s.get("index_range", (0, 1)), shape, generator=g) if s["dtype"] == "int32"
+                  else torch.randn(shape, generator=g) for shape, s in zip(shapes, pkg.manifest["inputs"])]
+    return initial_region(pkg.graph) + b"".join(x.tobytes() for x in pkg.quantize_inputs(inputs))
 
 
 def profile_run(pkg, inputs=None, *, seed: int = 0, timeout: float = 120.0) -> tuple[list[dict], int]:

@@ -1,0 +1,82 @@
+"""Greedy decoding on the device (issue #28's loop): a decoder-step package gets <name>_generate, the prompt and
+every new token in one firmware run with the loop in C; its tokens equal the numpy reference's and, for the seeded
+tinyllama_step, the float model's greedy tokens. mcu generate, mcu.load, run, profile and debug on such a package."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import mcu
+from mcu.errors import McuError
+from mcu.tools.generate import generate
+from mcu.zoo.sequence import SEQUENCE, sequence_calibration
+
+pytestmark = pytest.mark.qemu
+PROMPT = [1, 2, 3]
+
+
+@pytest.fixture(scope="module")
+def llm(tmp_path_factory):
+    model, example = SEQUENCE["tinyllama_step"]()
+    pkg = mcu.compile(model, example, calibration=sequence_calibration("tinyllama_step", 32),
+                      out_dir=tmp_path_factory.mktemp("llm") / "pkg")
+    return model, pkg
+
+
+def float_greedy(model, prompt: list[int], n: int) -> list[int]:
+    fresh = type(model)()
+    fresh.load_state_dict(model.state_dict())
+    fresh.eval()
+    tokens = []
+    with torch.no_grad():
+        for pos in range(len(prompt) + n - 1):
+            token = prompt[pos] if pos < len(prompt) else tokens[-1]
+            logits = fresh(torch.tensor([[token]]), torch.tensor([pos]))
+            if pos >= len(prompt) - 1:
+                tokens.append(int(logits.reshape(-1).argmax()))
+    return tokens
+
+
+def test_generate_on_the_device_equals_the_reference_and_the_float_model(llm):
+    model, pkg = llm
+    dev = generate(pkg, PROMPT, 12)
+    ref = generate(pkg, PROMPT, 12, target="reference")
+    assert dev.tokens == ref.tokens == float_greedy(model, PROMPT, 12)
+    assert len(dev.instructions) == 12 and dev.instructions[0] > 2.5 * dev.instructions[1]  # the prompt's 3 steps
+    assert (dev.state_bytes, dev.arena_bytes) == (pkg.state_bytes, pkg.arena_bytes)
+    header = (pkg.out_dir / "model.h").read_text()
+    assert "mcu_status_t model_generate(const int32_t *prompt, uint32_t n_prompt, int32_t *out" in header
+
+
+def test_generate_refuses_what_the_model_cannot_hold(llm, tmp_path):
+    _, pkg = llm
+    with pytest.raises(McuError, match="need 66 positions; the model's cache holds 64"):
+        generate(pkg, PROMPT, 64)
+    with pytest.raises(McuError, match=r"prompt token 512 is outside the vocabulary \[0, 512\)"):
+        generate(pkg, [512], 2)
+    plain = mcu.compile(torch.nn.Linear(4, 2).eval(), (torch.randn(1, 4),), out_dir=tmp_path / "plain")
+    with pytest.raises(McuError, match="not a decoder step"):
+        generate(plain, PROMPT, 2)
+
+
+def test_cli_generate_run_and_profile_a_loaded_decoder_step(llm):
+    _, pkg = llm
+    loaded = mcu.load(pkg.out_dir)  # the manifest's int32 inputs, state and generate entries pass the checks
+    assert loaded.state_bytes == pkg.state_bytes and loaded.manifest["generate"] == {"vocab": 512, "positions": 64}
+    out = subprocess.run([sys.executable, "-m", "mcu.cli", "generate", str(pkg.out_dir), "--prompt", "1,2,3",
+                          "--tokens", "4"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    want = generate(pkg, PROMPT, 4, target="reference").tokens
+    assert f"tokens: {','.join(map(str, want))}" in out.stdout and "state 8,192 B" in out.stdout
+    for command in (["run"], ["profile"]):
+        res = subprocess.run([sys.executable, "-m", "mcu.cli", *command, str(pkg.out_dir)], capture_output=True,
+                             text=True, timeout=600)
+        assert res.returncode == 0, res.stderr
+    assert "device == numpy reference: yes" in subprocess.run(
+        [sys.executable, "-m", "mcu.cli", "run", str(pkg.out_dir)], capture_output=True, text=True, timeout=600).stdout
+    np.testing.assert_array_equal(mcu.run(loaded, (torch.tensor([[5]]), torch.tensor([0]))).raw_outputs[0],
+                                  loaded.reference((torch.tensor([[5]]), torch.tensor([0])))[0])
