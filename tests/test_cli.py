@@ -21,7 +21,8 @@ from mcu.cli import build_parser
 from mcu.cli.progress import ProgressBar
 from test_errors import cli, models, npy, one_error  # noqa: F401  (models is a fixture)
 
-COMMANDS = ["compile", "run", "size", "bundle", "plan", "profile", "debug", "eval", "report", "boards", "bench"]
+COMMANDS = ["compile", "run", "size", "bundle", "plan", "profile", "debug", "eval", "generate", "report", "boards",
+            "bench"]
 INTERNAL = "(this is a bug in mcu; rerun with --verbose for the traceback and report it)"
 
 
@@ -62,7 +63,7 @@ def test_top_level_help_has_examples_and_exit_codes(capsys):
 @pytest.mark.parametrize("argv, message", [
     ([], "mcu: error: the following arguments are required: COMMAND"),
     (["frob"], "mcu: error: argument COMMAND: invalid choice: 'frob' (choose from 'compile', 'run', 'size', "
-               "'bundle', 'plan', 'profile', 'debug', 'eval', 'report', 'boards', 'bench')"),
+               "'bundle', 'plan', 'profile', 'debug', 'eval', 'generate', 'report', 'boards', 'bench')"),
     (["run"], "mcu run: error: the following arguments are required: dir"),
     (["compile", "m.pt2", "--optimize", "fast"],
      "mcu compile: error: argument --optimize: invalid choice: 'fast' (choose from 'speed', 'memory')"),

@@ -115,7 +115,7 @@ MASKED = -30.0  # a masked score: exp(-30) is 1e-13 of a kept one, and the range
 class DecoderLayer(nn.Module):
     """One llama block at one position: attention over the cache (its rows written at `pos`), then SwiGLU."""
 
-    def __init__(self, dim: int, heads: int, kv_heads: int, hidden: int):
+    def __init__(self, dim: int, heads: int, kv_heads: int, hidden: int, cache: int = CACHE):
         super().__init__()
         self.heads, self.kv_heads, self.hd = heads, kv_heads, dim // heads
         self.norm1, self.norm2 = nn.RMSNorm(dim, eps=1e-5), nn.RMSNorm(dim, eps=1e-5)
@@ -123,8 +123,8 @@ class DecoderLayer(nn.Module):
         self.wv, self.wo = nn.Linear(dim, kv_heads * self.hd, bias=False), nn.Linear(dim, dim, bias=False)
         self.w1, self.w3 = nn.Linear(dim, hidden, bias=False), nn.Linear(dim, hidden, bias=False)
         self.w2 = nn.Linear(hidden, dim, bias=False)
-        self.register_buffer("k_cache", torch.zeros(kv_heads, CACHE, self.hd))  # 3-d: heads, positions, dims
-        self.register_buffer("v_cache", torch.zeros(kv_heads, CACHE, self.hd))
+        self.register_buffer("k_cache", torch.zeros(kv_heads, cache, self.hd))  # 3-d: heads, positions, dims
+        self.register_buffer("v_cache", torch.zeros(kv_heads, cache, self.hd))
 
     def rope(self, x, cos, sin):
         a, b = x[..., : self.hd // 2], x[..., self.hd // 2:]
@@ -150,16 +150,16 @@ class DecoderLayer(nn.Module):
 class TinyLlamaStep(nn.Module):
     """A token id [1, 1] and its position [1] -> logits [1, 1, vocab]; each layer's KV cache kept as state."""
 
-    def __init__(self, vocab=512, dim=64, layers=2, heads=8, kv_heads=4, hidden=172):
+    def __init__(self, vocab=512, dim=64, layers=2, heads=8, kv_heads=4, hidden=172, cache=CACHE):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
-        self.layers = nn.ModuleList(DecoderLayer(dim, heads, kv_heads, hidden) for _ in range(layers))
+        self.layers = nn.ModuleList(DecoderLayer(dim, heads, kv_heads, hidden, cache) for _ in range(layers))
         self.norm = nn.RMSNorm(dim, eps=1e-5)
         hd = dim // heads
-        angles = torch.arange(CACHE)[:, None] * 10000.0 ** (-torch.arange(0, hd, 2) / hd)
-        self.register_buffer("cos", torch.cat([angles.cos(), angles.cos()], -1))  # [CACHE, hd]
+        angles = torch.arange(cache)[:, None] * 10000.0 ** (-torch.arange(0, hd, 2) / hd)
+        self.register_buffer("cos", torch.cat([angles.cos(), angles.cos()], -1))  # [cache, hd]
         self.register_buffer("sin", torch.cat([angles.sin(), angles.sin()], -1))
-        self.register_buffer("mask", torch.full((CACHE, CACHE), MASKED).triu(1))  # row p: 0 up to p
+        self.register_buffer("mask", torch.full((cache, cache), MASKED).triu(1))  # row p: 0 up to p
 
     def forward(self, token, pos):
         x = self.embed(token)
