@@ -145,6 +145,34 @@ class OneOp(torch.nn.Module):
         return tuple(o for o in out if isinstance(o, torch.Tensor)) if isinstance(out, (tuple, list)) else out
 
 
+class ConstantPlusInput(torch.nn.Module):
+    """An op whose value depends on no tensor's values (arange, full, full_like, fill, scalar_tensor): its result
+    added to a model input of its shape, as a model uses it (mcu folds the op at compile time)."""
+
+    def __init__(self, op, sample):
+        super().__init__()
+        self.op, self.sample = op, sample
+
+    def forward(self, x):
+        s = self.sample
+        return self.op(s.input, *s.args, **s.kwargs).float() + x
+
+
+CONSTANT_RESULT = {"arange", "full", "scalar_tensor", "full_like", "fill", "zeros_like", "ones_like", "empty_like"}
+
+
+def _constant_case(info) -> tuple[torch.nn.Module, tuple] | None:
+    """(model, inputs) for an op of CONSTANT_RESULT: its first sample with a float result plus an input."""
+    if info.name.split(".")[-1] not in CONSTANT_RESULT:
+        return None
+    for s in info.sample_inputs("cpu", torch.float32, requires_grad=False):
+        out = info.op(s.input, *s.args, **s.kwargs)
+        if isinstance(out, torch.Tensor) and out.numel() > 0:
+            x = torch.linspace(-1, 1, out.numel()).reshape(out.shape)
+            return ConstantPlusInput(info.op, s).eval(), (x,)
+    return None
+
+
 def _float_tensor(t) -> bool:
     return isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.numel() > 0
 
@@ -166,11 +194,15 @@ def check(info, mode: str, board: str | None, out_dir: str) -> tuple[bool, str]:
     import mcu
     from mcu.metrics import relative_error, sqnr_db
 
+    constant = _constant_case(info)
     sample = first_sample(info)
-    if sample is None:
+    if constant is not None:
+        model, xs = constant
+    elif sample is None:
         return False, "no float32 tensor sample"
-    model = OneOp(info.op, sample).eval()
-    xs = tuple(t.detach().clone() for t in sample.input) if model.list_input else (sample.input.detach().clone(),)
+    else:
+        model = OneOp(info.op, sample).eval()
+        xs = tuple(t.detach().clone() for t in sample.input) if model.list_input else (sample.input.detach().clone(),)
     with torch.no_grad():
         try:
             want = _outputs(model(*xs))
@@ -181,8 +213,9 @@ def check(info, mode: str, board: str | None, out_dir: str) -> tuple[bool, str]:
     if any(w.dtype != np.float32 for w in want):
         return False, f"output dtype {[str(w.dtype) for w in want]} (not float32)"
     g = torch.Generator().manual_seed(0)
-    calib = None if mode == "float32" else [xs] + [tuple(x * (1 + 0.1 * torch.randn(x.shape, generator=g)) for x in xs)
-                                                   for _ in range(3)]
+    calib = None if mode == "float32" else [xs] + [tuple(  # like the sample, within its range (an op's domain)
+        torch.clamp(x * (1 + 0.1 * torch.randn(x.shape, generator=g)), x.min(), x.max()) for x in xs)
+        for _ in range(3)]
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             pkg = mcu.compile(model, xs, board=board or "mps2-an386", calibration=calib,

@@ -136,8 +136,9 @@ def _integer_scales(n: Node) -> bool:
 # Ops whose value is known at compile time from their arguments alone (static shapes): folded into constants.
 CONSTANT_OPS = {aten.zeros.default, aten.ones.default, aten.full.default, aten.scalar_tensor.default,
                 aten.arange.default, aten.arange.start, aten.arange.start_step, aten.zeros_like.default,
-                aten.ones_like.default, aten.full_like.default}
-LIKE_OPS = {aten.zeros_like.default, aten.ones_like.default, aten.full_like.default}  # read only their input's shape
+                aten.ones_like.default, aten.full_like.default, aten.fill.Scalar}
+LIKE_OPS = {aten.zeros_like.default, aten.ones_like.default, aten.full_like.default,
+            aten.fill.Scalar}  # read only their input's shape
 
 
 def _value(gm: GraphModule, a):

@@ -45,7 +45,7 @@ COMPOSITE_OPS = {
     aten.prelu.default, aten.scaled_dot_product_attention.default, aten.cumsum.default,
     aten.conv_transpose1d.default, aten.conv_transpose2d.input, aten.upsample_bilinear2d.vec,
     aten.upsample_bicubic2d.vec, aten.where.self, aten.masked_fill.Scalar, aten.logical_not.default,
-    aten.logical_and.default, aten.logical_or.default, aten.bitwise_not.default, aten.bitwise_and.Tensor,
+    aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default, aten.bitwise_not.default, aten.bitwise_and.Tensor,
     aten.bitwise_or.Tensor, aten.__and__.Tensor, aten.__or__.Tensor, aten.embedding.default,
     aten.index_select.default, aten.bilinear.default, aten.index.Tensor,
     aten.fmax.default, aten.fmin.default, aten.log2.default, aten.exp2.default, aten.lerp.Scalar, aten.log10.default,
@@ -58,6 +58,7 @@ COMPOSITE_OPS = {
     aten.le.Scalar, aten.eq.Tensor, aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar,
     # constants (mcu.importer.decompose.CONSTANT_OPS), folded at compile time
     aten.zeros.default, aten.ones.default, aten.full.default, aten.scalar_tensor.default, aten.arange.default,
+    aten.fill.Scalar, aten.to.dtype, aten._to_copy.default,
     aten.arange.start, aten.arange.start_step, aten.zeros_like.default, aten.ones_like.default,
     aten.full_like.default,
 }

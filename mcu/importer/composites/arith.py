@@ -69,7 +69,17 @@ def _lerp(b, n):
     return b(aten.add.Tensor, x, b(aten.mul.Tensor, b(aten.sub.Tensor, y, x), w))
 
 
+def _to_dtype(b, n):
+    """x.float() / x.to(torch.float32) of a float tensor is x itself (of a constant, fold_constants computed it)."""
+    x, dtype = n.args[0], n.args[1] if len(n.args) > 1 else n.kwargs.get("dtype")
+    if x.meta["val"].is_floating_point() and dtype in (None, torch.float32, torch.float16, torch.bfloat16):
+        return x
+    raise b.refuse(f"a conversion of a {x.meta['val'].dtype} tensor to {dtype}",
+                   "keep computed tensors float (index inputs feed embedding and indexing directly)")
+
+
 DECOMPOSITIONS = {
+    aten.to.dtype: _to_dtype, aten._to_copy.default: _to_dtype,
     aten.fmax.default: _fmax_fmin, aten.fmin.default: _fmax_fmin,
     aten.log2.default: _log2, aten.log10.default: _log2, aten.exp2.default: _exp2,
     aten.sinh.default: _hyperbolic, aten.cosh.default: _hyperbolic, aten.tan.default: _tan,

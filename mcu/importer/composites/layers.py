@@ -89,6 +89,8 @@ def _gather(b, n):
     if index is None:
         return n  # indices known at run time only (token ids, a position): one gather kernel (mcu_gather)
     shape = b.shape(x)
+    if not shape:  # a 0-d tensor: index 0 of it, as torch's index_select allows
+        return b(aten.reshape.default, x, b.shape(n))
     dim %= len(shape)
     flat = [int(i) % shape[dim] for i in index.reshape(-1).tolist()]
     parts = [b(aten.slice.Tensor, x, dim, i, i + 1) for i in flat]

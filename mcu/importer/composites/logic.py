@@ -16,7 +16,7 @@ COMPARISONS = {
 }
 
 
-LOGICAL = {aten.logical_not.default, aten.logical_and.default, aten.logical_or.default,
+LOGICAL = {aten.logical_not.default, aten.logical_and.default, aten.logical_or.default, aten.logical_xor.default,
            aten.bitwise_not.default, aten.bitwise_and.Tensor, aten.bitwise_or.Tensor,  # ~, &, | of bools
            aten.__and__.Tensor, aten.__or__.Tensor}
 
@@ -28,13 +28,30 @@ AND = {aten.logical_and.default, aten.bitwise_and.Tensor, aten.__and__.Tensor}
 
 
 def _mask(b, c) -> Node:
-    """A condition as a float 0/1 tensor: already one (a decomposed comparison), or a constant bool mask."""
+    """A condition as a float 0/1 tensor: already one (a decomposed comparison or logical op), or a constant bool
+    mask."""
     if isinstance(c, Node) and c.meta["val"].dtype == torch.bool:
         t = b.tensor(c)
         if t is None:
             raise b.refuse("a boolean model input as a condition", "pass it as a float 0/1 tensor")
         return b.const("_mcu_mask", t.float())
     return c
+
+
+def _truth(b, c) -> Node:
+    """A logical op's operand as 0/1: a mask as it is, any other float x as x != 0 (|sign(x)|, as torch reads
+    logical_and(0.5, -2) as True)."""
+    c = _mask(b, c)
+    if not isinstance(c, Node) or c.meta.get("mcu_mask"):
+        return c
+    if c.op == "get_attr":  # a constant: its truth computed here
+        return b.const("_mcu_mask", (b.tensor(c) != 0).float())
+    return b(aten.abs.default, b(aten.sign.default, c))
+
+
+def _masked(node: Node) -> Node:
+    node.meta["mcu_mask"] = True  # a 0/1 float: a later logical op reads it as it is
+    return node
 
 
 def _compare(b, n):
@@ -51,19 +68,20 @@ def _compare(b, n):
     s = b(aten.sign.default, diff)
     if kind in ("gt", "ge"):
         gt = b(aten.relu.default, s)
-        return gt if kind == "gt" else b(aten.rsub.Scalar, gt, 1.0)
+        return _masked(gt if kind == "gt" else b(aten.rsub.Scalar, gt, 1.0))
     a = b(aten.abs.default, s)
-    return a if kind == "ne" else b(aten.rsub.Scalar, a, 1.0)
+    return _masked(a if kind == "ne" else b(aten.rsub.Scalar, a, 1.0))
 
 
 def _logical(b, n):
     b.island = "comparison"
-    c = [_mask(b, a) for a in n.args[:1 if n.target in NOT else 2]]
+    c = [_truth(b, a) for a in n.args[:1 if n.target in NOT else 2]]
     if n.target in NOT:
-        return b(aten.rsub.Scalar, c[0], 1.0)
+        return _masked(b(aten.rsub.Scalar, c[0], 1.0))
+    if n.target == aten.logical_xor.default:
+        return _masked(b(aten.abs.default, b(aten.sub.Tensor, c[0], c[1])))
     both = b(aten.mul.Tensor, c[0], c[1])
-    return both if n.target in AND else \
-        b(aten.sub.Tensor, b(aten.add.Tensor, c[0], c[1]), both)
+    return _masked(both if n.target in AND else b(aten.sub.Tensor, b(aten.add.Tensor, c[0], c[1]), both))
 
 
 def _where(b, n):
