@@ -237,6 +237,13 @@ def _decompose_once(gm: GraphModule, tables: bool) -> bool:
             continue
         if out is n:
             continue  # the form that runs as it is (a gather by run-time indices)
+        if isinstance(out, tuple):  # a multi-output op: each getitem of it becomes its output
+            for user in list(n.users):
+                user.replace_all_uses_with(out[user.args[1]])
+                gm.graph.erase_node(user)
+            gm.graph.erase_node(n)
+            changed = True
+            continue
         n.replace_all_uses_with(out)
         gm.graph.erase_node(n)
         changed = True

@@ -100,7 +100,24 @@ def _where(b, n):
     return b(aten.add.Tensor, keep, b(aten.mul.Tensor, b(aten.rsub.Scalar, c, 1.0), no))
 
 
+def _any_all(b, n):
+    """any / all over dims as a 0/1 float: the max (any) or min (all) of the operands' truth."""
+    b.island = "comparison"
+    x = _truth(b, n.args[0])
+    rank = len(b.shape(n.args[0]))
+    dims = n.args[1] if len(n.args) > 1 else list(range(rank))
+    dims = [int(dims)] if isinstance(dims, int) else [int(d) for d in dims] or list(range(rank))
+    keepdim = bool(n.args[2]) if len(n.args) > 2 else bool(n.kwargs.get("keepdim", False))
+    op = aten.amax.default if n.target in ANY else aten.amin.default
+    return _masked(b(op, x, dims, keepdim))
+
+
+ANY = {aten.any.default, aten.any.dim, aten.any.dims}
+ALL = {aten.all.default, aten.all.dim, aten.all.dims}
+
+
 DECOMPOSITIONS = {
+    **{op: _any_all for op in ANY | ALL},
     **{op: _compare for op in COMPARISONS}, **{op: _logical for op in LOGICAL},
     aten.where.self: _where, aten.masked_fill.Scalar: _where,
 }

@@ -130,7 +130,35 @@ def _vector_norm(b, n):
     raise b.refuse(f"vector norm of order {order}", "use ord 1, 2 or inf")
 
 
+def _native_layer_norm(b, n):
+    """native_layer_norm's three outputs: layer_norm, and the mean and 1 / sqrt(var + eps) it normalized with
+    (keepdim over the normalized dims)."""
+    x, normalized, weight, bias, eps = n.args[:5]
+    rank = len(b.shape(x))
+    dims = list(range(rank - len(normalized), rank))
+    y = b(aten.layer_norm.default, x, normalized, weight, bias, float(eps), island=False)
+    b.island = "layer_norm"
+    mean = b(aten.mean.dim, x, dims, True)
+    d = b(aten.sub.Tensor, x, mean)
+    rstd = b(aten.rsqrt.default, b(aten.add.Tensor, b(aten.mean.dim, b(aten.mul.Tensor, d, d), dims, True), float(eps)))
+    return y, mean, rstd
+
+
+def _native_group_norm(b, n):
+    """native_group_norm's three outputs: group_norm, and the [N, groups] mean and 1 / sqrt(var + eps)."""
+    x, weight, bias, batch, _, _, groups, eps = n.args[:8]
+    b.island = "group_norm"
+    xg = b(aten.reshape.default, x, [int(batch), int(groups), -1])
+    mean = b(aten.mean.dim, xg, [2], True)
+    d = b(aten.sub.Tensor, xg, mean)
+    rstd = b(aten.rsqrt.default, b(aten.add.Tensor, b(aten.mean.dim, b(aten.mul.Tensor, d, d), [2], True), float(eps)))
+    y = _channel_affine(b, b(aten.reshape.default, b(aten.mul.Tensor, d, rstd), b.shape(x)), weight, bias)
+    flat = [int(batch), int(groups)]
+    return y, b(aten.reshape.default, mean, flat), b(aten.reshape.default, rstd, flat)
+
+
 DECOMPOSITIONS = {
+    aten.native_layer_norm.default: _native_layer_norm, aten.native_group_norm.default: _native_group_norm,
     aten.group_norm.default: _group_norm,
     aten.instance_norm.default: _instance_norm,
     aten.rms_norm.default: _rms_norm,
