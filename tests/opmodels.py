@@ -290,3 +290,21 @@ class ConstantGatherScatter(nn.Module):
         return (torch.gather(x, 1, self.idx) * 2, torch.scatter(x, 1, self.idx, y[:, :3]) + 1,
                 torch.slice_scatter(x, y[:, :2], 1, 1, 5, 2) - 1, torch.select_scatter(x, y[:, 0], 1, 2) * 3,
                 torch.scatter_add(x, 1, self.idx, y[:, :3]), torch.diagonal(x, 1) + 1)
+
+
+class CoreLogicAndNorms(nn.Module):
+    """Logical ops on any floats (x != 0 is True), logical_xor, any/all over a dim, fill and .float() / .to(),
+    and native_layer_norm's three outputs (the normalized tensor, its mean and rstd)."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("w", torch.linspace(0.5, 1.5, 8))
+        self.register_buffer("b", torch.linspace(-0.2, 0.2, 8))
+
+    def forward(self, x, y):
+        z = torch.relu(y)  # zeros and positives: the truth of each element differs
+        logic = (torch.logical_and(x, z).float() + torch.logical_or(z, x * 0).float()
+                 + torch.logical_xor(z, x).float() + torch.logical_not(z).float())
+        reduced = torch.any(z, 1, keepdim=True).float() + torch.all(z + 0.5, 1, keepdim=True).float()
+        filled = x + torch.fill(torch.empty_like(x), 0.75) + torch.arange(8).float()
+        norm, mean, rstd = torch.ops.aten.native_layer_norm.default(x, [8], self.w, self.b, 1e-5)
+        return logic, reduced * x, filled.to(torch.float32), norm, mean, rstd

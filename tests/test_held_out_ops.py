@@ -2,7 +2,7 @@
 autocast regions, addcmul, addcdiv, true_divide, fmax, fmin, log2, exp2, lerp, adaptive max pools, unfold (im2col)
 and x[idx] with a constant index, each through decompositions into ops that run; and core ATen ops found with
 scripts/opinfo_coverage.py --core (log10, sinh, cosh, asinh, acosh, fmod, remainder, full_like, gather, scatter,
-slice_scatter, select_scatter).
+slice_scatter, select_scatter, logical ops on any floats, logical_xor, any, all, fill, .float(), native_layer_norm).
 
 - Every case, host reference: float32 within 1e-5 relative of torch, int8 >= 25 dB SQNR per output (seeded weights
   and inputs, calibrated on 8 random batches plus the input).
@@ -16,7 +16,7 @@ import torch
 
 import mcu
 from mcu.metrics import relative_error, sqnr_db
-from tests.opmodels import (AutocastRegion, ConstantGatherScatter, ConstantIndex, CoreElementwise,
+from tests.opmodels import (AutocastRegion, ConstantGatherScatter, ConstantIndex, CoreElementwise, CoreLogicAndNorms,
                             GroupedQueryAttention, GruCellStep, LstmCellStep, MaxPoolsUnfold, SmallArith)
 
 CASES = {  # name: (model, input shapes, on QEMU)
@@ -29,6 +29,7 @@ CASES = {  # name: (model, input shapes, on QEMU)
     "constant_index": (ConstantIndex, [(5, 8)], False),
     "core_elementwise": (CoreElementwise, [(4, 8), (4, 8)], False),
     "gather_scatter": (ConstantGatherScatter, [(2, 5), (2, 5)], True),
+    "logic_and_norms": (CoreLogicAndNorms, [(4, 8), (4, 8)], True),
 }
 
 

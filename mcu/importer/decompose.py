@@ -136,9 +136,10 @@ def _integer_scales(n: Node) -> bool:
 # Ops whose value is known at compile time from their arguments alone (static shapes): folded into constants.
 CONSTANT_OPS = {aten.zeros.default, aten.ones.default, aten.full.default, aten.scalar_tensor.default,
                 aten.arange.default, aten.arange.start, aten.arange.start_step, aten.zeros_like.default,
-                aten.ones_like.default, aten.full_like.default, aten.fill.Scalar}
-LIKE_OPS = {aten.zeros_like.default, aten.ones_like.default, aten.full_like.default,
-            aten.fill.Scalar}  # read only their input's shape
+                aten.ones_like.default, aten.full_like.default, aten.fill.Scalar, aten.empty_like.default}
+CASTS = {aten.to.dtype, aten._to_copy.default}  # of a constant: folded with it
+LIKE_OPS = {aten.zeros_like.default, aten.ones_like.default, aten.full_like.default, aten.fill.Scalar,
+            aten.empty_like.default}  # read only their input's shape (empty_like's values: whatever fills it)
 
 
 def _value(gm: GraphModule, a):
@@ -168,6 +169,10 @@ def fold_constants(gm: GraphModule) -> bool:
         args, kwargs, replacement = n.args, dict(n.kwargs), None
         if n.target in LIKE_OPS:
             args = (torch.empty(tuple(n.args[0].meta["val"].shape)),) + tuple(n.args[1:])
+        elif n.target in CASTS and isinstance(n.args[0], Node) and n.args[0].target in CONSTANT_OPS:
+            src = n.args[0]  # arange(8).float(): the integer constant computed, then cast
+            src_kwargs = {k: v for k, v in src.kwargs.items() if k not in ("device", "pin_memory")}
+            args = (src.target(*_value(gm, list(src.args)), **src_kwargs),) + tuple(n.args[1:])
         elif not (n.target in CONSTANT_OPS or (_is_const(gm, list(n.args)) and _is_const(gm, list(kwargs.values()))
                                                and any(isinstance(a, Node) for a in n.all_input_nodes))):
             zero = _zero_operand(gm, n)

@@ -58,7 +58,7 @@ COMPOSITE_OPS = {
     aten.le.Scalar, aten.eq.Tensor, aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar,
     # constants (mcu.importer.decompose.CONSTANT_OPS), folded at compile time
     aten.zeros.default, aten.ones.default, aten.full.default, aten.scalar_tensor.default, aten.arange.default,
-    aten.fill.Scalar, aten.to.dtype, aten._to_copy.default, aten.native_layer_norm.default,
+    aten.fill.Scalar, aten.empty_like.default, aten.to.dtype, aten._to_copy.default, aten.native_layer_norm.default,
     aten.native_group_norm.default, aten.any.default, aten.any.dim, aten.any.dims, aten.all.default,
     aten.all.dim, aten.all.dims,
     aten.arange.start, aten.arange.start_step, aten.zeros_like.default, aten.ones_like.default,
