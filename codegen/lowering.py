@@ -132,10 +132,17 @@ def _dims4(shape, source: str) -> tuple[int, int, int, int]:
 
 
 def matmul_dims(a: Tensor, b: Tensor, node: Node) -> dict:
-    """batches, lhs_batches, rhs_batches, m, k, n of a matmul's params (int8 and float32 alike): 1-d operands
-    as torch promotes them; batch dims broadcast only when all 1."""
+    """batches, lhs_batches, rhs_batches, m, k, n, rhs_group, rhs_transposed of a matmul's params (int8 and float32
+    alike): 1-d operands as torch promotes them; batch dims broadcast only when all 1. attrs["rhs_transposed"]: b is
+    stored [.., N, K]; attrs["rhs_group"] = g: b's batch r serves output batches r * g .. r * g + g - 1
+    (codegen/passes/fold_matmul_operands.py)."""
+    transposed, group = bool(node.attrs.get("rhs_transposed")), int(node.attrs.get("rhs_group", 1))
     sa = (1, *a.shape) if len(a.shape) == 1 else a.shape
     sb = (*b.shape, 1) if len(b.shape) == 1 else b.shape
+    if transposed:
+        sb = (*sb[:-2], sb[-1], sb[-2])
+    if group > 1:
+        sb = (sb[0] * group, *sb[1:])
     batch_out = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
     batches = int(np.prod(batch_out, dtype=np.int64))
     for name, s in (("first", sa), ("second", sb)):
@@ -143,8 +150,12 @@ def matmul_dims(a: Tensor, b: Tensor, node: Node) -> dict:
         if int(np.prod(s[:-2], dtype=np.int64)) != 1 and full != batch_out:
             raise LoweringError(f"matmul at {node.source}: the {name} operand's batch dims {tuple(s[:-2])} must "
                                 f"equal the result's {batch_out} or be all 1")
+    rhs_batches = int(np.prod(sb[:-2], dtype=np.int64))
+    if rhs_batches > 1:
+        rhs_batches //= group
     return {"batches": batches, "lhs_batches": int(np.prod(sa[:-2], dtype=np.int64)),
-            "rhs_batches": int(np.prod(sb[:-2], dtype=np.int64)), "m": int(sa[-2]), "k": int(sa[-1]), "n": int(sb[-1])}
+            "rhs_batches": rhs_batches, "m": int(sa[-2]), "k": int(sa[-1]), "n": int(sb[-1]),
+            "rhs_group": group if rhs_batches > 1 else 1, "rhs_transposed": int(transposed)}
 
 
 def f32(v: float) -> float:

@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from mcu.codegen.errors import LoweringError
-from mcu.codegen.ir import Node
+from mcu.codegen.ir import Node, Tensor
 from mcu.codegen.lowering import (Ctx, _dims4, act_range, call_node, conv_geometry, dequantize_call, f32,
                                   kernel_name, matmul_dims, pool_geometry, quantize_call)
 from mcu.codegen.lowering_shape import _alias, _concat, _gather, _pad, _scatter, _slice, _transpose, _upsample
@@ -154,9 +154,29 @@ def _reduce(ctx: Ctx, node: Node) -> Node:
     return call_node(node, "mcu_reduce_sum_s8", params, (x.name,))
 
 
+def _weights_of(ctx: Ctx, node: Node, b: Tensor) -> str | None:
+    """A matmul's constant right operand with zero point 0 (a tied embedding's table) as a fully connected layer's
+    weights [N, K] (its bytes as they are when it is stored [N, K]: the gather and the product share one table)."""
+    if not b.is_const or not b.qparams.per_tensor or b.qparams.zp != 0 or b.dtype != "int8" or len(b.shape) != 2:
+        return None
+    if node.attrs.get("rhs_transposed"):
+        return b.name
+    w = np.ascontiguousarray(b.data.T)
+    name = ctx.const(f"{node.name}_weights", w, "int8")
+    ctx.tensors[name] = ctx.tensors[name].replace(qparams=b.qparams)
+    return name
+
+
 def _matmul(ctx: Ctx, node: Node) -> Node:
     t = ctx.tensors
     a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    if ctx.dtype(node) == "int8" and (w := _weights_of(ctx, node, b)) is not None:  # activations x weights: a GEMM
+        lo, hi = act_range(out.qparams, node.attrs.get("act"))
+        reals = np.full(t[w].shape[0], a.qparams.s * b.qparams.s / out.qparams.s)
+        params = {"batches": int(np.prod(a.shape[:-1])), "in_features": int(a.shape[-1]),
+                  "out_features": int(t[w].shape[0]), "input_offset": -a.qparams.zp,
+                  "output_offset": out.qparams.zp, "act_min": lo, "act_max": hi}
+        return call_node(node, "mcu_fully_connected_s8", params, (a.name, w, None), ctx.per_channel(node, reals))
     mult, shift = quantize_multiplier(a.qparams.s * b.qparams.s / out.qparams.s)
     lo, hi = act_range(out.qparams, node.attrs.get("act"))
     params = {**matmul_dims(a, b, node), "lhs_offset": -a.qparams.zp, "rhs_offset": -b.qparams.zp,

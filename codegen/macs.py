@@ -12,4 +12,6 @@ def op_macs(kernel: str, params: dict) -> int:
         return int(np.prod(params["output"])) * params["filter"][1] * params["filter"][2]
     if kernel in ("mcu_fully_connected_s8", "mcu_fully_connected_f32"):
         return params["batches"] * params["in_features"] * params["out_features"]
+    if kernel in ("mcu_matmul_s8", "mcu_matmul_f32"):
+        return params["batches"] * params["m"] * params["k"] * params["n"]
     return 0

@@ -7,6 +7,7 @@ from mcu.codegen.ir import Graph, verify
 from mcu.codegen.passes.cancel_transposes import cancel_transposes
 from mcu.codegen.passes.canonicalize import canonicalize
 from mcu.codegen.passes.decompose import copy_aliased_outputs, decompose
+from mcu.codegen.passes.fold_matmul_operands import fold_matmul_operands
 from mcu.codegen.passes.fold_pad import fold_pad
 from mcu.codegen.passes.fuse_add import fuse_residual_adds
 from mcu.codegen.passes.fuse_clamp import fuse_clamp
@@ -20,6 +21,7 @@ from mcu.codegen.passes.share_constants import share_constants
 
 def passes(target: Target = Target()) -> list:
     return [
+        fold_matmul_operands,                 # matmul reads k^T and repeated (grouped-query) heads where they lie
         decompose,                            # 1-d ops -> 2-d ops on views; keepdim reductions; long concats
         canonicalize,                         # adaptive pools / means -> avg_pool2d; grouped convs -> depthwise
         fuse_clamp,                           # standalone ReLU/ReLU6 -> the producer's output clamp

@@ -20,4 +20,7 @@ def test_deep_network_conditioning_and_default_int8_sqnr(name, conditioning, int
         want = [model(*x).numpy() for x in held_out]
         q = quantize(export(model, example), example, deep.calibration_set(16))
         got = [q(*x).numpy() for x in held_out]
-    assert sqnr_db(want, got) == pytest.approx(int8_db, abs=0.05)  # torchao's converted model, default options
+    # torchao's converted model, default options. torch's float kernels round differently per CPU (ISA dispatch),
+    # which moves the calibrated ranges: measured 31.3 / 21.4 dB on one Xeon, 31.0 / 22.4 on another, 31.0 with
+    # AVX2 forced; a real regression of the quantizer costs more than the 1.5 dB allowed here.
+    assert sqnr_db(want, got) == pytest.approx(int8_db, abs=1.5)

@@ -459,16 +459,20 @@ def fc_case(draw):
 def matmul_case(draw):
     b = draw(st.integers(1, 3))
     lb, rb = draw(st.sampled_from([1, b])), draw(st.sampled_from([1, b]))
-    m, k, n = draw(st.integers(1, 8)), draw(st.one_of(st.integers(1, 40), st.just(32767))), draw(st.integers(1, 8))
+    m, k, n = draw(st.integers(1, 8)), draw(st.one_of(st.integers(1, 40), st.just(32767))), draw(st.integers(1, 11))
+    group, transposed = draw(st.sampled_from([1, 1, 2, 3])), draw(st.integers(0, 1))
+    if group > 1:  # grouped-query attention: rhs batch r serves output batches r * g .. r * g + g - 1
+        rb, b = b, b * group
+        lb = draw(st.sampled_from([1, b]))
     if k == 32767:
-        b = lb = rb = m = n = 1
+        b = lb = rb = m = n = group = 1
     out_off = draw(OUT_OFFSET)
     lo, hi = draw(act_range(out_off))
     params = {"batches": b, "lhs_batches": lb, "rhs_batches": rb, "m": m, "k": k, "n": n,
               "lhs_offset": draw(IN_OFFSET), "rhs_offset": draw(IN_OFFSET), "output_offset": out_off,
               "output_multiplier": draw(MULT), "output_shift": draw(shift_for(_acc_std(k, 0) * 4)),
-              "act_min": lo, "act_max": hi}
-    return Case((params, draw(ints((lb, m, k))), draw(ints((rb, k, n)))), b * m * n)
+              "act_min": lo, "act_max": hi, "rhs_group": group, "rhs_transposed": transposed}
+    return Case((params, draw(ints((lb, m, k))), draw(ints((rb, n, k) if transposed else (rb, k, n)))), b * m * n)
 
 
 @st.composite

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import hostc
+import mcu.quantization.quantizer  # noqa: F401  (torchao registers torch.ops.quantized_decomposed)
 from mcu.codegen.twins import activation, conv, elementwise, fallback, fc, quant, reduce, shape
 from test_kernels_host import (Q30, assert_equal_int, conv_params, rand_act, rand_bias, rand_int8, rand_offsets,
                                rand_quant)
@@ -89,10 +90,12 @@ def reduce_params(inp, out, offsets=(0, 0), mult=Q30, shift=1):
             "multiplier": mult, "shift": shift}
 
 
-def matmul_params(b, m, k, n, lhs_b=None, rhs_b=None, offsets=(0, 0, 0), mult=Q30, shift=1, act=(-128, 127)):
+def matmul_params(b, m, k, n, lhs_b=None, rhs_b=None, offsets=(0, 0, 0), mult=Q30, shift=1, act=(-128, 127),
+                  group=1, transposed=0):
     return {"batches": b, "lhs_batches": b if lhs_b is None else lhs_b, "rhs_batches": b if rhs_b is None else rhs_b,
             "m": m, "k": k, "n": n, "lhs_offset": offsets[0], "rhs_offset": offsets[1], "output_offset": offsets[2],
-            "output_multiplier": mult, "output_shift": shift, "act_min": act[0], "act_max": act[1]}
+            "output_multiplier": mult, "output_shift": shift, "act_min": act[0], "act_max": act[1],
+            "rhs_group": group, "rhs_transposed": transposed}
 
 
 def i8(values, shape=None):
@@ -289,13 +292,18 @@ def grouped_conv_case(seed):
 
 def matmul_case(seed):
     rng = np.random.default_rng(seed)
-    b, m, k, n = int(rng.integers(1, 4)), int(rng.integers(1, 7)), int(rng.integers(1, 40)), int(rng.integers(1, 7))
+    b, m, k, n = int(rng.integers(1, 4)), int(rng.integers(1, 7)), int(rng.integers(1, 40)), int(rng.integers(1, 11))
     lhs_b, rhs_b = [(b, b), (1, b), (b, 1)][seed % 3]
+    group, transposed = 1, int(rng.integers(0, 2))
+    if seed % 4 == 3:  # grouped-query attention: rhs batch r serves output batches r * g .. r * g + g - 1
+        group, rhs_b = int(rng.integers(2, 4)), b
+        b = lhs_b = b * group
     off_l, off_r, out_off = rand_offsets(rng)[0], rand_offsets(rng)[0], rand_offsets(rng)[1]
     acc_std = math.sqrt(k * (off_l**2 + 5500) * (off_r**2 + 5500))
     mult, shift = quant.quantize_multiplier(float(30.0 / acc_std * np.exp(rng.uniform(-1, 1))))
-    params = matmul_params(b, m, k, n, lhs_b, rhs_b, (off_l, off_r, out_off), mult, shift, rand_act(rng, out_off))
-    return params, rand_int8(rng, (lhs_b, m, k)), rand_int8(rng, (rhs_b, k, n))
+    params = matmul_params(b, m, k, n, lhs_b, rhs_b, (off_l, off_r, out_off), mult, shift, rand_act(rng, out_off),
+                           group, transposed)
+    return params, rand_int8(rng, (lhs_b, m, k)), rand_int8(rng, (rhs_b, n, k) if transposed else (rhs_b, k, n))
 
 
 CASES = {

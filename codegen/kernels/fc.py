@@ -20,6 +20,8 @@ SPECS = [
             links=(GEMM_MVE,)),
     variant("mcu_fully_connected_s8_dsp", "fc", "mcu_fully_connected_s8", ("dsp",), prepare=prepare_dsp),
     variant("mcu_fully_connected_s8_fast", "fc", "mcu_fully_connected_s8", prepare=prepare_fast),
+    variant("mcu_matmul_s8_mve", "fc", "mcu_matmul_s8", ("mve",)),
+    variant("mcu_matmul_s8_dsp", "fc", "mcu_matmul_s8", ("dsp",)),
     variant("mcu_fully_connected_s16_dsp", "s16", "mcu_fully_connected_s16", ("dsp",), prepare=prepare_s16_fc_dsp,
             scratch=fully_connected_s16_dsp_scratch_bytes),
 ]

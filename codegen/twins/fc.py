@@ -25,8 +25,19 @@ def fully_connected_s8(params: dict, multiplier: np.ndarray, shift: np.ndarray, 
     return output_stage(acc, bias, multiplier, shift, p["output_offset"], p["act_min"], p["act_max"])
 
 
+def _matmul_rhs(p: dict, rhs: np.ndarray, dtype) -> np.ndarray:
+    """A matmul's right operand as [batches or 1, K, N] (its rhs_transposed layout read, each batch repeated
+    rhs_group times), checking rhs_batches, rhs_group and rhs_transposed."""
+    b, k, n, rb, g = p["batches"], p["k"], p["n"], p["rhs_batches"], p.get("rhs_group", 1)
+    if p.get("rhs_transposed", 0) not in (0, 1) or not (rb == 1 or (g >= 1 and rb * g == b)):
+        raise ValueError(f"rhs batches {rb} x group {g} must be {b}, or rhs batches 1")
+    c = np.asarray(rhs, dtype=dtype)
+    c = c.reshape(rb, n, k).transpose(0, 2, 1) if p.get("rhs_transposed", 0) else c.reshape(rb, k, n)
+    return c if rb == 1 else np.repeat(c, g, axis=0)
+
+
 def matmul_s8(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Twin of mcu_matmul_s8: lhs [lhs_batches, M, K] x rhs [rhs_batches, K, N]; returns int8 [batches, M, N]."""
+    """Twin of mcu_matmul_s8: lhs [lhs_batches, M, K] x rhs (_matmul_rhs); returns int8 [batches, M, N]."""
     p = params
     b, m, k, n = p["batches"], p["m"], p["k"], p["n"]
     if min(b, m, k, n) < 1 or k > 32767:
@@ -37,10 +48,10 @@ def matmul_s8(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         raise ValueError("output multiplier must be >= 0 and shift in [-31, 30]")
     if not -128 <= p["act_min"] <= p["act_max"] <= 127:
         raise ValueError(f"bad activation range [{p['act_min']}, {p['act_max']}]")
-    if p["lhs_batches"] not in (b, 1) or p["rhs_batches"] not in (b, 1):
-        raise ValueError(f"operand batches must be {b} or 1: {p['lhs_batches']}, {p['rhs_batches']}")
     a = np.asarray(lhs, dtype=np.int64).reshape(p["lhs_batches"], m, k) + p["lhs_offset"]
-    c = np.asarray(rhs, dtype=np.int64).reshape(p["rhs_batches"], k, n) + p["rhs_offset"]
+    c = _matmul_rhs(p, rhs, np.int64) + p["rhs_offset"]
+    if p["lhs_batches"] not in (b, 1):
+        raise ValueError(f"lhs batches must be {b} or 1: {p['lhs_batches']}")
     acc = np.matmul(a, c)
     out = requantize(np.broadcast_to(acc, (b, m, n)), p["output_multiplier"], p["output_shift"]) + p["output_offset"]
     return saturate(out, p["act_min"], p["act_max"])

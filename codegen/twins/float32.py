@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mcu.codegen.twins.fc import _matmul_rhs
 from mcu.codegen.twins.fmath import (F32, ceil_f32, erf_f32, exp_f32, floor_f32, log_f32, rint_f32, sincos_f32,
                                     sqrt_f32, tanh_f32, trunc_f32)
 
@@ -339,10 +340,10 @@ def matmul_f32(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """Twin of mcu_matmul_f32: the sums from 0 in t order, float32 throughout."""
     p = params
     b, m, k, n = p["batches"], p["m"], p["k"], p["n"]
-    if min(b, m, k, n) < 1 or p["lhs_batches"] not in (b, 1) or p["rhs_batches"] not in (b, 1):
+    if min(b, m, k, n) < 1 or p["lhs_batches"] not in (b, 1):
         raise ValueError(f"bad matmul params {p}")
     a = np.broadcast_to(np.asarray(lhs, F32).reshape(p["lhs_batches"], m, k), (b, m, k))
-    c = np.broadcast_to(np.asarray(rhs, F32).reshape(p["rhs_batches"], k, n), (b, k, n))
+    c = np.broadcast_to(_matmul_rhs(p, rhs, F32), (b, k, n))
     acc = np.zeros((b, m, n), F32)
     for t in range(k):
         acc = acc + a[:, :, t, None] * c[:, None, t, :]

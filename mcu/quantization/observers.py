@@ -21,6 +21,17 @@ ACT_QSPEC = QuantizationSpec(
     observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20),
 )
 
+# A constant read as data (an embedding's table, a tied output projection's weights): int8 symmetric per tensor, so
+# that a product with it runs as a fully connected layer and the gather and the product share one table.
+TABLE_QSPEC = QuantizationSpec(
+    dtype=torch.int8,
+    quant_min=-127,
+    quant_max=127,
+    qscheme=torch.per_tensor_symmetric,
+    is_dynamic=False,
+    observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-20, qscheme=torch.per_tensor_symmetric),
+)
+
 ACT16_QSPEC = QuantizationSpec(
     dtype=torch.int16,
     quant_min=-32768,

@@ -47,7 +47,8 @@ from mcu.quantization.state import share_state_qparams
 from mcu.importer.decompose import decompose_composites
 from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
-from mcu.quantization.observers import FIXED16_QSPEC, SOFTMAX_OUT_QSPEC, TANH_OUT_QSPEC, act_qspec, weight_qspec
+from mcu.quantization.observers import (FIXED16_QSPEC, SOFTMAX_OUT_QSPEC, TABLE_QSPEC, TANH_OUT_QSPEC, act_qspec,
+                                       weight_qspec)
 
 aten = torch.ops.aten
 
@@ -96,6 +97,17 @@ def _is_float(node: Node) -> bool:
     """A node whose value is a float tensor (not, e.g., BatchNorm's integer batch counter in a training graph)."""
     val = node.meta.get("val")
     return not isinstance(val, torch.Tensor) or val.dtype.is_floating_point
+
+
+VIEW_OPS = {aten.t.default, aten.permute.default, aten.transpose.int, aten.view.default, aten.reshape.default,
+            aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim}
+
+
+def _constant(node: Node) -> bool:
+    """True when node is a parameter or buffer the model never writes, or a view of one."""
+    while node.op == "call_function" and node.target in VIEW_OPS:
+        node = node.args[0]
+    return node.op == "get_attr"
 
 
 def _is_annotated(node: Node) -> bool:
@@ -234,7 +246,8 @@ class McuQuantizer(Quantizer):
                 _annotate(node, {node.args[0]: act}, act)
             elif node.target in GATHER_OPS:  # rows of a table by run-time indices: the output on the table's qparams
                 table = gather_args(node)[0]
-                _annotate(node, {table: act}, SharedQuantizationSpec((table, node)))
+                spec = TABLE_QSPEC if not sixteen and _constant(table) else act
+                _annotate(node, {table: spec}, SharedQuantizationSpec((table, node)))
             elif node.target in SCATTER_OPS:  # rows written into a table (a cache): values and output on its qparams
                 table, _, values, _ = scatter_args(node)
                 same = SharedQuantizationSpec((table, node))
@@ -285,6 +298,9 @@ class McuQuantizer(Quantizer):
 
     def _annotate_binary(self, node: Node) -> None:
         inputs = {a: self.act for a in node.args[:2] if isinstance(a, Node)}
+        rhs = node.args[1] if len(node.args) > 1 else None
+        if node.target in MATMUL_OPS and self.act is self.acts["int8"] and isinstance(rhs, Node) and _constant(rhs):
+            inputs[rhs] = TABLE_QSPEC  # activations x a constant: a fully connected layer (mcu.codegen.lowering_s8)
         _annotate(node, inputs, None)
         self._annotate_output(node)
 

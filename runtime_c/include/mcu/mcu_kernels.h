@@ -358,12 +358,23 @@ typedef struct {
     int32_t lhs_offset, rhs_offset, output_offset;
     int32_t output_multiplier, output_shift; /* s_lhs * s_rhs / s_out */
     int32_t act_min, act_max;
+    int32_t rhs_group;                 /* rhs batch r serves output batches [r * rhs_group, (r + 1) * rhs_group):
+                                        * rhs_batches * rhs_group == batches (grouped-query attention), or 1 */
+    int32_t rhs_transposed;            /* 0: rhs [.., K, N]; 1: rhs [.., N, K] (q @ k^T reading k's rows) */
 } mcu_matmul_params_t;
 
-/* out[b, i, j] = clamp(requantize(sum_t (lhs[b, i, t] + lhs_offset) * (rhs[b, t, j] + rhs_offset),
- * mult, shift) + output_offset); both operands row-major; k <= 32767 keeps the int32 sum exact. */
+/* out[b, i, j] = clamp(requantize(sum_t (lhs[b, i, t] + lhs_offset) * (rhs[r, t, j] + rhs_offset),
+ * mult, shift) + output_offset) with r = b / rhs_group (0 when rhs_batches == 1) and rhs[r, t, j] read at
+ * [r, j, t] when rhs_transposed; row-major; k <= 32767 keeps the int32 sum exact. */
 mcu_status_t mcu_matmul_s8(const mcu_matmul_params_t *params, const int8_t *lhs, const int8_t *rhs,
                            int8_t *output);
+/* DSP variant of mcu_matmul_s8 (same params, same result): two lhs rows per rhs word, SMLAD on int16 pairs. */
+mcu_status_t mcu_matmul_s8_dsp(const mcu_matmul_params_t *params, const int8_t *lhs, const int8_t *rhs,
+                               int8_t *output);
+/* Helium variant of mcu_matmul_s8 (same params, same result): 16-tap VMLADAVA dot products for a transposed rhs,
+ * 4-lane VMLA column updates for a [K, N] one. Built without Helium it returns MCU_ERR_ARG. */
+mcu_status_t mcu_matmul_s8_mve(const mcu_matmul_params_t *params, const int8_t *lhs, const int8_t *rhs,
+                               int8_t *output);
 
 /* ---- Float32 fallback ------------------------------------------------------------------------------
  * Ops without an int8 kernel run as dequantize -> float kernel -> quantize, float temporaries in the
@@ -482,9 +493,11 @@ typedef struct {
     int32_t lhs_batches, rhs_batches;  /* each == batches, or 1 (broadcast) */
     int32_t m, k, n;                   /* lhs [.., M, K], rhs [.., K, N], output [batches, M, N] */
     float act_min, act_max;
+    int32_t rhs_group, rhs_transposed; /* as in mcu_matmul_params_t */
 } mcu_matmul_f32_params_t;
 
-/* out[b, i, j] = clamp(sum_t lhs[b, i, t] * rhs[b, t, j]), the sum from 0 in t order; both row-major. */
+/* out[b, i, j] = clamp(sum_t lhs[b, i, t] * rhs[r, t, j]), the sum from 0 in t order; r and the rhs layout as in
+ * mcu_matmul_s8; row-major. */
 mcu_status_t mcu_matmul_f32(const mcu_matmul_f32_params_t *params, const float *lhs, const float *rhs,
                             float *output);
 

@@ -220,7 +220,7 @@ static inline mcu_status_t mcu_scatter_elems(const mcu_gather_params_t *params, 
     }
     const size_t run = (size_t)p->inner * elem;
     if (output != table) {
-        memmove(output, table, (size_t)p->outer * (size_t)p->rows * run);
+        memcpy(output, table, (size_t)p->outer * (size_t)p->rows * run); /* the plan never overlaps them partly */
     }
     const uint8_t *src = (const uint8_t *)values;
     for (int32_t o = 0; o < p->outer; ++o) {
