@@ -294,7 +294,7 @@ class ConstantGatherScatter(nn.Module):
 
 class CoreLogicAndNorms(nn.Module):
     """Logical ops on any floats (x != 0 is True), logical_xor, any/all over a dim, fill and .float() / .to(),
-    and native_layer_norm's three outputs (the normalized tensor, its mean and rstd)."""
+    and native_layer_norm's three outputs (the normalized tensor, its mean and rstd), where with scalar branches."""
     def __init__(self):
         super().__init__()
         self.register_buffer("w", torch.linspace(0.5, 1.5, 8))
@@ -307,4 +307,5 @@ class CoreLogicAndNorms(nn.Module):
         reduced = torch.any(z, 1, keepdim=True).float() + torch.all(z + 0.5, 1, keepdim=True).float()
         filled = x + torch.fill(torch.empty_like(x), 0.75) + torch.arange(8).float()
         norm, mean, rstd = torch.ops.aten.native_layer_norm.default(x, [8], self.w, self.b, 1e-5)
-        return logic, reduced * x, filled.to(torch.float32), norm, mean, rstd
+        picked = torch.where(x > 0.2, 1.5, -2.0) + torch.where(y < 0, x, 0.0) + torch.where(x > 1, 3.0, y)
+        return logic, reduced * x, filled.to(torch.float32), norm, mean, rstd, picked

@@ -96,8 +96,15 @@ def _where(b, n):
     c = _mask(b, cond)
     if isinstance(c, Node) and c.meta["val"].dtype == torch.bool:
         raise b.refuse("where on a computed boolean", "compute the condition with a comparison")
-    keep = b(aten.mul.Tensor, c, yes)
-    return b(aten.add.Tensor, keep, b(aten.mul.Tensor, b(aten.rsub.Scalar, c, 1.0), no))
+    keep = _times(b, c, yes)
+    if not isinstance(no, Node) and float(no) == 0.0:
+        return keep
+    return b(aten.add.Tensor, keep, _times(b, b(aten.rsub.Scalar, c, 1.0), no))
+
+
+def _times(b, c, v) -> Node:
+    """c * v for a tensor or a Python number v (where's scalar forms)."""
+    return b(aten.mul.Tensor, c, v if isinstance(v, Node) else b.const("_mcu_where", torch.tensor(float(v))))
 
 
 def _any_all(b, n):
@@ -119,5 +126,6 @@ ALL = {aten.all.default, aten.all.dim, aten.all.dims}
 DECOMPOSITIONS = {
     **{op: _any_all for op in ANY | ALL},
     **{op: _compare for op in COMPARISONS}, **{op: _logical for op in LOGICAL},
-    aten.where.self: _where, aten.masked_fill.Scalar: _where,
+    aten.where.self: _where, aten.where.Scalar: _where, aten.where.ScalarSelf: _where, aten.where.ScalarOther: _where,
+    aten.masked_fill.Scalar: _where,
 }
