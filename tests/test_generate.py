@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import mcu
-from mcu.errors import McuError
+from mcu.errors import BoardFitError, McuError
 from mcu.tools.generate import generate
 from mcu.zoo.sequence import SEQUENCE, sequence_calibration
 
@@ -54,8 +54,8 @@ def test_generate_on_the_device_equals_the_reference_and_the_float_model(llm):
 
 def test_generate_refuses_what_the_model_cannot_hold(llm, tmp_path):
     _, pkg = llm
-    with pytest.raises(McuError, match="need 66 positions; the model's cache holds 64"):
-        generate(pkg, PROMPT, 64)
+    with pytest.raises(McuError, match="need 258 positions; the model's cache holds 256"):
+        generate(pkg, PROMPT, 256)
     with pytest.raises(McuError, match=r"prompt token 512 is outside the vocabulary \[0, 512\)"):
         generate(pkg, [512], 2)
     plain = mcu.compile(torch.nn.Linear(4, 2).eval(), (torch.randn(1, 4),), out_dir=tmp_path / "plain")
@@ -66,12 +66,12 @@ def test_generate_refuses_what_the_model_cannot_hold(llm, tmp_path):
 def test_cli_generate_run_and_profile_a_loaded_decoder_step(llm):
     _, pkg = llm
     loaded = mcu.load(pkg.out_dir)  # the manifest's int32 inputs, state and generate entries pass the checks
-    assert loaded.state_bytes == pkg.state_bytes and loaded.manifest["generate"] == {"vocab": 512, "positions": 64}
+    assert loaded.state_bytes == pkg.state_bytes and loaded.manifest["generate"] == {"vocab": 512, "positions": 256}
     out = subprocess.run([sys.executable, "-m", "mcu.cli", "generate", str(pkg.out_dir), "--prompt", "1,2,3",
                           "--tokens", "4"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     want = generate(pkg, PROMPT, 4, target="reference").tokens
-    assert f"tokens: {','.join(map(str, want))}" in out.stdout and "state 8,192 B" in out.stdout
+    assert f"tokens: {','.join(map(str, want))}" in out.stdout and "state 32,768 B" in out.stdout
     for command in (["run"], ["profile"]):
         res = subprocess.run([sys.executable, "-m", "mcu.cli", *command, str(pkg.out_dir)], capture_output=True,
                              text=True, timeout=600)
@@ -80,3 +80,14 @@ def test_cli_generate_run_and_profile_a_loaded_decoder_step(llm):
         [sys.executable, "-m", "mcu.cli", "run", str(pkg.out_dir)], capture_output=True, text=True, timeout=600).stdout
     np.testing.assert_array_equal(mcu.run(loaded, (torch.tensor([[5]]), torch.tensor([0]))).raw_outputs[0],
                                   loaded.reference((torch.tensor([[5]]), torch.tensor([0])))[0])
+
+
+def test_the_m0_refuses_the_decoder_naming_the_bytes(tmp_path):
+    """micro:bit (Cortex-M0, 256 KB flash, 16 KB RAM): the 32 KB of KV cache alone is twice its RAM."""
+    model, example = SEQUENCE["tinyllama_step"]()
+    with pytest.raises(BoardFitError) as err:
+        mcu.compile(model, example, board="microbit", calibration=sequence_calibration("tinyllama_step", 4),
+                    out_dir=tmp_path / "m0")
+    text = str(err.value)
+    assert "microbit (Cortex-M0, 256 KB flash, 16 KB RAM)" in text and "state 32,768" in text, text
+    assert "RAM:   needs " in text and "(fits)" not in text.split("RAM:")[1].splitlines()[0], text

@@ -11,7 +11,7 @@
     (measured: about 2.5 KB on ARMv7-M, 3 KB on the Cortex-M0), plus SOFT_FLOAT_FLASH_BYTES for libgcc's
     soft-float routines when float kernels run on a core without an FPU (measured: 1.3 KB on the Cortex-M3,
     4 KB on the Cortex-M0).
-- RAM = arena + inputs + outputs + stack (board.toml stack_bytes) + STARTUP_RAM_BYTES (the fault
+- RAM = arena + state region + inputs + outputs + stack (board.toml stack_bytes) + STARTUP_RAM_BYTES (the fault
   handler's stack, the harness's statics, the 16-byte alignment of each I/O slot).
 - Placement: the weights stay in flash whenever the model fits it; when it does not, a board with a large region
   ([memory.large], e.g. DDR) takes the weights there if the rest then fits the flash (Footprint.weights_region),
@@ -130,6 +130,7 @@ class Footprint:
     ram_outputs: int
     ram_stack: int
     ram_startup: int
+    ram_state: int = 0  # the state region (KV caches, recurrent state): kept between calls, never in the arena
     weights_region: str = ""  # the board's large region holding the weights; "" for the flash
 
     @property
@@ -144,7 +145,7 @@ class Footprint:
 
     @property
     def ram(self) -> int:
-        return self.ram_arena + self.ram_inputs + self.ram_outputs + self.ram_stack + self.ram_startup
+        return self.ram_arena + self.ram_state + self.ram_inputs + self.ram_outputs + self.ram_stack + self.ram_startup
 
     def fits(self, board: Board) -> bool:
         large = self.flash_weights <= board.large_size if self.weights_region else True
@@ -161,7 +162,8 @@ class Footprint:
                       ("startup/libc", self.flash_startup))
 
     def ram_parts(self) -> str:
-        return _parts(("arena", self.ram_arena), ("inputs", self.ram_inputs), ("outputs", self.ram_outputs),
+        return _parts(("arena", self.ram_arena), ("state", self.ram_state), ("inputs", self.ram_inputs),
+                      ("outputs", self.ram_outputs),
                       ("stack", self.ram_stack), ("startup", self.ram_startup))
 
 
@@ -207,6 +209,7 @@ def estimate(graph: Graph, manifest: dict, board: Board) -> Footprint:
         flash_startup=STARTUP_FLASH_BYTES + (SOFT_FLOAT_FLASH_BYTES if not board.fpu and any(
             k.startswith(FLOAT_FAMILIES) for k in manifest["kernels"]) else 0),
         ram_arena=manifest["arena_bytes"],
+        ram_state=manifest.get("state_bytes", 0),
         ram_inputs=sum(_align(x["bytes"]) for x in manifest["inputs"]),
         ram_outputs=sum(_align(x["bytes"]) for x in manifest["outputs"]),
         ram_stack=board.stack_bytes,
