@@ -57,6 +57,11 @@ def is_dw3x3(p: dict) -> bool:
     return p["filter"][1] == 3 and p["filter"][2] == 3 and p["output"][3] == p["input"][3]
 
 
+def is_dw(p: dict) -> bool:
+    """Depthwise with channel multiplier 1 (any window, stride, padding, dilation, channel count)."""
+    return p["output"][3] == p["input"][3]
+
+
 def is_groups1(p: dict) -> bool:
     return p["filter"][3] == p["input"][3]
 

@@ -175,6 +175,21 @@ def pack_dw_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.nd
          _words(np.asarray(rec, np.int64).reshape(groups, 12))], axis=1)).reshape(-1)
 
 
+def pack_dw_wide_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
+    """The filter stream of the any-size DSP depthwise (mcu_dwconv2d_s8_dsp), from int8 taps [C, T], the folded
+    bias [C4] and 3-word records [3 * C4] (C4 = C rounded up to 4, zero channels): per group of 4 channels the 4
+    biases, per tap the weights widened to int16 in SXTB16 order, (w_c0, w_c2) then (w_c1, w_c3), then the 4
+    records. 4 * (16 + 2 T) bytes a group; as bytes (int8)."""
+    c4, t = round_up(taps.shape[0], 4), taps.shape[1]
+    groups = c4 // 4
+    w = pad_rows(taps, c4).astype(np.int64).reshape(groups, 4, t).transpose(0, 2, 1)       # [group, tap, lane]
+    pairs = w[:, :, [0, 2, 1, 3]].reshape(groups, t, 2, 2)                                 # (c0, c2), (c1, c3)
+    words = (pairs[..., 0] & 0xFFFF) | ((pairs[..., 1] & 0xFFFF) << 16)
+    return np.ascontiguousarray(np.concatenate(
+        [_words(np.asarray(bias, np.int64).reshape(groups, 4)), _words(words.reshape(groups, 2 * t)),
+         _words(np.asarray(rec, np.int64).reshape(groups, 12))], axis=1)).reshape(-1)
+
+
 DW_MVE_LANES = [0, 2, 4, 6, 1, 3, 5, 7]  # VMULLB/VMULLT split 8 channels into even and odd lanes
 
 

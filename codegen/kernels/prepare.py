@@ -11,7 +11,7 @@ import numpy as np
 
 from mcu.codegen.ir import Node, Tensor
 from mcu.codegen.kernels.geometry import compact_window, dsp_wide, fast_wide, is_1x1
-from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_stream, pack_g2_stream, pack_groups_s8,
+from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_stream, pack_dw_wide_stream, pack_g2_stream, pack_groups_s8,
                                          pack_pairs_s32, pack_s4, pack_taps_s16, pad_rows, round_up, rq3_records,
                                          rq_records)
 
@@ -179,6 +179,29 @@ def prepare_dw_mve(node, tensors):
     for name, q in zip(names, node.call.quant):
         new[name] = _new(name, lanes(tensors[q].data), "int32")
     return node.with_call(quant=names), new
+
+
+def prepare_dwk_dsp(node, tensors):
+    """SIMD32 depthwise, any window: one filter stream (pack_dw_wide_stream) of folded biases, weights widened to
+    int16 in SXTB16 order and 3-word records per 4 channels (_streamed). Widened at compile time: each tap of 4
+    channels then costs one LDRD-able pair of words instead of LDR and two SXTB16 per pixel, for 2 * KH * KW
+    more flash bytes per channel than int8 (plus 12 bytes of records per channel, the portable quant's 8 not
+    stored)."""
+    taps = _dw_taps(node, tensors)
+    p = node.call.params
+    c4 = round_up(taps.shape[0], 4)
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
+    mult, shift = (tensors[q].data for q in node.call.quant)
+    stream = pack_dw_wide_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4))
+    return _streamed(node, stream)
+
+
+def prepare_dwk_mve(node, tensors):
+    """Helium depthwise, any window: the int8 weights as they are ([KH*KW][C], widened by the load), the folded
+    bias, the portable multipliers and shifts: flash unchanged."""
+    taps = _dw_taps(node, tensors)
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
+    return _prepared(node, tensors, "mve", weights=np.ascontiguousarray(taps.T).reshape(-1), bias=bias)
 
 
 def _with_filter(node: Node, name: str, data: np.ndarray) -> tuple[Node, dict[str, Tensor]]:

@@ -256,6 +256,12 @@ def dwconv2d_3x3_s8_dsp_scratch_bytes(p: dict) -> int:
     return dw3x3_scratch_bytes(p)
 
 
+def dwconv2d_s8_dsp_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_dwconv2d_s8_dsp_scratch_bytes: C rounded up to 4 bytes of the input zero point (padded taps
+    read it a word at a time)."""
+    return -(-p["input"][3] // 4) * 4
+
+
 def dwconv2d_3x3_s8_fast_scratch_bytes(p: dict) -> int:
     """Twin of mcu_dwconv2d_3x3_s8_fast_scratch_bytes (dw3x3_scratch_bytes)."""
     return dw3x3_scratch_bytes(p)

@@ -655,6 +655,8 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *  - dwconv2d_3x3_s8_dsp, dwconv2d_3x3_s8_fast, dwconv2d_3x3_s8_mve: C bytes of the input zero point, which
  *    padded taps read; on the in-place geometry (mcu_dw3x3_inplace_fits) then a ring of pad_top + 1 output
  *    rows.
+ *  - dwconv2d_s8_dsp, dwconv2d_s8_mve: the input zero point, which padded taps read: C rounded up to 4 bytes
+ *    (dsp: read a word at a time), C bytes (mve: predicated loads).
  *  - conv2d_s8_mve: a table of 3 row pointers (4 bytes each) per window row, then 3 gathered windows (the
  *    block's pixels). KW * C_in a multiple of 16: KH rows of KW * C_in bytes (pixels inside the input are read
  *    in place), then one row of KW * C_in zero points (for rows in the vertical padding); else ("compact") a
@@ -744,6 +746,16 @@ static inline int32_t mcu_dwconv2d_3x3_s8_mve_scratch_bytes(const mcu_conv2d_par
     return mcu_dw3x3_scratch_bytes(params);
 }
 
+static inline int32_t mcu_dwconv2d_s8_dsp_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return (params->input.c + 3) & ~3;
+}
+
+static inline int32_t mcu_dwconv2d_s8_mve_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return params->input.c;
+}
+
 /* Conv, 1x1 filter, no padding: fold (fast, mve), records and c4 (fast), stream (dsp), packed filter. */
 mcu_status_t mcu_conv2d_1x1_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                     const int8_t *input, const int8_t *filter, const int32_t *bias,
@@ -792,6 +804,22 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
 mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
                                      int8_t *scratch, int8_t *output);
+
+/* Depthwise, any window (KH x KW), stride, padding and dilation, channel multiplier 1, any channel count; the
+ * codegen picks them where no 3x3 variant applies. Output rows in order, contiguous output, not in place.
+ *   dsp: stream per 4 channels (C rounded up to 4, zero channels; packing.pack_dw_wide_stream): folded biases
+ *        b0..b3; per tap t = ky * KW + kx two words of int16 weights in SXTB16 order, (w_c0, w_c2) and
+ *        (w_c1, w_c3); the 4 three-word records (MCU_DSP_DWK_GROUP_BYTES(KH * KW) = 64 + 8 KH KW bytes);
+ *        bias NULL, quant unused. Per tap of 4 channels: LDR, two SXTB16, two weight words, four SMLAxy.
+ *   mve: the int8 weights [KH * KW][C] as the portable filter ([1, KH, KW, C]), the folded bias [C], the portable
+ *        multipliers and shifts. 4 channels per vector in int32 lanes (channel tails predicated); 4 output
+ *        pixels whose windows lie inside the input's width share each weight load, other pixels one at a time. */
+mcu_status_t mcu_dwconv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                 const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                 int8_t *scratch, int8_t *output);
+mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                 const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                 int8_t *scratch, int8_t *output);
 
 /* Add (no constants to prepare): the input rescales come from two 256-entry int32 tables built per call
  * (2 KB of stack; _fast computes directly below 128 elements). output may alias an input exactly. */

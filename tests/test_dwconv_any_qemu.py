@@ -1,0 +1,114 @@
+"""The any-window depthwise variants (mcu_dwconv2d_s8_dsp, mcu_dwconv2d_s8_mve) equal the portable twin bit for
+bit: on the host C compiler (the DSP one through its C stand-ins) and under QEMU on the M4 (DSP) and M55 (Helium).
+
+- One firmware per board runs every case: windows 3, 5, 7 (and 1x3, 5x3), stride 1 and 2, dilation 1 and 2,
+  channels 8, 13, 64, with and without padding, cycling the quantization modes (int8 clamp, extreme offsets and
+  a narrow clamp, shifts >= 0, ties) and a missing bias.
+- The 3x3 windows would take the 3x3 variants; the test hides those so that the new ones run them too.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import hostc
+from mcu.boards import load_board
+from mcu.codegen import kernels as registry
+from mcu.codegen.ir import verify
+from mcu.codegen.passes.select_kernels import select_kernels
+from mcu.codegen.reference import run_reference
+from mcu.codegen.target import Target
+from mcu.codegen.twins import conv
+from test_kernel_variants_qemu import GraphBuilder, assert_equal_int, run_on_board
+from test_kernels_host import (conv_params, prepared_variant_args, rand_act, rand_bias, rand_int8, rand_offsets,
+                               rand_quant)
+
+VARIANT = {"mps2-an386": "mcu_dwconv2d_s8_dsp", "mps3-an547": "mcu_dwconv2d_s8_mve"}
+MODES = [("normal", "full"), ("normal", True), ("slow", False), ("ties", "full"), ("normal", False)]
+
+
+def dw_cases(seed: int) -> GraphBuilder:
+    g = GraphBuilder(seed)
+    combos = itertools.product((3, 5, 7), (1, 2), (1, 2), (False, True))
+    for i, (k, s, d, padded) in enumerate(combos):
+        c = (8, 13, 64)[i % 3]
+        span = (k - 1) * d + 1
+        pad = (k // 2 * d,) * 2 if padded else (0, 0)
+        h, w = span + 1 - (pad[0] if padded else 0) + s, span + 4 * s + 1   # >= 5 output columns unpadded
+        mode, extreme = MODES[i % len(MODES)]
+        g.conv(1, max(h, 1), w, c, c, kernel=(k, k), stride=(s, s), pad=pad, dil=(d, d), depthwise=True,
+               mode=mode, extreme=extreme, bias=i % 7 != 3, family="dw")
+    g.conv(2, 6, 9, 13, 13, kernel=(1, 3), pad=(0, 1), depthwise=True, extreme="full", family="dw")  # batch 2
+    g.conv(1, 9, 12, 16, 16, kernel=(5, 3), stride=(2, 1), pad=(2, 1), pad_end=(1, 0), depthwise=True,
+           family="dw")
+    g.conv(1, 4, 4, 8, 8, kernel=(5, 5), pad=(2, 2), depthwise=True, family="dw")   # no inside pixel
+    return g
+
+
+@pytest.fixture
+def without_3x3_variants(monkeypatch):
+    """The registry with the 3x3 depthwise variants declining every call, so the any-window ones run 3x3 too."""
+    for name in ("mcu_dwconv2d_3x3_s8_mve", "mcu_dwconv2d_3x3_s8_dsp", "mcu_dwconv2d_3x3_s8_fast"):
+        monkeypatch.setitem(registry.KERNELS, name,
+                            dataclasses.replace(registry.KERNELS[name], applies=lambda p: False))
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", sorted(VARIANT))
+def test_any_window_depthwise_equals_portable_twin_on_device(board, without_3x3_variants, tmp_path):
+    portable = dw_cases(seed=5).graph()
+    graph = verify(select_kernels(portable, Target.of_board(load_board(board))))
+    assert {n.call.kernel for n in graph.nodes} == {VARIANT[board]}
+    rng = np.random.default_rng(11)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    expected = run_reference(graph, inputs)
+    actual = run_on_board(graph, board, inputs, tmp_path)
+    for node, a, e in zip(graph.nodes, actual, expected):
+        assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, filter {node.call.params['filter']}, stride "
+                               f"{node.call.params['stride_h']}, dilation {node.call.params['dilation_h']})")
+
+
+def test_new_variants_take_windows_the_3x3_ones_do_not():
+    g = GraphBuilder(1)
+    g.conv(1, 9, 9, 8, 8, kernel=(3, 3), pad=(1, 1), depthwise=True)
+    g.conv(1, 9, 9, 8, 8, kernel=(5, 5), pad=(2, 2), depthwise=True)
+    g.conv(1, 9, 9, 8, 8, kernel=(7, 7), stride=(2, 2), pad=(3, 3), depthwise=True)
+    g.conv(1, 5, 6, 4, 8, pad=(1, 1), depthwise=True)                          # ch_mult 2: stays portable
+    for board, k3 in (("mps2-an386", "mcu_dwconv2d_3x3_s8_dsp"), ("mps3-an547", "mcu_dwconv2d_3x3_s8_mve")):
+        picked = [n.call.kernel for n in select_kernels(g.graph(), Target.of_board(load_board(board))).nodes]
+        assert picked == [k3, VARIANT[board], VARIANT[board], "mcu_dwconv2d_s8"]
+    picked = [n.call.kernel for n in select_kernels(g.graph(), Target.of_board(load_board("mps2-an385"))).nodes]
+    assert picked[1:] == ["mcu_dwconv2d_s8"] * 3                              # no DSP: the portable kernel
+
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("seed", range(40))
+def test_dsp_variant_on_host_equals_portable_twin(seed):
+    """Random windows (1..7 by 3..7), strides, dilations, padding, channel counts (tails of 1..3), batch."""
+    lib = hostc.build(hostc.kernel_sources())
+    variant = registry.KERNELS["mcu_dwconv2d_s8_dsp"]
+    rng = np.random.default_rng(seed)
+    kh, kw = int(rng.choice([1, 3, 5, 7])), int(rng.choice([3, 5, 7]))
+    s, d, c, n = int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.choice([1, 3, 8, 13, 64])), 1 + seed % 2
+    h, w = int(rng.integers((kh - 1) * d + 1, 14)), int(rng.integers((kw - 1) * d + 1, 14))
+    pad = (int(rng.integers(0, kh)), int(rng.integers(0, kw)))
+    oh, ow = (h + 2 * pad[0] - d * (kh - 1) - 1) // s + 1, (w + 2 * pad[1] - d * (kw - 1) - 1) // s + 1
+    in_off, out_off = rand_offsets(rng)
+    params = conv_params((n, h, w, c), (1, kh, kw, c), (n, oh, ow, c), (s, s), pad, (d, d), (in_off, out_off),
+                         rand_act(rng, out_off))
+    acc_std = math.sqrt(kh * kw * (in_off**2 + 5500) * 5500)
+    mult, shift = rand_quant(rng, c, acc_std)
+    x, filt = rand_int8(rng, (n, h, w, c)), rng.integers(-128, 128, (1, kh, kw, c), dtype=np.int8)
+    bias = rand_bias(rng, c, acc_std)
+    expected = conv.dwconv2d_s8(params, mult, shift, x, filt, bias)
+    scratch = np.zeros(variant.scratch(params) + 8, np.int8)
+    out = np.empty(expected.size, np.int8)
+    status = hostc.call(lib, variant.name, *prepared_variant_args(variant, params, mult, shift, x, filt, bias),
+                        scratch, out=out)
+    assert status == hostc.MCU_OK
+    assert_equal_int(out.reshape(expected.shape), expected, f"{variant.name} {params}")
+    assert not scratch[-8:].any(), "wrote past its scratch"
