@@ -197,11 +197,22 @@ def prepare_dwk_dsp(node, tensors):
 
 
 def prepare_dwk_mve(node, tensors):
-    """Helium depthwise, any window: the int8 weights as they are ([KH*KW][C], widened by the load), the folded
-    bias, the portable multipliers and shifts: flash unchanged."""
+    """Helium depthwise, any window: int8 weights [C8 / 8][KH * KW][8] (8 channels a tap, widened by the load,
+    VLDRB.S16); folded bias, multiplier and shift in lane order per 8 channels (even channels, then odd), padded
+    to C8, as prepare_dw_mve: flash grows by the padding of C to 8 only."""
     taps = _dw_taps(node, tensors)
+    c8 = round_up(taps.shape[0], 8)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
-    return _prepared(node, tensors, "mve", weights=np.ascontiguousarray(taps.T).reshape(-1), bias=bias)
+    w = np.ascontiguousarray(pad_rows(taps, c8).reshape(c8 // 8, 8, -1).transpose(0, 2, 1)).reshape(-1)
+
+    def lanes(a):
+        return pad_rows(np.asarray(a, np.int32), c8).reshape(-1, 8)[:, DW_MVE_LANES].reshape(-1)
+
+    node, new = _prepared(node, tensors, "mve", weights=w, bias=lanes(bias))
+    names = (f"{node.name}_mve_m", f"{node.name}_mve_s")
+    for name, q in zip(names, node.call.quant):
+        new[name] = _new(name, lanes(tensors[q].data), "int32")
+    return node.with_call(quant=names), new
 
 
 def _with_filter(node: Node, name: str, data: np.ndarray) -> tuple[Node, dict[str, Tensor]]:

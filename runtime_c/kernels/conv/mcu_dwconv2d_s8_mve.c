@@ -1,5 +1,6 @@
-/* Helium (MVE) int8 depthwise convolution, any window, stride and dilation, channel multiplier 1: 4 channels per
- * vector in int32 lanes (VLDRB.S32 widens as it loads, VMLA accumulates), 4 output pixels per weight load. */
+/* Helium (MVE) int8 depthwise convolution, any window, stride and dilation, channel multiplier 1: 8 channels per
+ * vector (VLDRB.S16 widens as it loads; VMULLB/VMULLT into even and odd int32 lanes), 2 output pixels per weight
+ * load. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -7,13 +8,29 @@
 #include "mcu/mcu_opt.h"
 
 #if MCU_HAVE_MVE
-/* Requantize, offset, clamp and store the channels of predicate pr. */
-MCU_INLINE void out4(int32x4_t acc, int32x4_t m, int32x4_t sh, int down, const mcu_conv2d_params_t *p,
+typedef struct {
+    int32x4_t e, o; /* channels 0, 2, 4, 6 and 1, 3, 5, 7 of a group */
+} acc8_t;
+
+MCU_INLINE void mac8(acc8_t *a, int16x8_t x, int16x8_t w)
+{
+    a->e = vaddq_s32(a->e, vmullbq_int_s16(x, w));
+    a->o = vaddq_s32(a->o, vmulltq_int_s16(x, w));
+}
+
+/* Requantize (lane-ordered params at q + 0, + 4), offset, clamp, interleave back and store the channels of pr. */
+MCU_INLINE void out8(acc8_t a, const int32_t *m, const int32_t *sh, int down, const mcu_conv2d_params_t *p,
                      mve_pred16_t pr, int8_t *out)
 {
-    int32x4_t y = down ? vrshlq_s32(vqdmulhq_s32(acc, m), sh) : mcu_mve_requantize(acc, m, sh);
-    y = vminq_s32(vmaxq_s32(vaddq_n_s32(y, p->output_offset), vdupq_n_s32(p->act_min)), vdupq_n_s32(p->act_max));
-    vstrbq_p_s32(out, y, pr);
+    const int32x4_t me = vldrwq_s32(m), mo = vldrwq_s32(m + 4), se = vldrwq_s32(sh), so = vldrwq_s32(sh + 4);
+    int32x4_t ye = down ? vrshlq_s32(vqdmulhq_s32(a.e, me), se) : mcu_mve_requantize(a.e, me, se);
+    int32x4_t yo = down ? vrshlq_s32(vqdmulhq_s32(a.o, mo), so) : mcu_mve_requantize(a.o, mo, so);
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+    ye = vminq_s32(vmaxq_s32(vaddq_n_s32(ye, p->output_offset), lo), hi);
+    yo = vminq_s32(vmaxq_s32(vaddq_n_s32(yo, p->output_offset), lo), hi);
+    int16x8_t y = vdupq_n_s16(0);
+    y = vmovntq_s32(vmovnbq_s32(y, ye), yo);
+    vstrbq_p_s16(out, y, pr);
 }
 #endif
 
@@ -31,11 +48,12 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
         return MCU_ERR_SHAPE;
     }
     const int32_t c = p->input.c, in_h = p->input.h, in_w = p->input.w, kh = p->filter.h, kw = p->filter.w;
-    if (mcu_quant_check(quant, c) != MCU_OK) {
+    if (mcu_quant_check(quant, (c + 7) & ~7) != MCU_OK) { /* lane order permutes channels, not values */
         return MCU_ERR_ARG;
     }
+    const int32_t c8 = (c + 7) & ~7, taps = kh * kw;
     int down = 1; /* every shift < 0: VQDMULH then a rounding shift is mcu_requantize exactly */
-    for (int32_t ch = 0; ch < c; ++ch) {
+    for (int32_t ch = 0; ch < c8; ++ch) {
         down = down && quant->shift[ch] < 0;
     }
     int8_t *pad = scratch; /* C bytes: a padded tap reads the zero point (the bias is folded) */
@@ -54,34 +72,28 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
         for (int32_t y = 0; y < p->output.h; ++y, out_row += out_w * c) {
             const int32_t base_y = y * p->stride_h - p->pad_top;
             int32_t x = x0;
-            for (; x + 4 <= x1; x += 4) { /* 4 inside pixels: each weight vector meets 4 input vectors */
+            for (; x + 2 <= x1; x += 2) { /* 2 inside pixels: each weight vector meets 2 input vectors */
                 const int32_t base_x = x * p->stride_w - p->pad_left;
                 int8_t *out = out_row + x * c;
-                for (int32_t ch = 0; ch < c; ch += 4) {
-                    const mve_pred16_t pr = vctp32q((uint32_t)(c - ch));
-                    int32x4_t a0 = vldrwq_z_s32(bias + ch, pr), a1 = a0, a2 = a0, a3 = a0;
-                    const int8_t *w = filter + ch;
+                for (int32_t ch = 0; ch < c; ch += 8) {
+                    const mve_pred16_t pr = vctp16q((uint32_t)(c - ch));
+                    const int32x4_t be = vldrwq_s32(bias + ch), bo = vldrwq_s32(bias + ch + 4);
+                    acc8_t a0 = {be, bo}, a1 = {be, bo};
+                    const int8_t *w = filter + ch * taps;
                     for (int32_t ky = 0; ky < kh; ++ky) {
                         const int32_t iy = base_y + ky * dh;
                         const int row_ok = iy >= 0 && iy < in_h;
-                        const int32_t step = row_ok ? cs : 0, pstep = row_ok ? ps : 0;
+                        const int32_t step = row_ok ? cs : 0;
                         const int8_t *r0 = row_ok ? in_n + (iy * in_w + base_x) * c + ch : pad + ch;
-                        const int8_t *r1 = r0 + pstep, *r2 = r1 + pstep, *r3 = r2 + pstep;
-                        for (int32_t kx = 0; kx < kw; ++kx, w += c) {
-                            const int32x4_t wv = vldrbq_z_s32(w, pr);
-                            a0 = vmlaq_s32(a0, vldrbq_z_s32(r0, pr), wv);
-                            a1 = vmlaq_s32(a1, vldrbq_z_s32(r1, pr), wv);
-                            a2 = vmlaq_s32(a2, vldrbq_z_s32(r2, pr), wv);
-                            a3 = vmlaq_s32(a3, vldrbq_z_s32(r3, pr), wv);
-                            r0 += step, r1 += step, r2 += step, r3 += step;
+                        const int8_t *r1 = r0 + (row_ok ? ps : 0);
+                        for (int32_t kx = 0; kx < kw; ++kx, w += 8, r0 += step, r1 += step) {
+                            const int16x8_t wv = vldrbq_s16(w);
+                            mac8(&a0, vldrbq_z_s16(r0, pr), wv);
+                            mac8(&a1, vldrbq_z_s16(r1, pr), wv);
                         }
                     }
-                    const int32x4_t m = vldrwq_z_s32(quant->multiplier + ch, pr);
-                    const int32x4_t sh = vldrwq_z_s32(quant->shift + ch, pr);
-                    out4(a0, m, sh, down, p, pr, out + ch);
-                    out4(a1, m, sh, down, p, pr, out + c + ch);
-                    out4(a2, m, sh, down, p, pr, out + 2 * c + ch);
-                    out4(a3, m, sh, down, p, pr, out + 3 * c + ch);
+                    out8(a0, quant->multiplier + ch, quant->shift + ch, down, p, pr, out + ch);
+                    out8(a1, quant->multiplier + ch, quant->shift + ch, down, p, pr, out + c + ch);
                 }
             }
             for (int32_t xi = 0; xi < out_w; ++xi) { /* the rest one at a time, padded taps reading pad */
@@ -89,21 +101,20 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
                     continue;
                 }
                 const int32_t base_x = xi * p->stride_w - p->pad_left;
-                for (int32_t ch = 0; ch < c; ch += 4) {
-                    const mve_pred16_t pr = vctp32q((uint32_t)(c - ch));
-                    int32x4_t a = vldrwq_z_s32(bias + ch, pr);
-                    const int8_t *w = filter + ch;
+                for (int32_t ch = 0; ch < c; ch += 8) {
+                    const mve_pred16_t pr = vctp16q((uint32_t)(c - ch));
+                    acc8_t a = {vldrwq_s32(bias + ch), vldrwq_s32(bias + ch + 4)};
+                    const int8_t *w = filter + ch * taps;
                     for (int32_t ky = 0; ky < kh; ++ky) {
                         const int32_t iy = base_y + ky * dh;
                         const int row_ok = iy >= 0 && iy < in_h;
-                        for (int32_t kx = 0; kx < kw; ++kx, w += c) {
+                        for (int32_t kx = 0; kx < kw; ++kx, w += 8) {
                             const int32_t ix = base_x + kx * dw;
                             const int8_t *src = row_ok && ix >= 0 && ix < in_w ? in_n + (iy * in_w + ix) * c : pad;
-                            a = vmlaq_s32(a, vldrbq_z_s32(src + ch, pr), vldrbq_z_s32(w, pr));
+                            mac8(&a, vldrbq_z_s16(src + ch, pr), vldrbq_s16(w));
                         }
                     }
-                    out4(a, vldrwq_z_s32(quant->multiplier + ch, pr), vldrwq_z_s32(quant->shift + ch, pr), down,
-                         p, pr, out_row + xi * c + ch);
+                    out8(a, quant->multiplier + ch, quant->shift + ch, down, p, pr, out_row + xi * c + ch);
                 }
             }
         }
