@@ -1,6 +1,6 @@
 """Depthwise convolution speed on QEMU: MACs per instruction of the portable mcu_dwconv2d_s8, the 3x3 variants and
 the any-window variants (mcu_dwconv2d_s8_dsp on the M4, mcu_dwconv2d_s8_mve on the M55), per window, stride and
-channel count, on a 24x24 'same'-padded input.
+channel count, on a 24x24 input, 'same'-padded (or 'valid': --valid).
 
     python scripts/dw_bench.py [--size 24] [--channels 8,16,64] [--boards mps2-an386,mps3-an547]
 Prints a Markdown table. One profiling firmware (-DMCU_PROFILE: SysTick around every call, mcu/tools/profile.py)
@@ -33,9 +33,10 @@ GEOMETRIES = [(k, s) for k in (3, 5, 7) for s in (1, 2)]
 _LINE = re.compile(r"^MCU_PROFILE op=(\d+) ticks=(\d+)\s*$", re.MULTILINE)
 
 
-def dw_node(name: str, tensors: dict, x: str, size: int, c: int, k: int, s: int, rng) -> Node:
-    """A 'same'-padded k x k depthwise call of the portable kernel on x, its constants and output in tensors."""
-    pad = k // 2
+def dw_node(name: str, tensors: dict, x: str, size: int, c: int, k: int, s: int, rng, padded: bool = True) -> Node:
+    """A k x k depthwise call of the portable kernel on x ('same'-padded, or 'valid'), its constants and output
+    in tensors."""
+    pad = k // 2 if padded else 0
     out = (size + 2 * pad - k) // s + 1
     tensors[f"{name}_w"] = Tensor(f"{name}_w", (1, k, k, c), "int8", data=rng.integers(-127, 128, (1, k, k, c),
                                                                                          dtype=np.int8))
@@ -51,7 +52,7 @@ def dw_node(name: str, tensors: dict, x: str, size: int, c: int, k: int, s: int,
                 call=Call("mcu_dwconv2d_s8", params, (f"{name}_m", f"{name}_s")))
 
 
-def firmware_graph(board: str, kernels: str, size: int, c: int) -> tuple[Graph, list[str]]:
+def firmware_graph(board: str, kernels: str, size: int, c: int, padded: bool = True) -> tuple[Graph, list[str]]:
     """Every geometry on one input, as the portable kernel ("portable") or the variants ("variants": the 3x3 one
     and the any-window one on each 3x3 geometry, the any-window one elsewhere); the kernel label of each call."""
     rng = np.random.default_rng(c)
@@ -60,7 +61,7 @@ def firmware_graph(board: str, kernels: str, size: int, c: int) -> tuple[Graph, 
     for k, s in GEOMETRIES:
         picks = ["mcu_dwconv2d_s8"] if kernels == "portable" else ([OLD3[board]] if k == 3 else []) + [NEW[board]]
         for kernel in picks:
-            node = dw_node(f"n{len(nodes)}", tensors, "x", size, c, k, s, rng)
+            node = dw_node(f"n{len(nodes)}", tensors, "x", size, c, k, s, rng, padded)
             if kernel != "mcu_dwconv2d_s8":
                 node = as_variant(node, KERNELS[kernel], tensors)
             nodes.append(node)
@@ -89,6 +90,7 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=24)
     ap.add_argument("--channels", default="8,16,64")
     ap.add_argument("--boards", default="mps2-an386,mps3-an547")
+    ap.add_argument("--valid", action="store_true", help="no padding (every window inside the input)")
     args = ap.parse_args(argv)
     boards, channels = args.boards.split(","), [int(c) for c in args.channels.split(",")]
     results: dict[tuple, float] = {}  # (board, kernel, k, s, c) -> MAC/instruction
@@ -96,7 +98,7 @@ def main(argv=None) -> int:
         for board in boards:
             for c in channels:
                 for kernels in ("portable", "variants"):
-                    graph, labels = firmware_graph(board, kernels, args.size, c)
+                    graph, labels = firmware_graph(board, kernels, args.size, c, not args.valid)
                     out_dir = Path(tmp) / f"{board}-{kernels}-{c}"
                     out_dir.mkdir()
                     counts = instructions_per_call(graph, board, out_dir)

@@ -32,6 +32,76 @@ MCU_INLINE void out8(acc8_t a, const int32_t *m, const int32_t *sh, int down, co
     y = vmovntq_s32(vmovnbq_s32(y, ye), yo);
     vstrbq_p_s16(out, y, pr);
 }
+
+/* One row of taps of 2 pixels ps bytes apart: n taps from x, step bytes apart (step 0, ps 0: a padded row reading
+ * the zero point), weights from w; a0, a1 += products. tail: the last, partial group (loads predicated by pr). */
+MCU_INLINE void pair_row(const int8_t *x, int32_t ps, int32_t step, int32_t n, const int8_t *w, mve_pred16_t pr,
+                         const int tail, acc8_t *a0, acc8_t *a1)
+{
+    const int8_t *x1 = x + ps;
+    for (int32_t t = 0; t < n; ++t, w += 8, x += step, x1 += step) {
+        const int16x8_t wv = vldrbq_s16(w);
+        mac8(a0, tail ? vldrbq_z_s16(x, pr) : vldrbq_s16(x), wv);
+        mac8(a1, tail ? vldrbq_z_s16(x1, pr) : vldrbq_s16(x1), wv);
+    }
+}
+
+/* One row of taps of one pixel (as pair_row). */
+MCU_INLINE void one_row(const int8_t *x, int32_t step, int32_t n, const int8_t *w, mve_pred16_t pr, const int tail,
+                        acc8_t *a)
+{
+    for (int32_t t = 0; t < n; ++t, w += 8, x += step) {
+        mac8(a, tail ? vldrbq_z_s16(x, pr) : vldrbq_s16(x), vldrbq_s16(w));
+    }
+}
+
+/* Where the window rows of output row base_y start (NULL in the padding). */
+typedef struct {
+    const mcu_conv2d_params_t *p;
+    const int8_t *in_n, *pad;
+    int32_t base_y;
+} rows_t;
+
+MCU_INLINE const int8_t *row_of(const rows_t *r, int32_t ky)
+{
+    const int32_t iy = r->base_y + ky * r->p->dilation_h;
+    return iy >= 0 && iy < r->p->input.h ? r->in_n + iy * r->p->input.w * r->p->input.c : NULL;
+}
+
+/* A pair of pixels whose columns lie inside the input, one group (channels ch..ch+7) from weights w. */
+MCU_INLINE void pair_group(const rows_t *r, int32_t base_x, int32_t ch, const int8_t *w, mve_pred16_t pr,
+                           const int tail, acc8_t *a0, acc8_t *a1)
+{
+    const mcu_conv2d_params_t *p = r->p;
+    const int32_t c = p->input.c, kw = p->filter.w, cs = p->dilation_w * c, ps = p->stride_w * c;
+    for (int32_t ky = 0; ky < p->filter.h; ++ky, w += 8 * kw) {
+        const int8_t *row = row_of(r, ky);
+        if (row != NULL) {
+            pair_row(row + base_x * c + ch, ps, cs, kw, w, pr, tail, a0, a1);
+        } else {
+            pair_row(r->pad + ch, 0, 0, kw, w, pr, tail, a0, a1);
+        }
+    }
+}
+
+/* One pixel, any window position: each row in up to three runs, padding, inside, padding. */
+MCU_INLINE void one_group(const rows_t *r, int32_t base_x, int32_t kx0, int32_t kx1, int32_t ch, const int8_t *w,
+                          mve_pred16_t pr, const int tail, acc8_t *a)
+{
+    const mcu_conv2d_params_t *p = r->p;
+    const int32_t c = p->input.c, kw = p->filter.w, dw = p->dilation_w;
+    const int8_t *pad = r->pad + ch;
+    for (int32_t ky = 0; ky < p->filter.h; ++ky, w += 8 * kw) {
+        const int8_t *row = row_of(r, ky);
+        if (row == NULL || kx1 <= kx0) {
+            one_row(pad, 0, kw, w, pr, tail, a);
+            continue;
+        }
+        one_row(pad, 0, kx0, w, pr, tail, a);
+        one_row(row + (base_x + kx0 * dw) * c + ch, dw * c, kx1 - kx0, w + 8 * kx0, pr, tail, a);
+        one_row(pad, 0, kw - kx1, w + 8 * kx1, pr, tail, a);
+    }
+}
 #endif
 
 mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
@@ -58,7 +128,7 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
     }
     int8_t *pad = scratch; /* C bytes: a padded tap reads the zero point (the bias is folded) */
     mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
-    const int32_t dh = p->dilation_h, dw = p->dilation_w, cs = dw * c, ps = p->stride_w * c, out_w = p->output.w;
+    const int32_t dw = p->dilation_w, out_w = p->output.w;
     /* the output columns whose windows lie inside the input's width: [x0, x1) */
     int32_t x0 = (p->pad_left + p->stride_w - 1) / p->stride_w, x1 = 0;
     if (in_w - 1 - (kw - 1) * dw + p->pad_left >= 0) {
@@ -68,51 +138,40 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
     x0 = x0 < x1 ? x0 : x1;
     int8_t *out_row = output;
     for (int32_t n = 0; n < p->output.n; ++n) {
-        const int8_t *in_n = input + n * in_h * in_w * c;
+        rows_t r = {p, input + n * in_h * in_w * c, pad, 0};
         for (int32_t y = 0; y < p->output.h; ++y, out_row += out_w * c) {
-            const int32_t base_y = y * p->stride_h - p->pad_top;
+            r.base_y = y * p->stride_h - p->pad_top;
             int32_t x = x0;
-            for (; x + 2 <= x1; x += 2) { /* 2 inside pixels: each weight vector meets 2 input vectors */
+            for (; x + 2 <= x1; x += 2) { /* pairs of pixels inside the width: each weight vector meets 2 inputs */
                 const int32_t base_x = x * p->stride_w - p->pad_left;
                 int8_t *out = out_row + x * c;
                 for (int32_t ch = 0; ch < c; ch += 8) {
                     const mve_pred16_t pr = vctp16q((uint32_t)(c - ch));
                     const int32x4_t be = vldrwq_s32(bias + ch), bo = vldrwq_s32(bias + ch + 4);
                     acc8_t a0 = {be, bo}, a1 = {be, bo};
-                    const int8_t *w = filter + ch * taps;
-                    for (int32_t ky = 0; ky < kh; ++ky) {
-                        const int32_t iy = base_y + ky * dh;
-                        const int row_ok = iy >= 0 && iy < in_h;
-                        const int32_t step = row_ok ? cs : 0;
-                        const int8_t *r0 = row_ok ? in_n + (iy * in_w + base_x) * c + ch : pad + ch;
-                        const int8_t *r1 = r0 + (row_ok ? ps : 0);
-                        for (int32_t kx = 0; kx < kw; ++kx, w += 8, r0 += step, r1 += step) {
-                            const int16x8_t wv = vldrbq_s16(w);
-                            mac8(&a0, vldrbq_z_s16(r0, pr), wv);
-                            mac8(&a1, vldrbq_z_s16(r1, pr), wv);
-                        }
+                    if (ch + 8 <= c) {
+                        pair_group(&r, base_x, ch, filter + ch * taps, pr, 0, &a0, &a1);
+                    } else {
+                        pair_group(&r, base_x, ch, filter + ch * taps, pr, 1, &a0, &a1);
                     }
                     out8(a0, quant->multiplier + ch, quant->shift + ch, down, p, pr, out + ch);
                     out8(a1, quant->multiplier + ch, quant->shift + ch, down, p, pr, out + c + ch);
                 }
             }
-            for (int32_t xi = 0; xi < out_w; ++xi) { /* the rest one at a time, padded taps reading pad */
+            for (int32_t xi = 0; xi < out_w; ++xi) { /* the rest one at a time */
                 if (xi >= x0 && xi < x) {
                     continue;
                 }
                 const int32_t base_x = xi * p->stride_w - p->pad_left;
+                int32_t kx0, kx1;
+                mcu_tap_range(base_x, dw, kw, in_w, &kx0, &kx1);
                 for (int32_t ch = 0; ch < c; ch += 8) {
                     const mve_pred16_t pr = vctp16q((uint32_t)(c - ch));
                     acc8_t a = {vldrwq_s32(bias + ch), vldrwq_s32(bias + ch + 4)};
-                    const int8_t *w = filter + ch * taps;
-                    for (int32_t ky = 0; ky < kh; ++ky) {
-                        const int32_t iy = base_y + ky * dh;
-                        const int row_ok = iy >= 0 && iy < in_h;
-                        for (int32_t kx = 0; kx < kw; ++kx, w += 8) {
-                            const int32_t ix = base_x + kx * dw;
-                            const int8_t *src = row_ok && ix >= 0 && ix < in_w ? in_n + (iy * in_w + ix) * c : pad;
-                            mac8(&a, vldrbq_z_s16(src + ch, pr), vldrbq_s16(w));
-                        }
+                    if (ch + 8 <= c) {
+                        one_group(&r, base_x, kx0, kx1, ch, filter + ch * taps, pr, 0, &a);
+                    } else {
+                        one_group(&r, base_x, kx0, kx1, ch, filter + ch * taps, pr, 1, &a);
                     }
                     out8(a, quant->multiplier + ch, quant->shift + ch, down, p, pr, out_row + xi * c + ch);
                 }
