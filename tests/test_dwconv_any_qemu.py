@@ -23,7 +23,11 @@ from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.reference import run_reference
 from mcu.codegen.target import Target
 from mcu.codegen.twins import conv
-from test_kernel_variants_qemu import GraphBuilder, assert_equal_int, run_on_board
+from mcu.build.firmware import build_firmware
+from mcu.codegen.emit import emit
+from mcu.codegen.memory import plan_graph
+from mcu.qemu.runner import run_firmware
+from test_kernel_variants_qemu import GraphBuilder, assert_equal_int, chained, placed_at_the_gap, run_on_board
 from test_kernels_host import (conv_params, prepared_variant_args, rand_act, rand_bias, rand_int8, rand_offsets,
                                rand_quant)
 
@@ -70,6 +74,46 @@ def test_any_window_depthwise_equals_portable_twin_on_device(board, without_3x3_
     for node, a, e in zip(graph.nodes, actual, expected):
         assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, filter {node.call.params['filter']}, stride "
                                f"{node.call.params['stride_h']}, dilation {node.call.params['dilation_h']})")
+
+
+def overlap_cases(seed: int) -> GraphBuilder:
+    """'same' windows at stride 1 (the in-place geometry: Helium runs there in place, through its ring of rows),
+    strided and dilated ones; channel tails; fast mode and a narrow clamp."""
+    g = GraphBuilder(seed)
+    g.conv(1, 9, 11, 8, 8, kernel=(5, 5), pad=(2, 2), depthwise=True, extreme="full", family="dw")
+    g.conv(1, 8, 9, 13, 13, kernel=(7, 7), pad=(3, 3), depthwise=True, extreme=True, family="dw")
+    g.conv(1, 10, 9, 16, 16, kernel=(3, 3), pad=(2, 2), dil=(2, 2), depthwise=True, family="dw")
+    g.conv(1, 11, 12, 24, 24, kernel=(5, 5), stride=(2, 2), pad=(2, 2), depthwise=True, extreme="full", family="dw")
+    g.conv(1, 9, 9, 8, 8, kernel=(3, 3), pad=(1, 1), depthwise=True, family="dw")
+    return g
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", sorted(VARIANT))
+def test_any_window_depthwise_overlapping_its_input_on_device(board, without_3x3_variants, tmp_path):
+    """The output starting its derived gap below its dying input (gap 0: in place, or 16 bytes above, for the
+    Helium one on the in-place geometry) gives the portable twin's result."""
+    graph = verify(select_kernels(chained(overlap_cases(seed=3).graph()), Target.of_board(load_board(board))))
+    assert {n.call.kernel for n in graph.nodes} - {"mcu_maxpool2d_s8"} == {VARIANT[board]}
+    graph, mem = plan_graph(graph)
+    mem, gaps = placed_at_the_gap(graph, mem)
+    assert (sum(g == 0 for g in gaps.values()) == 4) == (board == "mps3-an547")  # the stride-1 "same" ones
+    rng = np.random.default_rng(11)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    expected = run_reference(graph, inputs)
+    texts, manifest = emit(graph, mem, board=board)
+    for name, text in {**texts, "manifest.json": manifest.to_json()}.items():
+        (tmp_path / name).write_text(text)
+    res = run_firmware(build_firmware(board, tmp_path, tmp_path / "build"), load_board(board),
+                       b"".join(x.tobytes() for x in inputs), timeout=60)
+    assert res.status == 0
+    pos = 0
+    for name, e in zip(graph.outputs, expected):
+        n = graph.tensors[name].nbytes
+        node = graph.producer(graph.producer(name).inputs[0])
+        assert_equal_int(np.frombuffer(res.output_bytes[pos:pos + n], np.int8).reshape(e.shape), e,
+                         f"{node.call.kernel} ({node.name}, gap {gaps[node.name]}) on {board}")
+        pos += n
 
 
 def test_new_variants_take_windows_the_3x3_ones_do_not():

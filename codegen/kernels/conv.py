@@ -67,7 +67,7 @@ SPECS = [
             dwconv2d_3x3_s8_fast_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
     # any window (5x5, 7x7, ...): after the 3x3 ones; output rows in order, each read before the next is written
     variant("mcu_dwconv2d_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw, prepare_dwk_mve,
-            dwconv2d_s8_mve_scratch_bytes, raster=True, raster_block="row"),
+            dwconv2d_s8_mve_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw, prepare_dwk_dsp,
             dwconv2d_s8_dsp_scratch_bytes, raster=True, raster_block="row"),
     # optimize="memory": in place over a dying input, on the geometry `overwrites` accepts

@@ -655,8 +655,9 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *  - dwconv2d_3x3_s8_dsp, dwconv2d_3x3_s8_fast, dwconv2d_3x3_s8_mve: C bytes of the input zero point, which
  *    padded taps read; on the in-place geometry (mcu_dw3x3_inplace_fits) then a ring of pad_top + 1 output
  *    rows.
- *  - dwconv2d_s8_dsp, dwconv2d_s8_mve: the input zero point, which padded taps read: C rounded up to 4 bytes
- *    (dsp: read a word at a time), C bytes (mve: predicated loads).
+ *  - dwconv2d_s8_dsp: C rounded up to 4 bytes of the input zero point, which padded taps read a word at a time.
+ *  - dwconv2d_s8_mve: as the 3x3 variants (mcu_dw3x3_scratch_bytes): C bytes of the zero point, then, on the
+ *    in-place geometry, the ring of pad_top + 1 output rows.
  *  - conv2d_s8_mve: a table of 3 row pointers (4 bytes each) per window row, then 3 gathered windows (the
  *    block's pixels). KW * C_in a multiple of 16: KH rows of KW * C_in bytes (pixels inside the input are read
  *    in place), then one row of KW * C_in zero points (for rows in the vertical padding); else ("compact") a
@@ -753,7 +754,7 @@ static inline int32_t mcu_dwconv2d_s8_dsp_scratch_bytes(const mcu_conv2d_params_
 
 static inline int32_t mcu_dwconv2d_s8_mve_scratch_bytes(const mcu_conv2d_params_t *params)
 {
-    return params->input.c;
+    return mcu_dw3x3_scratch_bytes(params);
 }
 
 /* Conv, 1x1 filter, no padding: fold (fast, mve), records and c4 (fast), stream (dsp), packed filter. */
@@ -806,7 +807,8 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
                                      int8_t *scratch, int8_t *output);
 
 /* Depthwise, any window (KH x KW), stride, padding and dilation, channel multiplier 1, any channel count; the
- * codegen picks them where no 3x3 variant applies. Output rows in order, contiguous output, not in place.
+ * codegen picks them where no 3x3 variant applies. Output rows in order, contiguous output; mve also runs in place
+ * as the 3x3 variants do (its rows through the ring), dsp does not.
  *   dsp: stream per 4 channels (C rounded up to 4, zero channels; packing.pack_dw_wide_stream): folded biases
  *        b0..b3; per tap t = ky * KW + kx two words of int16 weights in SXTB16 order, (w_c0, w_c2) and
  *        (w_c1, w_c3); the 4 three-word records (MCU_DSP_DWK_GROUP_BYTES(KH * KW) = 64 + 8 KH KW bytes);

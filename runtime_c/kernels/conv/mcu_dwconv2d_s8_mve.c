@@ -136,10 +136,11 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
     }
     x1 = x1 < out_w ? x1 : out_w;
     x0 = x0 < x1 ? x0 : x1;
-    int8_t *out_row = output;
+    mcu_dw_rows_t rows = mcu_dw_rows_open(p, input, output, scratch + c); /* in place: a ring of rows */
     for (int32_t n = 0; n < p->output.n; ++n) {
         rows_t r = {p, input + n * in_h * in_w * c, pad, 0};
-        for (int32_t y = 0; y < p->output.h; ++y, out_row += out_w * c) {
+        for (int32_t y = 0; y < p->output.h; ++y, mcu_dw_rows_next(&rows)) {
+            int8_t *out_row = mcu_dw_rows_out(&rows);
             r.base_y = y * p->stride_h - p->pad_top;
             int32_t x = x0;
             for (; x + 2 <= x1; x += 2) { /* pairs of pixels inside the width: each weight vector meets 2 inputs */
@@ -178,6 +179,7 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
             }
         }
     }
+    mcu_dw_rows_close(&rows);
     return MCU_OK;
 #else
     (void)params, (void)quant, (void)input, (void)filter, (void)bias, (void)scratch, (void)output;
