@@ -4,7 +4,7 @@ variants. Constants for the variants: codegen/kernels/prepare.py; C: runtime_c/k
 from __future__ import annotations
 
 from mcu.codegen.kernels import GEMM2_DSP, GEMM_MVE, kernel, variant
-from mcu.codegen.kernels.geometry import INT4, is_1x1, is_dw, is_dw3x3, is_dw_s16, is_groups1
+from mcu.codegen.kernels.geometry import INT4, is_1x1, is_dw, is_dw3x3, is_dw_any_mve, is_dw_s16, is_groups1
 from mcu.codegen.kernels.prepare import (prepare_dsp_conv, prepare_dw_dsp, prepare_dw_fast, prepare_dw_mve,
                                          prepare_dwk_dsp, prepare_dwk_mve,
                                          prepare_fast, prepare_mve, prepare_s4, prepare_s16_conv_dsp,
@@ -59,15 +59,16 @@ SPECS = [
             conv2d_1x1_s8_fast_scratch_bytes, raster=True, **COPY_FIRST, **STRIDED),
     variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes,
             raster=True, raster_first=True, **STRIDED),
+    # depthwise: the any-window Helium one first (every window bar a strided 3x3, is_dw_any_mve), the 3x3 ones, then
+    # the any-window DSP one (output rows in order: pixel pairs, then the rest of the row)
+    variant("mcu_dwconv2d_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw_any_mve, prepare_dwk_mve,
+            dwconv2d_s8_mve_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3, prepare_dw_mve,
             dwconv2d_3x3_s8_mve_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp,
             dwconv2d_3x3_s8_dsp_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_fast", "conv", "mcu_dwconv2d_s8", (), is_dw3x3, prepare_dw_fast,
             dwconv2d_3x3_s8_fast_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
-    # any window (5x5, 7x7, ...): after the 3x3 ones; output rows in order, each read before the next is written
-    variant("mcu_dwconv2d_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw, prepare_dwk_mve,
-            dwconv2d_s8_mve_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw, prepare_dwk_dsp,
             dwconv2d_s8_dsp_scratch_bytes, raster=True, raster_block="row"),
     # optimize="memory": in place over a dying input, on the geometry `overwrites` accepts

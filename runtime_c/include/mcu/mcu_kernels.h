@@ -807,8 +807,10 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
                                      int8_t *scratch, int8_t *output);
 
 /* Depthwise, any window (KH x KW), stride, padding and dilation, channel multiplier 1, any channel count; the
- * codegen picks them where no 3x3 variant applies. Output rows in order, contiguous output; mve also runs in place
- * as the 3x3 variants do (its rows through the ring), dsp does not.
+ * codegen picks dsp where no 3x3 variant applies (mcu_dwconv2d_3x3_s8_dsp's assembly is faster on 3x3), mve also
+ * for a 3x3 window on the in-place geometry (geometry.is_dw_any_mve; faster than mcu_dwconv2d_3x3_s8_mve, which
+ * keeps the strided 3x3 ones: its raster gap is smaller). Output rows in order (a row's pixels in any order),
+ * contiguous output; mve also runs in place as the 3x3 variants do (its rows through their ring), dsp does not.
  *   dsp: stream per 4 channels (C rounded up to 4, zero channels; packing.pack_dw_wide_stream): folded biases
  *        b0..b3; per tap t = ky * KW + kx two words of int16 weights in SXTB16 order, (w_c0, w_c2) and
  *        (w_c1, w_c3); the 4 three-word records (MCU_DSP_DWK_GROUP_BYTES(KH * KW) = 64 + 8 KH KW bytes);
