@@ -19,6 +19,7 @@ import hostc
 from mcu.boards import load_board
 from mcu.codegen import kernels as registry
 from mcu.codegen.ir import verify
+from mcu.codegen.kernels.geometry import is_dw
 from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.reference import run_reference
 from mcu.codegen.target import Target
@@ -55,10 +56,13 @@ def dw_cases(seed: int) -> GraphBuilder:
 
 @pytest.fixture
 def without_3x3_variants(monkeypatch):
-    """The registry with the 3x3 depthwise variants declining every call, so the any-window ones run 3x3 too."""
+    """The registry with the 3x3 depthwise variants declining every call and the any-window Helium one taking all
+    (strided 3x3 too), so the any-window ones run every 3x3."""
     for name in ("mcu_dwconv2d_3x3_s8_mve", "mcu_dwconv2d_3x3_s8_dsp", "mcu_dwconv2d_3x3_s8_fast"):
         monkeypatch.setitem(registry.KERNELS, name,
                             dataclasses.replace(registry.KERNELS[name], applies=lambda p: False))
+    monkeypatch.setitem(registry.KERNELS, "mcu_dwconv2d_s8_mve",
+                        dataclasses.replace(registry.KERNELS["mcu_dwconv2d_s8_mve"], applies=is_dw))
 
 
 @pytest.mark.qemu

@@ -175,18 +175,20 @@ def pack_dw_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.nd
          _words(np.asarray(rec, np.int64).reshape(groups, 12))], axis=1)).reshape(-1)
 
 
-def pack_dw_wide_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
-    """The filter stream of the any-size DSP depthwise (mcu_dwconv2d_s8_dsp), from int8 taps [C, T], the folded
-    bias [C4] and 3-word records [3 * C4] (C4 = C rounded up to 4, zero channels): per group of 4 channels the 4
-    biases, per tap the weights widened to int16 in SXTB16 order, (w_c0, w_c2) then (w_c1, w_c3), then the 4
-    records. 4 * (16 + 2 T) bytes a group; as bytes (int8)."""
-    c4, t = round_up(taps.shape[0], 4), taps.shape[1]
+def pack_dw_pair_stream(taps: np.ndarray, kh: int, kw: int, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
+    """The filter stream of the any-window DSP depthwise (mcu_dwconv2d_s8_dsp), from int8 taps [C, KH * KW], the
+    folded bias [C4] and 3-word records [3 * C4] (C4 = C rounded up to 4, zero channels): per group of 4 channels
+    the 4 biases; per window row, per pair of taps (kx = 2j, 2j + 1; a zero weight past KW) one word per channel
+    c0..c3 holding the pair as int16 (w_2j low), for SMLAD with the input pair (x[2j], x[2j + 1]); then the 4
+    records. 4 * (16 + 4 KH ceil(KW / 2)) bytes a group; as bytes (int8)."""
+    c4, pairs = round_up(taps.shape[0], 4), -(-kw // 2)
     groups = c4 // 4
-    w = pad_rows(taps, c4).astype(np.int64).reshape(groups, 4, t).transpose(0, 2, 1)       # [group, tap, lane]
-    pairs = w[:, :, [0, 2, 1, 3]].reshape(groups, t, 2, 2)                                 # (c0, c2), (c1, c3)
-    words = (pairs[..., 0] & 0xFFFF) | ((pairs[..., 1] & 0xFFFF) << 16)
+    w = np.zeros((c4, kh, 2 * pairs), np.int64)
+    w[:taps.shape[0], :, :kw] = taps.reshape(-1, kh, kw)
+    w = w.reshape(groups, 4, kh, pairs, 2).transpose(0, 2, 3, 1, 4)                      # [group, ky, j, lane, 2]
+    words = (w[..., 0] & 0xFFFF) | ((w[..., 1] & 0xFFFF) << 16)
     return np.ascontiguousarray(np.concatenate(
-        [_words(np.asarray(bias, np.int64).reshape(groups, 4)), _words(words.reshape(groups, 2 * t)),
+        [_words(np.asarray(bias, np.int64).reshape(groups, 4)), _words(words.reshape(groups, -1)),
          _words(np.asarray(rec, np.int64).reshape(groups, 12))], axis=1)).reshape(-1)
 
 

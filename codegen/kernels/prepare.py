@@ -11,7 +11,7 @@ import numpy as np
 
 from mcu.codegen.ir import Node, Tensor
 from mcu.codegen.kernels.geometry import compact_window, dsp_wide, fast_wide, is_1x1
-from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_stream, pack_dw_wide_stream, pack_g2_stream, pack_groups_s8,
+from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_pair_stream, pack_dw_stream, pack_g2_stream, pack_groups_s8,
                                          pack_pairs_s32, pack_s4, pack_taps_s16, pad_rows, round_up, rq3_records,
                                          rq_records)
 
@@ -182,17 +182,17 @@ def prepare_dw_mve(node, tensors):
 
 
 def prepare_dwk_dsp(node, tensors):
-    """SIMD32 depthwise, any window: one filter stream (pack_dw_wide_stream) of folded biases, weights widened to
-    int16 in SXTB16 order and 3-word records per 4 channels (_streamed). Widened at compile time: each tap of 4
-    channels then costs one LDRD-able pair of words instead of LDR and two SXTB16 per pixel, for 2 * KH * KW
-    more flash bytes per channel than int8 (plus 12 bytes of records per channel, the portable quant's 8 not
-    stored)."""
+    """SIMD32 depthwise, any window: one filter stream (pack_dw_pair_stream) of folded biases, weights as int16 pairs
+    of neighbouring taps (for SMLAD; a zero weight pads an odd KW) and 3-word records per 4 channels (_streamed):
+    4 * KH * ceil(KW / 2) flash bytes per channel instead of KH * KW (a 5x5: 60 for 25), plus 12 bytes of records
+    (the portable quant's 8 not stored)."""
     taps = _dw_taps(node, tensors)
     p = node.call.params
     c4 = round_up(taps.shape[0], 4)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
     mult, shift = (tensors[q].data for q in node.call.quant)
-    stream = pack_dw_wide_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4))
+    stream = pack_dw_pair_stream(taps, p["filter"][1], p["filter"][2], pad_rows(bias, c4),
+                                 rq3_records(mult, shift, p["output_offset"], c4))
     return _streamed(node, stream)
 
 

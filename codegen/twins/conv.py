@@ -257,9 +257,10 @@ def dwconv2d_3x3_s8_dsp_scratch_bytes(p: dict) -> int:
 
 
 def dwconv2d_s8_dsp_scratch_bytes(p: dict) -> int:
-    """Twin of mcu_dwconv2d_s8_dsp_scratch_bytes: C rounded up to 4 bytes of the input zero point (padded taps
-    read it a word at a time)."""
-    return -(-p["input"][3] // 4) * 4
+    """Twin of mcu_dwconv2d_s8_dsp_scratch_bytes: the pair rows of one output row and one group of 4 channels, KH
+    rows of (out_w - 1) * stride_w + 2 * (ceil(KW / 2) - 1) * dilation_w + 1 columns, 16 bytes each."""
+    cols = (p["output"][2] - 1) * p["stride_w"] + 2 * (-(-p["filter"][2] // 2) - 1) * p["dilation_w"] + 1
+    return 16 * p["filter"][1] * cols
 
 
 def dwconv2d_3x3_s8_fast_scratch_bytes(p: dict) -> int:

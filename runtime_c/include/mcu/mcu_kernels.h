@@ -655,7 +655,9 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *  - dwconv2d_3x3_s8_dsp, dwconv2d_3x3_s8_fast, dwconv2d_3x3_s8_mve: C bytes of the input zero point, which
  *    padded taps read; on the in-place geometry (mcu_dw3x3_inplace_fits) then a ring of pad_top + 1 output
  *    rows.
- *  - dwconv2d_s8_dsp: C rounded up to 4 bytes of the input zero point, which padded taps read a word at a time.
+ *  - dwconv2d_s8_dsp: the pair rows of one output row and one group of 4 channels: KH rows of
+ *    mcu_dwk_pair_cols columns, 16 bytes each (per column j and channel the int16 pair (x[j], x[j + dilation_w]),
+ *    the zero point in the padding).
  *  - dwconv2d_s8_mve: as the 3x3 variants (mcu_dw3x3_scratch_bytes): C bytes of the zero point, then, on the
  *    in-place geometry, the ring of pad_top + 1 output rows.
  *  - conv2d_s8_mve: a table of 3 row pointers (4 bytes each) per window row, then 3 gathered windows (the
@@ -747,9 +749,15 @@ static inline int32_t mcu_dwconv2d_3x3_s8_mve_scratch_bytes(const mcu_conv2d_par
     return mcu_dw3x3_scratch_bytes(params);
 }
 
+/* The any-window DSP depthwise's pair rows: columns of one window row for a whole output row. */
+static inline int32_t mcu_dwk_pair_cols(const mcu_conv2d_params_t *params)
+{
+    return (params->output.w - 1) * params->stride_w + 2 * ((params->filter.w + 1) / 2 - 1) * params->dilation_w + 1;
+}
+
 static inline int32_t mcu_dwconv2d_s8_dsp_scratch_bytes(const mcu_conv2d_params_t *params)
 {
-    return (params->input.c + 3) & ~3;
+    return 16 * params->filter.h * mcu_dwk_pair_cols(params);
 }
 
 static inline int32_t mcu_dwconv2d_s8_mve_scratch_bytes(const mcu_conv2d_params_t *params)
@@ -811,10 +819,12 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
  * for a 3x3 window on the in-place geometry (geometry.is_dw_any_mve; faster than mcu_dwconv2d_3x3_s8_mve, which
  * keeps the strided 3x3 ones: its raster gap is smaller). Output rows in order (a row's pixels in any order),
  * contiguous output; mve also runs in place as the 3x3 variants do (its rows through their ring), dsp does not.
- *   dsp: stream per 4 channels (C rounded up to 4, zero channels; packing.pack_dw_wide_stream): folded biases
- *        b0..b3; per tap t = ky * KW + kx two words of int16 weights in SXTB16 order, (w_c0, w_c2) and
- *        (w_c1, w_c3); the 4 three-word records (MCU_DSP_DWK_GROUP_BYTES(KH * KW) = 64 + 8 KH KW bytes);
- *        bias NULL, quant unused. Per tap of 4 channels: LDR, two SXTB16, two weight words, four SMLAxy.
+ *   dsp: stream per 4 channels (C rounded up to 4, zero channels; packing.pack_dw_pair_stream): folded biases
+ *        b0..b3; per window row ky and pair of taps j (kx = 2j, 2j + 1, a zero weight past KW) one word per
+ *        channel c0..c3, the int16 pair (w_2j, w_2j+1); the 4 three-word records
+ *        (MCU_DSP_DWK_GROUP_BYTES(KH, KW) = 64 + 16 KH ceil(KW / 2) bytes); bias NULL, quant unused. Per output
+ *        row and group the KH input rows become int16 pairs of neighbouring taps in the scratch (padding: the zero
+ *        point), then per pixel and pair of taps of 4 channels: four SMLAD.
  *   mve: the int8 weights [KH * KW][C] as the portable filter ([1, KH, KW, C]), the folded bias [C], the portable
  *        multipliers and shifts. 4 channels per vector in int32 lanes (channel tails predicated); 4 output
  *        pixels whose windows lie inside the input's width share each weight load, other pixels one at a time. */

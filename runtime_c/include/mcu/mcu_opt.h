@@ -707,9 +707,9 @@ MCU_INLINE void mcu_dsp_expand2_9x3(const int8_t *a, const int8_t *b, int32_t rs
  * g->x (the word after its steps may be overwritten) and the stream w. (shared/mcu_gemm2_s8_dsp.c) */
 void mcu_dsp_g2_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride, int32_t c_out, const mcu_rq_mode_t *m);
 
-/* The any-window DSP depthwise's filter stream (packing.pack_dw_wide_stream): bytes per group of 4 channels for
- * t taps (4 biases, 2 widened weight words a tap, 4 3-word records). */
-#define MCU_DSP_DWK_GROUP_BYTES(t) (64 + 8 * (t))
+/* The any-window DSP depthwise's filter stream (packing.pack_dw_pair_stream): bytes per group of 4 channels of a
+ * kh x kw window (4 biases, 4 words per pair of taps of a row, 4 3-word records). */
+#define MCU_DSP_DWK_GROUP_BYTES(kh, kw) (64 + 16 * (kh) * (((kw) + 1) / 2))
 
 /* ---- DSP depthwise 3x3 (the _dsp depthwise variant) ---------------------------------------------------- */
 

@@ -1,111 +1,75 @@
-/* DSP (SIMD32) int8 depthwise convolution, any window, stride and dilation, channel multiplier 1: 4 channels per
- * word, weights widened at compile time (SMLABB/SMLATT), folded bias, 3-word records. */
+/* DSP (SIMD32) int8 depthwise convolution, any window, stride and dilation, channel multiplier 1: SMLAD on int16
+ * pairs of neighbouring taps, 4 channels at a time, folded bias, 3-word records.
+ *
+ *  - Per output row and group of 4 channels, each of the KH input rows becomes a row of pairs in the scratch: column
+ *    j holds, per channel, (x[j], x[j + dilation_w]) as int16 (SXTB16, PKHBT/PKHTB), the zero point where the
+ *    window leaves the input; so the padding costs nothing later.
+ *  - Per output pixel, each window row is ceil(KW / 2) pairs of taps: the 4 pair words at column 2 j * dilation_w
+ *    from the pixel's first, the 4 weight pair words, four SMLAD (an odd KW pairs its last tap with a zero weight).
+ *  - Rows of output in order, a row's pixels in order, so the output may slide under the input by a row's gap.
+ */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
 
-#if MCU_HAVE_DSP
-#define SMLABB(a, b, acc) __smlabb((int32_t)(a), (int32_t)(b), (acc))
-#define SMLATT(a, b, acc) __smlatt((int32_t)(a), (int32_t)(b), (acc))
-#else
-#define SMLABB(a, b, acc) ((int32_t)((uint32_t)(acc) + (uint32_t)(mcu_lo16(a) * mcu_lo16(b))))
-#define SMLATT(a, b, acc) ((int32_t)((uint32_t)(acc) + (uint32_t)(mcu_hi16(a) * mcu_hi16(b))))
-#endif
+/* (lo16(a), lo16(b)) and (hi16(a), hi16(b)). */
+#define PK_LO(a, b) (((a) & 0xFFFFu) | ((b) << 16))
+#define PK_HI(a, b) (((a) >> 16) | ((b) & 0xFFFF0000u))
 
-/* n >= 1 taps of one group, the first at x (then every step bytes), with their widened weights at w (2 words a
- * tap): acc (c0, c1, c2, c3) += products. Per tap: LDR, ADD, LDRD, two SXTB16, four SMLAxy (and the loop's
- * SUBS, BNE: GCC keeps neither the LDRD nor the rotation in SXTB16, so it is assembly on DSP cores). */
-MCU_INLINE void taps4(const int8_t *x, int32_t step, int32_t n, const uint32_t *w, int32_t acc[4])
+/* The 4 pair words of input words a (column j) and b (column j + dilation_w), channels c0..c3. */
+MCU_INLINE void pair4(uint32_t a, uint32_t b, uint32_t *t)
 {
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-#if MCU_DSP_ASM
-    uint32_t v, o, w0, w1;
-    __asm__ volatile("1:\n\t"
-                     "ldr %[v], [%[x]]\n\t"
-                     "add %[x], %[x], %[step]\n\t"
-                     "ldrd %[w0], %[w1], [%[w]], #8\n\t"
-                     "sxtb16 %[o], %[v], ror #8\n\t"
-                     "sxtb16 %[v], %[v]\n\t"
-                     "smlabb %[a0], %[v], %[w0], %[a0]\n\t"
-                     "smlatt %[a2], %[v], %[w0], %[a2]\n\t"
-                     "smlabb %[a1], %[o], %[w1], %[a1]\n\t"
-                     "smlatt %[a3], %[o], %[w1], %[a3]\n\t"
-                     "subs %[n], %[n], #1\n\t"
-                     "bne 1b\n\t"
-                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "+r"(x), [w] "+r"(w),
-                       [n] "+r"(n), [v] "=&r"(v), [o] "=&r"(o), [w0] "=&r"(w0), [w1] "=&r"(w1)
-                     : [step] "r"(step)
-                     : "cc", "memory");
-#else
-    for (int32_t t = 0; t < n; ++t, x += step, w += 2) {
-        const uint32_t v = mcu_read_u32(x);
-        const uint32_t e = mcu_sxtb16(v), o = mcu_sxtb16(mcu_ror8(v));
-        a0 = SMLABB(e, w[0], a0);
-        a2 = SMLATT(e, w[0], a2);
-        a1 = SMLABB(o, w[1], a1);
-        a3 = SMLATT(o, w[1], a3);
-    }
-#endif
-    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
+    const uint32_t ea = mcu_sxtb16(a), oa = mcu_sxtb16(mcu_ror8(a)), eb = mcu_sxtb16(b), ob = mcu_sxtb16(mcu_ror8(b));
+    t[0] = PK_LO(ea, eb);
+    t[1] = PK_LO(oa, ob);
+    t[2] = PK_HI(ea, eb);
+    t[3] = PK_HI(oa, ob);
 }
 
-#if MCU_DSP_ASM
-/* One tap: the word at [x] (then x += step, or the second of a pair at [x, step], then x += 2 step), the next two
- * weight words, four SMLAxy. */
-#define DWK_TAP(load, advance)                                                                             \
-    "ldr %[v], " load "\n\t" advance                                                                       \
-    "sxtb16 %[o], %[v], ror #8\n\t"                                                                        \
-    "sxtb16 %[v], %[v]\n\t"                                                                                \
-    "ldrd %[w0], %[w1], [%[w]], #8\n\t"                                                                    \
-    "smlabb %[a0], %[v], %[w0], %[a0]\n\t"                                                                 \
-    "smlatt %[a2], %[v], %[w0], %[a2]\n\t"                                                                 \
-    "smlabb %[a1], %[o], %[w1], %[a1]\n\t"                                                                 \
-    "smlatt %[a3], %[o], %[w1], %[a3]\n\t"
-#define DWK_ODD DWK_TAP("[%[x]]", "add %[x], %[x], %[step]\n\t")
-#define DWK_PAIRS                                                                                          \
-    "ldr %[n], %[pairs]\n\t"                                                                               \
-    "2:\n\t" DWK_TAP("[%[x]]", "") DWK_TAP("[%[x], %[step]]", "add %[x], %[x], %[step], lsl #1\n\t")          \
-    "subs %[n], %[n], #1\n\t"                                                                              \
-    "bne 2b\n\t"
-/* The whole window of one inside pixel, rows of kw taps (an odd one first, then pairs), row_skip bytes from a
- * row's end to the next row's start, until the weights reach w_end. Per pair of taps 18 instructions. */
-#define DWK_WINDOW(row)                                                                                    \
-    __asm__ volatile("1:\n\t" row                                                                          \
-                     "ldr %[n], %[row_skip]\n\t"                                                           \
-                     "add %[x], %[x], %[n]\n\t"                                                            \
-                     "ldr %[n], %[w_end]\n\t"                                                              \
-                     "cmp %[w], %[n]\n\t"                                                                  \
-                     "bne 1b\n\t"                                                                          \
-                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "+r"(x), [w] "+r"(w), \
-                       [n] "=&r"(n), [v] "=&r"(v), [o] "=&r"(o), [w0] "=&r"(w0), [w1] "=&r"(w1)            \
-                     : [step] "r"(step), [pairs] "m"(pairs), [row_skip] "m"(row_skip), [w_end] "m"(w_end)    \
-                     : "cc", "memory")
-#endif
-
-/* The kh x kw window at x (rows row_bytes apart, taps step apart), weights w (2 words a tap): acc += products. */
-static void window4(const int8_t *x, int32_t step, int32_t row_bytes, int32_t kh, int32_t kw, const uint32_t *w,
-                    int32_t acc[4])
+/* Channels [ch, ch + n) (n <= 4) of the input word at absolute column col of row (NULL: padding), or zp4. */
+MCU_INLINE uint32_t word_at(const int8_t *row, int32_t col, int32_t in_w, int32_t c, int32_t n, uint32_t zp4)
 {
-#if MCU_DSP_ASM
+    if (row == NULL || col < 0 || col >= in_w) {
+        return zp4;
+    }
+    return n == 4 ? mcu_read_u32(row + col * c) : mcu_read_tail(row + col * c, n);
+}
+
+/* One pair row: cols columns from absolute column col0 of row (NULL: a padded row), channels [ch, ch + n). */
+static void pair_row(const int8_t *row, int32_t col0, int32_t cols, int32_t dw, int32_t in_w, int32_t c,
+                     int32_t n, uint32_t zp4, uint32_t *t)
+{
+    int32_t j = 0;
+    if (row != NULL && n == 4) { /* both columns inside the input: [lo, hi) */
+        int32_t lo = -col0 > 0 ? -col0 : 0, hi = in_w - dw - col0;
+        hi = hi < cols ? hi : cols;
+        for (; j < lo && j < cols; ++j, t += 4) {
+            pair4(word_at(row, col0 + j, in_w, c, n, zp4), word_at(row, col0 + j + dw, in_w, c, n, zp4), t);
+        }
+        const int8_t *x = row + (col0 + j) * c;
+        for (; j < hi; ++j, t += 4, x += c) {
+            pair4(mcu_read_u32(x), mcu_read_u32(x + dw * c), t);
+        }
+    }
+    for (; j < cols; ++j, t += 4) {
+        pair4(word_at(row, col0 + j, in_w, c, n, zp4), word_at(row, col0 + j + dw, in_w, c, n, zp4), t);
+    }
+}
+
+/* One window row of one pixel: pairs pairs of taps from pair column t (then every step words), weights w (4 words
+ * a pair): acc += products. */
+MCU_INLINE void smlad_row(const uint32_t *t, int32_t step, int32_t pairs, const uint32_t *w, int32_t acc[4])
+{
     int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    const uint32_t *const w_end = w + 2 * kh * kw;
-    const int32_t pairs = kw / 2, row_skip = row_bytes - kw * step;
-    uint32_t v, o, w0, w1, n;
-    if (kw == 1) {
-        DWK_WINDOW(DWK_ODD);
-    } else if (kw & 1) {
-        DWK_WINDOW(DWK_ODD DWK_PAIRS);
-    } else {
-        DWK_WINDOW(DWK_PAIRS);
+    for (int32_t j = 0; j < pairs; ++j, t += step, w += 4) {
+        a0 = mcu_smlad(t[0], w[0], a0);
+        a1 = mcu_smlad(t[1], w[1], a1);
+        a2 = mcu_smlad(t[2], w[2], a2);
+        a3 = mcu_smlad(t[3], w[3], a3);
     }
     acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
-#else
-    for (int32_t ky = 0; ky < kh; ++ky, x += row_bytes, w += 2 * kw) {
-        taps4(x, step, kw, w, acc);
-    }
-#endif
 }
 
 mcu_status_t mcu_dwconv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
@@ -122,78 +86,44 @@ mcu_status_t mcu_dwconv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_pe
         return MCU_ERR_SHAPE;
     }
     const int32_t c = p->input.c, in_h = p->input.h, in_w = p->input.w, kh = p->filter.h, kw = p->filter.w;
-    const int32_t taps = kh * kw, group_bytes = MCU_DSP_DWK_GROUP_BYTES(taps), c4 = (c + 3) & ~3;
-    const int32_t dh = p->dilation_h, cs = p->dilation_w * c;
+    const int32_t pairs = (kw + 1) / 2, group_bytes = MCU_DSP_DWK_GROUP_BYTES(kh, kw);
+    const int32_t cols = mcu_dwk_pair_cols(p), out_w = p->output.w, sw = p->stride_w, dw = p->dilation_w;
     mcu_rq_mode_t mode = {p->act_min, p->act_max, p->output_offset, 1, 0};
     for (int32_t ch = 0; ch < c; ++ch) {
-        const int32_t *rec = (const int32_t *)(const void *)(filter + ch / 4 * group_bytes + 16 + 8 * taps) + 3 * (ch % 4);
+        const int32_t *rec = (const int32_t *)(const void *)(filter + ch / 4 * group_bytes + group_bytes - 48) +
+                             3 * (ch % 4);
         if (mcu_rq3_check(rec, 1) != MCU_OK) {
             return MCU_ERR_ARG;
         }
         mode.records_fast = mode.records_fast && rec[1] >= 0;
     }
     mode.fast = mode.records_fast && p->act_min == MCU_Q7_MIN && p->act_max == MCU_Q7_MAX;
-    int8_t *pad = scratch; /* C4 bytes: a padded tap reads the zero point (the bias is folded), a word at a time */
-    mcu_fill_s8(pad, (int8_t)(-p->input_offset), c4);
+    const uint32_t zp4 = 0x01010101u * (uint8_t)(int8_t)(-p->input_offset);
+    uint32_t *pair_rows = (uint32_t *)(void *)scratch; /* kh rows of cols columns of 4 words (aligned: arena) */
     int8_t *out = output;
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
-        for (int32_t y = 0; y < p->output.h; ++y) {
+        for (int32_t y = 0; y < p->output.h; ++y, out += out_w * c) {
             const int32_t base_y = y * p->stride_h - p->pad_top;
-            const int inside_y = base_y >= 0 && base_y + (kh - 1) * dh < in_h;
-            for (int32_t x = 0; x < p->output.w; ++x, out += c) {
-                const int32_t base_x = x * p->stride_w - p->pad_left;
-                const int inside_x = base_x >= 0 && base_x + (kw - 1) * p->dilation_w < in_w;
-                int32_t kx0, kx1; /* the window's columns inside the input */
-                mcu_tap_range(base_x, p->dilation_w, kw, in_w, &kx0, &kx1);
-                for (int32_t ch = 0; ch + 4 <= c; ch += 4) {
-                    const int8_t *g = filter + ch / 4 * group_bytes;
-                    const uint32_t *w = (const uint32_t *)(const void *)(g + 16);
+            for (int32_t ch = 0; ch < c; ch += 4) {
+                const int32_t lanes = c - ch < 4 ? c - ch : 4;
+                for (int32_t ky = 0; ky < kh; ++ky) {
+                    const int32_t iy = base_y + ky * p->dilation_h;
+                    const int8_t *row = iy >= 0 && iy < in_h ? in_n + iy * in_w * c + ch : NULL;
+                    pair_row(row, -p->pad_left, cols, dw, in_w, c, lanes, zp4, pair_rows + ky * cols * 4);
+                }
+                const int8_t *g = filter + ch / 4 * group_bytes;
+                const int32_t *rec = (const int32_t *)(const void *)(g + group_bytes - 48);
+                for (int32_t x = 0; x < out_w; ++x) {
                     int32_t acc[4];
                     memcpy(acc, g, sizeof acc);
-                    if (inside_x && inside_y) {
-                        window4(in_n + (base_y * in_w + base_x) * c + ch, cs, dh * in_w * c, kh, kw, w, acc);
-                    } else {
-                        for (int32_t ky = 0; ky < kh; ++ky, w += 2 * kw) {
-                            const int32_t iy = base_y + ky * dh;
-                            if (iy < 0 || iy >= in_h || kx1 <= kx0) {
-                                taps4(pad + ch, 0, kw, w, acc);
-                                continue;
-                            }
-                            if (kx0 > 0) { /* taps in the padding: left, inside, right */
-                                taps4(pad + ch, 0, kx0, w, acc);
-                            }
-                            taps4(in_n + (iy * in_w + base_x + kx0 * p->dilation_w) * c + ch, cs, kx1 - kx0,
-                                  w + 2 * kx0, acc);
-                            if (kx1 < kw) {
-                                taps4(pad + ch, 0, kw - kx1, w + 2 * kx1, acc);
-                            }
-                        }
+                    const uint32_t *w = (const uint32_t *)(const void *)(g + 16);
+                    for (int32_t ky = 0; ky < kh; ++ky, w += 4 * pairs) {
+                        smlad_row(pair_rows + (ky * cols + x * sw) * 4, 8 * dw, pairs, w, acc);
                     }
-                    const int32_t *rec = (const int32_t *)(const void *)(g + 16 + 8 * taps);
-                    out[ch] = mcu_rq3_out(acc[0], rec, &mode);
-                    out[ch + 1] = mcu_rq3_out(acc[1], rec + 3, &mode);
-                    out[ch + 2] = mcu_rq3_out(acc[2], rec + 6, &mode);
-                    out[ch + 3] = mcu_rq3_out(acc[3], rec + 9, &mode);
-                }
-                if (c & 3) { /* the last 1..3 channels, one byte at a time (word reads would pass the input's end) */
-                    const int32_t ch = c & ~3, rest = c - ch;
-                    const int8_t *g = filter + ch / 4 * group_bytes;
-                    const int16_t *w = (const int16_t *)(const void *)(g + 16);
-                    const int32_t *rec = (const int32_t *)(const void *)(g + 16 + 8 * taps);
-                    static const int8_t lane[4] = {0, 2, 1, 3}; /* channel j's halfword in a tap's two words */
-                    for (int32_t j = 0; j < rest; ++j) {
-                        uint32_t acc = (uint32_t)((const int32_t *)(const void *)g)[j];
-                        for (int32_t ky = 0; ky < kh; ++ky) {
-                            const int32_t iy = base_y + ky * dh;
-                            for (int32_t kx = 0; kx < kw; ++kx) {
-                                const int32_t ix = base_x + kx * p->dilation_w;
-                                const int inside = iy >= 0 && iy < in_h && ix >= 0 && ix < in_w;
-                                const int32_t v = inside ? in_n[(iy * in_w + ix) * c + ch + j] : pad[0];
-                                acc += (uint32_t)(v * w[4 * (ky * kw + kx) + lane[j]]);
-                            }
-                        }
-                        out[ch + j] = mcu_rq3_out((int32_t)acc, rec + 3 * j, &mode);
+                    int8_t *o = out + x * c + ch;
+                    for (int32_t j = 0; j < lanes; ++j) {
+                        o[j] = mcu_rq3_out(acc[j], rec + 3 * j, &mode);
                     }
                 }
             }
