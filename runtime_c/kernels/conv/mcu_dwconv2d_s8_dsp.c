@@ -49,26 +49,89 @@ static void pair_row(const int8_t *row, int32_t col0, int32_t cols, int32_t dw, 
             pair4(word_at(row, col0 + j, in_w, c, n, zp4), word_at(row, col0 + j + dw, in_w, c, n, zp4), t);
         }
         const int8_t *x = row + (col0 + j) * c;
+#if MCU_DSP_ASM
+        if (j < hi) { /* per column: two LDR, four SXTB16, four PKH, two STRD (and ADD, SUBS, BNE) */
+            int32_t left = hi - j;
+            uint32_t ea, oa, eb, ob, t2, t3;
+            j = hi;
+            __asm__ volatile("1:\n\t"
+                             "ldr %[ea], [%[x]]\n\t"
+                             "ldr %[eb], [%[x], %[dwc]]\n\t"
+                             "add %[x], %[x], %[c]\n\t"
+                             "sxtb16 %[oa], %[ea], ror #8\n\t"
+                             "sxtb16 %[ea], %[ea]\n\t"
+                             "sxtb16 %[ob], %[eb], ror #8\n\t"
+                             "sxtb16 %[eb], %[eb]\n\t"
+                             "pkhtb %[t2], %[eb], %[ea], asr #16\n\t"
+                             "pkhtb %[t3], %[ob], %[oa], asr #16\n\t"
+                             "pkhbt %[ea], %[ea], %[eb], lsl #16\n\t"
+                             "pkhbt %[oa], %[oa], %[ob], lsl #16\n\t"
+                             "strd %[t2], %[t3], [%[t], #8]\n\t"
+                             "strd %[ea], %[oa], [%[t]], #16\n\t"
+                             "subs %[left], %[left], #1\n\t"
+                             "bne 1b\n\t"
+                             : [x] "+r"(x), [t] "+r"(t), [left] "+r"(left), [ea] "=&r"(ea), [oa] "=&r"(oa), [eb] "=&r"(eb),
+                               [ob] "=&r"(ob), [t2] "=&r"(t2), [t3] "=&r"(t3)
+                             : [dwc] "r"(dw * c), [c] "r"(c)
+                             : "cc", "memory");
+        }
+#else
         for (; j < hi; ++j, t += 4, x += c) {
             pair4(mcu_read_u32(x), mcu_read_u32(x + dw * c), t);
         }
+#endif
     }
     for (; j < cols; ++j, t += 4) {
         pair4(word_at(row, col0 + j, in_w, c, n, zp4), word_at(row, col0 + j + dw, in_w, c, n, zp4), t);
     }
 }
 
-/* One window row of one pixel: pairs pairs of taps from pair column t (then every step words), weights w (4 words
- * a pair): acc += products. */
-MCU_INLINE void smlad_row(const uint32_t *t, int32_t step, int32_t pairs, const uint32_t *w, int32_t acc[4])
+/* The window of one pixel: kh rows of pairs pairs of taps, the first pair column at t, the next pair step bytes on,
+ * the next row row_skip bytes after a row's last pair; weights w (4 words a pair): acc += products. Per pair of
+ * taps of 4 channels: four LDRD, ADD, four SMLAD (and the loop's SUBS, BNE), in assembly on DSP cores: GCC's
+ * 17 (single LDRs, its counters) would double it. */
+static void smlad_window(const uint32_t *t, int32_t step, int32_t row_skip, int32_t kh, int32_t pairs,
+                         const uint32_t *w, int32_t acc[4])
 {
     int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    for (int32_t j = 0; j < pairs; ++j, t += step, w += 4) {
-        a0 = mcu_smlad(t[0], w[0], a0);
-        a1 = mcu_smlad(t[1], w[1], a1);
-        a2 = mcu_smlad(t[2], w[2], a2);
-        a3 = mcu_smlad(t[3], w[3], a3);
+#if MCU_DSP_ASM
+    uint32_t t0, t1, w0, w1, n;
+    int32_t rows = kh;
+    __asm__ volatile("1:\n\t"
+                     "ldr %[n], %[pairs]\n\t"
+                     "2:\n\t"
+                     "ldrd %[t0], %[t1], [%[t]]\n\t"
+                     "ldrd %[w0], %[w1], [%[w]], #8\n\t"
+                     "smlad %[a0], %[t0], %[w0], %[a0]\n\t"
+                     "smlad %[a1], %[t1], %[w1], %[a1]\n\t"
+                     "ldrd %[t0], %[t1], [%[t], #8]\n\t"
+                     "ldrd %[w0], %[w1], [%[w]], #8\n\t"
+                     "smlad %[a2], %[t0], %[w0], %[a2]\n\t"
+                     "smlad %[a3], %[t1], %[w1], %[a3]\n\t"
+                     "add %[t], %[t], %[step]\n\t"
+                     "subs %[n], %[n], #1\n\t"
+                     "bne 2b\n\t"
+                     "ldr %[n], %[row_skip]\n\t"
+                     "add %[t], %[t], %[n]\n\t"
+                     "ldr %[n], %[rows]\n\t"
+                     "subs %[n], %[n], #1\n\t"
+                     "str %[n], %[rows]\n\t"
+                     "bne 1b\n\t"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [t] "+r"(t), [w] "+r"(w),
+                       [n] "=&r"(n), [t0] "=&r"(t0), [t1] "=&r"(t1), [w0] "=&r"(w0), [w1] "=&r"(w1),
+                       [rows] "+m"(rows)
+                     : [step] "r"(step), [pairs] "m"(pairs), [row_skip] "m"(row_skip)
+                     : "cc", "memory");
+#else
+    for (int32_t ky = 0; ky < kh; ++ky, t = (const uint32_t *)(const void *)((const int8_t *)t + row_skip)) {
+        for (int32_t j = 0; j < pairs; ++j, t = (const uint32_t *)(const void *)((const int8_t *)t + step), w += 4) {
+            a0 = mcu_smlad(t[0], w[0], a0);
+            a1 = mcu_smlad(t[1], w[1], a1);
+            a2 = mcu_smlad(t[2], w[2], a2);
+            a3 = mcu_smlad(t[3], w[3], a3);
+        }
     }
+#endif
     acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
 }
 
@@ -117,10 +180,8 @@ mcu_status_t mcu_dwconv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_pe
                 for (int32_t x = 0; x < out_w; ++x) {
                     int32_t acc[4];
                     memcpy(acc, g, sizeof acc);
-                    const uint32_t *w = (const uint32_t *)(const void *)(g + 16);
-                    for (int32_t ky = 0; ky < kh; ++ky, w += 4 * pairs) {
-                        smlad_row(pair_rows + (ky * cols + x * sw) * 4, 8 * dw, pairs, w, acc);
-                    }
+                    smlad_window(pair_rows + x * sw * 4, 32 * dw, 16 * cols - 32 * dw * pairs, kh, pairs,
+                                 (const uint32_t *)(const void *)(g + 16), acc);
                     int8_t *o = out + x * c + ch;
                     for (int32_t j = 0; j < lanes; ++j) {
                         o[j] = mcu_rq3_out(acc[j], rec + 3 * j, &mode);
