@@ -656,8 +656,9 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *    padded taps read; on the in-place geometry (mcu_dw3x3_inplace_fits) then a ring of pad_top + 1 output
  *    rows.
  *  - dwconv2d_s8_dsp: the pair rows of one output row and one group of 4 channels: KH rows of
- *    mcu_dwk_pair_cols columns, 16 bytes each (per column j and channel the int16 pair (x[j], x[j + dilation_w]),
- *    the zero point in the padding).
+ *    mcu_dwk_pair_cols columns rounded up to a multiple of 2 * dilation_w, 16 bytes each (per column j and
+ *    channel the int16 pair (x[j], x[j + dilation_w]), the zero point in the padding; the columns in residue
+ *    order mod 2 * dilation_w, so a window row's pairs lie side by side).
  *  - dwconv2d_s8_mve: as the 3x3 variants (mcu_dw3x3_scratch_bytes): C bytes of the zero point, then, on the
  *    in-place geometry, the ring of pad_top + 1 output rows.
  *  - conv2d_s8_mve: a table of 3 row pointers (4 bytes each) per window row, then 3 gathered windows (the
@@ -757,7 +758,8 @@ static inline int32_t mcu_dwk_pair_cols(const mcu_conv2d_params_t *params)
 
 static inline int32_t mcu_dwconv2d_s8_dsp_scratch_bytes(const mcu_conv2d_params_t *params)
 {
-    return 16 * params->filter.h * mcu_dwk_pair_cols(params);
+    const int32_t r = 2 * params->dilation_w;
+    return 16 * params->filter.h * r * ((mcu_dwk_pair_cols(params) + r - 1) / r);
 }
 
 static inline int32_t mcu_dwconv2d_s8_mve_scratch_bytes(const mcu_conv2d_params_t *params)

@@ -37,54 +37,131 @@ MCU_INLINE uint32_t word_at(const int8_t *row, int32_t col, int32_t in_w, int32_
     return n == 4 ? mcu_read_u32(row + col * c) : mcu_read_tail(row + col * c, n);
 }
 
-/* One pair row: cols columns from absolute column col0 of row (NULL: a padded row), channels [ch, ch + n). */
+/* Columns [j, j + count * r) step r of one pair row, all inside the input, channels [ch, ch + 4): x at column j,
+ * t at its pair words (consecutive). */
+MCU_INLINE void pair_run(const int8_t *x, int32_t dwc, int32_t xstep, int32_t count, uint32_t *t)
+{
+#if MCU_DSP_ASM
+    uint32_t ea, oa, eb, ob, t2, t3;
+    __asm__ volatile("1:\n\t" /* per column: two LDR, four SXTB16, four PKH, two STRD (and ADD, SUBS, BNE) */
+                     "ldr %[ea], [%[x]]\n\t"
+                     "ldr %[eb], [%[x], %[dwc]]\n\t"
+                     "add %[x], %[x], %[xstep]\n\t"
+                     "sxtb16 %[oa], %[ea], ror #8\n\t"
+                     "sxtb16 %[ea], %[ea]\n\t"
+                     "sxtb16 %[ob], %[eb], ror #8\n\t"
+                     "sxtb16 %[eb], %[eb]\n\t"
+                     "pkhtb %[t2], %[eb], %[ea], asr #16\n\t"
+                     "pkhtb %[t3], %[ob], %[oa], asr #16\n\t"
+                     "pkhbt %[ea], %[ea], %[eb], lsl #16\n\t"
+                     "pkhbt %[oa], %[oa], %[ob], lsl #16\n\t"
+                     "strd %[t2], %[t3], [%[t], #8]\n\t"
+                     "strd %[ea], %[oa], [%[t]], #16\n\t"
+                     "subs %[count], %[count], #1\n\t"
+                     "bne 1b\n\t"
+                     : [x] "+r"(x), [t] "+r"(t), [count] "+r"(count), [ea] "=&r"(ea), [oa] "=&r"(oa),
+                       [eb] "=&r"(eb), [ob] "=&r"(ob), [t2] "=&r"(t2), [t3] "=&r"(t3)
+                     : [dwc] "r"(dwc), [xstep] "r"(xstep)
+                     : "cc", "memory");
+#else
+    for (int32_t i = 0; i < count; ++i, x += xstep, t += 4) {
+        pair4(mcu_read_u32(x), mcu_read_u32(x + dwc), t);
+    }
+#endif
+}
+
+/* One pair row: cols columns from absolute column col0 of row (NULL: a padded row), channels [ch, ch + n), in
+ * residue order: column j at pair position (j % r) * m + j / r (r = 2 dilation_w, m = ceil(cols / r)), so the
+ * pairs of one window row (columns 2 j dilation_w apart) are consecutive. */
 static void pair_row(const int8_t *row, int32_t col0, int32_t cols, int32_t dw, int32_t in_w, int32_t c,
                      int32_t n, uint32_t zp4, uint32_t *t)
 {
-    int32_t j = 0;
-    if (row != NULL && n == 4) { /* both columns inside the input: [lo, hi) */
-        int32_t lo = -col0 > 0 ? -col0 : 0, hi = in_w - dw - col0;
-        hi = hi < cols ? hi : cols;
-        for (; j < lo && j < cols; ++j, t += 4) {
-            pair4(word_at(row, col0 + j, in_w, c, n, zp4), word_at(row, col0 + j + dw, in_w, c, n, zp4), t);
+    const int32_t r = 2 * dw, m = (cols + r - 1) / r;
+    const int32_t lo = -col0 > 0 ? -col0 : 0, hi = in_w - dw - col0 < cols ? in_w - dw - col0 : cols;
+    for (int32_t res = 0; res < r; ++res) {
+        uint32_t *tr = t + res * m * 4;
+        int32_t j = res;
+        if (row != NULL && n == 4) { /* both columns inside the input: j in [lo, hi) */
+            for (; j < lo && j < cols; j += r, tr += 4) {
+                pair4(word_at(row, col0 + j, in_w, c, n, zp4), word_at(row, col0 + j + dw, in_w, c, n, zp4), tr);
+            }
+            const int32_t count = j < hi ? (hi - j + r - 1) / r : 0;
+            if (count > 0) {
+                pair_run(row + (col0 + j) * c, dw * c, r * c, count, tr);
+                j += count * r;
+                tr += 4 * count;
+            }
         }
-        const int8_t *x = row + (col0 + j) * c;
-#if MCU_DSP_ASM
-        if (j < hi) { /* per column: two LDR, four SXTB16, four PKH, two STRD (and ADD, SUBS, BNE) */
-            int32_t left = hi - j;
-            uint32_t ea, oa, eb, ob, t2, t3;
-            j = hi;
-            __asm__ volatile("1:\n\t"
-                             "ldr %[ea], [%[x]]\n\t"
-                             "ldr %[eb], [%[x], %[dwc]]\n\t"
-                             "add %[x], %[x], %[c]\n\t"
-                             "sxtb16 %[oa], %[ea], ror #8\n\t"
-                             "sxtb16 %[ea], %[ea]\n\t"
-                             "sxtb16 %[ob], %[eb], ror #8\n\t"
-                             "sxtb16 %[eb], %[eb]\n\t"
-                             "pkhtb %[t2], %[eb], %[ea], asr #16\n\t"
-                             "pkhtb %[t3], %[ob], %[oa], asr #16\n\t"
-                             "pkhbt %[ea], %[ea], %[eb], lsl #16\n\t"
-                             "pkhbt %[oa], %[oa], %[ob], lsl #16\n\t"
-                             "strd %[t2], %[t3], [%[t], #8]\n\t"
-                             "strd %[ea], %[oa], [%[t]], #16\n\t"
-                             "subs %[left], %[left], #1\n\t"
-                             "bne 1b\n\t"
-                             : [x] "+r"(x), [t] "+r"(t), [left] "+r"(left), [ea] "=&r"(ea), [oa] "=&r"(oa), [eb] "=&r"(eb),
-                               [ob] "=&r"(ob), [t2] "=&r"(t2), [t3] "=&r"(t3)
-                             : [dwc] "r"(dw * c), [c] "r"(c)
-                             : "cc", "memory");
+        for (; j < cols; j += r, tr += 4) {
+            pair4(word_at(row, col0 + j, in_w, c, n, zp4), word_at(row, col0 + j + dw, in_w, c, n, zp4), tr);
         }
-#else
-        for (; j < hi; ++j, t += 4, x += c) {
-            pair4(mcu_read_u32(x), mcu_read_u32(x + dw * c), t);
-        }
-#endif
-    }
-    for (; j < cols; ++j, t += 4) {
-        pair4(word_at(row, col0 + j, in_w, c, n, zp4), word_at(row, col0 + j + dw, in_w, c, n, zp4), t);
     }
 }
+
+#if MCU_DSP_ASM
+/* One pair of taps of 4 channels: the pair words and the weight words (LDM), four SMLAD. 24 bytes of code. */
+#define DWK_PAIR                                                                                           \
+    "ldmia.w r12!, {r4, r5, r6, r7}\n\t"                                                                   \
+    "ldmia.w lr!, {r0, r1, r2, r3}\n\t"                                                                    \
+    "smlad r8, r4, r0, r8\n\t"                                                                             \
+    "smlad r9, r5, r1, r9\n\t"                                                                             \
+    "smlad r10, r6, r2, r10\n\t"                                                                           \
+    "smlad r11, r7, r3, r11\n\t"
+
+/* One pixel of one group in fast mode, a window of at most 4 pairs of taps a row: the biases of the group's stream
+ * g, each row entering 4 unrolled pairs at the first of its `pairs` (6 instructions a pair, 8 a row), the 4
+ * records after the weights (SMMLA, ASR, SSAT, STRB each); the outputs at out. */
+static __attribute__((noinline)) void pixel_fast(const uint32_t *t, int32_t row_skip, const uint32_t *t_end,
+                                                 int32_t pairs, const int8_t *g, int8_t *out)
+{
+    const int32_t skip = (4 - pairs) * 24;
+    uint32_t entry;
+    __asm__ volatile("ldr r4, %[g]\n\t"
+                     "ldmia r4!, {r8, r9, r10, r11}\n\t"
+                     "mov lr, r4\n\t"
+                     "ldr r12, %[t]\n\t"
+                     "adr r4, 3f\n\t"
+                     "ldr r5, %[skip]\n\t"
+                     "add r4, r4, r5\n\t"
+                     "orr r4, r4, #1\n\t"
+                     "str r4, %[entry]\n\t"
+                     "1:\n\t"
+                     "ldr r4, %[entry]\n\t"
+                     "bx r4\n\t"
+                     ".balign 4\n"
+                     "3:\n\t" DWK_PAIR DWK_PAIR DWK_PAIR DWK_PAIR
+                     "ldr r4, %[row_skip]\n\t"
+                     "add r12, r12, r4\n\t"
+                     "ldr r4, %[t_end]\n\t"
+                     "cmp r12, r4\n\t"
+                     "bne 1b\n\t"
+                     "ldr r12, %[out]\n\t"
+                     "ldmia lr!, {r4, r5, r6, r7}\n\t" /* m0 sh0 rh0 m1 */
+                     "smmla r8, r8, r4, r6\n\t"
+                     "asr r8, r8, r5\n\t"
+                     "ssat r8, #8, r8\n\t"
+                     "strb r8, [r12, #0]\n\t"
+                     "ldmia lr!, {r4, r5, r6, r8}\n\t" /* sh1 rh1 m2 sh2 */
+                     "smmla r9, r9, r7, r5\n\t"
+                     "asr r9, r9, r4\n\t"
+                     "ssat r9, #8, r9\n\t"
+                     "strb r9, [r12, #1]\n\t"
+                     "ldmia lr!, {r4, r5, r7, r9}\n\t" /* rh2 m3 sh3 rh3 */
+                     "smmla r10, r10, r6, r4\n\t"
+                     "asr r10, r10, r8\n\t"
+                     "ssat r10, #8, r10\n\t"
+                     "strb r10, [r12, #2]\n\t"
+                     "smmla r11, r11, r5, r9\n\t"
+                     "asr r11, r11, r7\n\t"
+                     "ssat r11, #8, r11\n\t"
+                     "strb r11, [r12, #3]\n\t"
+                     : [entry] "=m"(entry)
+                     : [t] "m"(t), [row_skip] "m"(row_skip), [t_end] "m"(t_end), [skip] "m"(skip), [g] "m"(g),
+                       [out] "m"(out)
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc",
+                       "memory");
+}
+#endif
 
 /* The window of one pixel: kh rows of pairs pairs of taps, the first pair column at t, the next pair step bytes on,
  * the next row row_skip bytes after a row's last pair; weights w (4 words a pair): acc += products. Per pair of
@@ -162,7 +239,9 @@ mcu_status_t mcu_dwconv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_pe
     }
     mode.fast = mode.records_fast && p->act_min == MCU_Q7_MIN && p->act_max == MCU_Q7_MAX;
     const uint32_t zp4 = 0x01010101u * (uint8_t)(int8_t)(-p->input_offset);
-    uint32_t *pair_rows = (uint32_t *)(void *)scratch; /* kh rows of cols columns of 4 words (aligned: arena) */
+    /* kh pair rows of r * m columns of 4 words (aligned: arena), r = 2 dilation_w, in residue order (pair_row) */
+    const int32_t r = 2 * dw, m = (cols + r - 1) / r, row_words = 4 * r * m;
+    uint32_t *pair_rows = (uint32_t *)(void *)scratch;
     int8_t *out = output;
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
@@ -173,16 +252,24 @@ mcu_status_t mcu_dwconv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_pe
                 for (int32_t ky = 0; ky < kh; ++ky) {
                     const int32_t iy = base_y + ky * p->dilation_h;
                     const int8_t *row = iy >= 0 && iy < in_h ? in_n + iy * in_w * c + ch : NULL;
-                    pair_row(row, -p->pad_left, cols, dw, in_w, c, lanes, zp4, pair_rows + ky * cols * 4);
+                    pair_row(row, -p->pad_left, cols, dw, in_w, c, lanes, zp4, pair_rows + ky * row_words);
                 }
                 const int8_t *g = filter + ch / 4 * group_bytes;
                 const int32_t *rec = (const int32_t *)(const void *)(g + group_bytes - 48);
                 for (int32_t x = 0; x < out_w; ++x) {
+                    const int32_t b = x * sw;
+                    const uint32_t *t = pair_rows + ((b % r) * m + b / r) * 4;
+                    int8_t *o = out + x * c + ch;
+#if MCU_DSP_ASM
+                    if (mode.fast && lanes == 4 && pairs <= 4) {
+                        pixel_fast(t, 4 * (row_words - 4 * pairs), t + kh * row_words, pairs, g, o);
+                        continue;
+                    }
+#endif
                     int32_t acc[4];
                     memcpy(acc, g, sizeof acc);
-                    smlad_window(pair_rows + x * sw * 4, 32 * dw, 16 * cols - 32 * dw * pairs, kh, pairs,
+                    smlad_window(t, 16, 4 * (row_words - 4 * pairs), kh, pairs,
                                  (const uint32_t *)(const void *)(g + 16), acc);
-                    int8_t *o = out + x * c + ch;
                     for (int32_t j = 0; j < lanes; ++j) {
                         o[j] = mcu_rq3_out(acc[j], rec + 3 * j, &mode);
                     }
