@@ -78,6 +78,13 @@ static void pair_row(const int8_t *row, int32_t col0, int32_t cols, int32_t dw, 
 {
     const int32_t r = 2 * dw, m = (cols + r - 1) / r;
     const int32_t lo = -col0 > 0 ? -col0 : 0, hi = in_w - dw - col0 < cols ? in_w - dw - col0 : cols;
+    if (row == NULL) { /* a padded row: every pair the zero point's */
+        const uint32_t e = mcu_sxtb16(zp4), zpw = PK_LO(e, e);
+        for (int32_t i = 0; i < 4 * r * m; ++i) {
+            t[i] = zpw;
+        }
+        return;
+    }
     for (int32_t res = 0; res < r; ++res) {
         uint32_t *tr = t + res * m * 4;
         int32_t j = res;
