@@ -73,8 +73,8 @@ MCU_INLINE void pair_run(const int8_t *x, int32_t dwc, int32_t xstep, int32_t co
 /* One pair row: cols columns from absolute column col0 of row (NULL: a padded row), channels [ch, ch + n), in
  * residue order: column j at pair position (j % r) * m + j / r (r = 2 dilation_w, m = ceil(cols / r)), so the
  * pairs of one window row (columns 2 j dilation_w apart) are consecutive. */
-static void pair_row(const int8_t *row, int32_t col0, int32_t cols, int32_t dw, int32_t in_w, int32_t c,
-                     int32_t n, uint32_t zp4, uint32_t *t)
+static void pair_row(const int8_t *row, int32_t col0, int32_t cols, int32_t dw, int32_t sw, int32_t in_w,
+                     int32_t c, int32_t n, uint32_t zp4, uint32_t *t)
 {
     const int32_t r = 2 * dw, m = (cols + r - 1) / r;
     const int32_t lo = -col0 > 0 ? -col0 : 0, hi = in_w - dw - col0 < cols ? in_w - dw - col0 : cols;
@@ -86,6 +86,9 @@ static void pair_row(const int8_t *row, int32_t col0, int32_t cols, int32_t dw, 
         return;
     }
     for (int32_t res = 0; res < r; ++res) {
+        if (res != 0 && sw % r == 0) { /* every window starts in residue 0 (stride 2, dilation 1) */
+            continue;
+        }
         uint32_t *tr = t + res * m * 4;
         int32_t j = res;
         if (row != NULL && n == 4) { /* both columns inside the input: j in [lo, hi) */
@@ -259,7 +262,7 @@ mcu_status_t mcu_dwconv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_pe
                 for (int32_t ky = 0; ky < kh; ++ky) {
                     const int32_t iy = base_y + ky * p->dilation_h;
                     const int8_t *row = iy >= 0 && iy < in_h ? in_n + iy * in_w * c + ch : NULL;
-                    pair_row(row, -p->pad_left, cols, dw, in_w, c, lanes, zp4, pair_rows + ky * row_words);
+                    pair_row(row, -p->pad_left, cols, dw, sw, in_w, c, lanes, zp4, pair_rows + ky * row_words);
                 }
                 const int8_t *g = filter + ch / 4 * group_bytes;
                 const int32_t *rec = (const int32_t *)(const void *)(g + group_bytes - 48);
