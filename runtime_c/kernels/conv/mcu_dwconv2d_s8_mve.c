@@ -68,19 +68,22 @@ MCU_INLINE const int8_t *row_of(const rows_t *r, int32_t ky)
     return iy >= 0 && iy < r->p->input.h ? r->in_n + iy * r->p->input.w * r->p->input.c : NULL;
 }
 
-/* A pair of pixels whose columns lie inside the input, one group (channels ch..ch+7) from weights w. */
-MCU_INLINE void pair_group(const rows_t *r, int32_t base_x, int32_t ch, const int8_t *w, mve_pred16_t pr,
+/* A pair of pixels whose columns lie inside the input, one group (channels ch..ch+7) from weights w: window rows
+ * [0, ky0) and [ky1, KH) in the padding (reading the zero point), [ky0, ky1) from x on, row_bytes apart. kw is a
+ * constant where the caller has it (3, 5, 7: the row loop unrolls). */
+MCU_INLINE void pair_group(const int8_t *x, const int8_t *pad, int32_t row_bytes, int32_t ky0, int32_t ky1,
+                           int32_t kh, const int32_t kw, int32_t cs, int32_t ps, const int8_t *w, mve_pred16_t pr,
                            const int tail, acc8_t *a0, acc8_t *a1)
 {
-    const mcu_conv2d_params_t *p = r->p;
-    const int32_t c = p->input.c, kw = p->filter.w, cs = p->dilation_w * c, ps = p->stride_w * c;
-    for (int32_t ky = 0; ky < p->filter.h; ++ky, w += 8 * kw) {
-        const int8_t *row = row_of(r, ky);
-        if (row != NULL) {
-            pair_row(row + base_x * c + ch, ps, cs, kw, w, pr, tail, a0, a1);
-        } else {
-            pair_row(r->pad + ch, 0, 0, kw, w, pr, tail, a0, a1);
-        }
+    int32_t ky = 0;
+    for (; ky < ky0; ++ky, w += 8 * kw) {
+        pair_row(pad, 0, 0, kw, w, pr, tail, a0, a1);
+    }
+    for (; ky < ky1; ++ky, w += 8 * kw, x += row_bytes) {
+        pair_row(x, ps, cs, kw, w, pr, tail, a0, a1);
+    }
+    for (; ky < kh; ++ky, w += 8 * kw) {
+        pair_row(pad, 0, 0, kw, w, pr, tail, a0, a1);
     }
 }
 
@@ -128,7 +131,8 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
     }
     int8_t *pad = scratch; /* C bytes: a padded tap reads the zero point (the bias is folded) */
     mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
-    const int32_t dw = p->dilation_w, out_w = p->output.w;
+    const int32_t dw = p->dilation_w, out_w = p->output.w, cs = dw * c, ps = p->stride_w * c;
+    const int32_t row_bytes = p->dilation_h * in_w * c;
     /* the output columns whose windows lie inside the input's width: [x0, x1) */
     int32_t x0 = (p->pad_left + p->stride_w - 1) / p->stride_w, x1 = 0;
     if (in_w - 1 - (kw - 1) * dw + p->pad_left >= 0) {
@@ -143,17 +147,27 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
             int8_t *out_row = mcu_dw_rows_out(&rows);
             r.base_y = y * p->stride_h - p->pad_top;
             int32_t x = x0;
+            int32_t ky0, ky1; /* the window rows inside the input */
+            mcu_tap_range(r.base_y, p->dilation_h, kh, in_h, &ky0, &ky1);
+            const int8_t *row0 = r.in_n + (r.base_y + ky0 * p->dilation_h) * in_w * c;
             for (; x + 2 <= x1; x += 2) { /* pairs of pixels inside the width: each weight vector meets 2 inputs */
-                const int32_t base_x = x * p->stride_w - p->pad_left;
+                const int8_t *win = row0 + (x * p->stride_w - p->pad_left) * c;
                 int8_t *out = out_row + x * c;
                 for (int32_t ch = 0; ch < c; ch += 8) {
                     const mve_pred16_t pr = vctp16q((uint32_t)(c - ch));
                     const int32x4_t be = vldrwq_s32(bias + ch), bo = vldrwq_s32(bias + ch + 4);
                     acc8_t a0 = {be, bo}, a1 = {be, bo};
-                    if (ch + 8 <= c) {
-                        pair_group(&r, base_x, ch, filter + ch * taps, pr, 0, &a0, &a1);
+                    const int8_t *w = filter + ch * taps;
+                    if (ch + 8 > c) {
+                        pair_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, kw, cs, ps, w, pr, 1, &a0, &a1);
+                    } else if (kw == 3) {
+                        pair_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, 3, cs, ps, w, pr, 0, &a0, &a1);
+                    } else if (kw == 5) {
+                        pair_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, 5, cs, ps, w, pr, 0, &a0, &a1);
+                    } else if (kw == 7) {
+                        pair_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, 7, cs, ps, w, pr, 0, &a0, &a1);
                     } else {
-                        pair_group(&r, base_x, ch, filter + ch * taps, pr, 1, &a0, &a1);
+                        pair_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, kw, cs, ps, w, pr, 0, &a0, &a1);
                     }
                     out8(a0, quant->multiplier + ch, quant->shift + ch, down, p, pr, out + ch);
                     out8(a1, quant->multiplier + ch, quant->shift + ch, down, p, pr, out + c + ch);
