@@ -1,6 +1,13 @@
 /* Helium (MVE) int8 depthwise convolution, any window, stride and dilation, channel multiplier 1: 8 channels per
  * vector (VLDRB.S16 widens as it loads; VMULLB/VMULLT into even and odd int32 lanes), 2 output pixels per weight
- * load. */
+ * load.
+ *
+ *  - Why 8 channels and not 16: Helium has no per-lane integer multiply-accumulate of two vectors (VMLA takes a
+ *    scalar, VMLADAV sums across lanes), and int8 products summed in int16 lanes overflow after two taps; so a
+ *    tap of 8 channels is one widening load, two VMULL and two VADD into int32, 4 channels a VMULL.
+ *  - Per tap of a pair of pixels: the weight load, two input loads, four VMULL, four VADD, two pointer steps
+ *    (VLDR has no register offset): 13 instructions for 16 MACs before the row, requantization and loop costs.
+ */
 #include <stddef.h>
 #include <stdint.h>
 
