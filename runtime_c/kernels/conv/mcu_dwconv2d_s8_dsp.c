@@ -1,6 +1,6 @@
-/* DSP (SIMD32) int8 depthwise convolution, any window, stride and dilation, channel multiplier 1: SMLAD on int16
- * pairs of neighbouring taps, 4 channels at a time, folded bias, 3-word records.
- *
+/* DSP (SIMD32) int8 depthwise convolution, any window, stride and dilation, channel multiplier 1 (SMLAD). */
+
+/*  - SMLAD on int16 pairs of neighbouring taps, 4 channels at a time, folded bias, 3-word records.
  *  - Per output row and group of 4 channels, each of the KH input rows becomes a row of pairs in the scratch: column
  *    j holds, per channel, (x[j], x[j + dilation_w]) as int16 (SXTB16, PKHBT/PKHTB), the zero point where the
  *    window leaves the input; so the padding costs nothing later.
@@ -176,7 +176,7 @@ static __attribute__((noinline)) void pixel_fast(const uint32_t *t, int32_t row_
 /* The window of one pixel: kh rows of pairs pairs of taps, the first pair column at t, the next pair step bytes on,
  * the next row row_skip bytes after a row's last pair; weights w (4 words a pair): acc += products. Per pair of
  * taps of 4 channels: four LDRD, ADD, four SMLAD (and the loop's SUBS, BNE), in assembly on DSP cores: GCC's
- * 17 (single LDRs, its counters) would double it. */
+ * 17 (single LDRs, its counters) would take twice as many. */
 static void smlad_window(const uint32_t *t, int32_t step, int32_t row_skip, int32_t kh, int32_t pairs,
                          const uint32_t *w, int32_t acc[4])
 {

@@ -1,7 +1,7 @@
-/* Helium (MVE) int8 depthwise convolution, any window, stride and dilation, channel multiplier 1: 8 channels per
- * vector (VLDRB.S16 widens as it loads; VMULLB/VMULLT into even and odd int32 lanes), 2 output pixels per weight
- * load.
- *
+/* Helium (MVE) int8 depthwise convolution, any window, stride and dilation, channel multiplier 1. */
+
+/*  - 8 channels per vector (VLDRB.S16 widens as it loads; VMULLB/VMULLT into even and odd int32 lanes), 2 output
+ *    pixels per weight load.
  *  - Why 8 channels and not 16: Helium has no per-lane integer multiply-accumulate of two vectors (VMLA takes a
  *    scalar, VMLADAV sums across lanes), and int8 products summed in int16 lanes overflow after two taps; so a
  *    tap of 8 channels is one widening load, two VMULL and two VADD into int32, 4 channels a VMULL.
