@@ -76,10 +76,9 @@ MCU_INLINE const int8_t *row_of(const rows_t *r, int32_t ky)
 }
 
 /* A pair of pixels whose columns lie inside the input, one group (channels ch..ch+7) from weights w: window rows
- * [0, ky0) and [ky1, KH) in the padding (reading the zero point), [ky0, ky1) from x on, row_bytes apart. kw is a
- * constant where the caller has it (3, 5, 7: the row loop unrolls). */
+ * [0, ky0) and [ky1, KH) in the padding (reading the zero point), [ky0, ky1) from x on, row_bytes apart. */
 MCU_INLINE void pair_group(const int8_t *x, const int8_t *pad, int32_t row_bytes, int32_t ky0, int32_t ky1,
-                           int32_t kh, const int32_t kw, int32_t cs, int32_t ps, const int8_t *w, mve_pred16_t pr,
+                           int32_t kh, int32_t kw, int32_t cs, int32_t ps, const int8_t *w, mve_pred16_t pr,
                            const int tail, acc8_t *a0, acc8_t *a1)
 {
     int32_t ky = 0;
@@ -167,12 +166,6 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
                     const int8_t *w = filter + ch * taps;
                     if (ch + 8 > c) {
                         pair_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, kw, cs, ps, w, pr, 1, &a0, &a1);
-                    } else if (kw == 3) {
-                        pair_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, 3, cs, ps, w, pr, 0, &a0, &a1);
-                    } else if (kw == 5) {
-                        pair_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, 5, cs, ps, w, pr, 0, &a0, &a1);
-                    } else if (kw == 7) {
-                        pair_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, 7, cs, ps, w, pr, 0, &a0, &a1);
                     } else {
                         pair_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, kw, cs, ps, w, pr, 0, &a0, &a1);
                     }
