@@ -156,23 +156,27 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
             int32_t ky0, ky1; /* the window rows inside the input */
             mcu_tap_range(r.base_y, p->dilation_h, kh, in_h, &ky0, &ky1);
             const int8_t *row0 = r.in_n + (r.base_y + ky0 * p->dilation_h) * in_w * c;
-            for (; x + 2 <= x1; x += 2) { /* pairs of pixels inside the width: each weight vector meets 2 inputs */
-                const int8_t *win = row0 + (x * p->stride_w - p->pad_left) * c;
-                int8_t *out = out_row + x * c;
-                for (int32_t ch = 0; ch < c; ch += 8) {
-                    const mve_pred16_t pr = vctp16q((uint32_t)(c - ch));
-                    const int32x4_t be = vldrwq_s32(bias + ch), bo = vldrwq_s32(bias + ch + 4);
+            const int32_t npairs = (x1 - x0) / 2; /* pairs of pixels inside the width, a group at a time */
+            for (int32_t ch = 0; ch < c && npairs > 0; ch += 8) {
+                const mve_pred16_t pr = vctp16q((uint32_t)(c - ch));
+                const int tail = ch + 8 > c;
+                const int32_t *bq = bias + ch, *mq = quant->multiplier + ch, *sq = quant->shift + ch;
+                const int8_t *w = filter + ch * taps;
+                const int8_t *win = row0 + (x0 * p->stride_w - p->pad_left) * c + ch;
+                int8_t *out = out_row + x0 * c + ch;
+                for (int32_t i = 0; i < npairs; ++i, win += 2 * ps, out += 2 * c) {
+                    const int32x4_t be = vldrwq_s32(bq), bo = vldrwq_s32(bq + 4);
                     acc8_t a0 = {be, bo}, a1 = {be, bo};
-                    const int8_t *w = filter + ch * taps;
-                    if (ch + 8 > c) {
-                        pair_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, kw, cs, ps, w, pr, 1, &a0, &a1);
+                    if (tail) {
+                        pair_group(win, pad + ch, row_bytes, ky0, ky1, kh, kw, cs, ps, w, pr, 1, &a0, &a1);
                     } else {
-                        pair_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, kw, cs, ps, w, pr, 0, &a0, &a1);
+                        pair_group(win, pad + ch, row_bytes, ky0, ky1, kh, kw, cs, ps, w, pr, 0, &a0, &a1);
                     }
-                    out8(a0, quant->multiplier + ch, quant->shift + ch, down, p, pr, out + ch);
-                    out8(a1, quant->multiplier + ch, quant->shift + ch, down, p, pr, out + c + ch);
+                    out8(a0, mq, sq, down, p, pr, out);
+                    out8(a1, mq, sq, down, p, pr, out + c);
                 }
             }
+            x = x0 + 2 * npairs;
             for (int32_t xi = 0; xi < out_w; ++xi) { /* the rest one at a time */
                 if (xi >= x0 && xi < x) {
                     continue;
