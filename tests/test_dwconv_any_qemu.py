@@ -1,9 +1,9 @@
 """The any-window depthwise variants (mcu_dwconv2d_s8_dsp, mcu_dwconv2d_s8_mve) equal the portable twin bit for
 bit: on the host C compiler (the DSP one through its C stand-ins) and under QEMU on the M4 (DSP) and M55 (Helium).
 
-- One firmware per board runs every case: windows 3, 5, 7 (and 1x3, 5x3), stride 1 and 2, dilation 1 and 2,
-  channels 8, 13, 64, with and without padding, cycling the quantization modes (int8 clamp, extreme offsets and
-  a narrow clamp, shifts >= 0, ties) and a missing bias.
+- One firmware per board runs every case: windows 3, 5, 7 (and 1x3, 5x3, 2x9: more than 4 pairs of taps a row),
+  stride 1 and 2 (and 3, 4), dilation 1 and 2, channels 8, 13, 64, with and without padding, cycling the
+  quantization modes (int8 clamp, extreme offsets and a narrow clamp, shifts >= 0, ties) and a missing bias.
 - The 3x3 windows would take the 3x3 variants; the test hides those so that the new ones run them too.
 """
 from __future__ import annotations
@@ -51,6 +51,11 @@ def dw_cases(seed: int) -> GraphBuilder:
     g.conv(1, 9, 12, 16, 16, kernel=(5, 3), stride=(2, 1), pad=(2, 1), pad_end=(1, 0), depthwise=True,
            family="dw")
     g.conv(1, 4, 4, 8, 8, kernel=(5, 5), pad=(2, 2), depthwise=True, family="dw")   # no inside pixel
+    g.conv(1, 6, 14, 8, 8, kernel=(2, 9), pad=(1, 4), depthwise=True, extreme="full", family="dw")  # 5 pairs a row
+    g.conv(1, 11, 13, 12, 12, kernel=(3, 3), stride=(3, 3), pad=(1, 1), depthwise=True, extreme="full",
+           family="dw")                                                          # stride 3: every residue
+    g.conv(1, 13, 14, 8, 8, kernel=(3, 3), stride=(4, 4), pad=(2, 2), dil=(2, 2), depthwise=True, extreme="full",
+           family="dw")                                                          # stride 4, dilation 2: residue 0
     return g
 
 
