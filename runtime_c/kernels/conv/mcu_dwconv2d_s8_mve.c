@@ -62,19 +62,6 @@ MCU_INLINE void one_row(const int8_t *x, int32_t step, int32_t n, const int8_t *
     }
 }
 
-/* Where the window rows of output row base_y start (NULL in the padding). */
-typedef struct {
-    const mcu_conv2d_params_t *p;
-    const int8_t *in_n, *pad;
-    int32_t base_y;
-} rows_t;
-
-MCU_INLINE const int8_t *row_of(const rows_t *r, int32_t ky)
-{
-    const int32_t iy = r->base_y + ky * r->p->dilation_h;
-    return iy >= 0 && iy < r->p->input.h ? r->in_n + iy * r->p->input.w * r->p->input.c : NULL;
-}
-
 /* A pair of pixels whose columns lie inside the input, one group (channels ch..ch+7) from weights w: window rows
  * [0, ky0) and [ky1, KH) in the padding (reading the zero point), [ky0, ky1) from x on, row_bytes apart. */
 MCU_INLINE void pair_group(const int8_t *x, const int8_t *pad, int32_t row_bytes, int32_t ky0, int32_t ky1,
@@ -93,22 +80,28 @@ MCU_INLINE void pair_group(const int8_t *x, const int8_t *pad, int32_t row_bytes
     }
 }
 
-/* One pixel, any window position: each row in up to three runs, padding, inside, padding. */
-MCU_INLINE void one_group(const rows_t *r, int32_t base_x, int32_t kx0, int32_t kx1, int32_t ch, const int8_t *w,
+/* One pixel, any window position, one group: window rows [ky0, ky1) inside the input from x on (x at column kx0
+ * of row ky0), row_bytes apart, each in up to three runs: padding [0, kx0), inside [kx0, kx1), padding [kx1, KW);
+ * the other rows padding. */
+MCU_INLINE void one_group(const int8_t *x, const int8_t *pad, int32_t row_bytes, int32_t ky0, int32_t ky1,
+                          int32_t kh, int32_t kw, int32_t kx0, int32_t kx1, int32_t cs, const int8_t *w,
                           mve_pred16_t pr, const int tail, acc8_t *a)
 {
-    const mcu_conv2d_params_t *p = r->p;
-    const int32_t c = p->input.c, kw = p->filter.w, dw = p->dilation_w;
-    const int8_t *pad = r->pad + ch;
-    for (int32_t ky = 0; ky < p->filter.h; ++ky, w += 8 * kw) {
-        const int8_t *row = row_of(r, ky);
-        if (row == NULL || kx1 <= kx0) {
-            one_row(pad, 0, kw, w, pr, tail, a);
-            continue;
+    int32_t ky = 0;
+    for (; ky < ky0; ++ky, w += 8 * kw) {
+        one_row(pad, 0, kw, w, pr, tail, a);
+    }
+    for (; ky < ky1; ++ky, w += 8 * kw, x += row_bytes) {
+        if (kx0 > 0) {
+            one_row(pad, 0, kx0, w, pr, tail, a);
         }
-        one_row(pad, 0, kx0, w, pr, tail, a);
-        one_row(row + (base_x + kx0 * dw) * c + ch, dw * c, kx1 - kx0, w + 8 * kx0, pr, tail, a);
-        one_row(pad, 0, kw - kx1, w + 8 * kx1, pr, tail, a);
+        one_row(x, cs, kx1 - kx0, w + 8 * kx0, pr, tail, a);
+        if (kx1 < kw) {
+            one_row(pad, 0, kw - kx1, w + 8 * kx1, pr, tail, a);
+        }
+    }
+    for (; ky < kh; ++ky, w += 8 * kw) {
+        one_row(pad, 0, kw, w, pr, tail, a);
     }
 }
 #endif
@@ -148,14 +141,14 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
     x0 = x0 < x1 ? x0 : x1;
     mcu_dw_rows_t rows = mcu_dw_rows_open(p, input, output, scratch + c); /* in place: a ring of rows */
     for (int32_t n = 0; n < p->output.n; ++n) {
-        rows_t r = {p, input + n * in_h * in_w * c, pad, 0};
+        const int8_t *in_n = input + n * in_h * in_w * c;
         for (int32_t y = 0; y < p->output.h; ++y, mcu_dw_rows_next(&rows)) {
             int8_t *out_row = mcu_dw_rows_out(&rows);
-            r.base_y = y * p->stride_h - p->pad_top;
+            const int32_t base_y = y * p->stride_h - p->pad_top;
             int32_t x = x0;
             int32_t ky0, ky1; /* the window rows inside the input */
-            mcu_tap_range(r.base_y, p->dilation_h, kh, in_h, &ky0, &ky1);
-            const int8_t *row0 = r.in_n + (r.base_y + ky0 * p->dilation_h) * in_w * c;
+            mcu_tap_range(base_y, p->dilation_h, kh, in_h, &ky0, &ky1);
+            const int8_t *row0 = ky1 > ky0 ? in_n + (base_y + ky0 * p->dilation_h) * in_w * c : pad;
             const int32_t npairs = (x1 - x0) / 2; /* pairs of pixels inside the width, a group at a time */
             for (int32_t ch = 0; ch < c && npairs > 0; ch += 8) {
                 const mve_pred16_t pr = vctp16q((uint32_t)(c - ch));
@@ -184,13 +177,16 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
                 const int32_t base_x = xi * p->stride_w - p->pad_left;
                 int32_t kx0, kx1;
                 mcu_tap_range(base_x, dw, kw, in_w, &kx0, &kx1);
+                const int inside = ky1 > ky0 && kx1 > kx0;
+                const int8_t *win = inside ? row0 + (base_x + kx0 * dw) * c : pad;
                 for (int32_t ch = 0; ch < c; ch += 8) {
                     const mve_pred16_t pr = vctp16q((uint32_t)(c - ch));
                     acc8_t a = {vldrwq_s32(bias + ch), vldrwq_s32(bias + ch + 4)};
+                    const int8_t *w = filter + ch * taps;
                     if (ch + 8 <= c) {
-                        one_group(&r, base_x, kx0, kx1, ch, filter + ch * taps, pr, 0, &a);
+                        one_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, kw, kx0, kx1, cs, w, pr, 0, &a);
                     } else {
-                        one_group(&r, base_x, kx0, kx1, ch, filter + ch * taps, pr, 1, &a);
+                        one_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, kw, kx0, kx1, cs, w, pr, 1, &a);
                     }
                     out8(a, quant->multiplier + ch, quant->shift + ch, down, p, pr, out_row + xi * c + ch);
                 }
