@@ -118,23 +118,32 @@ static void pair_row(const int8_t *row, int32_t col0, int32_t cols, int32_t dw, 
     "smlad r10, r6, r2, r10\n\t"                                                                           \
     "smlad r11, r7, r3, r11\n\t"
 
-/* One pixel of one group in fast mode, a window of at most 4 pairs of taps a row: the biases of the group's stream
- * g, each row entering 4 unrolled pairs at the first of its `pairs` (6 instructions a pair, 8 a row), the 4
- * records after the weights (SMMLA, ASR, SSAT, STRB each); the outputs at out. */
-static __attribute__((noinline)) void pixel_fast(const uint32_t *t, int32_t row_skip, const uint32_t *t_end,
-                                                 int32_t pairs, const int8_t *g, int8_t *out)
+/* Pixels of one group in fast mode, a window of at most 4 pairs of taps a row: count pixels, the first's pairs at
+ * t and its outputs at out, each next one's t_step and out_step bytes on. Per pixel: the biases of the group's
+ * stream g, each row entering 4 unrolled pairs at the first of its `pairs` (6 instructions a pair, 8 a row), the
+ * 4 records after the weights (SMMLA, ASR, SSAT, STRB each), 16 instructions of bookkeeping. */
+static __attribute__((noinline)) void pixels_fast(const uint32_t *t, int32_t t_step, int32_t row_skip, int32_t span,
+                                                  int32_t pairs, const int8_t *g, int8_t *out, int32_t out_step,
+                                                  int32_t count)
 {
     const int32_t skip = (4 - pairs) * 24;
     uint32_t entry;
-    __asm__ volatile("ldr r4, %[g]\n\t"
-                     "ldmia r4!, {r8, r9, r10, r11}\n\t"
-                     "mov lr, r4\n\t"
-                     "ldr r12, %[t]\n\t"
-                     "adr r4, 3f\n\t"
+    const uint32_t *t_end;
+    __asm__ volatile("adr r4, 3f\n\t"
                      "ldr r5, %[skip]\n\t"
                      "add r4, r4, r5\n\t"
                      "orr r4, r4, #1\n\t"
                      "str r4, %[entry]\n\t"
+                     "0:\n\t"
+                     "ldr r12, %[t]\n\t"
+                     "ldr r4, %[t_step]\n\t"
+                     "add r4, r12, r4\n\t"
+                     "str r4, %[t]\n\t"
+                     "ldr r4, %[span]\n\t"
+                     "add r4, r12, r4\n\t"
+                     "str r4, %[t_end]\n\t"
+                     "ldr lr, %[g]\n\t"
+                     "ldmia lr!, {r8, r9, r10, r11}\n\t"
                      "1:\n\t"
                      "ldr r4, %[entry]\n\t"
                      "bx r4\n\t"
@@ -165,9 +174,16 @@ static __attribute__((noinline)) void pixel_fast(const uint32_t *t, int32_t row_
                      "asr r11, r11, r7\n\t"
                      "ssat r11, #8, r11\n\t"
                      "strb r11, [r12, #3]\n\t"
-                     : [entry] "=m"(entry)
-                     : [t] "m"(t), [row_skip] "m"(row_skip), [t_end] "m"(t_end), [skip] "m"(skip), [g] "m"(g),
-                       [out] "m"(out)
+                     "ldr r4, %[out_step]\n\t"
+                     "add r12, r12, r4\n\t"
+                     "str r12, %[out]\n\t"
+                     "ldr r4, %[count]\n\t"
+                     "subs r4, r4, #1\n\t"
+                     "str r4, %[count]\n\t"
+                     "bne 0b\n\t"
+                     : [entry] "=m"(entry), [t_end] "=m"(t_end), [t] "+m"(t), [out] "+m"(out), [count] "+m"(count)
+                     : [t_step] "m"(t_step), [row_skip] "m"(row_skip), [span] "m"(span), [skip] "m"(skip),
+                       [g] "m"(g), [out_step] "m"(out_step)
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "cc",
                        "memory");
 }
@@ -266,16 +282,26 @@ mcu_status_t mcu_dwconv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_pe
                 }
                 const int8_t *g = filter + ch / 4 * group_bytes;
                 const int32_t *rec = (const int32_t *)(const void *)(g + group_bytes - 48);
+#if MCU_DSP_ASM
+                if (mode.fast && lanes == 4 && pairs <= 4) {
+                    /* pixels x = q, q + every, ...: their windows start in one residue, every * sw / r pairs apart */
+                    int32_t every = 1;
+                    while ((every * sw) % r != 0) {
+                        ++every;
+                    }
+                    for (int32_t q = 0; q < every && q < out_w; ++q) {
+                        const int32_t b = q * sw;
+                        pixels_fast(pair_rows + ((b % r) * m + b / r) * 4, 16 * (every * sw / r),
+                                    4 * (row_words - 4 * pairs), 4 * kh * row_words, pairs, g, out + q * c + ch,
+                                    every * c, (out_w - q + every - 1) / every);
+                    }
+                    continue;
+                }
+#endif
                 for (int32_t x = 0; x < out_w; ++x) {
                     const int32_t b = x * sw;
                     const uint32_t *t = pair_rows + ((b % r) * m + b / r) * 4;
                     int8_t *o = out + x * c + ch;
-#if MCU_DSP_ASM
-                    if (mode.fast && lanes == 4 && pairs <= 4) {
-                        pixel_fast(t, 4 * (row_words - 4 * pairs), t + kh * row_words, pairs, g, o);
-                        continue;
-                    }
-#endif
                     int32_t acc[4];
                     memcpy(acc, g, sizeof acc);
                     smlad_window(t, 16, 4 * (row_words - 4 * pairs), kh, pairs,
