@@ -59,6 +59,26 @@ def dw_cases(seed: int) -> GraphBuilder:
     return g
 
 
+def random_cases(seed: int) -> GraphBuilder:
+    """Seeded random geometry: windows 1..7 by 1..7, strides 1..3, dilations 1..2, padding before and after (as
+    TF's 'same' pads more after), channels 1..70, batch 1..2, every quantization mode."""
+    g = GraphBuilder(seed)
+    rng = np.random.default_rng(seed)
+    while len(g.nodes) < 24:
+        kh, kw = (int(v) for v in rng.integers(1, 8, 2))
+        s, d = tuple(int(v) for v in rng.integers(1, 4, 2)), tuple(int(v) for v in rng.integers(1, 3, 2))
+        pad = (int(rng.integers(0, kh)), int(rng.integers(0, kw)))
+        end = (int(rng.integers(0, kh)), int(rng.integers(0, kw)))
+        h, w = int(rng.integers(1, 16)), int(rng.integers(1, 16))
+        if h + pad[0] + end[0] < d[0] * (kh - 1) + 1 or w + pad[1] + end[1] < d[1] * (kw - 1) + 1:
+            continue
+        mode, extreme = MODES[len(g.nodes) % len(MODES)]
+        c = int(rng.integers(1, 71))
+        g.conv(int(rng.integers(1, 3)), h, w, c, c, kernel=(kh, kw), stride=s, pad=pad, pad_end=end, dil=d,
+               depthwise=True, mode=mode, extreme=extreme, bias=bool(rng.random() < 0.8), family="dw")
+    return g
+
+
 @pytest.fixture
 def without_3x3_variants(monkeypatch):
     """The registry with the 3x3 depthwise variants declining every call and the any-window Helium one taking all
@@ -72,8 +92,9 @@ def without_3x3_variants(monkeypatch):
 
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", sorted(VARIANT))
-def test_any_window_depthwise_equals_portable_twin_on_device(board, without_3x3_variants, tmp_path):
-    portable = dw_cases(seed=5).graph()
+@pytest.mark.parametrize("cases", [dw_cases, random_cases], ids=["grid", "random"])
+def test_any_window_depthwise_equals_portable_twin_on_device(board, cases, without_3x3_variants, tmp_path):
+    portable = cases(seed=5).graph()
     graph = verify(select_kernels(portable, Target.of_board(load_board(board))))
     assert {n.call.kernel for n in graph.nodes} == {VARIANT[board]}
     rng = np.random.default_rng(11)
