@@ -620,7 +620,7 @@ def test_scratch_variants_are_the_dsp_fast_and_int4_window_kernels():
     """The fully connected variants read their input row in place (the DSP one widens it in the loop)."""
     assert sorted(SCRATCH_VARIANTS) == ["mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_1x1_s8_fast", "mcu_conv2d_s4",
                                         "mcu_conv2d_s8_dsp", "mcu_conv2d_s8_fast", "mcu_dwconv2d_3x3_s8_dsp",
-                                        "mcu_dwconv2d_3x3_s8_fast"]
+                                        "mcu_dwconv2d_3x3_s8_fast", "mcu_dwconv2d_s8_dsp"]
     for kernel, (_, v) in SCRATCH_VARIANTS.items():
         assert v.scratch is _scratch_twin(kernel), kernel
 
@@ -647,6 +647,11 @@ def test_variant_scratch_bytes_c_equals_twin():
     assert conv.conv2d_s8_dsp_scratch_bytes(rgb) == 4 * (28 + 2) + 2 * 28
     assert conv.conv2d_s8_dsp_scratch_bytes(wide) == 4 * (1440 + 2) + 2 * 128
     assert conv.conv2d_s8_fast_scratch_bytes(wide) == conv.conv2d_s4_scratch_bytes(wide) == 1440
+    # the any-window DSP depthwise: 5 pair rows of 23 + 2 * 2 + 1 = 28 columns (a 5x5 'same' row of 24 pixels), 16
+    # bytes each; dilated 2: 23 + 8 + 1 = 32 columns, a multiple of 4 (its residues)
+    dw5 = conv_params((1, 24, 24, 64), (1, 5, 5, 64), (1, 24, 24, 64), pad=(2, 2))
+    assert conv.dwconv2d_s8_dsp_scratch_bytes(dw5) == 16 * 5 * 28
+    assert conv.dwconv2d_s8_dsp_scratch_bytes({**dw5, "dilation_w": 2}) == 16 * 5 * 32
     assert conv.conv2d_s4_scratch_bytes(conv_params((1, 8, 8, 160), (8, 1, 1, 160), (1, 8, 8, 8))) == 0
     assert conv.conv2d_1x1_s8_dsp_scratch_bytes(conv_params((1, 2, 2, 13), (8, 1, 1, 13), (1, 2, 2, 8))) == 16 * 4 + 8
     # KWS's depthwise: a pixel of padding, then a ring of 2 output rows of 5 pixels (it runs in place)

@@ -4,8 +4,9 @@ variants. Constants for the variants: codegen/kernels/prepare.py; C: runtime_c/k
 from __future__ import annotations
 
 from mcu.codegen.kernels import GEMM2_DSP, GEMM_MVE, kernel, variant
-from mcu.codegen.kernels.geometry import INT4, is_1x1, is_dw3x3, is_dw_s16, is_groups1
+from mcu.codegen.kernels.geometry import INT4, is_1x1, is_dw, is_dw3x3, is_dw_any_mve, is_dw_s16, is_groups1
 from mcu.codegen.kernels.prepare import (prepare_dsp_conv, prepare_dw_dsp, prepare_dw_fast, prepare_dw_mve,
+                                         prepare_dwk_dsp, prepare_dwk_mve,
                                          prepare_fast, prepare_mve, prepare_s4, prepare_s16_conv_dsp,
                                          prepare_s16_dw_dsp)
 from mcu.codegen.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_1x1_s8_fast_scratch_bytes,
@@ -13,9 +14,10 @@ from mcu.codegen.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_1x1_
                                     conv2d_1x1_s8_inplace_scratch_bytes, conv2d_s4_scratch_bytes,
                                     conv2d_s8_dsp_scratch_bytes, conv2d_s8_fast_scratch_bytes,
                                     dwconv2d_3x3_s8_dsp_scratch_bytes, dwconv2d_3x3_s8_fast_scratch_bytes,
+                                    dwconv2d_s8_dsp_scratch_bytes,
                                     dwconv2d_s8_inplace_fits, dwconv2d_s8_inplace_scratch_bytes)
 from mcu.codegen.twins.mve import (conv2d_1x1_s8_mve_scratch_bytes, conv2d_s8_mve_scratch_bytes,
-                                   dwconv2d_3x3_s8_mve_scratch_bytes)
+                                   dwconv2d_3x3_s8_mve_scratch_bytes, dwconv2d_s8_mve_scratch_bytes)
 from mcu.codegen.twins.s16 import conv2d_s16_dsp_scratch_bytes
 
 MVE, DSP = ("mve",), ("dsp",)
@@ -57,12 +59,18 @@ SPECS = [
             conv2d_1x1_s8_fast_scratch_bytes, raster=True, **COPY_FIRST, **STRIDED),
     variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes,
             raster=True, raster_first=True, **STRIDED),
+    # depthwise: the any-window Helium one first (every window bar a strided 3x3, is_dw_any_mve), the 3x3 ones, then
+    # the any-window DSP one (output rows in order: pixel pairs, then the rest of the row)
+    variant("mcu_dwconv2d_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw_any_mve, prepare_dwk_mve,
+            dwconv2d_s8_mve_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3, prepare_dw_mve,
             dwconv2d_3x3_s8_mve_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp,
             dwconv2d_3x3_s8_dsp_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_fast", "conv", "mcu_dwconv2d_s8", (), is_dw3x3, prepare_dw_fast,
             dwconv2d_3x3_s8_fast_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
+    variant("mcu_dwconv2d_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw, prepare_dwk_dsp,
+            dwconv2d_s8_dsp_scratch_bytes, raster=True, raster_block="row"),
     # optimize="memory": in place over a dying input, on the geometry `overwrites` accepts
     variant("mcu_dwconv2d_s8_inplace", "conv", "mcu_dwconv2d_s8", mode="memory",
             applies=dwconv2d_s8_inplace_fits, overwrites=dwconv2d_s8_inplace_fits,

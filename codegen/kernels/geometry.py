@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu.codegen.twins.conv import dsp_conv_compact
+from mcu.codegen.twins.conv import dsp_conv_compact, dwconv2d_s8_inplace_fits
 
 # The exchange rate between speed and flash: a variant stores its weights widened (int16, or the scalar GEMM's
 # two-channel words) rather than int8 only in a layer where that saves at least this many instructions per
@@ -55,6 +55,18 @@ def is_1x1(p: dict) -> bool:
 def is_dw3x3(p: dict) -> bool:
     """3x3 depthwise with channel multiplier 1 (any stride, padding, dilation, channel count)."""
     return p["filter"][1] == 3 and p["filter"][2] == 3 and p["output"][3] == p["input"][3]
+
+
+def is_dw(p: dict) -> bool:
+    """Depthwise with channel multiplier 1 (any window, stride, padding, dilation, channel count)."""
+    return p["output"][3] == p["input"][3]
+
+
+def is_dw_any_mve(p: dict) -> bool:
+    """Where mcu_dwconv2d_s8_mve runs: any depthwise with channel multiplier 1 bar a 3x3 one off the in-place
+    geometry (strided: mcu_dwconv2d_3x3_s8_mve's output pixels go in blocks of 1, a smaller raster gap than this
+    kernel's rows, so it keeps those, and the arena with them)."""
+    return is_dw(p) and (not is_dw3x3(p) or dwconv2d_s8_inplace_fits(p))
 
 
 def is_groups1(p: dict) -> bool:

@@ -175,6 +175,23 @@ def pack_dw_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.nd
          _words(np.asarray(rec, np.int64).reshape(groups, 12))], axis=1)).reshape(-1)
 
 
+def pack_dw_pair_stream(taps: np.ndarray, kh: int, kw: int, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
+    """The filter stream of the any-window DSP depthwise (mcu_dwconv2d_s8_dsp), from int8 taps [C, KH * KW], the
+    folded bias [C4] and 3-word records [3 * C4] (C4 = C rounded up to 4, zero channels): per group of 4 channels
+    the 4 biases; per window row, per pair of taps (kx = 2j, 2j + 1; a zero weight past KW) one word per channel
+    c0..c3 holding the pair as int16 (w_2j low), for SMLAD with the input pair (x[2j], x[2j + 1]); then the 4
+    records. 4 * (16 + 4 KH ceil(KW / 2)) bytes a group; as bytes (int8)."""
+    c4, pairs = round_up(taps.shape[0], 4), -(-kw // 2)
+    groups = c4 // 4
+    w = np.zeros((c4, kh, 2 * pairs), np.int64)
+    w[:taps.shape[0], :, :kw] = taps.reshape(-1, kh, kw)
+    w = w.reshape(groups, 4, kh, pairs, 2).transpose(0, 2, 3, 1, 4)                      # [group, ky, j, lane, 2]
+    words = (w[..., 0] & 0xFFFF) | ((w[..., 1] & 0xFFFF) << 16)
+    return np.ascontiguousarray(np.concatenate(
+        [_words(np.asarray(bias, np.int64).reshape(groups, 4)), _words(words.reshape(groups, -1)),
+         _words(np.asarray(rec, np.int64).reshape(groups, 12))], axis=1)).reshape(-1)
+
+
 DW_MVE_LANES = [0, 2, 4, 6, 1, 3, 5, 7]  # VMULLB/VMULLT split 8 channels into even and odd lanes
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from mcu.codegen.ir import Node, Tensor
 from mcu.codegen.kernels.geometry import compact_window, dsp_wide, fast_wide, is_1x1
-from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_stream, pack_g2_stream, pack_groups_s8,
+from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_pair_stream, pack_dw_stream, pack_g2_stream, pack_groups_s8,
                                          pack_pairs_s32, pack_s4, pack_taps_s16, pad_rows, round_up, rq3_records,
                                          rq_records)
 
@@ -170,6 +170,40 @@ def prepare_dw_mve(node, tensors):
     c8 = round_up(taps.shape[0], 8)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
     w = np.ascontiguousarray(pad_rows(taps, c8).T).reshape(-1)
+
+    def lanes(a):
+        return pad_rows(np.asarray(a, np.int32), c8).reshape(-1, 8)[:, DW_MVE_LANES].reshape(-1)
+
+    node, new = _prepared(node, tensors, "mve", weights=w, bias=lanes(bias))
+    names = (f"{node.name}_mve_m", f"{node.name}_mve_s")
+    for name, q in zip(names, node.call.quant):
+        new[name] = _new(name, lanes(tensors[q].data), "int32")
+    return node.with_call(quant=names), new
+
+
+def prepare_dwk_dsp(node, tensors):
+    """SIMD32 depthwise, any window: one filter stream (pack_dw_pair_stream) of folded biases, weights as int16 pairs
+    of neighbouring taps (for SMLAD; a zero weight pads an odd KW) and 3-word records per 4 channels (_streamed):
+    4 * KH * ceil(KW / 2) flash bytes per channel instead of KH * KW (a 5x5: 60 for 25), plus 12 bytes of records
+    (the portable quant's 8 not stored)."""
+    taps = _dw_taps(node, tensors)
+    p = node.call.params
+    c4 = round_up(taps.shape[0], 4)
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
+    mult, shift = (tensors[q].data for q in node.call.quant)
+    stream = pack_dw_pair_stream(taps, p["filter"][1], p["filter"][2], pad_rows(bias, c4),
+                                 rq3_records(mult, shift, p["output_offset"], c4))
+    return _streamed(node, stream)
+
+
+def prepare_dwk_mve(node, tensors):
+    """Helium depthwise, any window: int8 weights [C8 / 8][KH * KW][8] (8 channels a tap, widened by the load,
+    VLDRB.S16); folded bias, multiplier and shift in lane order per 8 channels (even channels, then odd), padded
+    to C8, as prepare_dw_mve: flash grows by the padding of C to 8 only."""
+    taps = _dw_taps(node, tensors)
+    c8 = round_up(taps.shape[0], 8)
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
+    w = np.ascontiguousarray(pad_rows(taps, c8).reshape(c8 // 8, 8, -1).transpose(0, 2, 1)).reshape(-1)
 
     def lanes(a):
         return pad_rows(np.asarray(a, np.int32), c8).reshape(-1, 8)[:, DW_MVE_LANES].reshape(-1)

@@ -256,6 +256,15 @@ def dwconv2d_3x3_s8_dsp_scratch_bytes(p: dict) -> int:
     return dw3x3_scratch_bytes(p)
 
 
+def dwconv2d_s8_dsp_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_dwconv2d_s8_dsp_scratch_bytes: the pair rows of one output row and one group of 4 channels, KH
+    rows of cols = (out_w - 1) * stride_w + 2 * (ceil(KW / 2) - 1) * dilation_w + 1 columns rounded up to a
+    multiple of 2 * dilation_w (the residue order), 16 bytes each."""
+    cols = (p["output"][2] - 1) * p["stride_w"] + 2 * (-(-p["filter"][2] // 2) - 1) * p["dilation_w"] + 1
+    r = 2 * p["dilation_w"]
+    return 16 * p["filter"][1] * r * -(-cols // r)
+
+
 def dwconv2d_3x3_s8_fast_scratch_bytes(p: dict) -> int:
     """Twin of mcu_dwconv2d_3x3_s8_fast_scratch_bytes (dw3x3_scratch_bytes)."""
     return dw3x3_scratch_bytes(p)

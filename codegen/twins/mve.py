@@ -31,3 +31,9 @@ def conv2d_s8_mve_scratch_bytes(p: dict) -> int:
 def dwconv2d_3x3_s8_mve_scratch_bytes(p: dict) -> int:
     """Twin of mcu_dwconv2d_3x3_s8_mve_scratch_bytes (conv.dw3x3_scratch_bytes)."""
     return dw3x3_scratch_bytes(p)
+
+
+def dwconv2d_s8_mve_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_dwconv2d_s8_mve_scratch_bytes (conv.dw3x3_scratch_bytes: C bytes of the input zero point, then
+    on the in-place geometry the ring of output rows)."""
+    return dw3x3_scratch_bytes(p)

@@ -668,6 +668,12 @@ mcu_status_t mcu_reduce_f32(const mcu_reduce_f32_params_t *params, const float *
  *  - dwconv2d_3x3_s8_dsp, dwconv2d_3x3_s8_fast, dwconv2d_3x3_s8_mve: C bytes of the input zero point, which
  *    padded taps read; on the in-place geometry (mcu_dw3x3_inplace_fits) then a ring of pad_top + 1 output
  *    rows.
+ *  - dwconv2d_s8_dsp: the pair rows of one output row and one group of 4 channels: KH rows of
+ *    mcu_dwk_pair_cols columns rounded up to a multiple of 2 * dilation_w, 16 bytes each (per column j and
+ *    channel the int16 pair (x[j], x[j + dilation_w]), the zero point in the padding; the columns in residue
+ *    order mod 2 * dilation_w, so a window row's pairs lie side by side).
+ *  - dwconv2d_s8_mve: as the 3x3 variants (mcu_dw3x3_scratch_bytes): C bytes of the zero point, then, on the
+ *    in-place geometry, the ring of pad_top + 1 output rows.
  *  - conv2d_s8_mve: a table of 3 row pointers (4 bytes each) per window row, then 3 gathered windows (the
  *    block's pixels). KW * C_in a multiple of 16: KH rows of KW * C_in bytes (pixels inside the input are read
  *    in place), then one row of KW * C_in zero points (for rows in the vertical padding); else ("compact") a
@@ -757,6 +763,23 @@ static inline int32_t mcu_dwconv2d_3x3_s8_mve_scratch_bytes(const mcu_conv2d_par
     return mcu_dw3x3_scratch_bytes(params);
 }
 
+/* The any-window DSP depthwise's pair rows: columns of one window row for a whole output row. */
+static inline int32_t mcu_dwk_pair_cols(const mcu_conv2d_params_t *params)
+{
+    return (params->output.w - 1) * params->stride_w + 2 * ((params->filter.w + 1) / 2 - 1) * params->dilation_w + 1;
+}
+
+static inline int32_t mcu_dwconv2d_s8_dsp_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    const int32_t r = 2 * params->dilation_w;
+    return 16 * params->filter.h * r * ((mcu_dwk_pair_cols(params) + r - 1) / r);
+}
+
+static inline int32_t mcu_dwconv2d_s8_mve_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return mcu_dw3x3_scratch_bytes(params);
+}
+
 /* Conv, 1x1 filter, no padding: fold (fast, mve), records and c4 (fast), stream (dsp), packed filter. */
 mcu_status_t mcu_conv2d_1x1_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                     const int8_t *input, const int8_t *filter, const int32_t *bias,
@@ -805,6 +828,30 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
 mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
                                      int8_t *scratch, int8_t *output);
+
+/* Depthwise, any window (KH x KW), stride, padding and dilation, channel multiplier 1, any channel count; the
+ * codegen picks dsp where no 3x3 variant applies (mcu_dwconv2d_3x3_s8_dsp's assembly is faster on 3x3), mve also
+ * for a 3x3 window on the in-place geometry (geometry.is_dw_any_mve; faster than mcu_dwconv2d_3x3_s8_mve, which
+ * keeps the strided 3x3 ones: its raster gap is smaller). Output rows in order (a row's pixels in any order),
+ * contiguous output; mve also runs in place as the 3x3 variants do (its rows through their ring), dsp does not.
+ *   dsp: stream per 4 channels (C rounded up to 4, zero channels; packing.pack_dw_pair_stream): folded biases
+ *        b0..b3; per window row ky and pair of taps j (kx = 2j, 2j + 1, a zero weight past KW) one word per
+ *        channel c0..c3, the int16 pair (w_2j, w_2j+1); the 4 three-word records
+ *        (MCU_DSP_DWK_GROUP_BYTES(KH, KW) = 64 + 16 KH ceil(KW / 2) bytes); bias NULL, quant unused. Per output
+ *        row and group the KH input rows become int16 pairs of neighbouring taps in the scratch (padding: the zero
+ *        point), then per pixel and pair of taps of 4 channels: four SMLAD.
+ *   mve: int8 weights [C8 / 8][KH * KW][8] (C8 = C rounded up to 8, zero channels); folded bias, multiplier and
+ *        shift padded to C8 and stored per 8 channels in lane order 0, 2, 4, 6, 1, 3, 5, 7 (as the 3x3 one). 8
+ *        channels per vector (VLDRB.S16; VMULLB/VMULLT into even and odd int32 lanes, narrowed back in order by
+ *        VMOVNB/VMOVNT; a channel tail predicated); 2 output pixels whose windows lie inside the input's width
+ *        share each weight load, the other pixels one at a time, their rows in runs (padding, inside, padding).
+ *        Any quant the portable kernel takes (shifts >= 0 through mcu_mve_requantize). */
+mcu_status_t mcu_dwconv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                 const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                 int8_t *scratch, int8_t *output);
+mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                 const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                 int8_t *scratch, int8_t *output);
 
 /* Add (no constants to prepare): the input rescales come from two 256-entry int32 tables built per call
  * (2 KB of stack; _fast computes directly below 128 elements). output may alias an input exactly. */

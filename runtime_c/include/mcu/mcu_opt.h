@@ -152,6 +152,13 @@ MCU_INLINE int mcu_dw3x3_shapes_ok(const mcu_conv2d_params_t *p)
            p->output.c == p->input.c && p->filter.h == 3 && p->filter.w == 3;
 }
 
+/* A depthwise conv with channel multiplier 1, any window. */
+MCU_INLINE int mcu_dw_shapes_ok(const mcu_conv2d_params_t *p)
+{
+    return p->output.n == p->input.n && p->filter.n == 1 && p->filter.c == p->output.c &&
+           p->output.c == p->input.c;
+}
+
 /* The 9 taps of a 3x3 window at (base_y, base_x) of image in_n with c channels: each points at its pixel's
  * channel 0, or at pad (c bytes of the value a padded tap must read) when it lies in the padding. */
 MCU_INLINE void mcu_dw3x3_taps(const mcu_conv2d_params_t *p, const int8_t *in_n, int32_t base_y, int32_t base_x,
@@ -720,6 +727,10 @@ MCU_INLINE void mcu_dsp_expand2_9x3(const int8_t *a, const int8_t *b, int32_t rs
 /* One pixel pair: out0 (pixel 0) and out0 + stride (pixel 1) get all c_out channels from the widened pair
  * g->x (the word after its steps may be overwritten) and the stream w. (shared/mcu_gemm2_s8_dsp.c) */
 void mcu_dsp_g2_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride, int32_t c_out, const mcu_rq_mode_t *m);
+
+/* The any-window DSP depthwise's filter stream (packing.pack_dw_pair_stream): bytes per group of 4 channels of a
+ * kh x kw window (4 biases, 4 words per pair of taps of a row, 4 3-word records). */
+#define MCU_DSP_DWK_GROUP_BYTES(kh, kw) (64 + 16 * (kh) * (((kw) + 1) / 2))
 
 /* ---- DSP depthwise 3x3 (the _dsp depthwise variant) ---------------------------------------------------- */
 
