@@ -800,6 +800,14 @@ mcu_status_t mcu_add_s8_fast(const mcu_add_params_t *params, const int8_t *input
 mcu_status_t mcu_add_s8_mve(const mcu_add_params_t *params, const int8_t *input1, const int8_t *input2,
                             int8_t *output);
 
+/* Look-up table: _fast as the portable kernel, 16 elements a step (any core); _mve gathers 16 lanes a vector from
+ * the table rotated by 128 (prepared: entry v & 0xFF holds the portable entry v + 128). output may alias input
+ * exactly. */
+mcu_status_t mcu_lut_s8_fast(const mcu_lut_params_t *params, const int8_t *table, const int8_t *input,
+                             int8_t *output);
+mcu_status_t mcu_lut_s8_mve(const mcu_lut_params_t *params, const int8_t *table, const int8_t *input,
+                            int8_t *output);
+
 /* Average pooling (no constants to prepare): 4 channels per word summed in 16-bit lanes, 64 channels a pass
  * (stack: 512 B), then the portable rounding. */
 mcu_status_t mcu_avgpool2d_s8_fast(const mcu_pool2d_params_t *params, const int8_t *input, int8_t *output);

@@ -1,0 +1,106 @@
+"""The elementwise and table variants (int8 mul, add / sub with broadcasting, look-up tables; DSP, Helium, scalar)
+equal their portable twins bit for bit on the boards that pick them, under QEMU.
+
+- One firmware per board runs every case: broadcast shapes ([2,5,7,13] x [2,1,1,13], a channel gate, a scalar
+  [1,1,1,1] either side, per-pixel scalars, same shapes with odd lengths), seeded random quantization (offsets at
+  their ends, shifts on and off the variants' fast paths, narrow clamps) and random tables.
+- codegen/reference.py runs the portable twins on the unprepared constants, so a wrong `prepare` fails here too.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calls import call
+from mcu.boards import load_board
+from mcu.codegen.ir import Graph, QParams, Tensor, verify
+from mcu.codegen.passes.select_kernels import select_kernels
+from mcu.codegen.reference import run_reference
+from mcu.codegen.target import Target
+from test_kernel_variants_qemu import assert_equal_int, run_on_board
+
+BOARDS = ["mps2-an386", "mps3-an547", "mps2-an385"]
+# (portable kernel, board) -> the variant the board picks
+PICKS = {("mcu_lut_s8", "mps2-an386"): "mcu_lut_s8_fast", ("mcu_lut_s8", "mps3-an547"): "mcu_lut_s8_mve",
+         ("mcu_lut_s8", "mps2-an385"): "mcu_lut_s8_fast"}
+
+# broadcast shape pairs (input1, input2); the output is their broadcast
+SHAPES = [((2, 5, 7, 13), (2, 1, 1, 13)), ((1, 6, 5, 24), (1, 1, 1, 24)), ((1, 4, 4, 3), (1, 1, 1, 1)),
+          ((1, 1, 1, 1), (1, 3, 5, 7)), ((1, 1, 1, 1), (1, 1, 1, 1)), ((1, 3, 7, 11), (1, 3, 7, 11)),
+          ((1, 1, 1, 37), (1, 1, 1, 37)), ((2, 3, 5, 9), (2, 3, 5, 1)), ((1, 1, 1, 17), (1, 5, 3, 17)),
+          ((1, 4, 9, 64), (1, 1, 1, 64)), ((1, 8, 1, 5), (1, 1, 6, 1)), ((1, 2, 2, 300), (1, 1, 1, 300))]
+
+
+class Cases:
+    """Independent portable calls, each reading its own graph inputs and writing its own graph output."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.tensors: dict[str, Tensor] = {}
+        self.nodes, self.inputs, self.outputs = [], [], []
+
+    def _io(self, name: str, shape) -> str:
+        self.tensors[name] = Tensor(name, tuple(shape), "int8", QParams.tensor(0.05, 0), layout="NHWC")
+        return name
+
+    def _clamp(self, zo: int, narrow: bool) -> tuple[int, int]:
+        if not narrow:
+            return -128, 127
+        return max(-128, zo - int(self.rng.integers(0, 60))), min(127, zo + int(self.rng.integers(0, 60)))
+
+    def lut(self, size: int) -> None:
+        i = len(self.nodes)
+        t = f"t{i}"
+        self.tensors[t] = Tensor(t, (256,), "int8", data=self.rng.integers(-128, 128, 256).astype(np.int8))
+        x, y = self._io(f"x{i}", (1, size)), self._io(f"y{i}", (1, size))
+        self.inputs.append(x)
+        self.outputs.append(y)
+        self.nodes.append(call(f"n{i}", "mcu_lut_s8", (t, x), y, {"size": size}))
+
+    def _binary(self, kernel: str, s1, s2, params: dict) -> None:
+        i = len(self.nodes)
+        out = tuple(max(a, b) for a, b in zip(s1, s2))
+        a, b, y = self._io(f"x{i}", s1), self._io(f"z{i}", s2), self._io(f"y{i}", out)
+        self.inputs += [a, b]
+        self.outputs.append(y)
+        self.nodes.append(call(f"n{i}", kernel, (a, b), y, {"input1": s1, "input2": s2, "output": out, **params}))
+
+    def mul(self, s1, s2, narrow=False, shift=None, mult=None) -> None:
+        r = self.rng
+        zo = int(r.integers(-128, 128))
+        lo, hi = self._clamp(zo, narrow)
+        params = {"input1_offset": int(r.choice([-127, 128, *r.integers(-127, 129, 2)])),
+                  "input2_offset": int(r.integers(-127, 129)), "output_offset": zo,
+                  "output_multiplier": int(r.integers(1 << 30, 1 << 31)) if mult is None else mult,
+                  "output_shift": int(r.integers(-14, -5)) if shift is None else shift, "act_min": lo, "act_max": hi}
+        self._binary("mcu_mul_s8", s1, s2, params)
+
+    def graph(self) -> Graph:
+        return verify(Graph(dict(self.tensors), tuple(self.nodes), tuple(self.inputs), tuple(self.outputs)))
+
+
+def lut_cases(c: Cases) -> None:
+    for size in (1, 15, 16, 17, 31, 32, 33, 100, 1000):
+        c.lut(size)
+
+
+def check_on_device(c: Cases, board: str, tmp_path) -> None:
+    portable = c.graph()
+    graph = verify(select_kernels(portable, Target.of_board(load_board(board))))
+    for node, before in zip(graph.nodes, portable.nodes):
+        assert node.call.kernel == PICKS.get((before.call.kernel, board), before.call.kernel), node.name
+    rng = np.random.default_rng(11)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    expected = run_reference(graph, inputs)
+    actual = run_on_board(graph, board, inputs, tmp_path)
+    for name, a, e in zip(graph.outputs, actual, expected):
+        node = next(n for n in graph.nodes if n.outputs[0] == name)
+        assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, {node.call.params}) on {board}")
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", BOARDS)
+def test_elementwise_variants_equal_portable_twins_on_device(board, tmp_path):
+    c = Cases(seed=3)
+    lut_cases(c)
+    check_on_device(c, board, tmp_path)
