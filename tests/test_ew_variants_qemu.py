@@ -22,7 +22,8 @@ from test_kernel_variants_qemu import assert_equal_int, run_on_board
 BOARDS = ["mps2-an386", "mps3-an547", "mps2-an385"]
 # (portable kernel, board) -> the variant the board picks
 PICKS = {("mcu_lut_s8", "mps2-an386"): "mcu_lut_s8_fast", ("mcu_lut_s8", "mps3-an547"): "mcu_lut_s8_mve",
-         ("mcu_lut_s8", "mps2-an385"): "mcu_lut_s8_fast"}
+         ("mcu_lut_s8", "mps2-an385"): "mcu_lut_s8_fast", ("mcu_mul_s8", "mps2-an386"): "mcu_mul_s8_dsp",
+         ("mcu_mul_s8", "mps3-an547"): "mcu_mul_s8_dsp"}
 
 # broadcast shape pairs (input1, input2); the output is their broadcast
 SHAPES = [((2, 5, 7, 13), (2, 1, 1, 13)), ((1, 6, 5, 24), (1, 1, 1, 24)), ((1, 4, 4, 3), (1, 1, 1, 1)),
@@ -84,6 +85,17 @@ def lut_cases(c: Cases) -> None:
         c.lut(size)
 
 
+def mul_cases(c: Cases) -> None:
+    """Every shape with random shifts (the product's prescale k from 4 to 13: both DSP loops), narrow clamps, and
+    the multipliers off the fast form: ties (2^30), shifts >= -1, trailing zeros, products that round to 0."""
+    for i, (s1, s2) in enumerate(SHAPES):
+        c.mul(s1, s2, narrow=i % 3 == 2)
+    for shift, mult in ((-1, None), (0, None), (-2, 1 << 30), (-9, 1 << 30), (-25, None), (-10, 0x5A3 << 20),
+                        (-6, None), (-16, None), (-17, None)):
+        c.mul((1, 3, 5, 19), (1, 1, 1, 19), shift=shift, mult=mult)
+        c.mul((1, 1, 1, 1), (1, 2, 3, 9), shift=shift, mult=mult, narrow=True)
+
+
 def check_on_device(c: Cases, board: str, tmp_path) -> None:
     portable = c.graph()
     graph = verify(select_kernels(portable, Target.of_board(load_board(board))))
@@ -103,4 +115,5 @@ def check_on_device(c: Cases, board: str, tmp_path) -> None:
 def test_elementwise_variants_equal_portable_twins_on_device(board, tmp_path):
     c = Cases(seed=3)
     lut_cases(c)
+    mul_cases(c)
     check_on_device(c, board, tmp_path)

@@ -800,6 +800,21 @@ mcu_status_t mcu_add_s8_fast(const mcu_add_params_t *params, const int8_t *input
 mcu_status_t mcu_add_s8_mve(const mcu_add_params_t *params, const int8_t *input1, const int8_t *input2,
                             int8_t *output);
 
+/* Multiply with broadcasting (no constants to prepare): the output as runs (mcu_ew.h: the innermost axes merged while
+ * each input steps along or holds one element; a channel gate's row repeats per pixel). With mult = m * 2^t (m odd)
+ * and R = 31 - shift - t in [32, 47] (else 0 for R >= 48), the product p rounds once as
+ * floor((p * 2^(R-32) * m + 2^31) / 2^32): the portable ties to even never occur there (|p| < 2^16). Other
+ * multipliers take the portable arithmetic per element.
+ *  - _dsp: 4 products a step (SXTAB16, SMULBB/SMULTT, SMMLAR, SSAT16), input2's run (or the input that holds one
+ *    element) widened to prescaled int16 on the stack (1 KB, runs of 512) once while it repeats; a clamp narrower
+ *    than int8 in C.
+ *  - _mve: 8 products a vector (VMULLB/VMULLT.S16, VQRDMLASH, saturating narrows), tail-predicated (R >= 33).
+ * Output must not overlap an input. */
+mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1, const int8_t *input2,
+                            int8_t *output);
+mcu_status_t mcu_mul_s8_mve(const mcu_mul_params_t *params, const int8_t *input1, const int8_t *input2,
+                            int8_t *output);
+
 /* Look-up table: _fast as the portable kernel, 16 elements a step (any core); _mve gathers 16 lanes a vector from
  * the table rotated by 128 (prepared: entry v & 0xFF holds the portable entry v + 128). output may alias input
  * exactly. */

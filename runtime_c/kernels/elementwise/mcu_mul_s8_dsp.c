@@ -1,0 +1,177 @@
+/* DSP int8 multiply with broadcasting: per run, 4 products a step from int16 pairs (SXTAB16, SMULBB/SMULTT), each
+ * requantized by SMMLA and PKHTB (mcu_ew.h); the second operand's run widened once (prescaled) and reused while it
+ * repeats. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/mcu_kernels.h"
+#include "mcu/mcu_opt.h"
+#include "mcu/mcu_ew.h"
+
+#define CHUNK 512 /* elements of a run per pass: input2's widened run is 1 KB of stack */
+
+typedef struct {
+    int32_t o1, o2, kb, ka, m, rh, lo, hi; /* kb + ka = jp: kb (<= 7) in the widened operand, ka on the product;
+                                            * rh = 2^15 + output_offset * 2^16 */
+    int fast;                              /* the clamp is int8's */
+} mul_q_t;
+
+/* One output from x1 and w = (x2 + o2) * 2^kb (mcu_ew.h, the DSP form). */
+MCU_INLINE int8_t mul_elem(const mul_q_t *q, int32_t x1, int32_t w)
+{
+    const int32_t hi = (int32_t)(((int64_t)((x1 + q->o1) * w * (1 << q->ka)) * q->m) >> 32);
+    return (int8_t)mcu_clamp_i32((hi + q->rh) >> 16, q->lo, q->hi);
+}
+
+/* w[0 .. n rounded down to 4) = (b[i * step] + o2) * 2^kb in SXTB16 order per 4: (0, 2), (1, 3). */
+static void widen(const mul_q_t *q, const int8_t *b, int32_t step, int32_t n, int16_t *w)
+{
+    for (int32_t i = 0; i + 4 <= n; i += 4, w += 4) {
+        const int8_t *s = b + i * step;
+        w[0] = (int16_t)((s[0] + q->o2) * (1 << q->kb));
+        w[1] = (int16_t)((s[2 * step] + q->o2) * (1 << q->kb));
+        w[2] = (int16_t)((s[step] + q->o2) * (1 << q->kb));
+        w[3] = (int16_t)((s[3 * step] + q->o2) * (1 << q->kb));
+    }
+}
+
+#if MCU_DSP_ASM
+/* out[0 .. 4 * blocks) from a and the widened w, int8 clamp: SEL takes bytes 1 and 3 from the odd outputs (GE is
+ * set to 0b1010 first; nothing in the loop writes it). KA: the products' shift, when k > 7. */
+#define MUL_LOOP(KA)                                                                                      \
+    __asm__ volatile("msr APSR_g, %[ge]\n"                                                                 \
+                     "1:\n\t"                                                                              \
+                     "ldr %[x], [%[x1]], #4\n\t"                                                            \
+                     "ldrd %[be], %[bo], [%[w]], #8\n\t"                                                   \
+                     "sxtab16 %[ae], %[o1], %[x]\n\t"                                                      \
+                     "sxtab16 %[x], %[o1], %[x], ror #8\n\t"                                               \
+                     "smulbb %[p], %[ae], %[be]\n\t"                                                       \
+                     "smultt %[ae], %[ae], %[be]\n\t"                                                      \
+                     "smulbb %[be], %[x], %[bo]\n\t"                                                       \
+                     "smultt %[x], %[x], %[bo]\n\t" KA                                                     \
+                     "smmla %[p], %[p], %[m], %[rh]\n\t"                                                   \
+                     "smmla %[ae], %[ae], %[m], %[rh]\n\t"                                                 \
+                     "smmla %[be], %[be], %[m], %[rh]\n\t"                                                 \
+                     "smmla %[x], %[x], %[m], %[rh]\n\t"                                                   \
+                     "pkhtb %[p], %[ae], %[p], asr #16\n\t"                                                \
+                     "pkhtb %[be], %[x], %[be], asr #16\n\t"                                               \
+                     "ssat16 %[p], #8, %[p]\n\t"                                                           \
+                     "ssat16 %[be], #8, %[be]\n\t"                                                         \
+                     "lsl %[be], %[be], #8\n\t"                                                            \
+                     "sel %[p], %[be], %[p]\n\t"                                                           \
+                     "str %[p], [%[o]], #4\n\t"                                                            \
+                     "subs %[n], %[n], #1\n\t"                                                             \
+                     "bne 1b\n\t"                                                                          \
+                     : [x1] "+r"(x1), [w] "+r"(w), [o] "+r"(o), [n] "+r"(blocks), [x] "=&r"(x), [be] "=&r"(be), \
+                       [bo] "=&r"(bo), [ae] "=&r"(ae), [p] "=&r"(p)                                        \
+                     : [o1] "r"(o1), [m] "r"(q->m), [rh] "r"(q->rh), [ka] "r"(q->ka), [ge] "r"(0xA0000u)   \
+                     : "cc", "memory")
+#define MUL_KA                                                                                            \
+    "lsl %[p], %[p], %[ka]\n\t"                                                                           \
+    "lsl %[ae], %[ae], %[ka]\n\t"                                                                         \
+    "lsl %[be], %[be], %[ka]\n\t"                                                                         \
+    "lsl %[x], %[x], %[ka]\n\t"
+#endif
+
+/* One run of n outputs: a steps along, input2's run is widened in w (and b, for the tail, steps by step). */
+static void mul_run(const mul_q_t *q, const int8_t *a, const int8_t *b, int32_t step, const int16_t *wide,
+                    int8_t *out, int32_t n)
+{
+    int32_t i = 0;
+#if MCU_DSP_ASM
+    int32_t blocks = n >> 2;
+    if (q->fast && blocks > 0) {
+        const uint32_t o1 = ((uint32_t)q->o1 & 0xFFFFu) | ((uint32_t)q->o1 << 16);
+        const uint32_t *w = (const uint32_t *)(const void *)wide;
+        const int8_t *x1 = a;
+        int8_t *o = out;
+        uint32_t x, be, bo, ae, p;
+        if (q->ka == 0) {
+            MUL_LOOP("");
+        } else {
+            MUL_LOOP(MUL_KA);
+        }
+        i = n & ~3;
+    }
+#endif
+    for (; i < (n & ~3); i += 4) {
+        out[i] = mul_elem(q, a[i], wide[i]);
+        out[i + 1] = mul_elem(q, a[i + 1], wide[i + 2]);
+        out[i + 2] = mul_elem(q, a[i + 2], wide[i + 1]);
+        out[i + 3] = mul_elem(q, a[i + 3], wide[i + 3]);
+    }
+    for (; i < n; ++i) {
+        out[i] = mul_elem(q, a[i], (b[i * step] + q->o2) * (1 << q->kb));
+    }
+}
+
+/* mcu_mul_s8's element, for products the fast form does not cover (mcu_ew.h). */
+MCU_INLINE int8_t mul_portable(const mcu_mul_params_t *p, const mul_q_t *q, int32_t x1, int32_t x2)
+{
+    const int32_t r = mcu_requantize_round((x1 + q->o1) * (x2 + q->o2), p->output_multiplier, p->output_shift);
+    return (int8_t)mcu_clamp_i32(mcu_add_offset(r, p->output_offset), p->act_min, p->act_max);
+}
+
+mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1, const int8_t *input2,
+                            int8_t *output)
+{
+    if (params == NULL || input1 == NULL || input2 == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_mul_params_t *p = params;
+    const mcu_dims_t *od = &p->output;
+    if (od->n < 1 || od->h < 1 || od->w < 1 || od->c < 1 || p->input1_offset < -127 || p->input1_offset > 128 ||
+        p->input2_offset < -127 || p->input2_offset > 128 || p->output_offset < MCU_Q7_MIN ||
+        p->output_offset > MCU_Q7_MAX || p->output_multiplier < 0 || p->output_shift < -31 ||
+        p->output_shift > 30 || p->act_min < MCU_Q7_MIN || p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
+        return MCU_ERR_ARG;
+    }
+    if (!mcu_broadcasts(&p->input1, od) || !mcu_broadcasts(&p->input2, od)) {
+        return MCU_ERR_SHAPE;
+    }
+    mcu_ew_runs_t r;
+    mcu_ew_runs(&p->input1, &p->input2, od, &r);
+    const int8_t *in1 = input1, *in2 = input2;
+    mul_q_t q = {p->input1_offset, p->input2_offset, 0, 0, 0, 32768 + p->output_offset * 65536, p->act_min, p->act_max,
+                 p->act_min == MCU_Q7_MIN && p->act_max == MCU_Q7_MAX};
+    if (r.step1 == 0) { /* the product is symmetric: the input that steps along the run goes first */
+        in1 = input2, in2 = input1;
+        q.o1 = p->input2_offset, q.o2 = p->input1_offset;
+        r.step1 = 1, r.step2 = 0;
+        for (int32_t k = 0; k < 3; ++k) {
+            const int32_t s = r.s1[k];
+            r.s1[k] = r.s2[k], r.s2[k] = s;
+        }
+    }
+    int32_t jp = 0;
+    const int fast = mcu_mul_rq(p->output_multiplier, p->output_shift, 48, &q.m, &jp);
+    q.kb = jp < 7 ? jp : 7;
+    q.ka = jp - q.kb;
+    int16_t wide[CHUNK];
+    int8_t *out = output;
+    for (int32_t c0 = 0; c0 < r.len; c0 += CHUNK) {
+        const int32_t n = r.len - c0 < CHUNK ? r.len - c0 : CHUNK;
+        const int8_t *widened = NULL;
+        for (int32_t i0 = 0; i0 < r.count[0]; ++i0) {
+            for (int32_t i1 = 0; i1 < r.count[1]; ++i1) {
+                for (int32_t i2 = 0; i2 < r.count[2]; ++i2) {
+                    const int8_t *a = in1 + i0 * r.s1[0] + i1 * r.s1[1] + i2 * r.s1[2] + c0;
+                    const int8_t *b = in2 + i0 * r.s2[0] + i1 * r.s2[1] + i2 * r.s2[2] + c0 * r.step2;
+                    int8_t *o = out + ((i0 * r.count[1] + i1) * r.count[2] + i2) * r.len + c0;
+                    if (!fast) {
+                        for (int32_t i = 0; i < n; ++i) {
+                            o[i] = mul_portable(p, &q, a[i], b[i * r.step2]);
+                        }
+                        continue;
+                    }
+                    if (b != widened) { /* a repeated row (a channel gate) is widened once */
+                        widen(&q, b, r.step2, n, wide);
+                        widened = b;
+                    }
+                    mul_run(&q, a, b, r.step2, wide, o, n);
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}
