@@ -23,7 +23,7 @@ BOARDS = ["mps2-an386", "mps3-an547", "mps2-an385"]
 # (portable kernel, board) -> the variant the board picks
 PICKS = {("mcu_lut_s8", "mps2-an386"): "mcu_lut_s8_fast", ("mcu_lut_s8", "mps3-an547"): "mcu_lut_s8_mve",
          ("mcu_lut_s8", "mps2-an385"): "mcu_lut_s8_fast", ("mcu_mul_s8", "mps2-an386"): "mcu_mul_s8_dsp",
-         ("mcu_mul_s8", "mps3-an547"): "mcu_mul_s8_dsp"}
+         ("mcu_mul_s8", "mps3-an547"): "mcu_mul_s8_mve"}
 
 # broadcast shape pairs (input1, input2); the output is their broadcast
 SHAPES = [((2, 5, 7, 13), (2, 1, 1, 13)), ((1, 6, 5, 24), (1, 1, 1, 24)), ((1, 4, 4, 3), (1, 1, 1, 1)),
