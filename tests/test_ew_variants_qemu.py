@@ -23,7 +23,9 @@ BOARDS = ["mps2-an386", "mps3-an547", "mps2-an385"]
 # (portable kernel, board) -> the variant the board picks
 PICKS = {("mcu_lut_s8", "mps2-an386"): "mcu_lut_s8_fast", ("mcu_lut_s8", "mps3-an547"): "mcu_lut_s8_mve",
          ("mcu_lut_s8", "mps2-an385"): "mcu_lut_s8_fast", ("mcu_mul_s8", "mps2-an386"): "mcu_mul_s8_dsp",
-         ("mcu_mul_s8", "mps3-an547"): "mcu_mul_s8_mve"}
+         ("mcu_mul_s8", "mps3-an547"): "mcu_mul_s8_mve",
+         ("mcu_add_broadcast_s8", "mps2-an386"): "mcu_add_broadcast_s8_dsp",
+         ("mcu_add_broadcast_s8", "mps3-an547"): "mcu_add_broadcast_s8_mve"}
 
 # broadcast shape pairs (input1, input2); the output is their broadcast
 SHAPES = [((2, 5, 7, 13), (2, 1, 1, 13)), ((1, 6, 5, 24), (1, 1, 1, 24)), ((1, 4, 4, 3), (1, 1, 1, 1)),
@@ -76,6 +78,19 @@ class Cases:
                   "output_shift": int(r.integers(-14, -5)) if shift is None else shift, "act_min": lo, "act_max": hi}
         self._binary("mcu_mul_s8", s1, s2, params)
 
+    def add(self, s1, s2, subtract=0, narrow=False, shift=None) -> None:
+        r = self.rng
+        zo = int(r.integers(-128, 128))
+        lo, hi = self._clamp(zo, narrow)
+        m = [int(v) for v in r.integers(1 << 30, 1 << 31, 3)]
+        params = {"subtract": subtract, "left_shift": 20,
+                  "input1_offset": int(r.choice([-127, 128, *r.integers(-127, 129, 2)])), "input1_multiplier": m[0],
+                  "input1_shift": int(r.integers(-3, 1)), "input2_offset": int(r.integers(-127, 129)),
+                  "input2_multiplier": m[1], "input2_shift": int(r.integers(-3, 1)), "output_offset": zo,
+                  "output_multiplier": m[2], "output_shift": int(r.integers(-22, -17)) if shift is None else shift,
+                  "act_min": lo, "act_max": hi}
+        self._binary("mcu_add_broadcast_s8", s1, s2, params)
+
     def graph(self) -> Graph:
         return verify(Graph(dict(self.tensors), tuple(self.nodes), tuple(self.inputs), tuple(self.outputs)))
 
@@ -94,6 +109,18 @@ def mul_cases(c: Cases) -> None:
                         (-6, None), (-16, None), (-17, None)):
         c.mul((1, 3, 5, 19), (1, 1, 1, 19), shift=shift, mult=mult)
         c.mul((1, 1, 1, 1), (1, 2, 3, 9), shift=shift, mult=mult, narrow=True)
+
+
+def add_cases(c: Cases) -> None:
+    """Every shape, add and subtract, narrow clamps; long runs against a scalar or a per-pixel value (their output
+    tables), tiny outputs (no tables), output shifts off the SMMLA form (>= -1, < -25)."""
+    for i, (s1, s2) in enumerate(SHAPES):
+        c.add(s1, s2, subtract=i % 2, narrow=i % 3 == 1)
+    c.add((1, 9, 9, 40), (1, 1, 1, 1), subtract=1)
+    c.add((1, 1, 1, 1), (1, 8, 8, 33))
+    c.add((1, 2, 3, 300), (1, 2, 3, 1), subtract=1, narrow=True)
+    for shift in (-1, 0, -27, -2):
+        c.add((1, 5, 4, 21), (1, 1, 1, 21), subtract=shift % 2, shift=shift)
 
 
 def check_on_device(c: Cases, board: str, tmp_path) -> None:
@@ -116,4 +143,5 @@ def test_elementwise_variants_equal_portable_twins_on_device(board, tmp_path):
     c = Cases(seed=3)
     lut_cases(c)
     mul_cases(c)
+    add_cases(c)
     check_on_device(c, board, tmp_path)

@@ -14,6 +14,8 @@
  *      Helium: (floor(2 P m / 2^32) + o * 2^16 + 2^15) >> 16, the same with T = 47       (VQDMLASH, VQRSHRNB #16)
  *    (floor(floor(X / 2^32) / 2^16) = floor(X / 2^48)). For R > T, |p * m0| < 2^47 <= 2^(R-1): out = 0 (m = 0).
  *    Otherwise (R < 17, or jp > 15) the kernels keep mcu_requantize_round.
+ *  - The add's input rescales as two 256-entry int32 tables (input2's negated for a subtraction: |a2| < 2^28), built
+ *    per call; a run against one repeated element reads a 256-entry output table built for that element.
  */
 #ifndef MCU_EW_H
 #define MCU_EW_H
@@ -21,6 +23,7 @@
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
+#include "mcu/mcu_quant.h"
 #include "mcu/mcu_util.h"
 
 typedef struct {
@@ -83,6 +86,38 @@ static inline int mcu_mul_rq(int32_t mult, int32_t shift, int32_t total, int32_t
     *m = (mult >> t) * ((int32_t)1 << jm);
     *jp = j - jm;
     return 1;
+}
+
+/* mcu_add_broadcast_s8's argument checks. */
+static inline mcu_status_t mcu_add_broadcast_check(const mcu_add_broadcast_params_t *p, const void *input1,
+                                                   const void *input2, const void *output)
+{
+    if (p == NULL || input1 == NULL || input2 == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_dims_t *o = &p->output;
+    if (o->n < 1 || o->h < 1 || o->w < 1 || o->c < 1 || (p->subtract != 0 && p->subtract != 1) ||
+        p->left_shift < 0 || p->left_shift > 23 || p->input1_offset < -127 || p->input1_offset > 128 ||
+        p->input2_offset < -127 || p->input2_offset > 128 || p->output_offset < MCU_Q7_MIN ||
+        p->output_offset > MCU_Q7_MAX || p->input1_multiplier < 0 || p->input2_multiplier < 0 ||
+        p->output_multiplier < 0 || p->input1_shift < -31 || p->input1_shift > 30 || p->input2_shift < -31 ||
+        p->input2_shift > 30 || p->output_shift < -31 || p->output_shift > 30 || p->act_min < MCU_Q7_MIN ||
+        p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
+        return MCU_ERR_ARG;
+    }
+    return mcu_broadcasts(&p->input1, o) && mcu_broadcasts(&p->input2, o) ? MCU_OK : MCU_ERR_SHAPE;
+}
+
+/* t1[v], t2[v] for v in [-128, 127] (t1, t2 point at entry 0): the two inputs' rescaled values, t2 negated for a
+ * subtraction. */
+static inline void mcu_add_tables(const mcu_add_broadcast_params_t *p, int32_t *t1, int32_t *t2)
+{
+    for (int32_t v = -128; v < 128; ++v) {
+        t1[v] = mcu_add_rescale(v, p->input1_offset, p->left_shift, p->input1_multiplier, p->input1_shift);
+        const int32_t a2 = mcu_add_rescale(v, p->input2_offset, p->left_shift, p->input2_multiplier,
+                                           p->input2_shift);
+        t2[v] = p->subtract ? -a2 : a2;
+    }
 }
 
 #endif /* MCU_EW_H */

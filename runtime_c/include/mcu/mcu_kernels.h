@@ -815,6 +815,18 @@ mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1
 mcu_status_t mcu_mul_s8_mve(const mcu_mul_params_t *params, const int8_t *input1, const int8_t *input2,
                             int8_t *output);
 
+/* Add / subtract with broadcasting (no constants to prepare), over mcu_mul_s8_dsp's runs: each input's rescale read
+ * from a 256-entry int32 table built per call (2 KB of stack; below 64 outputs computed directly), input2's negated
+ * for a subtraction; a run of at least 256 against one repeated element (a scalar, a per-pixel value) reads a
+ * 256-entry output table built for that element (256 B of stack). Output must not overlap an input.
+ *  - _dsp: QADD, then the output requantization as the _fast add's (SMMLA).
+ *  - _mve: 4 lanes a vector, both rescales gathered (VLDRW gather), VQADD, the requantization as mcu_add_s8_mve's;
+ *    the output tables through 16-lane VLDRB gathers. */
+mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, const int8_t *input1,
+                                      const int8_t *input2, int8_t *output);
+mcu_status_t mcu_add_broadcast_s8_mve(const mcu_add_broadcast_params_t *params, const int8_t *input1,
+                                      const int8_t *input2, int8_t *output);
+
 /* Look-up table: _fast as the portable kernel, 16 elements a step (any core); _mve gathers 16 lanes a vector from
  * the table rotated by 128 (prepared: entry v & 0xFF holds the portable entry v + 128). output may alias input
  * exactly. */
