@@ -16,6 +16,7 @@ SPECS = [
     kernel("mcu_binary_f32", "float", "mcu_binary_op_f32_params_t", inplace="elementwise"),
     variant("mcu_add_s8_mve", "elementwise", "mcu_add_s8", ("mve",)),
     variant("mcu_add_s8_fast", "elementwise", "mcu_add_s8"),
+    variant("mcu_add_broadcast_s8_mve", "elementwise", "mcu_add_broadcast_s8", ("mve",)),
     variant("mcu_add_broadcast_s8_dsp", "elementwise", "mcu_add_broadcast_s8", ("dsp",)),
     variant("mcu_mul_s8_mve", "elementwise", "mcu_mul_s8", ("mve",)),
     variant("mcu_mul_s8_dsp", "elementwise", "mcu_mul_s8", ("dsp",)),

@@ -1,0 +1,150 @@
+/* Helium int8 add / subtract with broadcasting: per run, both rescales gathered from 256-entry tables 4 lanes at a
+ * time, VQADD and the output requantization of mcu_add_s8_mve; a long run against one repeated element gathers 16
+ * lanes from an output table. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/mcu_kernels.h"
+#include "mcu/mcu_opt.h"
+#include "mcu/mcu_ew.h"
+
+#if MCU_HAVE_MVE
+#define LUT_MIN 256 /* a run of at least this many against one repeated element gets its own output table */
+
+typedef struct {
+    int32x4_t mult, shift, vmin, vmax;
+    int32_t zo, down; /* down: output_shift < 0, the requantization is VQDMULH then VRSHL */
+} add_q_t;
+
+MCU_INLINE int32x4_t add_rq(const add_q_t *q, int32x4_t sum)
+{
+    const int32x4_t y = q->down ? vrshlq_s32(vqdmulhq_s32(sum, q->mult), q->shift)
+                                : mcu_mve_requantize(sum, q->mult, q->shift);
+    return vminq_s32(vmaxq_s32(vaddq_n_s32(y, q->zo), q->vmin), q->vmax);
+}
+
+/* n outputs from a and b stepping along (t1, t2 at entry 0: a sign-extended int8 offset wraps below them). */
+static void add_run(const add_q_t *q, const int32_t *t1, const int32_t *t2, const int8_t *a, const int8_t *b,
+                    int8_t *o, int32_t n)
+{
+    int32_t blocks = n >> 2;
+    if (q->down && blocks > 0) { /* 12 instructions per 4 lanes */
+        int32_t k[16] __attribute__((aligned(8)));
+        vstrwq_s32(k, q->mult);
+        vstrwq_s32(k + 4, q->shift);
+        vstrwq_s32(k + 8, q->vmin);
+        vstrwq_s32(k + 12, q->vmax);
+        __asm__ volatile("vldrw.u32 q4, [%[k]]\n\t"
+                         "vldrw.u32 q5, [%[k], #16]\n\t"
+                         "vldrw.u32 q6, [%[k], #32]\n\t"
+                         "vldrw.u32 q7, [%[k], #48]\n\t"
+                         "wls lr, %[n], 2f\n"
+                         "1:\n\t"
+                         "vldrb.s32 q0, [%[a]], #4\n\t"
+                         "vldrb.s32 q1, [%[b]], #4\n\t"
+                         "vldrw.u32 q2, [%[t1], q0, uxtw #2]\n\t"
+                         "vldrw.u32 q3, [%[t2], q1, uxtw #2]\n\t"
+                         "vqadd.s32 q2, q2, q3\n\t"
+                         "vqdmulh.s32 q2, q2, q4\n\t"
+                         "vrshl.s32 q2, q2, q5\n\t"
+                         "vadd.i32 q2, q2, %[zo]\n\t"
+                         "vmax.s32 q2, q2, q6\n\t"
+                         "vmin.s32 q2, q2, q7\n\t"
+                         "vstrb.32 q2, [%[o]], #4\n\t"
+                         "le lr, 1b\n"
+                         "2:\n\t"
+                         : [a] "+l"(a), [b] "+l"(b), [o] "+l"(o) /* the widening loads need r0-r7 */
+                         : [k] "r"(k), [n] "r"(blocks), [t1] "r"(t1), [t2] "r"(t2), [zo] "r"(q->zo)
+                         : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
+        blocks = 0;
+    }
+    for (; blocks > 0; --blocks, a += 4, b += 4, o += 4) {
+        const uint32x4_t x1 = vreinterpretq_u32_s32(vldrbq_s32(a)), x2 = vreinterpretq_u32_s32(vldrbq_s32(b));
+        vstrbq_s32(o, add_rq(q, vqaddq_s32(vldrwq_gather_shifted_offset_s32(t1, x1),
+                                           vldrwq_gather_shifted_offset_s32(t2, x2))));
+    }
+    if (n & 3) { /* inactive lanes read 0, which indexes the tables inside */
+        const mve_pred16_t p = vctp32q((uint32_t)(n & 3));
+        const uint32x4_t x1 = vreinterpretq_u32_s32(vldrbq_z_s32(a, p)), x2 = vreinterpretq_u32_s32(vldrbq_z_s32(b, p));
+        vstrbq_p_s32(o, add_rq(q, vqaddq_s32(vldrwq_gather_shifted_offset_s32(t1, x1),
+                                             vldrwq_gather_shifted_offset_s32(t2, x2))), p);
+    }
+}
+
+/* n outputs from a stepping along (its table t) against one element's rescaled value v: 4 lanes gathered, or for a
+ * long run a 256-entry output table indexed by the raw bytes (entry u for the input (int8)u), 16 lanes a gather. */
+static void add_run_const(const add_q_t *q, const int32_t *t, int32_t v, const int8_t *a, int8_t *o, int32_t n)
+{
+    if (n < LUT_MIN) {
+        for (int32_t i = 0; i < n; i += 4) {
+            const mve_pred16_t p = vctp32q((uint32_t)(n - i));
+            const uint32x4_t x = vreinterpretq_u32_s32(vldrbq_z_s32(a + i, p));
+            vstrbq_p_s32(o + i, add_rq(q, vqaddq_n_s32(vldrwq_gather_shifted_offset_s32(t, x), v)), p);
+        }
+        return;
+    }
+    int8_t g[256] __attribute__((aligned(4)));
+    for (int32_t u = 0; u < 256; u += 4) { /* entries u .. u + 3 are the inputs (int8)u .. */
+        const uint32x4_t x = vreinterpretq_u32_s32(vaddq_n_s32(vreinterpretq_s32_u32(vidupq_n_u32((uint32_t)u, 1)),
+                                                               u < 128 ? 0 : -256));
+        vstrbq_s32(g + u, add_rq(q, vqaddq_n_s32(vldrwq_gather_shifted_offset_s32(t, x), v)));
+    }
+    __asm__ volatile("wlstp.8 lr, %[n], 2f\n"
+                     "1:\n\t"
+                     "vldrb.u8 q0, [%[a]], #16\n\t"
+                     "vldrb.u8 q1, [%[g], q0]\n\t"
+                     "vstrb.8 q1, [%[o]], #16\n\t"
+                     "letp lr, 1b\n"
+                     "2:\n\t"
+                     : [a] "+r"(a), [o] "+r"(o)
+                     : [g] "r"(g), [n] "r"(n)
+                     : "lr", "q0", "q1", "memory");
+}
+#endif
+
+mcu_status_t mcu_add_broadcast_s8_mve(const mcu_add_broadcast_params_t *params, const int8_t *input1,
+                                      const int8_t *input2, int8_t *output)
+{
+#if MCU_HAVE_MVE
+    const mcu_add_broadcast_params_t *p = params;
+    const mcu_status_t status = mcu_add_broadcast_check(p, input1, input2, output);
+    if (status != MCU_OK) {
+        return status;
+    }
+    const add_q_t q = {vdupq_n_s32(p->output_multiplier), vdupq_n_s32(p->output_shift), vdupq_n_s32(p->act_min),
+                       vdupq_n_s32(p->act_max), p->output_offset, p->output_shift < 0};
+    mcu_ew_runs_t r;
+    mcu_ew_runs(&p->input1, &p->input2, &p->output, &r);
+    int32_t tables[2][256];
+    int32_t *t1 = tables[0] + 128, *t2 = tables[1] + 128;
+    for (int32_t v = -128; v < 128; v += 4) {
+        const int32x4_t x = vreinterpretq_s32_u32(vidupq_n_u32((uint32_t)v, 1));
+        const int32x4_t a1 = mcu_mve_requantize(vshlq_r_s32(vaddq_n_s32(x, p->input1_offset), p->left_shift),
+                                                vdupq_n_s32(p->input1_multiplier), vdupq_n_s32(p->input1_shift));
+        const int32x4_t a2 = mcu_mve_requantize(vshlq_r_s32(vaddq_n_s32(x, p->input2_offset), p->left_shift),
+                                                vdupq_n_s32(p->input2_multiplier), vdupq_n_s32(p->input2_shift));
+        vstrwq_s32(t1 + v, a1);
+        vstrwq_s32(t2 + v, p->subtract ? vnegq_s32(a2) : a2);
+    }
+    int8_t *out = output;
+    for (int32_t i0 = 0; i0 < r.count[0]; ++i0) {
+        for (int32_t i1 = 0; i1 < r.count[1]; ++i1) {
+            for (int32_t i2 = 0; i2 < r.count[2]; ++i2, out += r.len) {
+                const int8_t *a = input1 + i0 * r.s1[0] + i1 * r.s1[1] + i2 * r.s1[2];
+                const int8_t *b = input2 + i0 * r.s2[0] + i1 * r.s2[1] + i2 * r.s2[2];
+                if (r.step1 && r.step2) {
+                    add_run(&q, t1, t2, a, b, out, r.len);
+                } else if (r.step1) {
+                    add_run_const(&q, t1, t2[b[0]], a, out, r.len);
+                } else {
+                    add_run_const(&q, t2, t1[a[0]], b, out, r.len);
+                }
+            }
+        }
+    }
+    return MCU_OK;
+#else
+    (void)params, (void)input1, (void)input2, (void)output;
+    return MCU_ERR_ARG;
+#endif
+}
