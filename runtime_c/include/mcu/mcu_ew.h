@@ -60,6 +60,13 @@ static inline void mcu_ew_runs(const mcu_dims_t *d1, const mcu_dims_t *d2, const
         r->s1[a] = a <= j ? s1[a] : 0;
         r->s2[a] = a <= j ? s2[a] : 0;
     }
+    for (int32_t a = 1; a >= 0; --a) { /* an outer axis that continues the one inside it joins it */
+        if (r->s1[a] == r->count[a + 1] * r->s1[a + 1] && r->s2[a] == r->count[a + 1] * r->s2[a + 1]) {
+            r->count[a + 1] *= r->count[a];
+            r->count[a] = 1;
+            r->s1[a] = r->s2[a] = 0;
+        }
+    }
 }
 
 /* The product requantization's fast form (above) for total shift T: m and jp (P = p * 2^jp); 0 when there is none. */

@@ -3,6 +3,7 @@
  * repeats. */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
@@ -148,13 +149,17 @@ mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1
     q.kb = jp < 7 ? jp : 7;
     q.ka = jp - q.kb;
     int16_t wide[CHUNK];
+    const int8_t *widened = NULL; /* the run widened in `wide` (a repeated element stays widened across chunks) */
+    /* A row that repeats run after run (a channel gate: input1 contiguous, input2's row again) in whole steps is
+     * widened once and copied to fill `wide`, so one call covers several runs. */
+    const int32_t reps = fast && (r.len & 3) == 0 && r.len <= CHUNK / 2 && r.s1[2] == r.len && r.s2[2] == 0
+                             ? CHUNK / r.len : 1;
     int8_t *out = output;
     for (int32_t c0 = 0; c0 < r.len; c0 += CHUNK) {
         const int32_t n = r.len - c0 < CHUNK ? r.len - c0 : CHUNK;
-        const int8_t *widened = NULL;
         for (int32_t i0 = 0; i0 < r.count[0]; ++i0) {
             for (int32_t i1 = 0; i1 < r.count[1]; ++i1) {
-                for (int32_t i2 = 0; i2 < r.count[2]; ++i2) {
+                for (int32_t i2 = 0; i2 < r.count[2];) {
                     const int8_t *a = in1 + i0 * r.s1[0] + i1 * r.s1[1] + i2 * r.s1[2] + c0;
                     const int8_t *b = in2 + i0 * r.s2[0] + i1 * r.s2[1] + i2 * r.s2[2] + c0 * r.step2;
                     int8_t *o = out + ((i0 * r.count[1] + i1) * r.count[2] + i2) * r.len + c0;
@@ -162,13 +167,19 @@ mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1
                         for (int32_t i = 0; i < n; ++i) {
                             o[i] = mul_portable(p, &q, a[i], b[i * r.step2]);
                         }
+                        ++i2;
                         continue;
                     }
-                    if (b != widened) { /* a repeated row (a channel gate) is widened once */
+                    if (b != widened) {
                         widen(&q, b, r.step2, n, wide);
+                        for (int32_t k = 1; k < reps; ++k) {
+                            memcpy(wide + k * n, wide, (size_t)n * sizeof wide[0]);
+                        }
                         widened = b;
                     }
-                    mul_run(&q, a, b, r.step2, wide, o, n);
+                    const int32_t runs = r.count[2] - i2 < reps ? r.count[2] - i2 : reps;
+                    mul_run(&q, a, b, r.step2, wide, o, runs * n);
+                    i2 += runs;
                 }
             }
         }

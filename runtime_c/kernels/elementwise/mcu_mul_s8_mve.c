@@ -2,17 +2,20 @@
  * VQDMLASH and VQRSHRNB #16 (mcu_ew.h), tail-predicated. */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
 #include "mcu/mcu_ew.h"
 
 #if MCU_HAVE_MVE
+#define CHUNK 512 /* bytes of a repeated row's copies (stack) */
+
 /* One run of n outputs: n / 8 whole vectors, then a predicated one (explicitly: the widening products and narrows mix
  * element sizes, which a tail-predicated loop would mask by the 16-bit lanes). Fast (int8 clamp, jp <= 14):
  * a' = x1 * 2^ja + o1 * 2^ja and b' likewise by 2^jb (VMLAS; ja, jb <= 7 keep int16), VQMOVNB.S16 saturates.
  * General: a' = x1 + o1, b' = x2 + o2, the products shifted by jp, VMAX/VMIN clamp. PRE: the constants; A, B: a' and
- * b' from the loaded q0 and q1 (LB loads b: empty when q1 holds the repeated b'); SH, CLAMP. */
+ * b' from the loaded q0 and q1 (LB loads b, or b' already widened: empty when q1 holds the repeated b'); SH, CLAMP. */
 #define MUL_BODY(A, B, SH, CLAMP)                                                                         \
     A B "vmullb.s16 q2, q0, q1\n\t"                                                                       \
         "vmullt.s16 q3, q0, q1\n\t" SH                                                                    \
@@ -45,6 +48,8 @@
 #define GEN_PRE FAST_PRE
 #define LOAD_B "vldrb.s16 q1, [%[b]], #8\n\t"
 #define LOAD_B_TAIL "vpst\n\tvldrbt.s16 q1, [%[b]]\n\t"
+#define LOAD_W "vldrh.u16 q1, [%[b]], #16\n\t" /* b' already widened (prescaled int16) */
+#define LOAD_W_TAIL "vpst\n\tvldrht.u16 q1, [%[b]]\n\t"
 #define NO_B ""
 #define NO_B_TAIL ""
 #define FAST_A "vmlas.s16 q0, q4, %[k1]\n\t"
@@ -56,16 +61,43 @@
 #define FAST_CLAMP "vqmovnb.s16 q0, q0\n\t"
 #define GEN_CLAMP "vmax.s16 q0, q0, q4\n\tvmin.s16 q0, q0, q5\n\t"
 
+/* `runs` runs of 8 * blocks outputs each against one widened row w (b' as int16): the row pointer goes back to w at
+ * every run (fast form only, runs of whole vectors). */
+static void mul_gate(const int16_t *w, int32_t blocks, int32_t runs, const int32_t k[5], int32_t zo16, const int8_t *a,
+                     int8_t *o)
+{
+    int32_t t;
+    const int16_t *b;
+    __asm__ volatile("ldr %[t], [%[c], #8]\n\tvdup.32 q6, %[t]\n\t" FAST_PRE
+                     "1:\n\t"
+                     "mov %[b], %[w]\n\t"
+                     "wls lr, %[blocks], 3f\n"
+                     "2:\n\t"
+                     "vldrb.s16 q0, [%[a]], #8\n\t"
+                     "vldrh.u16 q1, [%[b]], #16\n\t" MUL_BODY(FAST_A, "", "", FAST_CLAMP)
+                     "vstrb.16 q0, [%[o]], #8\n\t"
+                     "le lr, 2b\n"
+                     "3:\n\t"
+                     "subs %[runs], %[runs], #1\n\t"
+                     "bne 1b\n\t"
+                     : [a] "+l"(a), [b] "=&l"(b), [o] "+l"(o), [t] "=&r"(t), [runs] "+r"(runs)
+                     : [k1] "r"(k[0]), [c] "r"(k), [w] "r"(w), [blocks] "r"(blocks), [zo] "r"(zo16)
+                     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "cc", "memory");
+}
+
 typedef struct {
     int32_t o1, o2, ja, jb, jp, m, zo16, lo, hi; /* zo16 = output_offset * 2^16 */
     int general;                                 /* a clamp narrower than int8, or jp > 14 */
 } mul_q_t;
 
-/* n outputs from a (steps along) and b (steps along when step, else one element). */
+/* n outputs from a (steps along) and b (steps along when step, else one element; step 2: b holds b' as int16). */
 static void mul_run(const mul_q_t *q, const int8_t *a, const int8_t *b, int32_t step, int8_t *o, int32_t n)
 {
     int32_t t;
-    if (!q->general) {
+    if (step == 2) {
+        const int32_t k[5] = {q->o1 * (1 << q->ja), 0, q->m, 1 << q->ja, 1 << q->jb};
+        MUL_RUN(FAST_PRE, LOAD_W, FAST_A, "", "", FAST_CLAMP);
+    } else if (!q->general) {
         /* k1, k2 (a' and b' offsets, or b' itself), m, then q4 and q5 */
         const int32_t k[5] = {q->o1 * (1 << q->ja), step ? q->o2 * (1 << q->jb) : (b[0] + q->o2) * (1 << q->jb),
                               q->m, 1 << q->ja, 1 << q->jb};
@@ -120,21 +152,53 @@ mcu_status_t mcu_mul_s8_mve(const mcu_mul_params_t *params, const int8_t *input1
     q.jb = q.jp < 7 ? q.jp : 7;
     q.ja = q.jp - q.jb;
     q.general = q.jp > 14 || p->act_min != MCU_Q7_MIN || p->act_max != MCU_Q7_MAX;
+    /* A row that repeats run after run (a channel gate: input1 contiguous, input2's row again) is copied to fill
+     * `row`, so one call covers several runs. */
+    int16_t row[CHUNK];
+    const int8_t *copied = NULL;
+    const int32_t reps = fast && !q.general && r.step2 && r.len <= CHUNK / 2 && r.s1[2] == r.len && r.s2[2] == 0
+                             ? CHUNK / r.len : 1;
     int8_t *out = output;
     for (int32_t i0 = 0; i0 < r.count[0]; ++i0) {
         for (int32_t i1 = 0; i1 < r.count[1]; ++i1) {
-            for (int32_t i2 = 0; i2 < r.count[2]; ++i2, out += r.len) {
+            for (int32_t i2 = 0; i2 < r.count[2];) {
                 const int8_t *a = in1 + i0 * r.s1[0] + i1 * r.s1[1] + i2 * r.s1[2];
                 const int8_t *b = in2 + i0 * r.s2[0] + i1 * r.s2[1] + i2 * r.s2[2];
-                if (fast) {
-                    mul_run(&q, a, b, r.step2, out, r.len);
+                if (reps > 1) {
+                    if (b != copied) { /* b' = (x2 + o2) * 2^jb, as int16 */
+                        for (int32_t i = 0; i < r.len; ++i) {
+                            row[i] = (int16_t)((b[i] + q.o2) * (1 << q.jb));
+                        }
+                        for (int32_t k = 1; k < reps; ++k) {
+                            memcpy(row + k * r.len, row, (size_t)r.len * sizeof row[0]);
+                        }
+                        copied = b;
+                    }
+                    if ((r.len & 7) == 0) { /* every run of this loop against the row, in one call */
+                        const int32_t k[5] = {q.o1 * (1 << q.ja), 0, q.m, 1 << q.ja, 1 << q.jb};
+                        mul_gate(row, r.len >> 3, r.count[2] - i2, k, q.zo16, a, out);
+                        out += (r.count[2] - i2) * r.len;
+                        i2 = r.count[2];
+                        continue;
+                    }
+                    const int32_t runs = r.count[2] - i2 < reps ? r.count[2] - i2 : reps;
+                    mul_run(&q, a, (const int8_t *)(const void *)row, 2, out, runs * r.len);
+                    out += runs * r.len;
+                    i2 += runs;
                     continue;
                 }
-                for (int32_t i = 0; i < r.len; ++i) { /* mcu_mul_s8's arithmetic */
-                    const int32_t y = mcu_requantize_round((a[i] + q.o1) * (b[i * r.step2] + q.o2),
-                                                           p->output_multiplier, p->output_shift);
-                    out[i] = (int8_t)mcu_clamp_i32(mcu_add_offset(y, p->output_offset), p->act_min, p->act_max);
+                if (fast) {
+                    mul_run(&q, a, b, r.step2, out, r.len);
+                } else {
+                    for (int32_t i = 0; i < r.len; ++i) { /* mcu_mul_s8's arithmetic */
+                        const int32_t y = mcu_requantize_round((a[i] + q.o1) * (b[i * r.step2] + q.o2),
+                                                               p->output_multiplier, p->output_shift);
+                        out[i] = (int8_t)mcu_clamp_i32(mcu_add_offset(y, p->output_offset), p->act_min,
+                                                       p->act_max);
+                    }
                 }
+                out += r.len;
+                ++i2;
             }
         }
     }
