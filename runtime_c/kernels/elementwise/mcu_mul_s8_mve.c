@@ -68,21 +68,27 @@ static void mul_gate(const int16_t *w, int32_t blocks, int32_t runs, const int32
 {
     int32_t t;
     const int16_t *b;
-    __asm__ volatile("ldr %[t], [%[c], #8]\n\tvdup.32 q6, %[t]\n\t" FAST_PRE
-                     "1:\n\t"
-                     "mov %[b], %[w]\n\t"
-                     "wls lr, %[blocks], 3f\n"
-                     "2:\n\t"
-                     "vldrb.s16 q0, [%[a]], #8\n\t"
-                     "vldrh.u16 q1, [%[b]], #16\n\t" MUL_BODY(FAST_A, "", "", FAST_CLAMP)
-                     "vstrb.16 q0, [%[o]], #8\n\t"
-                     "le lr, 2b\n"
-                     "3:\n\t"
-                     "subs %[runs], %[runs], #1\n\t"
-                     "bne 1b\n\t"
-                     : [a] "+l"(a), [b] "=&l"(b), [o] "+l"(o), [t] "=&r"(t), [runs] "+r"(runs)
-                     : [k1] "r"(k[0]), [c] "r"(k), [w] "r"(w), [blocks] "r"(blocks), [zo] "r"(zo16)
-                     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "cc", "memory");
+#define GATE_STEP                                                                                         \
+    "vldrb.s16 q0, [%[a]], #8\n\t"                                                                        \
+    "vldrh.u16 q1, [%[b]], #16\n\t" MUL_BODY(FAST_A, "", "", FAST_CLAMP) "vstrb.16 q0, [%[o]], #8\n\t"
+#define GATE_ASM(BODY, COUNT)                                                                             \
+    __asm__ volatile("ldr %[t], [%[c], #8]\n\tvdup.32 q6, %[t]\n\t" FAST_PRE                               \
+                     "1:\n\t"                                                                              \
+                     "mov %[b], %[w]\n\t"                                                                  \
+                     "wls lr, %[count], 3f\n"                                                              \
+                     "2:\n\t" BODY                                                                         \
+                     "le lr, 2b\n"                                                                         \
+                     "3:\n\t"                                                                              \
+                     "subs %[runs], %[runs], #1\n\t"                                                       \
+                     "bne 1b\n\t"                                                                          \
+                     : [a] "+l"(a), [b] "=&l"(b), [o] "+l"(o), [t] "=&r"(t), [runs] "+r"(runs)             \
+                     : [k1] "r"(k[0]), [c] "r"(k), [w] "r"(w), [count] "r"(COUNT), [zo] "r"(zo16)          \
+                     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "cc", "memory")
+    if ((blocks & 1) == 0) { /* two vectors a step */
+        GATE_ASM(GATE_STEP GATE_STEP, blocks >> 1);
+    } else {
+        GATE_ASM(GATE_STEP, blocks);
+    }
 }
 
 typedef struct {
@@ -169,7 +175,7 @@ mcu_status_t mcu_mul_s8_mve(const mcu_mul_params_t *params, const int8_t *input1
                         for (int32_t i = 0; i < r.len; ++i) {
                             row[i] = (int16_t)((b[i] + q.o2) * (1 << q.jb));
                         }
-                        for (int32_t k = 1; k < reps; ++k) {
+                        for (int32_t k = 1; k < reps && (r.len & 7) != 0; ++k) { /* mul_gate needs one */
                             memcpy(row + k * r.len, row, (size_t)r.len * sizeof row[0]);
                         }
                         copied = b;
