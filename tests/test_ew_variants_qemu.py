@@ -60,15 +60,15 @@ class Cases:
         self.outputs.append(y)
         self.nodes.append(call(f"n{i}", "mcu_lut_s8", (t, x), y, {"size": size}))
 
-    def _binary(self, kernel: str, s1, s2, params: dict) -> None:
+    def _binary(self, kernel: str, s1, s2, params: dict, out=None) -> None:
         i = len(self.nodes)
-        out = tuple(max(a, b) for a, b in zip(s1, s2))
+        out = out or tuple(max(a, b) for a, b in zip(s1, s2))
         a, b, y = self._io(f"x{i}", s1), self._io(f"z{i}", s2), self._io(f"y{i}", out)
         self.inputs += [a, b]
         self.outputs.append(y)
         self.nodes.append(call(f"n{i}", kernel, (a, b), y, {"input1": s1, "input2": s2, "output": out, **params}))
 
-    def mul(self, s1, s2, narrow=False, shift=None, mult=None) -> None:
+    def mul(self, s1, s2, narrow=False, shift=None, mult=None, out=None) -> None:
         r = self.rng
         zo = int(r.integers(-128, 128))
         lo, hi = self._clamp(zo, narrow)
@@ -76,9 +76,9 @@ class Cases:
                   "input2_offset": int(r.integers(-127, 129)), "output_offset": zo,
                   "output_multiplier": int(r.integers(1 << 30, 1 << 31)) if mult is None else mult,
                   "output_shift": int(r.integers(-14, -5)) if shift is None else shift, "act_min": lo, "act_max": hi}
-        self._binary("mcu_mul_s8", s1, s2, params)
+        self._binary("mcu_mul_s8", s1, s2, params, out)
 
-    def add(self, s1, s2, subtract=0, narrow=False, shift=None) -> None:
+    def add(self, s1, s2, subtract=0, narrow=False, shift=None, out=None) -> None:
         r = self.rng
         zo = int(r.integers(-128, 128))
         lo, hi = self._clamp(zo, narrow)
@@ -89,7 +89,7 @@ class Cases:
                   "input2_multiplier": m[1], "input2_shift": int(r.integers(-3, 1)), "output_offset": zo,
                   "output_multiplier": m[2], "output_shift": int(r.integers(-22, -17)) if shift is None else shift,
                   "act_min": lo, "act_max": hi}
-        self._binary("mcu_add_broadcast_s8", s1, s2, params)
+        self._binary("mcu_add_broadcast_s8", s1, s2, params, out)
 
     def graph(self) -> Graph:
         return verify(Graph(dict(self.tensors), tuple(self.nodes), tuple(self.inputs), tuple(self.outputs)))
@@ -109,6 +109,8 @@ def mul_cases(c: Cases) -> None:
                         (-6, None), (-16, None), (-17, None)):
         c.mul((1, 3, 5, 19), (1, 1, 1, 19), shift=shift, mult=mult)
         c.mul((1, 1, 1, 1), (1, 2, 3, 9), shift=shift, mult=mult, narrow=True)
+    c.mul((1, 1, 1, 1), (1, 1, 1, 1), out=(1, 1, 3, 2))   # output axes neither input has: constant runs
+    c.mul((1, 5, 1, 1), (1, 1, 1, 1), out=(2, 5, 2, 3))
 
 
 def add_cases(c: Cases) -> None:
@@ -119,6 +121,8 @@ def add_cases(c: Cases) -> None:
     c.add((1, 9, 9, 40), (1, 1, 1, 1), subtract=1)
     c.add((1, 1, 1, 1), (1, 8, 8, 33))
     c.add((1, 2, 3, 300), (1, 2, 3, 1), subtract=1, narrow=True)
+    c.add((1, 1, 1, 1), (1, 1, 1, 1), out=(1, 1, 3, 2))
+    c.add((1, 5, 1, 1), (1, 1, 1, 1), subtract=1, out=(2, 5, 2, 300))
     for shift in (-1, 0, -27, -2):
         c.add((1, 5, 4, 21), (1, 1, 1, 21), subtract=shift % 2, shift=shift)
 

@@ -2,6 +2,7 @@
  * sum saturated (QADD) and requantized by SMMLA; a run against one repeated element reads an output table. */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
@@ -161,8 +162,10 @@ mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, 
                     add_run(&q, t1, t2, a, b, out, r.len);
                 } else if (r.step1) {
                     add_run_const(&q, t1, t2[b[0]], a, out, r.len);
-                } else {
+                } else if (r.step2) {
                     add_run_const(&q, t2, t1[a[0]], b, out, r.len);
+                } else { /* an output axis neither input has */
+                    memset(out, add_out(&q, t1[a[0]], t2[b[0]]), (size_t)r.len);
                 }
             }
         }

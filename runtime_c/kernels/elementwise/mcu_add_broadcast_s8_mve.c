@@ -3,6 +3,7 @@
  * lanes from an output table. */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
@@ -136,8 +137,13 @@ mcu_status_t mcu_add_broadcast_s8_mve(const mcu_add_broadcast_params_t *params, 
                     add_run(&q, t1, t2, a, b, out, r.len);
                 } else if (r.step1) {
                     add_run_const(&q, t1, t2[b[0]], a, out, r.len);
-                } else {
+                } else if (r.step2) {
                     add_run_const(&q, t2, t1[a[0]], b, out, r.len);
+                } else { /* an output axis neither input has */
+                    memset(out, (int8_t)mcu_clamp_i32(mcu_add_output((int64_t)t1[a[0]] + t2[b[0]], p->output_multiplier,
+                                                                      p->output_shift, p->output_offset),
+                                                       p->act_min, p->act_max),
+                           (size_t)r.len);
                 }
             }
         }

@@ -135,7 +135,7 @@ mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1
     const int8_t *in1 = input1, *in2 = input2;
     mul_q_t q = {p->input1_offset, p->input2_offset, 0, 0, 0, 32768 + p->output_offset * 65536, p->act_min, p->act_max,
                  p->act_min == MCU_Q7_MIN && p->act_max == MCU_Q7_MAX};
-    if (r.step1 == 0) { /* the product is symmetric: the input that steps along the run goes first */
+    if (r.step1 == 0 && r.step2 == 1) { /* the product is symmetric: the input that steps along the run goes first */
         in1 = input2, in2 = input1;
         q.o1 = p->input2_offset, q.o2 = p->input1_offset;
         r.step1 = 1, r.step2 = 0;
@@ -145,7 +145,8 @@ mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1
         }
     }
     int32_t jp = 0;
-    const int fast = mcu_mul_rq(p->output_multiplier, p->output_shift, 48, &q.m, &jp);
+    /* runs where neither input steps (an output axis neither input has) take the portable arithmetic */
+    const int fast = r.step1 && mcu_mul_rq(p->output_multiplier, p->output_shift, 48, &q.m, &jp);
     q.kb = jp < 7 ? jp : 7;
     q.ka = jp - q.kb;
     int16_t wide[CHUNK];
@@ -160,12 +161,12 @@ mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1
         for (int32_t i0 = 0; i0 < r.count[0]; ++i0) {
             for (int32_t i1 = 0; i1 < r.count[1]; ++i1) {
                 for (int32_t i2 = 0; i2 < r.count[2];) {
-                    const int8_t *a = in1 + i0 * r.s1[0] + i1 * r.s1[1] + i2 * r.s1[2] + c0;
+                    const int8_t *a = in1 + i0 * r.s1[0] + i1 * r.s1[1] + i2 * r.s1[2] + c0 * r.step1;
                     const int8_t *b = in2 + i0 * r.s2[0] + i1 * r.s2[1] + i2 * r.s2[2] + c0 * r.step2;
                     int8_t *o = out + ((i0 * r.count[1] + i1) * r.count[2] + i2) * r.len + c0;
                     if (!fast) {
                         for (int32_t i = 0; i < n; ++i) {
-                            o[i] = mul_portable(p, &q, a[i], b[i * r.step2]);
+                            o[i] = mul_portable(p, &q, a[i * r.step1], b[i * r.step2]);
                         }
                         ++i2;
                         continue;

@@ -145,7 +145,7 @@ mcu_status_t mcu_mul_s8_mve(const mcu_mul_params_t *params, const int8_t *input1
     mcu_ew_runs(&p->input1, &p->input2, od, &r);
     const int8_t *in1 = input1, *in2 = input2;
     mul_q_t q = {p->input1_offset, p->input2_offset, 0, 0, 0, 0, p->output_offset * 65536, p->act_min, p->act_max, 0};
-    if (r.step1 == 0) { /* the product is symmetric: the input that steps along the run goes first */
+    if (r.step1 == 0 && r.step2 == 1) { /* the product is symmetric: the input that steps along the run goes first */
         in1 = input2, in2 = input1;
         q.o1 = p->input2_offset, q.o2 = p->input1_offset;
         r.step1 = 1, r.step2 = 0;
@@ -154,7 +154,8 @@ mcu_status_t mcu_mul_s8_mve(const mcu_mul_params_t *params, const int8_t *input1
             r.s1[k] = r.s2[k], r.s2[k] = s;
         }
     }
-    const int fast = mcu_mul_rq(p->output_multiplier, p->output_shift, 47, &q.m, &q.jp);
+    /* runs where neither input steps (an output axis neither input has) take the portable arithmetic */
+    const int fast = r.step1 && mcu_mul_rq(p->output_multiplier, p->output_shift, 47, &q.m, &q.jp);
     q.jb = q.jp < 7 ? q.jp : 7;
     q.ja = q.jp - q.jb;
     q.general = q.jp > 14 || p->act_min != MCU_Q7_MIN || p->act_max != MCU_Q7_MAX;
@@ -197,7 +198,7 @@ mcu_status_t mcu_mul_s8_mve(const mcu_mul_params_t *params, const int8_t *input1
                     mul_run(&q, a, b, r.step2, out, r.len);
                 } else {
                     for (int32_t i = 0; i < r.len; ++i) { /* mcu_mul_s8's arithmetic */
-                        const int32_t y = mcu_requantize_round((a[i] + q.o1) * (b[i * r.step2] + q.o2),
+                        const int32_t y = mcu_requantize_round((a[i * r.step1] + q.o1) * (b[i * r.step2] + q.o2),
                                                                p->output_multiplier, p->output_shift);
                         out[i] = (int8_t)mcu_clamp_i32(mcu_add_offset(y, p->output_offset), p->act_min,
                                                        p->act_max);
