@@ -9,6 +9,7 @@
 #include "mcu/mcu_ew.h"
 
 #define TABLE_MIN 64 /* fewer outputs: no tables (their 512 entries cost more than they save) */
+#define ROW 512     /* bytes of a repeated row's copies (stack) */
 #define LUT_MIN 256   /* a run of at least this many against one repeated element gets its own output table */
 
 typedef struct {
@@ -152,13 +153,30 @@ mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, 
         return MCU_OK;
     }
     mcu_add_tables(p, t1, t2);
+    /* A row that repeats run after run (input1 contiguous, input2's row again, or the other way) is copied to fill
+     * `row`, so one call covers several runs. */
+    int8_t row[ROW];
+    const int8_t *copied = NULL;
+    const int32_t rep1 = r.s1[2] == 0 && r.s2[2] == r.len, rep2 = r.s2[2] == 0 && r.s1[2] == r.len;
+    const int32_t reps = r.step1 && r.step2 && (rep1 || rep2) && r.len <= ROW / 2 ? ROW / r.len : 1;
     int8_t *out = output;
     for (int32_t i0 = 0; i0 < r.count[0]; ++i0) {
         for (int32_t i1 = 0; i1 < r.count[1]; ++i1) {
-            for (int32_t i2 = 0; i2 < r.count[2]; ++i2, out += r.len) {
+            for (int32_t i2 = 0; i2 < r.count[2];) {
                 const int8_t *a = input1 + i0 * r.s1[0] + i1 * r.s1[1] + i2 * r.s1[2];
                 const int8_t *b = input2 + i0 * r.s2[0] + i1 * r.s2[1] + i2 * r.s2[2];
-                if (r.step1 && r.step2) {
+                int32_t runs = 1;
+                if (reps > 1) {
+                    const int8_t *rep = rep2 ? b : a;
+                    if (rep != copied) {
+                        for (int32_t k = 0; k < reps; ++k) {
+                            memcpy(row + k * r.len, rep, (size_t)r.len);
+                        }
+                        copied = rep;
+                    }
+                    runs = r.count[2] - i2 < reps ? r.count[2] - i2 : reps;
+                    add_run(&q, t1, t2, rep2 ? a : row, rep2 ? row : b, out, runs * r.len);
+                } else if (r.step1 && r.step2) {
                     add_run(&q, t1, t2, a, b, out, r.len);
                 } else if (r.step1) {
                     add_run_const(&q, t1, t2[b[0]], a, out, r.len);
@@ -167,6 +185,8 @@ mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, 
                 } else { /* an output axis neither input has */
                     memset(out, add_out(&q, t1[a[0]], t2[b[0]]), (size_t)r.len);
                 }
+                out += runs * r.len;
+                i2 += runs;
             }
         }
     }

@@ -10,6 +10,7 @@
 #include "mcu/mcu_ew.h"
 
 #if MCU_HAVE_MVE
+#define ROW 512     /* bytes of a repeated row's copies (stack) */
 #define LUT_MIN 256 /* a run of at least this many against one repeated element gets its own output table */
 
 typedef struct {
@@ -127,13 +128,30 @@ mcu_status_t mcu_add_broadcast_s8_mve(const mcu_add_broadcast_params_t *params, 
         vstrwq_s32(t1 + v, a1);
         vstrwq_s32(t2 + v, p->subtract ? vnegq_s32(a2) : a2);
     }
+    /* A row that repeats run after run (input1 contiguous, input2's row again, or the other way) is copied to fill
+     * `row`, so one call covers several runs. */
+    int8_t row[ROW];
+    const int8_t *copied = NULL;
+    const int32_t rep1 = r.s1[2] == 0 && r.s2[2] == r.len, rep2 = r.s2[2] == 0 && r.s1[2] == r.len;
+    const int32_t reps = r.step1 && r.step2 && (rep1 || rep2) && r.len <= ROW / 2 ? ROW / r.len : 1;
     int8_t *out = output;
     for (int32_t i0 = 0; i0 < r.count[0]; ++i0) {
         for (int32_t i1 = 0; i1 < r.count[1]; ++i1) {
-            for (int32_t i2 = 0; i2 < r.count[2]; ++i2, out += r.len) {
+            for (int32_t i2 = 0; i2 < r.count[2];) {
                 const int8_t *a = input1 + i0 * r.s1[0] + i1 * r.s1[1] + i2 * r.s1[2];
                 const int8_t *b = input2 + i0 * r.s2[0] + i1 * r.s2[1] + i2 * r.s2[2];
-                if (r.step1 && r.step2) {
+                int32_t runs = 1;
+                if (reps > 1) {
+                    const int8_t *rep = rep2 ? b : a;
+                    if (rep != copied) {
+                        for (int32_t k = 0; k < reps; ++k) {
+                            memcpy(row + k * r.len, rep, (size_t)r.len);
+                        }
+                        copied = rep;
+                    }
+                    runs = r.count[2] - i2 < reps ? r.count[2] - i2 : reps;
+                    add_run(&q, t1, t2, rep2 ? a : row, rep2 ? row : b, out, runs * r.len);
+                } else if (r.step1 && r.step2) {
                     add_run(&q, t1, t2, a, b, out, r.len);
                 } else if (r.step1) {
                     add_run_const(&q, t1, t2[b[0]], a, out, r.len);
@@ -142,9 +160,10 @@ mcu_status_t mcu_add_broadcast_s8_mve(const mcu_add_broadcast_params_t *params, 
                 } else { /* an output axis neither input has */
                     memset(out, (int8_t)mcu_clamp_i32(mcu_add_output((int64_t)t1[a[0]] + t2[b[0]], p->output_multiplier,
                                                                       p->output_shift, p->output_offset),
-                                                       p->act_min, p->act_max),
-                           (size_t)r.len);
+                                                       p->act_min, p->act_max), (size_t)r.len);
                 }
+                out += runs * r.len;
+                i2 += runs;
             }
         }
     }
