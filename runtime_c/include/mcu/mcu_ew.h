@@ -115,16 +115,40 @@ static inline mcu_status_t mcu_add_broadcast_check(const mcu_add_broadcast_param
     return mcu_broadcasts(&p->input1, o) && mcu_broadcasts(&p->input2, o) ? MCU_OK : MCU_ERR_SHAPE;
 }
 
+/* t[v] = mcu_add_rescale(v, offset, left_shift, mult, shift) for v in [-128, 127] (t points at entry 0), negated when
+ * `negate`. For shift <= 0 the product (v + offset) * 2^left_shift * mult (|.| < 2^62) grows by one step per entry
+ * and each entry is mcu_requantize's rounding of it. */
+static inline void mcu_add_table(int32_t offset, int32_t left_shift, int32_t mult, int32_t shift, int negate,
+                                 int32_t *t)
+{
+    const int32_t sign = negate ? -1 : 1;
+    if (shift > 0) {
+        for (int32_t v = -128; v < 128; ++v) {
+            t[v] = sign * mcu_add_rescale(v, offset, left_shift, mult, shift);
+        }
+        return;
+    }
+    const int64_t step = (int64_t)mult * ((int64_t)1 << left_shift);
+    int64_t prod = (int64_t)(offset - 128) * step;
+    if (shift <= -2) {
+        const int32_t s = -shift - 1, round = (int32_t)1 << (s - 1);
+        for (int32_t v = -128; v < 128; ++v, prod += step) {
+            t[v] = sign * ((((int32_t)(prod >> 32)) + round) >> s);
+        }
+    } else {
+        const int32_t r = 31 - shift;
+        for (int32_t v = -128; v < 128; ++v, prod += step) {
+            t[v] = sign * (int32_t)((prod + ((int64_t)1 << (r - 1))) >> r);
+        }
+    }
+}
+
 /* t1[v], t2[v] for v in [-128, 127] (t1, t2 point at entry 0): the two inputs' rescaled values, t2 negated for a
  * subtraction. */
 static inline void mcu_add_tables(const mcu_add_broadcast_params_t *p, int32_t *t1, int32_t *t2)
 {
-    for (int32_t v = -128; v < 128; ++v) {
-        t1[v] = mcu_add_rescale(v, p->input1_offset, p->left_shift, p->input1_multiplier, p->input1_shift);
-        const int32_t a2 = mcu_add_rescale(v, p->input2_offset, p->left_shift, p->input2_multiplier,
-                                           p->input2_shift);
-        t2[v] = p->subtract ? -a2 : a2;
-    }
+    mcu_add_table(p->input1_offset, p->left_shift, p->input1_multiplier, p->input1_shift, 0, t1);
+    mcu_add_table(p->input2_offset, p->left_shift, p->input2_multiplier, p->input2_shift, p->subtract, t2);
 }
 
 #endif /* MCU_EW_H */
