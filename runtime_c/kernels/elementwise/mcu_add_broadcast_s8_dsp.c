@@ -38,32 +38,46 @@ static void add_run(const add_q_t *q, const int32_t *t1, const int32_t *t2, cons
     int32_t pairs = n >> 1;
     (void)pairs;
 #if MCU_DSP_ASM
-    if (q->mode.fast && n >= 2) { /* 9 instructions an element, 2 a step */
+    if (q->mode.records_fast && n >= 2) { /* 9 instructions an element (10 with a narrow clamp), 2 a step */
         int32_t x, y;
-        __asm__ volatile("1:\n\t"
-                         "ldrsb %[x], [%[a]], #1\n\t"
-                         "ldrsb %[y], [%[b]], #1\n\t"
-                         "ldr %[x], [%[t1], %[x], lsl #2]\n\t"
-                         "ldr %[y], [%[t2], %[y], lsl #2]\n\t"
-                         "qadd %[x], %[x], %[y]\n\t"
-                         "smmla %[x], %[x], %[m], %[rh]\n\t"
-                         "ldrsb %[y], [%[a]], #1\n\t"
-                         "asr %[x], %[x], %[sh]\n\t"
-                         "ssat %[x], #8, %[x]\n\t"
-                         "strb %[x], [%[o]], #1\n\t"
-                         "ldrsb %[x], [%[b]], #1\n\t"
-                         "ldr %[y], [%[t1], %[y], lsl #2]\n\t"
-                         "ldr %[x], [%[t2], %[x], lsl #2]\n\t"
-                         "qadd %[x], %[x], %[y]\n\t"
-                         "smmla %[x], %[x], %[m], %[rh]\n\t"
-                         "asr %[x], %[x], %[sh]\n\t"
-                         "ssat %[x], #8, %[x]\n\t"
-                         "strb %[x], [%[o]], #1\n\t"
-                         "subs %[n], %[n], #1\n\t"
-                         "bne 1b\n\t"
-                         : [a] "+r"(a), [b] "+r"(b), [o] "+r"(o), [n] "+r"(pairs), [x] "=&r"(x), [y] "=&r"(y)
-                         : [t1] "r"(t1), [t2] "r"(t2), [m] "r"(q->rec[0]), [rh] "r"(q->rec[2]), [sh] "r"(q->rec[1])
-                         : "cc", "memory");
+        int8_t clamp[256]; /* a clamp narrower than int8 as a table: one LDRSB */
+        const int8_t *ct = clamp + 128;
+        if (!q->mode.fast) {
+            for (int32_t v = -128; v < 128; ++v) {
+                clamp[v + 128] = (int8_t)mcu_clamp_i32(v, q->mode.act_min, q->mode.act_max);
+            }
+        }
+#define ADD_PAIRS(CLAMP)                                                                                  \
+    __asm__ volatile("1:\n\t"                                                                              \
+                     "ldrsb %[x], [%[a]], #1\n\t"                                                          \
+                     "ldrsb %[y], [%[b]], #1\n\t"                                                          \
+                     "ldr %[x], [%[t1], %[x], lsl #2]\n\t"                                                 \
+                     "ldr %[y], [%[t2], %[y], lsl #2]\n\t"                                                 \
+                     "qadd %[x], %[x], %[y]\n\t"                                                           \
+                     "smmla %[x], %[x], %[m], %[rh]\n\t"                                                   \
+                     "ldrsb %[y], [%[a]], #1\n\t"                                                          \
+                     "asr %[x], %[x], %[sh]\n\t"                                                           \
+                     "ssat %[x], #8, %[x]\n\t" CLAMP                                                       \
+                     "strb %[x], [%[o]], #1\n\t"                                                           \
+                     "ldrsb %[x], [%[b]], #1\n\t"                                                          \
+                     "ldr %[y], [%[t1], %[y], lsl #2]\n\t"                                                 \
+                     "ldr %[x], [%[t2], %[x], lsl #2]\n\t"                                                 \
+                     "qadd %[x], %[x], %[y]\n\t"                                                           \
+                     "smmla %[x], %[x], %[m], %[rh]\n\t"                                                   \
+                     "asr %[x], %[x], %[sh]\n\t"                                                           \
+                     "ssat %[x], #8, %[x]\n\t" CLAMP                                                       \
+                     "strb %[x], [%[o]], #1\n\t"                                                           \
+                     "subs %[n], %[n], #1\n\t"                                                             \
+                     "bne 1b\n\t"                                                                          \
+                     : [a] "+r"(a), [b] "+r"(b), [o] "+r"(o), [n] "+r"(pairs), [x] "=&r"(x), [y] "=&r"(y)    \
+                     : [t1] "r"(t1), [t2] "r"(t2), [m] "r"(q->rec[0]), [rh] "r"(q->rec[2]), [sh] "r"(q->rec[1]), \
+                       [ct] "r"(ct)                                                                        \
+                     : "cc", "memory")
+        if (q->mode.fast) {
+            ADD_PAIRS("");
+        } else {
+            ADD_PAIRS("ldrsb %[x], [%[ct], %[x]]\n\t");
+        }
         if (n & 1) {
             *o = add_out(q, t1[*a], t2[*b]);
         }
