@@ -15,6 +15,7 @@ typedef struct {
     int32_t o1, o2, kb, ka, m, rh, lo, hi; /* kb + ka = jp: kb (<= 7) in the widened operand, ka on the product;
                                             * rh = 2^15 + output_offset * 2^16 */
     int fast;                              /* the clamp is int8's */
+    int wide32;                            /* (fast, ka > 0, assembly) the row widened to int32 (x2 + o2) * 2^jp */
 } mul_q_t;
 
 /* One output from x1 and w = (x2 + o2) * 2^kb (mcu_ew.h, the DSP form). */
@@ -36,7 +37,88 @@ static void widen(const mul_q_t *q, const int8_t *b, int32_t step, int32_t n, in
     }
 }
 
+/* w[0 .. n rounded down to 4) = (b[i * step] + o2) * 2^(kb + ka), int32 in order. */
+static void widen32(const mul_q_t *q, const int8_t *b, int32_t step, int32_t n, int32_t *w)
+{
+    for (int32_t i = 0; i < (n & ~3); ++i) {
+        w[i] = (b[i * step] + q->o2) * (1 << (q->kb + q->ka));
+    }
+}
+
 #if MCU_DSP_ASM
+/* out[0 .. 4 * blocks) from a and the int32 row w (wide32): each input byte SXTAB'd and multiplied by MUL, any
+ * prescale; 22 instructions per 4. */
+#define MUL32_LOOP                                                                                        \
+    __asm__ volatile("mov %[t], #0xA0000\n\t"                                                               \
+                     "msr APSR_g, %[t]\n"                                                                  \
+                     "1:\n\t"                                                                              \
+                     "ldr %[x], [%[x1]], #4\n\t"                                                           \
+                     "ldrd %[b0], %[b1], [%[w]], #8\n\t"                                                   \
+                     "sxtab %[v0], %[o1], %[x]\n\t"                                                        \
+                     "sxtab %[v1], %[o1], %[x], ror #8\n\t"                                                \
+                     "mul %[v0], %[v0], %[b0]\n\t"                                                         \
+                     "mul %[v1], %[v1], %[b1]\n\t"                                                         \
+                     "smmla %[v0], %[v0], %[m], %[rh]\n\t"                                                 \
+                     "smmla %[v1], %[v1], %[m], %[rh]\n\t"                                                 \
+                     "ldrd %[b0], %[b1], [%[w]], #8\n\t"                                                   \
+                     "sxtab %[t], %[o1], %[x], ror #16\n\t"                                                \
+                     "mul %[b0], %[t], %[b0]\n\t"                                                          \
+                     "sxtab %[t], %[o1], %[x], ror #24\n\t"                                                \
+                     "mul %[b1], %[t], %[b1]\n\t"                                                          \
+                     "smmla %[b0], %[b0], %[m], %[rh]\n\t"                                                 \
+                     "smmla %[b1], %[b1], %[m], %[rh]\n\t"                                                 \
+                     "pkhtb %[v0], %[b0], %[v0], asr #16\n\t"                                              \
+                     "pkhtb %[v1], %[b1], %[v1], asr #16\n\t"                                              \
+                     "ssat16 %[v0], #8, %[v0]\n\t"                                                         \
+                     "ssat16 %[v1], #8, %[v1]\n\t"                                                         \
+                     "lsl %[v1], %[v1], #8\n\t"                                                            \
+                     "sel %[v0], %[v1], %[v0]\n\t"                                                         \
+                     "str %[v0], [%[o]], #4\n\t"                                                           \
+                     "subs %[n], %[n], #1\n\t"                                                             \
+                     "bne 1b\n\t"                                                                          \
+                     : [x1] "+r"(x1), [w] "+r"(w32), [o] "+r"(o), [n] "+r"(blocks), [x] "=&r"(x), [b0] "=&r"(be), \
+                       [b1] "=&r"(bo), [v0] "=&r"(ae), [v1] "=&r"(p), [t] "=&r"(t)                         \
+                     : [o1] "r"(q->o1), [m] "r"(q->m), [rh] "r"(q->rh)                                       \
+                     : "cc", "memory")
+
+/* out[0 .. 4 * blocks) from a and b both read as they come (no row to reuse): SXTAB16 both, the products shifted by
+ * jp; 25 instructions per 4. */
+#define MUL_STREAM_LOOP                                                                                   \
+    __asm__ volatile("mov %[t], #0xA0000\n\t"                                                               \
+                     "msr APSR_g, %[t]\n"                                                                  \
+                     "1:\n\t"                                                                              \
+                     "ldr %[x], [%[x1]], #4\n\t"                                                           \
+                     "ldr %[t], [%[x2]], #4\n\t"                                                           \
+                     "sxtab16 %[ae], %[o1], %[x]\n\t"                                                      \
+                     "sxtab16 %[x], %[o1], %[x], ror #8\n\t"                                               \
+                     "sxtab16 %[be], %[o2], %[t]\n\t"                                                      \
+                     "sxtab16 %[t], %[o2], %[t], ror #8\n\t"                                               \
+                     "smulbb %[p], %[ae], %[be]\n\t"                                                       \
+                     "smultt %[ae], %[ae], %[be]\n\t"                                                      \
+                     "smulbb %[be], %[x], %[t]\n\t"                                                        \
+                     "smultt %[x], %[x], %[t]\n\t"                                                         \
+                     "lsl %[p], %[p], %[jp]\n\t"                                                           \
+                     "lsl %[ae], %[ae], %[jp]\n\t"                                                         \
+                     "lsl %[be], %[be], %[jp]\n\t"                                                         \
+                     "lsl %[x], %[x], %[jp]\n\t"                                                           \
+                     "smmla %[p], %[p], %[m], %[rh]\n\t"                                                   \
+                     "smmla %[ae], %[ae], %[m], %[rh]\n\t"                                                 \
+                     "smmla %[be], %[be], %[m], %[rh]\n\t"                                                 \
+                     "smmla %[x], %[x], %[m], %[rh]\n\t"                                                   \
+                     "pkhtb %[p], %[ae], %[p], asr #16\n\t"                                                \
+                     "pkhtb %[be], %[x], %[be], asr #16\n\t"                                               \
+                     "ssat16 %[p], #8, %[p]\n\t"                                                           \
+                     "ssat16 %[be], #8, %[be]\n\t"                                                         \
+                     "lsl %[be], %[be], #8\n\t"                                                            \
+                     "sel %[p], %[be], %[p]\n\t"                                                           \
+                     "str %[p], [%[o]], #4\n\t"                                                            \
+                     "subs %[n], %[n], #1\n\t"                                                             \
+                     "bne 1b\n\t"                                                                          \
+                     : [x1] "+r"(x1), [x2] "+r"(x2), [o] "+r"(o), [n] "+r"(blocks), [x] "=&r"(x),           \
+                       [be] "=&r"(be), [ae] "=&r"(ae), [p] "=&r"(p), [t] "=&r"(t)                          \
+                     : [o1] "r"(o1), [o2] "r"(o2), [m] "r"(q->m), [rh] "r"(q->rh), [jp] "r"(q->ka + q->kb)  \
+                     : "cc", "memory")
+
 /* out[0 .. 4 * blocks) from a and the widened w, int8 clamp: SEL takes bytes 1 and 3 from the odd outputs (GE is
  * set to 0b1010 first; nothing in the loop writes it). KA: the products' shift, when k > 7. */
 #define MUL_LOOP(KA)                                                                                      \
@@ -74,6 +156,27 @@ static void widen(const mul_q_t *q, const int8_t *b, int32_t step, int32_t n, in
     "lsl %[x], %[x], %[ka]\n\t"
 #endif
 
+/* One run of n outputs, a and b stepping along, neither widened (int8 clamp). */
+static void mul_stream(const mul_q_t *q, const int8_t *a, const int8_t *b, int8_t *out, int32_t n)
+{
+    int32_t i = 0;
+#if MCU_DSP_ASM
+    int32_t blocks = n >> 2;
+    if (blocks > 0) {
+        const uint32_t o1 = ((uint32_t)q->o1 & 0xFFFFu) | ((uint32_t)q->o1 << 16);
+        const uint32_t o2 = ((uint32_t)q->o2 & 0xFFFFu) | ((uint32_t)q->o2 << 16);
+        const int8_t *x1 = a, *x2 = b;
+        int8_t *o = out;
+        uint32_t x, be, ae, p, t;
+        MUL_STREAM_LOOP;
+        i = n & ~3;
+    }
+#endif
+    for (; i < n; ++i) {
+        out[i] = mul_elem(q, a[i], (b[i] + q->o2) * (1 << q->kb));
+    }
+}
+
 /* One run of n outputs: a steps along, input2's run is widened in w (and b, for the tail, steps by step). */
 static void mul_run(const mul_q_t *q, const int8_t *a, const int8_t *b, int32_t step, const int16_t *wide,
                     int8_t *out, int32_t n)
@@ -86,8 +189,11 @@ static void mul_run(const mul_q_t *q, const int8_t *a, const int8_t *b, int32_t 
         const uint32_t *w = (const uint32_t *)(const void *)wide;
         const int8_t *x1 = a;
         int8_t *o = out;
-        uint32_t x, be, bo, ae, p;
-        if (q->ka == 0) {
+        uint32_t x, be, bo, ae, p, t;
+        const int32_t *w32 = (const int32_t *)(const void *)wide;
+        if (q->wide32) {
+            MUL32_LOOP;
+        } else if (q->ka == 0) {
             MUL_LOOP("");
         } else {
             MUL_LOOP(MUL_KA);
@@ -95,6 +201,9 @@ static void mul_run(const mul_q_t *q, const int8_t *a, const int8_t *b, int32_t 
         i = n & ~3;
     }
 #endif
+    for (; i < (n & ~3) && q->wide32; ++i) {
+        out[i] = mul_elem(q, a[i], ((const int32_t *)(const void *)wide)[i] >> q->ka); /* (x2 + o2) * 2^kb */
+    }
     for (; i < (n & ~3); i += 4) {
         out[i] = mul_elem(q, a[i], wide[i]);
         out[i + 1] = mul_elem(q, a[i + 1], wide[i + 2]);
@@ -134,7 +243,7 @@ mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1
     mcu_ew_runs(&p->input1, &p->input2, od, &r);
     const int8_t *in1 = input1, *in2 = input2;
     mul_q_t q = {p->input1_offset, p->input2_offset, 0, 0, 0, 32768 + p->output_offset * 65536, p->act_min, p->act_max,
-                 p->act_min == MCU_Q7_MIN && p->act_max == MCU_Q7_MAX};
+                 p->act_min == MCU_Q7_MIN && p->act_max == MCU_Q7_MAX, 0};
     if (r.step1 == 0 && r.step2 == 1) { /* the product is symmetric: the input that steps along the run goes first */
         in1 = input2, in2 = input1;
         q.o1 = p->input2_offset, q.o2 = p->input1_offset;
@@ -149,12 +258,16 @@ mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1
     const int fast = r.step1 && mcu_mul_rq(p->output_multiplier, p->output_shift, 48, &q.m, &jp);
     q.kb = jp < 7 ? jp : 7;
     q.ka = jp - q.kb;
-    int16_t wide[CHUNK];
+    q.wide32 = MCU_DSP_ASM && q.fast && q.ka > 0;
+    int32_t wide_words[CHUNK]; /* int16 (x2 + o2) * 2^kb in SXTB16 order, or int32 (x2 + o2) * 2^jp (wide32) */
+    int16_t *wide = (int16_t *)(void *)wide_words;
     const int8_t *widened = NULL; /* the run widened in `wide` (a repeated element stays widened across chunks) */
     /* A row that repeats run after run (a channel gate: input1 contiguous, input2's row again) in whole steps is
      * widened once and copied to fill `wide`, so one call covers several runs. */
     const int32_t reps = fast && (r.len & 3) == 0 && r.len <= CHUNK / 2 && r.s1[2] == r.len && r.s2[2] == 0
                              ? CHUNK / r.len : 1;
+    const int stream = MCU_DSP_ASM && fast && q.fast && r.step2 && !(r.count[0] > 1 && r.s2[0] == 0) &&
+                       !(r.count[1] > 1 && r.s2[1] == 0) && !(r.count[2] > 1 && r.s2[2] == 0);
     int8_t *out = output;
     for (int32_t c0 = 0; c0 < r.len; c0 += CHUNK) {
         const int32_t n = r.len - c0 < CHUNK ? r.len - c0 : CHUNK;
@@ -171,10 +284,23 @@ mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1
                         ++i2;
                         continue;
                     }
+                    if (stream) { /* input2's runs never repeat: read them as they come */
+                        mul_stream(&q, a, b, o, n);
+                        ++i2;
+                        continue;
+                    }
                     if (b != widened) {
-                        widen(&q, b, r.step2, n, wide);
-                        for (int32_t k = 1; k < reps; ++k) {
-                            memcpy(wide + k * n, wide, (size_t)n * sizeof wide[0]);
+                        const size_t bytes = (size_t)n * (q.wide32 ? 4 : 2);
+                        if (q.wide32) {
+                            widen32(&q, b, r.step2, n, wide_words);
+                        } else {
+                            widen(&q, b, r.step2, n, wide);
+                        }
+                        const int32_t words = (int32_t)(bytes / 4); /* n is a multiple of 4 when reps > 1 */
+                        for (int32_t k = 1; k < reps && words * (k + 1) <= CHUNK; ++k) {
+                            for (int32_t i = 0; i < words; ++i) { /* word copies (newlib-nano's memcpy is bytewise) */
+                                wide_words[k * words + i] = wide_words[i];
+                            }
                         }
                         widened = b;
                     }
