@@ -1,5 +1,6 @@
 """The elementwise and table variants (int8 mul, add / sub with broadcasting, look-up tables; DSP, Helium, scalar)
-equal their portable twins bit for bit on the boards that pick them, under QEMU.
+equal their portable twins bit for bit on the boards that pick them, under QEMU; the DSP and scalar ones (C stand-ins
+for the DSP instructions) on the host too, the table in place.
 
 - One firmware per board runs every case: broadcast shapes ([2,5,7,13] x [2,1,1,13], a channel gate, a scalar
   [1,1,1,1] either side, per-pixel scalars, same shapes with odd lengths), seeded random quantization (offsets at
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import hostc
 from calls import call
 from mcu.boards import load_board
 from mcu.codegen.ir import Graph, QParams, Tensor, verify
@@ -149,3 +151,32 @@ def test_elementwise_variants_equal_portable_twins_on_device(board, tmp_path):
     mul_cases(c)
     add_cases(c)
     check_on_device(c, board, tmp_path)
+
+
+@pytest.mark.host_c
+def test_dsp_and_scalar_variants_equal_portable_twins_on_host():
+    """The same cases through the host compiler: mcu_mul_s8_dsp and mcu_add_broadcast_s8_dsp in C (their assembly
+    runs on QEMU above), mcu_lut_s8_fast in place."""
+    from mcu.codegen.twins.activation import lut_s8
+    from mcu.codegen.twins.elementwise import add_broadcast_s8, mul_s8
+    twins = {"mcu_mul_s8": ("mcu_mul_s8_dsp", mul_s8), "mcu_add_broadcast_s8": ("mcu_add_broadcast_s8_dsp",
+                                                                               add_broadcast_s8)}
+    lib = hostc.bind(hostc.build([hostc.KERNELS / f"elementwise/{k}.c" for k, _ in twins.values()]
+                                 + [hostc.KERNELS / "activation/mcu_lut_s8_fast.c"]))
+    c = Cases(seed=5)
+    mul_cases(c)
+    add_cases(c)
+    rng = np.random.default_rng(2)
+    for node in c.nodes:
+        kernel, twin = twins[node.call.kernel]
+        p = node.call.params
+        x1, x2 = (rng.integers(-128, 128, p[k]).astype(np.int8) for k in ("input1", "input2"))
+        out = np.zeros(p["output"], np.int8)
+        assert hostc.call(lib, kernel, p, x1, x2, out=out) == 0
+        assert_equal_int(out, twin(p, x1, x2), f"{kernel} {p}")
+    table = rng.integers(-128, 128, 256).astype(np.int8)
+    for size in (1, 15, 16, 17, 100):
+        x = rng.integers(-128, 128, size).astype(np.int8)
+        expected = lut_s8({"size": size}, table, x)
+        assert hostc.call(lib, "mcu_lut_s8_fast", {"size": size}, table, x, out=x) == 0  # in place
+        assert_equal_int(x, expected, f"mcu_lut_s8_fast in place, size {size}")
