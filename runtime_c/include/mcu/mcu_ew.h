@@ -3,7 +3,8 @@
  *  - Runs: a broadcast (input1, input2 -> output, mcu_kernels.h "Broadcast dims") is a set of runs, each `len`
  *    output elements written in order while each input either steps along (step 1) or holds one element (step 0):
  *    the innermost output axes merged while every input keeps its kind. Up to three outer loops place the runs
- *    (the inputs' strides per step, 0 where an input repeats: a channel gate's row is read again for every pixel).
+ *    (the inputs' strides per step, 0 where an input repeats: a channel gate's row is read again for every pixel);
+ *    outer axes that continue each other merge too, so [N,H,W,C] x [1,1,1,C] is one loop of N*H*W runs.
  *  - The product requantization of mcu_mul_s8 (mcu_requantize_round: one rounding, ties to even) without 64-bit
  *    shifts: with mult = m0 * 2^t (m0 odd) and R = 31 - shift - t, out = round(p * m0 / 2^R) for the product
  *    p = (x1 + o1) * (x2 + o2), |p| <= 255^2 < 2^16. Ties never occur for R >= 17 (p * m0 would need 2-adic
