@@ -131,6 +131,23 @@ static void add_run_const(const add_q_t *q, const int32_t *t, int32_t v, const i
     }
 }
 
+/* reps copies of the n bytes at src, back to back from dst (by words when n is whole words; dst is aligned). */
+static void copy_rows(int8_t *dst, const int8_t *src, int32_t n, int32_t reps)
+{
+    for (int32_t k = 0; k < reps; ++k, dst += n) {
+        if ((n & 3) == 0) {
+            uint32_t *d = (uint32_t *)(void *)dst;
+            for (int32_t i = 0; i < n; i += 4) {
+                *d++ = mcu_read_u32(src + i);
+            }
+        } else {
+            for (int32_t i = 0; i < n; ++i) {
+                dst[i] = src[i];
+            }
+        }
+    }
+}
+
 mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, const int8_t *input1,
                                       const int8_t *input2, int8_t *output)
 {
@@ -169,7 +186,7 @@ mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, 
     mcu_add_tables(p, t1, t2);
     /* A row that repeats run after run (input1 contiguous, input2's row again, or the other way) is copied to fill
      * `row`, so one call covers several runs. */
-    int8_t row[ROW];
+    int8_t row[ROW] __attribute__((aligned(4)));
     const int8_t *copied = NULL;
     const int32_t rep1 = r.s1[2] == 0 && r.s2[2] == r.len, rep2 = r.s2[2] == 0 && r.s1[2] == r.len;
     const int32_t reps = r.step1 && r.step2 && (rep1 || rep2) && r.len <= ROW / 2 ? ROW / r.len : 1;
@@ -183,9 +200,7 @@ mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, 
                 if (reps > 1) {
                     const int8_t *rep = rep2 ? b : a;
                     if (rep != copied) {
-                        for (int32_t k = 0; k < reps; ++k) {
-                            memcpy(row + k * r.len, rep, (size_t)r.len);
-                        }
+                        copy_rows(row, rep, r.len, reps);
                         copied = rep;
                     }
                     runs = r.count[2] - i2 < reps ? r.count[2] - i2 : reps;
