@@ -827,8 +827,10 @@ mcu_status_t mcu_mul_s8_mve(const mcu_mul_params_t *params, const int8_t *input1
  * input.
  *  - _dsp: QADD, then the output requantization as the _fast add's (SMMLA, ASR, SSAT: 9 instructions an element;
  *    a clamp narrower than int8 through a 256-byte clamp table, 10).
- *  - _mve: 4 lanes a vector, both rescales gathered (VLDRW gather), VQADD, the requantization as mcu_add_s8_mve's;
- *    the output tables through 16-lane VLDRB gathers. */
+ *  - _mve: both rescales gathered 4 lanes at a time (VLDRW gather), VQADD, the requantization as mcu_add_s8_mve's;
+ *    for output shifts < 0, 16 lanes a step: 4 such groups narrowed with saturation (VQMOVNB/T twice) into one
+ *    vector whose interleave one scatter store undoes (41 instructions per 16). The output tables through 16-lane
+ *    VLDRB gathers. */
 mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, const int8_t *input1,
                                       const int8_t *input2, int8_t *output);
 mcu_status_t mcu_add_broadcast_s8_mve(const mcu_add_broadcast_params_t *params, const int8_t *input1,
