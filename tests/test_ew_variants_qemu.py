@@ -111,6 +111,9 @@ def mul_cases(c: Cases) -> None:
                         (-6, None), (-16, None), (-17, None)):
         c.mul((1, 3, 5, 19), (1, 1, 1, 19), shift=shift, mult=mult)
         c.mul((1, 1, 1, 1), (1, 2, 3, 9), shift=shift, mult=mult, narrow=True)
+    for shift in (-4, -6, -13, -15):  # channel gates: the prescale in int32 rows (DSP), in int16 rows, in both
+        c.mul((1, 5, 7, 16), (1, 1, 1, 16), shift=shift)
+        c.mul((2, 3, 3, 8), (2, 1, 1, 8), shift=shift, narrow=True)
     c.mul((1, 1, 1, 1), (1, 1, 1, 1), out=(1, 1, 3, 2))   # output axes neither input has: constant runs
     c.mul((1, 5, 1, 1), (1, 1, 1, 1), out=(2, 5, 2, 3))
 

@@ -46,11 +46,29 @@ static void widen32(const mul_q_t *q, const int8_t *b, int32_t step, int32_t n, 
 }
 
 #if MCU_DSP_ASM
+/* The loops below run `runs` runs of `blocks` steps against one widened row: %[n] comes in as runs << 16 | blocks;
+ * the row's start and the step count wait on the stack, the run count in lr. */
+#define RUNS_PRE                                                                                          \
+    "sub sp, sp, #8\n\t"                                                                                   \
+    "lsr lr, %[n], #16\n\t"                                                                                \
+    "uxth %[n], %[n]\n\t"                                                                                  \
+    "str %[w], [sp]\n\t"                                                                                   \
+    "str %[n], [sp, #4]\n"                                                                                 \
+    "4:\n"
+#define RUNS_POST                                                                                         \
+    "subs lr, lr, #1\n\t"                                                                                  \
+    "beq 5f\n\t"                                                                                           \
+    "ldr %[w], [sp]\n\t"                                                                                   \
+    "ldr %[n], [sp, #4]\n\t"                                                                               \
+    "b 4b\n"                                                                                               \
+    "5:\n\t"                                                                                               \
+    "add sp, sp, #8\n\t"
+
 /* out[0 .. 4 * blocks) from a and the int32 row w (wide32): each input byte SXTAB'd and multiplied by MUL, any
  * prescale; 22 instructions per 4. */
 #define MUL32_LOOP                                                                                        \
     __asm__ volatile("mov %[t], #0xA0000\n\t"                                                               \
-                     "msr APSR_g, %[t]\n"                                                                  \
+                     "msr APSR_g, %[t]\n\t" RUNS_PRE                                                       \
                      "1:\n\t"                                                                              \
                      "ldr %[x], [%[x1]], #4\n\t"                                                           \
                      "ldrd %[b0], %[b1], [%[w]], #8\n\t"                                                   \
@@ -75,11 +93,11 @@ static void widen32(const mul_q_t *q, const int8_t *b, int32_t step, int32_t n, 
                      "sel %[v0], %[v1], %[v0]\n\t"                                                         \
                      "str %[v0], [%[o]], #4\n\t"                                                           \
                      "subs %[n], %[n], #1\n\t"                                                             \
-                     "bne 1b\n\t"                                                                          \
+                     "bne 1b\n\t" RUNS_POST                                                                \
                      : [x1] "+r"(x1), [w] "+r"(w32), [o] "+r"(o), [n] "+r"(blocks), [x] "=&r"(x), [b0] "=&r"(be), \
                        [b1] "=&r"(bo), [v0] "=&r"(ae), [v1] "=&r"(p), [t] "=&r"(t)                         \
                      : [o1] "r"(q->o1), [m] "r"(q->m), [rh] "r"(q->rh)                                       \
-                     : "cc", "memory")
+                     : "lr", "cc", "memory")
 
 /* out[0 .. 4 * blocks) from a and b both read as they come (no row to reuse): SXTAB16 both, the products shifted by
  * jp; 25 instructions per 4. */
@@ -120,9 +138,10 @@ static void widen32(const mul_q_t *q, const int8_t *b, int32_t step, int32_t n, 
                      : "cc", "memory")
 
 /* out[0 .. 4 * blocks) from a and the widened w, int8 clamp: SEL takes bytes 1 and 3 from the odd outputs (GE is
- * set to 0b1010 first; nothing in the loop writes it). KA: the products' shift, when k > 7. */
-#define MUL_LOOP(KA)                                                                                      \
-    __asm__ volatile("msr APSR_g, %[ge]\n"                                                                 \
+ * set to 0b1010 first; nothing in the loop writes it); jp <= 7 (kb), the rest takes MUL32_LOOP. */
+#define MUL_LOOP                                                                                          \
+    __asm__ volatile("mov %[x], #0xA0000\n\t"                                                              \
+                     "msr APSR_g, %[x]\n\t" RUNS_PRE                                                       \
                      "1:\n\t"                                                                              \
                      "ldr %[x], [%[x1]], #4\n\t"                                                            \
                      "ldrd %[be], %[bo], [%[w]], #8\n\t"                                                   \
@@ -131,7 +150,7 @@ static void widen32(const mul_q_t *q, const int8_t *b, int32_t step, int32_t n, 
                      "smulbb %[p], %[ae], %[be]\n\t"                                                       \
                      "smultt %[ae], %[ae], %[be]\n\t"                                                      \
                      "smulbb %[be], %[x], %[bo]\n\t"                                                       \
-                     "smultt %[x], %[x], %[bo]\n\t" KA                                                     \
+                     "smultt %[x], %[x], %[bo]\n\t"                                                        \
                      "smmla %[p], %[p], %[m], %[rh]\n\t"                                                   \
                      "smmla %[ae], %[ae], %[m], %[rh]\n\t"                                                 \
                      "smmla %[be], %[be], %[m], %[rh]\n\t"                                                 \
@@ -144,19 +163,17 @@ static void widen32(const mul_q_t *q, const int8_t *b, int32_t step, int32_t n, 
                      "sel %[p], %[be], %[p]\n\t"                                                           \
                      "str %[p], [%[o]], #4\n\t"                                                            \
                      "subs %[n], %[n], #1\n\t"                                                             \
-                     "bne 1b\n\t"                                                                          \
+                     "bne 1b\n\t" RUNS_POST                                                                \
                      : [x1] "+r"(x1), [w] "+r"(w), [o] "+r"(o), [n] "+r"(blocks), [x] "=&r"(x), [be] "=&r"(be), \
                        [bo] "=&r"(bo), [ae] "=&r"(ae), [p] "=&r"(p)                                        \
-                     : [o1] "r"(o1), [m] "r"(q->m), [rh] "r"(q->rh), [ka] "r"(q->ka), [ge] "r"(0xA0000u)   \
-                     : "cc", "memory")
-#define MUL_KA                                                                                            \
-    "lsl %[p], %[p], %[ka]\n\t"                                                                           \
-    "lsl %[ae], %[ae], %[ka]\n\t"                                                                         \
-    "lsl %[be], %[be], %[ka]\n\t"                                                                         \
-    "lsl %[x], %[x], %[ka]\n\t"
+                     : [o1] "r"(o1), [m] "r"(q->m), [rh] "r"(q->rh)                                         \
+                     : "lr", "cc", "memory")
 #endif
 
 /* One run of n outputs, a and b stepping along, neither widened (int8 clamp). */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* the assembly takes 14 registers */
+#endif
 static void mul_stream(const mul_q_t *q, const int8_t *a, const int8_t *b, int8_t *out, int32_t n)
 {
     int32_t i = 0;
@@ -178,25 +195,31 @@ static void mul_stream(const mul_q_t *q, const int8_t *a, const int8_t *b, int8_
 }
 
 /* One run of n outputs: a steps along, input2's run is widened in w (and b, for the tail, steps by step). */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* the assembly takes 13 registers plus lr */
+#endif
 static void mul_run(const mul_q_t *q, const int8_t *a, const int8_t *b, int32_t step, const int16_t *wide,
-                    int8_t *out, int32_t n)
+                    int8_t *out, int32_t n, int32_t runs)
 {
     int32_t i = 0;
+    (void)runs; /* C: one run */
 #if MCU_DSP_ASM
-    int32_t blocks = n >> 2;
-    if (q->fast && blocks > 0) {
+    if (q->fast && n >= 4) { /* runs > 1 only with whole steps (n a multiple of 4) */
         const uint32_t o1 = ((uint32_t)q->o1 & 0xFFFFu) | ((uint32_t)q->o1 << 16);
-        const uint32_t *w = (const uint32_t *)(const void *)wide;
         const int8_t *x1 = a;
         int8_t *o = out;
         uint32_t x, be, bo, ae, p, t;
-        const int32_t *w32 = (const int32_t *)(const void *)wide;
-        if (q->wide32) {
-            MUL32_LOOP;
-        } else if (q->ka == 0) {
-            MUL_LOOP("");
-        } else {
-            MUL_LOOP(MUL_KA);
+        for (int32_t done = 0; done < runs;) {
+            const int32_t k = runs - done < 0xFFFF ? runs - done : 0xFFFF;
+            int32_t blocks = (k << 16) | (n >> 2);
+            const uint32_t *w = (const uint32_t *)(const void *)wide;
+            const int32_t *w32 = (const int32_t *)(const void *)wide;
+            if (q->wide32) {
+                MUL32_LOOP;
+            } else { /* ka == 0: wide32 takes ka > 0 */
+                MUL_LOOP;
+            }
+            done += k;
         }
         i = n & ~3;
     }
@@ -297,15 +320,20 @@ mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1
                             widen(&q, b, r.step2, n, wide);
                         }
                         const int32_t words = (int32_t)(bytes / 4); /* n is a multiple of 4 when reps > 1 */
-                        for (int32_t k = 1; k < reps && words * (k + 1) <= CHUNK; ++k) {
+                        for (int32_t k = 1; k < reps && !(MCU_DSP_ASM && q.fast) && words * (k + 1) <= CHUNK; ++k) {
                             for (int32_t i = 0; i < words; ++i) { /* word copies (newlib-nano's memcpy is bytewise) */
                                 wide_words[k * words + i] = wide_words[i];
                             }
                         }
                         widened = b;
                     }
+                    if (MCU_DSP_ASM && q.fast && reps > 1) { /* the assembly runs every run of this loop against the row */
+                        mul_run(&q, a, b, r.step2, wide, o, n, r.count[2] - i2);
+                        i2 = r.count[2];
+                        continue;
+                    }
                     const int32_t runs = r.count[2] - i2 < reps ? r.count[2] - i2 : reps;
-                    mul_run(&q, a, b, r.step2, wide, o, runs * n);
+                    mul_run(&q, a, b, r.step2, wide, o, runs * n, 1);
                     i2 += runs;
                 }
             }
