@@ -1,8 +1,10 @@
 """Activations: softmax and elementwise functions through tables (int8: 256 entries; int16: 513, interpolated),
-float32 softmax, clamp and the elementwise functions (mcu_unary_f32: exp, log, sin, ... without libm). C: runtime_c/kernels/activation, s16, float."""
+float32 softmax, clamp and the elementwise functions (mcu_unary_f32: exp, log, sin, ... without libm); the int8 table's
+Helium (gathers from the table rotated by 128) and scalar variants. C: runtime_c/kernels/activation, s16, float."""
 from __future__ import annotations
 
-from mcu.codegen.kernels import kernel
+from mcu.codegen.kernels import kernel, variant
+from mcu.codegen.kernels.prepare import prepare_lut_mve
 
 SPECS = [
     kernel("mcu_softmax_s8", "activation", "mcu_softmax_params_t"),
@@ -12,4 +14,6 @@ SPECS = [
     kernel("mcu_softmax_f32", "float", "mcu_softmax_params_t", inplace="elementwise"),
     kernel("mcu_clamp_f32", "float", "mcu_clamp_f32_params_t", inplace="elementwise"),
     kernel("mcu_unary_f32", "float", "mcu_unary_f32_params_t", inplace="elementwise"),
+    variant("mcu_lut_s8_mve", "activation", "mcu_lut_s8", ("mve",), prepare=prepare_lut_mve),
+    variant("mcu_lut_s8_fast", "activation", "mcu_lut_s8"),
 ]

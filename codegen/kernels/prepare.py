@@ -237,3 +237,12 @@ def prepare_s16_dw_dsp(node, tensors):
     w = pad_rows(taps.astype(np.int16), round_up(taps.shape[0], 2))
     w = np.ascontiguousarray(w.reshape(-1, 2, taps.shape[1]).transpose(0, 2, 1)).astype("<i2")
     return _with_filter(node, f"{node.name}_dsp16_w", w.reshape(-1).view(np.int8))
+
+
+def prepare_lut_mve(node, tensors):
+    """Helium look-up table: the table rotated by 128 (entry v & 0xFF holds the portable entry v + 128), so the
+    kernel gathers with the raw input bytes as unsigned offsets."""
+    table = _const(tensors, node.inputs[0])
+    name = f"{node.name}_mve_t"
+    rotated = np.concatenate([table[128:], table[:128]]).astype(np.int8)
+    return node.replace(inputs=(name, *node.inputs[1:])), {name: _new(name, rotated, "int8")}

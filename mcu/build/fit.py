@@ -34,6 +34,8 @@ from mcu.paths import package_root
 
 CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> bytes of code and constants
     "activation/mcu_lut_s8": 128,
+    "activation/mcu_lut_s8_fast": 320,
+    "activation/mcu_lut_s8_mve": 128,
     "activation/mcu_softmax_s8": 384,
     "conv/mcu_conv2d_1x1_s8_dsp": 1344,
     "conv/mcu_conv2d_1x1_s8_fast": 3072,
@@ -54,10 +56,14 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "conv/mcu_dwconv2d_s8_inplace": 1984,
     "conv/mcu_dwconv2d_s8_mve": 3904,
     "elementwise/mcu_add_broadcast_s8": 2368,
+    "elementwise/mcu_add_broadcast_s8_dsp": 6272,
+    "elementwise/mcu_add_broadcast_s8_mve": 4480,
     "elementwise/mcu_add_s8": 1728,
     "elementwise/mcu_add_s8_fast": 2944,
     "elementwise/mcu_add_s8_mve": 960,
     "elementwise/mcu_mul_s8": 1280,
+    "elementwise/mcu_mul_s8_dsp": 4352,
+    "elementwise/mcu_mul_s8_mve": 4160,
     "fallback/mcu_dequantize_s8_f32": 192,
     "fallback/mcu_layer_norm_f32": 768,
     "fallback/mcu_quantize_f32_s8": 384,

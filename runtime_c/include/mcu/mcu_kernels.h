@@ -860,6 +860,50 @@ mcu_status_t mcu_add_s8_fast(const mcu_add_params_t *params, const int8_t *input
 mcu_status_t mcu_add_s8_mve(const mcu_add_params_t *params, const int8_t *input1, const int8_t *input2,
                             int8_t *output);
 
+/* Multiply with broadcasting (no constants to prepare): the output as runs (mcu_ew.h: the innermost axes merged while
+ * each input steps along or holds one element; a channel gate's row repeats per pixel). With mult = m * 2^t (m odd)
+ * and R = 31 - shift - t in [17, T] (T = 48 for _dsp, 47 for _mve), the product p = (x1 + o1) * (x2 + o2) rounds
+ * once as floor((p * m * 2^(T-R) + 2^(T-1)) / 2^T), the prescale split between p (at most 2^15) and m (as far as
+ * m < 2^31): the portable ties to even never occur there (|p| < 2^16); for R > T the product rounds to 0. Other
+ * multipliers, and runs where neither input steps, take the portable arithmetic per element.
+ *  - _dsp: 4 products a step, requantized by SMMLA and PKHTB asr #16, saturated by SSAT16, packed by SEL. A row that
+ *    repeats (a gate's, a scalar) is widened once on the stack (2 KB: 512 elements) to int16 pairs prescaled by up
+ *    to 2^7 (SXTAB16, SMULBB/SMULTT: 21 instructions per 4) or to int32 (SXTAB, MUL: 22), and the runs against it
+ *    go through one assembly loop; input2 that never repeats is read as it comes (25 per 4). A clamp narrower than
+ *    int8 in C.
+ *  - _mve: 8 products a vector (VMULLB/VMULLT.S16 of prescaled int16 operands, VQDMLASH, VQRSHRNB/T #16, VQMOVNB or
+ *    VMAX/VMIN), whole vectors then one predicated; a gate's row widened once (1 KB of stack), its runs in one loop.
+ * Output must not overlap an input. */
+mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1, const int8_t *input2,
+                            int8_t *output);
+mcu_status_t mcu_mul_s8_mve(const mcu_mul_params_t *params, const int8_t *input1, const int8_t *input2,
+                            int8_t *output);
+
+/* Add / subtract with broadcasting (no constants to prepare), over mcu_mul_s8_dsp's runs: each input's rescale read
+ * from a 256-entry int32 table built per call (2 KB of stack; below 64 outputs computed directly), input2's negated
+ * for a subtraction (|a2| < 2^31 - 1, so negation is exact); a run of at least 256 against one repeated element (a
+ * scalar, a per-pixel value) reads a 256-entry output table built for that element (256 B of stack); a row that
+ * repeats is copied to fill 512 bytes of stack so that one call covers several runs. Output must not overlap an
+ * input.
+ *  - _dsp: QADD, then the output requantization as the _fast add's (SMMLA, ASR, SSAT: 9 instructions an element;
+ *    a clamp narrower than int8 through a 256-byte clamp table, 10).
+ *  - _mve: both rescales gathered 4 lanes at a time (VLDRW gather), VQADD, the requantization as mcu_add_s8_mve's;
+ *    for output shifts < 0, 16 lanes a step: 4 such groups narrowed with saturation (VQMOVNB/T twice) into one
+ *    vector whose interleave one scatter store undoes (41 instructions per 16). The output tables through 16-lane
+ *    VLDRB gathers. */
+mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, const int8_t *input1,
+                                      const int8_t *input2, int8_t *output);
+mcu_status_t mcu_add_broadcast_s8_mve(const mcu_add_broadcast_params_t *params, const int8_t *input1,
+                                      const int8_t *input2, int8_t *output);
+
+/* Look-up table: _fast as the portable kernel, 16 elements a step (any core); _mve gathers 16 lanes a vector from
+ * the table rotated by 128 (prepared: entry v & 0xFF holds the portable entry v + 128). output may alias input
+ * exactly. */
+mcu_status_t mcu_lut_s8_fast(const mcu_lut_params_t *params, const int8_t *table, const int8_t *input,
+                             int8_t *output);
+mcu_status_t mcu_lut_s8_mve(const mcu_lut_params_t *params, const int8_t *table, const int8_t *input,
+                            int8_t *output);
+
 /* Average pooling (no constants to prepare): 4 channels per word summed in 16-bit lanes, 64 channels a pass
  * (stack: 512 B), then the portable rounding. */
 mcu_status_t mcu_avgpool2d_s8_fast(const mcu_pool2d_params_t *params, const int8_t *input, int8_t *output);

@@ -1,0 +1,185 @@
+"""The elementwise and table variants (int8 mul, add / sub with broadcasting, look-up tables; DSP, Helium, scalar)
+equal their portable twins bit for bit on the boards that pick them, under QEMU; the DSP and scalar ones (C stand-ins
+for the DSP instructions) on the host too, the table in place.
+
+- One firmware per board runs every case: broadcast shapes ([2,5,7,13] x [2,1,1,13], a channel gate, a scalar
+  [1,1,1,1] either side, per-pixel scalars, same shapes with odd lengths), seeded random quantization (offsets at
+  their ends, shifts on and off the variants' fast paths, narrow clamps) and random tables.
+- codegen/reference.py runs the portable twins on the unprepared constants, so a wrong `prepare` fails here too.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hostc
+from calls import call
+from mcu.boards import load_board
+from mcu.codegen.ir import Graph, QParams, Tensor, verify
+from mcu.codegen.passes.select_kernels import select_kernels
+from mcu.codegen.reference import run_reference
+from mcu.codegen.target import Target
+from test_kernel_variants_qemu import assert_equal_int, run_on_board
+
+BOARDS = ["mps2-an386", "mps3-an547", "mps2-an385"]
+# (portable kernel, board) -> the variant the board picks
+PICKS = {("mcu_lut_s8", "mps2-an386"): "mcu_lut_s8_fast", ("mcu_lut_s8", "mps3-an547"): "mcu_lut_s8_mve",
+         ("mcu_lut_s8", "mps2-an385"): "mcu_lut_s8_fast", ("mcu_mul_s8", "mps2-an386"): "mcu_mul_s8_dsp",
+         ("mcu_mul_s8", "mps3-an547"): "mcu_mul_s8_mve",
+         ("mcu_add_broadcast_s8", "mps2-an386"): "mcu_add_broadcast_s8_dsp",
+         ("mcu_add_broadcast_s8", "mps3-an547"): "mcu_add_broadcast_s8_mve"}
+
+# broadcast shape pairs (input1, input2); the output is their broadcast
+SHAPES = [((2, 5, 7, 13), (2, 1, 1, 13)), ((1, 6, 5, 24), (1, 1, 1, 24)), ((1, 4, 4, 3), (1, 1, 1, 1)),
+          ((1, 1, 1, 1), (1, 3, 5, 7)), ((1, 1, 1, 1), (1, 1, 1, 1)), ((1, 3, 7, 11), (1, 3, 7, 11)),
+          ((1, 1, 1, 37), (1, 1, 1, 37)), ((2, 3, 5, 9), (2, 3, 5, 1)), ((1, 1, 1, 17), (1, 5, 3, 17)),
+          ((1, 4, 9, 64), (1, 1, 1, 64)), ((1, 8, 1, 5), (1, 1, 6, 1)), ((1, 2, 2, 300), (1, 1, 1, 300))]
+
+
+class Cases:
+    """Independent portable calls, each reading its own graph inputs and writing its own graph output."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.tensors: dict[str, Tensor] = {}
+        self.nodes, self.inputs, self.outputs = [], [], []
+
+    def _io(self, name: str, shape) -> str:
+        self.tensors[name] = Tensor(name, tuple(shape), "int8", QParams.tensor(0.05, 0), layout="NHWC")
+        return name
+
+    def _clamp(self, zo: int, narrow: bool) -> tuple[int, int]:
+        if not narrow:
+            return -128, 127
+        return max(-128, zo - int(self.rng.integers(0, 60))), min(127, zo + int(self.rng.integers(0, 60)))
+
+    def lut(self, size: int) -> None:
+        i = len(self.nodes)
+        t = f"t{i}"
+        self.tensors[t] = Tensor(t, (256,), "int8", data=self.rng.integers(-128, 128, 256).astype(np.int8))
+        x, y = self._io(f"x{i}", (1, size)), self._io(f"y{i}", (1, size))
+        self.inputs.append(x)
+        self.outputs.append(y)
+        self.nodes.append(call(f"n{i}", "mcu_lut_s8", (t, x), y, {"size": size}))
+
+    def _binary(self, kernel: str, s1, s2, params: dict, out=None) -> None:
+        i = len(self.nodes)
+        out = out or tuple(max(a, b) for a, b in zip(s1, s2))
+        a, b, y = self._io(f"x{i}", s1), self._io(f"z{i}", s2), self._io(f"y{i}", out)
+        self.inputs += [a, b]
+        self.outputs.append(y)
+        self.nodes.append(call(f"n{i}", kernel, (a, b), y, {"input1": s1, "input2": s2, "output": out, **params}))
+
+    def mul(self, s1, s2, narrow=False, shift=None, mult=None, out=None) -> None:
+        r = self.rng
+        zo = int(r.integers(-128, 128))
+        lo, hi = self._clamp(zo, narrow)
+        params = {"input1_offset": int(r.choice([-127, 128, *r.integers(-127, 129, 2)])),
+                  "input2_offset": int(r.integers(-127, 129)), "output_offset": zo,
+                  "output_multiplier": int(r.integers(1 << 30, 1 << 31)) if mult is None else mult,
+                  "output_shift": int(r.integers(-14, -5)) if shift is None else shift, "act_min": lo, "act_max": hi}
+        self._binary("mcu_mul_s8", s1, s2, params, out)
+
+    def add(self, s1, s2, subtract=0, narrow=False, shift=None, out=None) -> None:
+        r = self.rng
+        zo = int(r.integers(-128, 128))
+        lo, hi = self._clamp(zo, narrow)
+        m = [int(v) for v in r.integers(1 << 30, 1 << 31, 3)]
+        params = {"subtract": subtract, "left_shift": 20,
+                  "input1_offset": int(r.choice([-127, 128, *r.integers(-127, 129, 2)])), "input1_multiplier": m[0],
+                  "input1_shift": int(r.integers(-3, 1)), "input2_offset": int(r.integers(-127, 129)),
+                  "input2_multiplier": m[1], "input2_shift": int(r.integers(-3, 1)), "output_offset": zo,
+                  "output_multiplier": m[2], "output_shift": int(r.integers(-22, -17)) if shift is None else shift,
+                  "act_min": lo, "act_max": hi}
+        self._binary("mcu_add_broadcast_s8", s1, s2, params, out)
+
+    def graph(self) -> Graph:
+        return verify(Graph(dict(self.tensors), tuple(self.nodes), tuple(self.inputs), tuple(self.outputs)))
+
+
+def lut_cases(c: Cases) -> None:
+    for size in (1, 15, 16, 17, 31, 32, 33, 100, 1000):
+        c.lut(size)
+
+
+def mul_cases(c: Cases) -> None:
+    """Every shape with random shifts (the product's prescale k from 4 to 13: both DSP loops), narrow clamps, and
+    the multipliers off the fast form: ties (2^30), shifts >= -1, trailing zeros, products that round to 0."""
+    for i, (s1, s2) in enumerate(SHAPES):
+        c.mul(s1, s2, narrow=i % 3 == 2)
+    for shift, mult in ((-1, None), (0, None), (-2, 1 << 30), (-9, 1 << 30), (-25, None), (-10, 0x5A3 << 20),
+                        (-6, None), (-16, None), (-17, None)):
+        c.mul((1, 3, 5, 19), (1, 1, 1, 19), shift=shift, mult=mult)
+        c.mul((1, 1, 1, 1), (1, 2, 3, 9), shift=shift, mult=mult, narrow=True)
+    for shift in (-4, -6, -13, -15):  # channel gates: the prescale in int32 rows (DSP), in int16 rows, in both
+        c.mul((1, 5, 7, 16), (1, 1, 1, 16), shift=shift)
+        c.mul((2, 3, 3, 8), (2, 1, 1, 8), shift=shift, narrow=True)
+    c.mul((1, 1, 1, 1), (1, 1, 1, 1), out=(1, 1, 3, 2))   # output axes neither input has: constant runs
+    c.mul((1, 5, 1, 1), (1, 1, 1, 1), out=(2, 5, 2, 3))
+
+
+def add_cases(c: Cases) -> None:
+    """Every shape, add and subtract, narrow clamps; long runs against a scalar or a per-pixel value (their output
+    tables), tiny outputs (no tables), output shifts off the SMMLA form (>= -1, < -25)."""
+    for i, (s1, s2) in enumerate(SHAPES):
+        c.add(s1, s2, subtract=i % 2, narrow=i % 3 == 1)
+    c.add((1, 9, 9, 40), (1, 1, 1, 1), subtract=1)
+    c.add((1, 1, 1, 1), (1, 8, 8, 33))
+    c.add((1, 2, 3, 300), (1, 2, 3, 1), subtract=1, narrow=True)
+    c.add((1, 1, 1, 1), (1, 1, 1, 1), out=(1, 1, 3, 2))
+    c.add((1, 5, 1, 1), (1, 1, 1, 1), subtract=1, out=(2, 5, 2, 300))
+    for shift in (-1, 0, -27, -2):
+        c.add((1, 5, 4, 21), (1, 1, 1, 21), subtract=shift % 2, shift=shift)
+
+
+def check_on_device(c: Cases, board: str, tmp_path) -> None:
+    portable = c.graph()
+    graph = verify(select_kernels(portable, Target.of_board(load_board(board))))
+    for node, before in zip(graph.nodes, portable.nodes):
+        assert node.call.kernel == PICKS.get((before.call.kernel, board), before.call.kernel), node.name
+    rng = np.random.default_rng(11)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    expected = run_reference(graph, inputs)
+    actual = run_on_board(graph, board, inputs, tmp_path)
+    for name, a, e in zip(graph.outputs, actual, expected):
+        node = next(n for n in graph.nodes if n.outputs[0] == name)
+        assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, {node.call.params}) on {board}")
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", BOARDS)
+def test_elementwise_variants_equal_portable_twins_on_device(board, tmp_path):
+    c = Cases(seed=3)
+    lut_cases(c)
+    mul_cases(c)
+    add_cases(c)
+    check_on_device(c, board, tmp_path)
+
+
+@pytest.mark.host_c
+def test_dsp_and_scalar_variants_equal_portable_twins_on_host():
+    """The same cases through the host compiler: mcu_mul_s8_dsp and mcu_add_broadcast_s8_dsp in C (their assembly
+    runs on QEMU above), mcu_lut_s8_fast in place."""
+    from mcu.codegen.twins.activation import lut_s8
+    from mcu.codegen.twins.elementwise import add_broadcast_s8, mul_s8
+    twins = {"mcu_mul_s8": ("mcu_mul_s8_dsp", mul_s8), "mcu_add_broadcast_s8": ("mcu_add_broadcast_s8_dsp",
+                                                                               add_broadcast_s8)}
+    lib = hostc.bind(hostc.build([hostc.KERNELS / f"elementwise/{k}.c" for k, _ in twins.values()]
+                                 + [hostc.KERNELS / "activation/mcu_lut_s8_fast.c"]))
+    c = Cases(seed=5)
+    mul_cases(c)
+    add_cases(c)
+    rng = np.random.default_rng(2)
+    for node in c.nodes:
+        kernel, twin = twins[node.call.kernel]
+        p = node.call.params
+        x1, x2 = (rng.integers(-128, 128, p[k]).astype(np.int8) for k in ("input1", "input2"))
+        out = np.zeros(p["output"], np.int8)
+        assert hostc.call(lib, kernel, p, x1, x2, out=out) == 0
+        assert_equal_int(out, twin(p, x1, x2), f"{kernel} {p}")
+    table = rng.integers(-128, 128, 256).astype(np.int8)
+    for size in (1, 15, 16, 17, 100):
+        x = rng.integers(-128, 128, size).astype(np.int8)
+        expected = lut_s8({"size": size}, table, x)
+        assert hostc.call(lib, "mcu_lut_s8_fast", {"size": size}, table, x, out=x) == 0  # in place
+        assert_equal_int(x, expected, f"mcu_lut_s8_fast in place, size {size}")
