@@ -15,7 +15,7 @@ import torch
 import mcu
 from mcu.state_region import initial_region, reference_step
 from mcu.tools.generate import generate
-from mcu.zoo.tinyllm import trained_tinyllm, windows
+from mcu.zoo.tinyllm import fresh_model, trained_tinyllm, windows
 
 
 def calibration(n_windows: int = 8) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -27,9 +27,7 @@ def teacher_forced(pkg, model, texts) -> float:
     """Share of positions whose reference argmax equals the float model's, each window from a fresh state."""
     agree = total = 0
     for text in texts:
-        fresh = type(model)(128, 64, 2, 8, 4, 172, 64)
-        fresh.load_state_dict(model.state_dict())
-        fresh.eval()
+        fresh = fresh_model(model)
         region = initial_region(pkg.graph)
         shapes = [pkg.graph.tensors[t].shape for t in pkg.graph.inputs[:2]]
         for pos, tok in enumerate(text[:-1]):
@@ -43,9 +41,7 @@ def teacher_forced(pkg, model, texts) -> float:
 
 
 def float_greedy(model, prompt: list[int], n: int) -> list[int]:
-    fresh = type(model)(128, 64, 2, 8, 4, 172, 64)
-    fresh.load_state_dict(model.state_dict())
-    fresh.eval()
+    fresh = fresh_model(model)
     tokens = []
     with torch.no_grad():
         for pos in range(len(prompt) + n - 1):
@@ -59,7 +55,7 @@ def float_greedy(model, prompt: list[int], n: int) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", default="mps2-an386,mps3-an547")
-    parser.add_argument("--tokens", type=int, default=60)
+    parser.add_argument("--tokens", type=int, default=64)
     args = parser.parse_args()
     model, example = trained_tinyllm(log=print)
     texts = windows(16)

@@ -22,7 +22,7 @@ from mcu.zoo.sequence import TinyLlamaStep
 MODULES = ("json", "textwrap", "string", "collections", "functools", "itertools", "pathlib", "re", "random",
            "statistics", "fractions", "decimal", "datetime", "argparse", "logging", "unittest", "typing", "heapq",
            "bisect", "shutil", "tempfile", "csv", "zipfile", "tarfile", "difflib", "pprint", "inspect", "enum")
-RECIPE = dict(vocab=128, dim=64, layers=2, heads=8, kv_heads=4, hidden=172, cache=64, steps=700, batch=32,
+RECIPE = dict(vocab=128, dim=64, layers=2, heads=8, kv_heads=4, hidden=172, cache=256, steps=700, batch=32,
               window=64, lr=3e-3, seed=28)
 
 
@@ -81,6 +81,15 @@ def train(recipe: dict = RECIPE, log=None) -> TinyLlamaStep:
         if log is not None and step % 100 == 0:
             log(f"step {step}: loss {loss.item():.3f}")
     return model.eval()
+
+
+def fresh_model(model: TinyLlamaStep | None = None) -> TinyLlamaStep:
+    """A TinyLlamaStep of RECIPE's shape with an empty cache (model's weights when given)."""
+    r = RECIPE
+    fresh = TinyLlamaStep(r["vocab"], r["dim"], r["layers"], r["heads"], r["kv_heads"], r["hidden"], r["cache"])
+    if model is not None:
+        fresh.load_state_dict(model.state_dict())
+    return fresh.eval()
 
 
 def trained_tinyllm(log=None) -> tuple[TinyLlamaStep, tuple]:
