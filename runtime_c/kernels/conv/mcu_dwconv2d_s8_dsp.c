@@ -6,7 +6,13 @@
  *    window leaves the input; so the padding costs nothing later.
  *  - Per output pixel, each window row is ceil(KW / 2) pairs of taps: the 4 pair words at column 2 j * dilation_w
  *    from the pixel's first, the 4 weight pair words, four SMLAD (an odd KW pairs its last tap with a zero weight).
- *  - Rows of output in order, a row's pixels in order, so the output may slide under the input by a row's gap.
+ *  - The pair row's columns lie in residue order mod 2 dilation_w, so one window row's pairs are side by side (one
+ *    LDM each); a stride that is a multiple of 2 dilation_w builds only residue 0; dilation 1 at an odd stride
+ *    builds both in one sliding pass.
+ *  - In fast mode (int8 clamp, shifts <= -2) and at most 4 pairs a row, the pixels of one residue class run in one
+ *    assembly loop: per row a computed entry into 4 unrolled pairs (LDM, LDM, four SMLAD each), then SMMLA, ASR,
+ *    SSAT, STRB per output. Otherwise an assembly pair loop and the C requantization.
+ *  - Output rows in order (a row's pixels in any order), so the output may slide under the input by a row's gap.
  */
 #include <stddef.h>
 #include <stdint.h>
