@@ -826,7 +826,8 @@ mcu_status_t mcu_mul_s8_mve(const mcu_mul_params_t *params, const int8_t *input1
  * repeats is copied to fill 512 bytes of stack so that one call covers several runs. Output must not overlap an
  * input.
  *  - _dsp: QADD, then the output requantization as the _fast add's (SMMLA, ASR, SSAT: 9 instructions an element;
- *    a clamp narrower than int8 through a 256-byte clamp table, 10).
+ *    a clamp narrower than int8 through a 256-byte clamp table, 10); a repeated row of even length has its
+ *    rescales read once into 1 KB of stack and its runs go through one assembly loop (8 an element, plus 1 a pair).
  *  - _mve: both rescales gathered 4 lanes at a time (VLDRW gather), VQADD, the requantization as mcu_add_s8_mve's;
  *    for output shifts < 0, 16 lanes a step: 4 such groups narrowed with saturation (VQMOVNB/T twice) into one
  *    vector whose interleave one scatter store undoes (41 instructions per 16). The output tables through 16-lane
