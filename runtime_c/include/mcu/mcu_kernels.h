@@ -830,8 +830,9 @@ mcu_status_t mcu_mul_s8_mve(const mcu_mul_params_t *params, const int8_t *input1
  *    rescales read once into 1 KB of stack and its runs go through one assembly loop (8 an element, plus 1 a pair).
  *  - _mve: both rescales gathered 4 lanes at a time (VLDRW gather), VQADD, the requantization as mcu_add_s8_mve's;
  *    for output shifts < 0, 16 lanes a step: 4 such groups narrowed with saturation (VQMOVNB/T twice) into one
- *    vector whose interleave one scatter store undoes (41 instructions per 16). The output tables through 16-lane
- *    VLDRB gathers. */
+ *    vector whose interleave one scatter store undoes (41 instructions per 16); a repeated row of whole steps has
+ *    its rescales read once (1 KB of stack) and every run against it in one assembly loop (37 per 16). The output
+ *    tables through 16-lane VLDRB gathers. */
 mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, const int8_t *input1,
                                       const int8_t *input2, int8_t *output);
 mcu_status_t mcu_add_broadcast_s8_mve(const mcu_add_broadcast_params_t *params, const int8_t *input1,
