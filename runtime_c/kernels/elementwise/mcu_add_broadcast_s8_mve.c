@@ -214,7 +214,8 @@ static void add_rows(const add_q_t *q, const int32_t *t, const int8_t *a, const 
     if (q->full) {
         ADD_ROWS("");
     } else {
-        ADD_ROWS("vldrb.u8 q4, [%[k], #16]\n\tvldrb.u8 q5, [%[k], #32]\n\tvmax.s8 q6, q6, q4\n\tvmin.s8 q6, q6, q5\n\t");
+        ADD_ROWS("vldrb.u8 q4, [%[k], #16]\n\tvldrb.u8 q5, [%[k], #32]\n\t"
+                 "vmax.s8 q6, q6, q4\n\tvmin.s8 q6, q6, q5\n\t");
     }
 }
 
