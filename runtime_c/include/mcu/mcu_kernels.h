@@ -809,8 +809,9 @@ mcu_status_t mcu_add_s8_mve(const mcu_add_params_t *params, const int8_t *input1
  *  - _dsp: 4 products a step, requantized by SMMLA and PKHTB asr #16, saturated by SSAT16, packed by SEL. A row that
  *    repeats (a gate's, a scalar) is widened once on the stack (2 KB: 512 elements) to int16 pairs prescaled by up
  *    to 2^7 (SXTAB16, SMULBB/SMULTT: 21 instructions per 4) or to int32 (SXTAB, MUL: 22), and the runs against it
- *    go through one assembly loop; input2 that never repeats is read as it comes (25 per 4). A clamp narrower than
- *    int8 in C.
+ *    go through one assembly loop; one repeated element (a scalar) stays in a register (SXTAB, MUL: 20); input2
+ *    that never repeats is read as it comes (25 per 4). Two steps an iteration where runs allow. A clamp narrower
+ *    than int8 in C.
  *  - _mve: 8 products a vector (VMULLB/VMULLT.S16 of prescaled int16 operands, VQDMLASH, VQRSHRNB/T #16, VQMOVNB or
  *    VMAX/VMIN), whole vectors then one predicated; a gate's row widened once (1 KB of stack), its runs in one loop.
  * Output must not overlap an input. */
