@@ -123,6 +123,12 @@ def add_cases(c: Cases) -> None:
     tables), tiny outputs (no tables), output shifts off the SMMLA form (>= -1, < -25)."""
     for i, (s1, s2) in enumerate(SHAPES):
         c.add(s1, s2, subtract=i % 2, narrow=i % 3 == 1)
+    c.add((1, 1, 1, 12), (1, 4, 3, 12), subtract=1)              # input1's row repeats: its rescales once
+    c.add((1, 1, 1, 12), (1, 4, 3, 12), narrow=True)
+    c.add((2, 4, 3, 10), (2, 1, 1, 10), subtract=1, narrow=True)
+    c.add((1, 3, 3, 32), (1, 1, 1, 32), narrow=True)              # rows of whole 16-lane steps (Helium)
+    c.add((1, 1, 1, 16), (2, 3, 2, 16), subtract=1, narrow=True)
+    c.add((1, 1, 1, 48), (1, 2, 5, 48))
     c.add((1, 9, 9, 40), (1, 1, 1, 1), subtract=1)
     c.add((1, 1, 1, 1), (1, 8, 8, 33))
     c.add((1, 2, 3, 300), (1, 2, 3, 1), subtract=1, narrow=True)

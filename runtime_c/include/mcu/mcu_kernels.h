@@ -869,8 +869,9 @@ mcu_status_t mcu_add_s8_mve(const mcu_add_params_t *params, const int8_t *input1
  *  - _dsp: 4 products a step, requantized by SMMLA and PKHTB asr #16, saturated by SSAT16, packed by SEL. A row that
  *    repeats (a gate's, a scalar) is widened once on the stack (2 KB: 512 elements) to int16 pairs prescaled by up
  *    to 2^7 (SXTAB16, SMULBB/SMULTT: 21 instructions per 4) or to int32 (SXTAB, MUL: 22), and the runs against it
- *    go through one assembly loop; input2 that never repeats is read as it comes (25 per 4). A clamp narrower than
- *    int8 in C.
+ *    go through one assembly loop; one repeated element (a scalar) stays in a register (SXTAB, MUL: 20); input2
+ *    that never repeats is read as it comes (25 per 4). Two steps an iteration where runs allow. A clamp narrower
+ *    than int8 in C.
  *  - _mve: 8 products a vector (VMULLB/VMULLT.S16 of prescaled int16 operands, VQDMLASH, VQRSHRNB/T #16, VQMOVNB or
  *    VMAX/VMIN), whole vectors then one predicated; a gate's row widened once (1 KB of stack), its runs in one loop.
  * Output must not overlap an input. */
@@ -886,11 +887,13 @@ mcu_status_t mcu_mul_s8_mve(const mcu_mul_params_t *params, const int8_t *input1
  * repeats is copied to fill 512 bytes of stack so that one call covers several runs. Output must not overlap an
  * input.
  *  - _dsp: QADD, then the output requantization as the _fast add's (SMMLA, ASR, SSAT: 9 instructions an element;
- *    a clamp narrower than int8 through a 256-byte clamp table, 10).
+ *    a clamp narrower than int8 through a 256-byte clamp table, 10); a repeated row of even length has its
+ *    rescales read once into 1 KB of stack and its runs go through one assembly loop (8 an element, plus 1 a pair).
  *  - _mve: both rescales gathered 4 lanes at a time (VLDRW gather), VQADD, the requantization as mcu_add_s8_mve's;
  *    for output shifts < 0, 16 lanes a step: 4 such groups narrowed with saturation (VQMOVNB/T twice) into one
- *    vector whose interleave one scatter store undoes (41 instructions per 16). The output tables through 16-lane
- *    VLDRB gathers. */
+ *    vector whose interleave one scatter store undoes (41 instructions per 16); a repeated row of whole steps has
+ *    its rescales read once (1 KB of stack) and every run against it in one assembly loop (37 per 16). The output
+ *    tables through 16-lane VLDRB gathers. */
 mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, const int8_t *input1,
                                       const int8_t *input2, int8_t *output);
 mcu_status_t mcu_add_broadcast_s8_mve(const mcu_add_broadcast_params_t *params, const int8_t *input1,

@@ -131,6 +131,55 @@ static void add_run_const(const add_q_t *q, const int32_t *t, int32_t v, const i
     }
 }
 
+#if MCU_DSP_ASM
+/* `runs` runs of n (even) outputs: the stepping input a through its table t, the repeated row's rescaled values w
+ * (int32, read again every run); 8 instructions an element plus one per pair (9 with a narrow clamp's table ct). The
+ * row's start and n wait on the stack, the run count in lr; n comes in as runs << 16 | n. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void add_rows(const add_q_t *q, const int32_t *t, const int8_t *a, const int32_t *w, int8_t *o, int32_t n,
+                     int32_t runs, const int8_t *ct)
+{
+    int32_t x, y, nr = (runs << 16) | n;
+#define ADD_ROW_ONE(CLAMP)                                                                                \
+    "ldrsb %[x], [%[a]], #1\n\t"                                                                           \
+    "ldr %[y], [%[w]], #4\n\t"                                                                             \
+    "ldr %[x], [%[t], %[x], lsl #2]\n\t"                                                                   \
+    "qadd %[x], %[x], %[y]\n\t"                                                                            \
+    "smmla %[x], %[x], %[m], %[rh]\n\t"                                                                    \
+    "asr %[x], %[x], %[sh]\n\t"                                                                            \
+    "ssat %[x], #8, %[x]\n\t" CLAMP                                                                        \
+    "strb %[x], [%[o]], #1\n\t"
+#define ADD_ROWS(CLAMP)                                                                                   \
+    __asm__ volatile("sub sp, sp, #8\n\t"                                                                  \
+                     "lsr lr, %[n], #16\n\t"                                                               \
+                     "uxth %[n], %[n]\n\t"                                                                 \
+                     "lsr %[n], %[n], #1\n\t"                                                              \
+                     "str %[w], [sp]\n\t"                                                                  \
+                     "str %[n], [sp, #4]\n"                                                                \
+                     "4:\n"                                                                                \
+                     "1:\n\t" ADD_ROW_ONE(CLAMP) ADD_ROW_ONE(CLAMP)                                         \
+                     "subs %[n], %[n], #1\n\t"                                                             \
+                     "bne 1b\n\t"                                                                          \
+                     "subs lr, lr, #1\n\t"                                                                 \
+                     "beq 5f\n\t"                                                                          \
+                     "ldr %[w], [sp]\n\t"                                                                  \
+                     "ldr %[n], [sp, #4]\n\t"                                                              \
+                     "b 4b\n"                                                                              \
+                     "5:\n\t"                                                                              \
+                     "add sp, sp, #8\n\t"                                                                  \
+                     : [a] "+r"(a), [w] "+r"(w), [o] "+r"(o), [n] "+r"(nr), [x] "=&r"(x), [y] "=&r"(y)       \
+                     : [t] "r"(t), [m] "r"(q->rec[0]), [rh] "r"(q->rec[2]), [sh] "r"(q->rec[1]), [ct] "r"(ct) \
+                     : "lr", "cc", "memory")
+    if (q->mode.fast) {
+        ADD_ROWS("");
+    } else {
+        ADD_ROWS("ldrsb %[x], [%[ct], %[x]]\n\t");
+    }
+}
+#endif
+
 /* reps copies of the n bytes at src, back to back from dst (by words when n is whole words; dst is aligned). */
 static void copy_rows(int8_t *dst, const int8_t *src, int32_t n, int32_t reps)
 {
@@ -187,6 +236,13 @@ mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, 
     /* A row that repeats run after run (input1 contiguous, input2's row again, or the other way) is copied to fill
      * `row`, so one call covers several runs. */
     int8_t row[ROW] __attribute__((aligned(4)));
+#if MCU_DSP_ASM
+    int32_t row32[ROW / 2]; /* a repeated row's rescaled values (rows of at most ROW / 2) */
+    int8_t clamp[256];      /* a clamp narrower than int8 as a table */
+    for (int32_t v = -128; v < 128 && !q.mode.fast; ++v) {
+        clamp[v + 128] = (int8_t)mcu_clamp_i32(v, p->act_min, p->act_max);
+    }
+#endif
     const int8_t *copied = NULL;
     const int32_t rep1 = r.s1[2] == 0 && r.s2[2] == r.len, rep2 = r.s2[2] == 0 && r.s1[2] == r.len;
     const int32_t reps = r.step1 && r.step2 && (rep1 || rep2) && r.len <= ROW / 2 ? ROW / r.len : 1;
@@ -197,6 +253,23 @@ mcu_status_t mcu_add_broadcast_s8_dsp(const mcu_add_broadcast_params_t *params, 
                 const int8_t *a = input1 + i0 * r.s1[0] + i1 * r.s1[1] + i2 * r.s1[2];
                 const int8_t *b = input2 + i0 * r.s2[0] + i1 * r.s2[1] + i2 * r.s2[2];
                 int32_t runs = 1;
+#if MCU_DSP_ASM
+                if (reps > 1 && q.mode.records_fast && (r.len & 1) == 0) { /* the repeated row's rescales, once */
+                    const int8_t *rep = rep2 ? b : a;
+                    if (rep != copied) {
+                        const int32_t *tr = rep2 ? t2 : t1;
+                        for (int32_t c = 0; c < r.len; ++c) {
+                            row32[c] = tr[rep[c]];
+                        }
+                        copied = rep;
+                    }
+                    const int32_t k = r.count[2] - i2 < 0xFFFF ? r.count[2] - i2 : 0xFFFF;
+                    add_rows(&q, rep2 ? t1 : t2, rep2 ? a : b, row32, out, r.len, k, clamp + 128);
+                    out += k * r.len;
+                    i2 += k;
+                    continue;
+                }
+#endif
                 if (reps > 1) {
                     const int8_t *rep = rep2 ? b : a;
                     if (rep != copied) {

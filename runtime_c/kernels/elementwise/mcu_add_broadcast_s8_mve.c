@@ -163,6 +163,62 @@ static void add_run_const(const add_q_t *q, const int32_t *t, int32_t v, const i
                      : "lr", "q0", "q1", "memory");
 }
 
+/* One group of 4 lanes against a repeated row's rescales w (int32, in order): one gather instead of a load and a
+ * gather. */
+#define ADD_ROW_GROUP(NARROW)                                                                             \
+    "vldrb.s32 q0, [%[a]], #4\n\t"                                                                         \
+    "vldrw.u32 q3, [%[w]], #16\n\t"                                                                        \
+    "vldrw.u32 q2, [%[t], q0, uxtw #2]\n\t"                                                                \
+    "vqadd.s32 q2, q2, q3\n\t"                                                                             \
+    "vqdmulh.s32 q2, q2, %[m]\n\t"                                                                         \
+    "vrshl.s32 q2, %[sh]\n\t"                                                                              \
+    "vadd.i32 q2, q2, %[zo]\n\t" NARROW "\n\t"
+
+/* `runs` runs of n (a multiple of 16) outputs: the stepping input a through its table t against the row w read
+ * again every run (37 instructions per 16; 41 with a narrow clamp, whose bounds follow PERM in k). The row's start
+ * and step count wait on the stack, the run count in lr. */
+static void add_rows(const add_q_t *q, const int32_t *t, const int8_t *a, const int32_t *w, int8_t *o, int32_t n,
+                     int32_t runs)
+{
+    int8_t k[48] __attribute__((aligned(4)));
+    memcpy(k, PERM, 16);
+    memset(k + 16, q->lo, 16);
+    memset(k + 32, q->hi, 16);
+    int32_t steps = n >> 4;
+#define ADD_ROWS(CLAMP)                                                                                   \
+    __asm__ volatile("vldrb.u8 q7, [%[k]]\n\t"                                                              \
+                     "sub sp, sp, #8\n\t"                                                                  \
+                     "str %[w], [sp]\n\t"                                                                  \
+                     "str %[steps], [sp, #4]\n\t"                                                          \
+                     "mov lr, %[runs]\n"                                                                   \
+                     "4:\n"                                                                                \
+                     "1:\n\t" ADD_ROW_GROUP("vqmovnb.s32 q4, q2") ADD_ROW_GROUP("vqmovnt.s32 q4, q2")      \
+                         ADD_ROW_GROUP("vqmovnb.s32 q5, q2") ADD_ROW_GROUP("vqmovnt.s32 q5, q2")             \
+                     "vqmovnb.s16 q6, q4\n\t"                                                              \
+                     "vqmovnt.s16 q6, q5\n\t" CLAMP                                                        \
+                     "vstrb.8 q6, [%[o], q7]\n\t"                                                          \
+                     "add %[o], %[o], #16\n\t"                                                             \
+                     "subs %[steps], %[steps], #1\n\t"                                                     \
+                     "bne 1b\n\t"                                                                          \
+                     "subs lr, lr, #1\n\t"                                                                 \
+                     "beq 5f\n\t"                                                                          \
+                     "ldr %[w], [sp]\n\t"                                                                  \
+                     "ldr %[steps], [sp, #4]\n\t"                                                          \
+                     "b 4b\n"                                                                              \
+                     "5:\n\t"                                                                              \
+                     "add sp, sp, #8\n\t"                                                                  \
+                     : [a] "+l"(a), [w] "+r"(w), [o] "+r"(o), [steps] "+r"(steps)                           \
+                     : [runs] "r"(runs), [t] "r"(t), [m] "r"(q->m), [sh] "r"(q->sh), [zo] "r"(q->zo),        \
+                       [k] "r"(k)                                                                          \
+                     : "lr", "q0", "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory")
+    if (q->full) {
+        ADD_ROWS("");
+    } else {
+        ADD_ROWS("vldrb.u8 q4, [%[k], #16]\n\tvldrb.u8 q5, [%[k], #32]\n\t"
+                 "vmax.s8 q6, q6, q4\n\tvmin.s8 q6, q6, q5\n\t");
+    }
+}
+
 /* reps copies of the n bytes at src, back to back from dst (16 bytes a vector). */
 static void copy_rows(int8_t *dst, const int8_t *src, int32_t n, int32_t reps)
 {
@@ -203,6 +259,7 @@ mcu_status_t mcu_add_broadcast_s8_mve(const mcu_add_broadcast_params_t *params, 
     /* A row that repeats run after run (input1 contiguous, input2's row again, or the other way) is copied to fill
      * `row`, so one call covers several runs. */
     int8_t row[ROW];
+    int32_t row32[ROW / 2]; /* a repeated row's rescaled values (rows of at most ROW / 2) */
     const int8_t *copied = NULL;
     const int32_t rep1 = r.s1[2] == 0 && r.s2[2] == r.len, rep2 = r.s2[2] == 0 && r.s1[2] == r.len;
     const int32_t reps = r.step1 && r.step2 && (rep1 || rep2) && r.len <= ROW / 2 ? ROW / r.len : 1;
@@ -213,7 +270,18 @@ mcu_status_t mcu_add_broadcast_s8_mve(const mcu_add_broadcast_params_t *params, 
                 const int8_t *a = input1 + i0 * r.s1[0] + i1 * r.s1[1] + i2 * r.s1[2];
                 const int8_t *b = input2 + i0 * r.s2[0] + i1 * r.s2[1] + i2 * r.s2[2];
                 int32_t runs = 1;
-                if (reps > 1) {
+                if (q.down && r.step1 && r.step2 && (rep1 || rep2) && (r.len & 15) == 0 && r.len <= ROW / 2) {
+                    const int8_t *rep = rep2 ? b : a; /* the repeated row's rescales, once */
+                    if (rep != copied) {
+                        const int32_t *tr = rep2 ? t2 : t1;
+                        for (int32_t c = 0; c < r.len; ++c) {
+                            row32[c] = tr[rep[c]];
+                        }
+                        copied = rep;
+                    }
+                    runs = r.count[2] - i2;
+                    add_rows(&q, rep2 ? t1 : t2, rep2 ? a : b, row32, out, r.len, runs);
+                } else if (reps > 1) {
                     const int8_t *rep = rep2 ? b : a;
                     if (rep != copied) {
                         copy_rows(row, rep, r.len, reps);

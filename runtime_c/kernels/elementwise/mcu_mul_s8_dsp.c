@@ -48,127 +48,193 @@ static void widen32(const mul_q_t *q, const int8_t *b, int32_t step, int32_t n, 
 #if MCU_DSP_ASM
 /* The loops below run `runs` runs of `blocks` steps against one widened row: %[n] comes in as runs << 16 | blocks;
  * the row's start and the step count wait on the stack, the run count in lr. */
-#define RUNS_PRE                                                                                          \
-    "sub sp, sp, #8\n\t"                                                                                   \
-    "lsr lr, %[n], #16\n\t"                                                                                \
-    "uxth %[n], %[n]\n\t"                                                                                  \
-    "str %[w], [sp]\n\t"                                                                                   \
-    "str %[n], [sp, #4]\n"                                                                                 \
+#define RUNS_PRE(HALF)                                                                                    \
+    "sub sp, sp, #8\n\t"                                                                                  \
+    "lsr lr, %[n], #16\n\t"                                                                               \
+    "uxth %[n], %[n]\n\t" HALF                                                                            \
+    "str %[w], [sp]\n\t"                                                                                  \
+    "str %[n], [sp, #4]\n"                                                                                \
     "4:\n"
 #define RUNS_POST                                                                                         \
-    "subs lr, lr, #1\n\t"                                                                                  \
-    "beq 5f\n\t"                                                                                           \
-    "ldr %[w], [sp]\n\t"                                                                                   \
-    "ldr %[n], [sp, #4]\n\t"                                                                               \
-    "b 4b\n"                                                                                               \
-    "5:\n\t"                                                                                               \
+    "subs lr, lr, #1\n\t"                                                                                 \
+    "beq 5f\n\t"                                                                                          \
+    "ldr %[w], [sp]\n\t"                                                                                  \
+    "ldr %[n], [sp, #4]\n\t"                                                                              \
+    "b 4b\n"                                                                                              \
+    "5:\n\t"                                                                                              \
     "add sp, sp, #8\n\t"
 
 /* out[0 .. 4 * blocks) from a and the int32 row w (wide32): each input byte SXTAB'd and multiplied by MUL, any
  * prescale; 22 instructions per 4. */
-#define MUL32_LOOP                                                                                        \
-    __asm__ volatile("mov %[t], #0xA0000\n\t"                                                               \
-                     "msr APSR_g, %[t]\n\t" RUNS_PRE                                                       \
-                     "1:\n\t"                                                                              \
-                     "ldr %[x], [%[x1]], #4\n\t"                                                           \
-                     "ldrd %[b0], %[b1], [%[w]], #8\n\t"                                                   \
-                     "sxtab %[v0], %[o1], %[x]\n\t"                                                        \
-                     "sxtab %[v1], %[o1], %[x], ror #8\n\t"                                                \
-                     "mul %[v0], %[v0], %[b0]\n\t"                                                         \
-                     "mul %[v1], %[v1], %[b1]\n\t"                                                         \
-                     "smmla %[v0], %[v0], %[m], %[rh]\n\t"                                                 \
-                     "smmla %[v1], %[v1], %[m], %[rh]\n\t"                                                 \
-                     "ldrd %[b0], %[b1], [%[w]], #8\n\t"                                                   \
-                     "sxtab %[t], %[o1], %[x], ror #16\n\t"                                                \
-                     "mul %[b0], %[t], %[b0]\n\t"                                                          \
-                     "sxtab %[t], %[o1], %[x], ror #24\n\t"                                                \
-                     "mul %[b1], %[t], %[b1]\n\t"                                                          \
-                     "smmla %[b0], %[b0], %[m], %[rh]\n\t"                                                 \
-                     "smmla %[b1], %[b1], %[m], %[rh]\n\t"                                                 \
-                     "pkhtb %[v0], %[b0], %[v0], asr #16\n\t"                                              \
-                     "pkhtb %[v1], %[b1], %[v1], asr #16\n\t"                                              \
-                     "ssat16 %[v0], #8, %[v0]\n\t"                                                         \
-                     "ssat16 %[v1], #8, %[v1]\n\t"                                                         \
-                     "lsl %[v1], %[v1], #8\n\t"                                                            \
-                     "sel %[v0], %[v1], %[v0]\n\t"                                                         \
-                     "str %[v0], [%[o]], #4\n\t"                                                           \
-                     "subs %[n], %[n], #1\n\t"                                                             \
-                     "bne 1b\n\t" RUNS_POST                                                                \
+#define MUL32_STEP                                                                                        \
+    "ldr %[x], [%[x1]], #4\n\t"                                                                           \
+    "ldrd %[b0], %[b1], [%[w]], #8\n\t"                                                                   \
+    "sxtab %[v0], %[o1], %[x]\n\t"                                                                        \
+    "sxtab %[v1], %[o1], %[x], ror #8\n\t"                                                                \
+    "mul %[v0], %[v0], %[b0]\n\t"                                                                         \
+    "mul %[v1], %[v1], %[b1]\n\t"                                                                         \
+    "smmla %[v0], %[v0], %[m], %[rh]\n\t"                                                                 \
+    "smmla %[v1], %[v1], %[m], %[rh]\n\t"                                                                 \
+    "ldrd %[b0], %[b1], [%[w]], #8\n\t"                                                                   \
+    "sxtab %[t], %[o1], %[x], ror #16\n\t"                                                                \
+    "mul %[b0], %[t], %[b0]\n\t"                                                                          \
+    "sxtab %[t], %[o1], %[x], ror #24\n\t"                                                                \
+    "mul %[b1], %[t], %[b1]\n\t"                                                                          \
+    "smmla %[b0], %[b0], %[m], %[rh]\n\t"                                                                 \
+    "smmla %[b1], %[b1], %[m], %[rh]\n\t"                                                                 \
+    "pkhtb %[v0], %[b0], %[v0], asr #16\n\t"                                                              \
+    "pkhtb %[v1], %[b1], %[v1], asr #16\n\t"                                                              \
+    "ssat16 %[v0], #8, %[v0]\n\t"                                                                         \
+    "ssat16 %[v1], #8, %[v1]\n\t"                                                                         \
+    "lsl %[v1], %[v1], #8\n\t"                                                                            \
+    "sel %[v0], %[v1], %[v0]\n\t"                                                                         \
+    "str %[v0], [%[o]], #4\n\t"
+#define MUL32C_STEP                                                                                       \
+    "ldr %[x], [%[x1]], #4\n\t"                                                                           \
+    "sxtab %[v0], %[o1], %[x]\n\t"                                                                        \
+    "sxtab %[v1], %[o1], %[x], ror #8\n\t"                                                                \
+    "mul %[v0], %[v0], %[w]\n\t"                                                                          \
+    "mul %[v1], %[v1], %[w]\n\t"                                                                          \
+    "smmla %[v0], %[v0], %[m], %[rh]\n\t"                                                                 \
+    "smmla %[v1], %[v1], %[m], %[rh]\n\t"                                                                 \
+    "sxtab %[t], %[o1], %[x], ror #16\n\t"                                                                \
+    "mul %[b0], %[t], %[w]\n\t"                                                                           \
+    "sxtab %[t], %[o1], %[x], ror #24\n\t"                                                                \
+    "mul %[b1], %[t], %[w]\n\t"                                                                           \
+    "smmla %[b0], %[b0], %[m], %[rh]\n\t"                                                                 \
+    "smmla %[b1], %[b1], %[m], %[rh]\n\t"                                                                 \
+    "pkhtb %[v0], %[b0], %[v0], asr #16\n\t"                                                              \
+    "pkhtb %[v1], %[b1], %[v1], asr #16\n\t"                                                              \
+    "ssat16 %[v0], #8, %[v0]\n\t"                                                                         \
+    "ssat16 %[v1], #8, %[v1]\n\t"                                                                         \
+    "lsl %[v1], %[v1], #8\n\t"                                                                            \
+    "sel %[v0], %[v1], %[v0]\n\t"                                                                         \
+    "str %[v0], [%[o]], #4\n\t"
+#define MUL32_LOOP(STEPS, HALF)                                                                           \
+    __asm__ volatile("mov %[t], #0xA0000\n\t"                                                             \
+                     "msr APSR_g, %[t]\n\t" RUNS_PRE(HALF)                                                \
+                     "1:\n\t"                                                                             \
+                     STEPS                                                                                \
+                     "subs %[n], %[n], #1\n\t"                                                            \
+                     "bne 1b\n\t" RUNS_POST                                                               \
                      : [x1] "+r"(x1), [w] "+r"(w32), [o] "+r"(o), [n] "+r"(blocks), [x] "=&r"(x), [b0] "=&r"(be), \
-                       [b1] "=&r"(bo), [v0] "=&r"(ae), [v1] "=&r"(p), [t] "=&r"(t)                         \
-                     : [o1] "r"(q->o1), [m] "r"(q->m), [rh] "r"(q->rh)                                       \
+                       [b1] "=&r"(bo), [v0] "=&r"(ae), [v1] "=&r"(p), [t] "=&r"(t)                        \
+                     : [o1] "r"(q->o1), [m] "r"(q->m), [rh] "r"(q->rh)                                    \
                      : "lr", "cc", "memory")
+
+/* The same against one repeated element's (x2 + o2) * 2^jp in a register (%[w]): 20 instructions per 4. */
+#define MUL32C_LOOP(STEPS)                                                                                \
+    __asm__ volatile("mov %[t], #0xA0000\n\t"                                                             \
+                     "msr APSR_g, %[t]\n\t"                                                               \
+                     "1:\n\t"                                                                             \
+                     STEPS                                                                                \
+                     "subs %[n], %[n], #1\n\t"                                                            \
+                     "bne 1b\n\t"                                                                         \
+                     : [x1] "+r"(x1), [w] "+r"(bw), [o] "+r"(o), [n] "+r"(blocks), [x] "=&r"(x), [b0] "=&r"(be), \
+                       [b1] "=&r"(bo), [v0] "=&r"(ae), [v1] "=&r"(p), [t] "=&r"(t)                        \
+                     : [o1] "r"(q->o1), [m] "r"(q->m), [rh] "r"(q->rh)                                    \
+                     : "cc", "memory")
 
 /* out[0 .. 4 * blocks) from a and b both read as they come (no row to reuse): SXTAB16 both, the products shifted by
  * jp; 25 instructions per 4. */
 #define MUL_STREAM_LOOP                                                                                   \
-    __asm__ volatile("mov %[t], #0xA0000\n\t"                                                               \
-                     "msr APSR_g, %[t]\n"                                                                  \
-                     "1:\n\t"                                                                              \
-                     "ldr %[x], [%[x1]], #4\n\t"                                                           \
-                     "ldr %[t], [%[x2]], #4\n\t"                                                           \
-                     "sxtab16 %[ae], %[o1], %[x]\n\t"                                                      \
-                     "sxtab16 %[x], %[o1], %[x], ror #8\n\t"                                               \
-                     "sxtab16 %[be], %[o2], %[t]\n\t"                                                      \
-                     "sxtab16 %[t], %[o2], %[t], ror #8\n\t"                                               \
-                     "smulbb %[p], %[ae], %[be]\n\t"                                                       \
-                     "smultt %[ae], %[ae], %[be]\n\t"                                                      \
-                     "smulbb %[be], %[x], %[t]\n\t"                                                        \
-                     "smultt %[x], %[x], %[t]\n\t"                                                         \
-                     "lsl %[p], %[p], %[jp]\n\t"                                                           \
-                     "lsl %[ae], %[ae], %[jp]\n\t"                                                         \
-                     "lsl %[be], %[be], %[jp]\n\t"                                                         \
-                     "lsl %[x], %[x], %[jp]\n\t"                                                           \
-                     "smmla %[p], %[p], %[m], %[rh]\n\t"                                                   \
-                     "smmla %[ae], %[ae], %[m], %[rh]\n\t"                                                 \
-                     "smmla %[be], %[be], %[m], %[rh]\n\t"                                                 \
-                     "smmla %[x], %[x], %[m], %[rh]\n\t"                                                   \
-                     "pkhtb %[p], %[ae], %[p], asr #16\n\t"                                                \
-                     "pkhtb %[be], %[x], %[be], asr #16\n\t"                                               \
-                     "ssat16 %[p], #8, %[p]\n\t"                                                           \
-                     "ssat16 %[be], #8, %[be]\n\t"                                                         \
-                     "lsl %[be], %[be], #8\n\t"                                                            \
-                     "sel %[p], %[be], %[p]\n\t"                                                           \
-                     "str %[p], [%[o]], #4\n\t"                                                            \
-                     "subs %[n], %[n], #1\n\t"                                                             \
-                     "bne 1b\n\t"                                                                          \
-                     : [x1] "+r"(x1), [x2] "+r"(x2), [o] "+r"(o), [n] "+r"(blocks), [x] "=&r"(x),           \
-                       [be] "=&r"(be), [ae] "=&r"(ae), [p] "=&r"(p), [t] "=&r"(t)                          \
-                     : [o1] "r"(o1), [o2] "r"(o2), [m] "r"(q->m), [rh] "r"(q->rh), [jp] "r"(q->ka + q->kb)  \
+    __asm__ volatile("mov %[t], #0xA0000\n\t"                                                             \
+                     "msr APSR_g, %[t]\n"                                                                 \
+                     "1:\n\t"                                                                             \
+                     "ldr %[x], [%[x1]], #4\n\t"                                                          \
+                     "ldr %[t], [%[x2]], #4\n\t"                                                          \
+                     "sxtab16 %[ae], %[o1], %[x]\n\t"                                                     \
+                     "sxtab16 %[x], %[o1], %[x], ror #8\n\t"                                              \
+                     "sxtab16 %[be], %[o2], %[t]\n\t"                                                     \
+                     "sxtab16 %[t], %[o2], %[t], ror #8\n\t"                                              \
+                     "smulbb %[p], %[ae], %[be]\n\t"                                                      \
+                     "smultt %[ae], %[ae], %[be]\n\t"                                                     \
+                     "smulbb %[be], %[x], %[t]\n\t"                                                       \
+                     "smultt %[x], %[x], %[t]\n\t"                                                        \
+                     "lsl %[p], %[p], %[jp]\n\t"                                                          \
+                     "lsl %[ae], %[ae], %[jp]\n\t"                                                        \
+                     "lsl %[be], %[be], %[jp]\n\t"                                                        \
+                     "lsl %[x], %[x], %[jp]\n\t"                                                          \
+                     "smmla %[p], %[p], %[m], %[rh]\n\t"                                                  \
+                     "smmla %[ae], %[ae], %[m], %[rh]\n\t"                                                \
+                     "smmla %[be], %[be], %[m], %[rh]\n\t"                                                \
+                     "smmla %[x], %[x], %[m], %[rh]\n\t"                                                  \
+                     "pkhtb %[p], %[ae], %[p], asr #16\n\t"                                               \
+                     "pkhtb %[be], %[x], %[be], asr #16\n\t"                                              \
+                     "ssat16 %[p], #8, %[p]\n\t"                                                          \
+                     "ssat16 %[be], #8, %[be]\n\t"                                                        \
+                     "lsl %[be], %[be], #8\n\t"                                                           \
+                     "sel %[p], %[be], %[p]\n\t"                                                          \
+                     "str %[p], [%[o]], #4\n\t"                                                           \
+                     "subs %[n], %[n], #1\n\t"                                                            \
+                     "bne 1b\n\t"                                                                         \
+                     : [x1] "+r"(x1), [x2] "+r"(x2), [o] "+r"(o), [n] "+r"(blocks), [x] "=&r"(x),         \
+                       [be] "=&r"(be), [ae] "=&r"(ae), [p] "=&r"(p), [t] "=&r"(t)                         \
+                     : [o1] "r"(o1), [o2] "r"(o2), [m] "r"(q->m), [rh] "r"(q->rh), [jp] "r"(q->ka + q->kb) \
                      : "cc", "memory")
 
 /* out[0 .. 4 * blocks) from a and the widened w, int8 clamp: SEL takes bytes 1 and 3 from the odd outputs (GE is
  * set to 0b1010 first; nothing in the loop writes it); jp <= 7 (kb), the rest takes MUL32_LOOP. */
-#define MUL_LOOP                                                                                          \
-    __asm__ volatile("mov %[x], #0xA0000\n\t"                                                              \
-                     "msr APSR_g, %[x]\n\t" RUNS_PRE                                                       \
-                     "1:\n\t"                                                                              \
-                     "ldr %[x], [%[x1]], #4\n\t"                                                            \
-                     "ldrd %[be], %[bo], [%[w]], #8\n\t"                                                   \
-                     "sxtab16 %[ae], %[o1], %[x]\n\t"                                                      \
-                     "sxtab16 %[x], %[o1], %[x], ror #8\n\t"                                               \
-                     "smulbb %[p], %[ae], %[be]\n\t"                                                       \
-                     "smultt %[ae], %[ae], %[be]\n\t"                                                      \
-                     "smulbb %[be], %[x], %[bo]\n\t"                                                       \
-                     "smultt %[x], %[x], %[bo]\n\t"                                                        \
-                     "smmla %[p], %[p], %[m], %[rh]\n\t"                                                   \
-                     "smmla %[ae], %[ae], %[m], %[rh]\n\t"                                                 \
-                     "smmla %[be], %[be], %[m], %[rh]\n\t"                                                 \
-                     "smmla %[x], %[x], %[m], %[rh]\n\t"                                                   \
-                     "pkhtb %[p], %[ae], %[p], asr #16\n\t"                                                \
-                     "pkhtb %[be], %[x], %[be], asr #16\n\t"                                               \
-                     "ssat16 %[p], #8, %[p]\n\t"                                                           \
-                     "ssat16 %[be], #8, %[be]\n\t"                                                         \
-                     "lsl %[be], %[be], #8\n\t"                                                            \
-                     "sel %[p], %[be], %[p]\n\t"                                                           \
-                     "str %[p], [%[o]], #4\n\t"                                                            \
-                     "subs %[n], %[n], #1\n\t"                                                             \
-                     "bne 1b\n\t" RUNS_POST                                                                \
+#define MUL16_STEP                                                                                        \
+    "ldr %[x], [%[x1]], #4\n\t"                                                                           \
+    "ldrd %[be], %[bo], [%[w]], #8\n\t"                                                                   \
+    "sxtab16 %[ae], %[o1], %[x]\n\t"                                                                      \
+    "sxtab16 %[x], %[o1], %[x], ror #8\n\t"                                                               \
+    "smulbb %[p], %[ae], %[be]\n\t"                                                                       \
+    "smultt %[ae], %[ae], %[be]\n\t"                                                                      \
+    "smulbb %[be], %[x], %[bo]\n\t"                                                                       \
+    "smultt %[x], %[x], %[bo]\n\t"                                                                        \
+    "smmla %[p], %[p], %[m], %[rh]\n\t"                                                                   \
+    "smmla %[ae], %[ae], %[m], %[rh]\n\t"                                                                 \
+    "smmla %[be], %[be], %[m], %[rh]\n\t"                                                                 \
+    "smmla %[x], %[x], %[m], %[rh]\n\t"                                                                   \
+    "pkhtb %[p], %[ae], %[p], asr #16\n\t"                                                                \
+    "pkhtb %[be], %[x], %[be], asr #16\n\t"                                                               \
+    "ssat16 %[p], #8, %[p]\n\t"                                                                           \
+    "ssat16 %[be], #8, %[be]\n\t"                                                                         \
+    "lsl %[be], %[be], #8\n\t"                                                                            \
+    "sel %[p], %[be], %[p]\n\t"                                                                           \
+    "str %[p], [%[o]], #4\n\t"
+#define MUL_LOOP(STEPS, HALF)                                                                             \
+    __asm__ volatile("mov %[x], #0xA0000\n\t"                                                             \
+                     "msr APSR_g, %[x]\n\t" RUNS_PRE(HALF)                                                \
+                     "1:\n\t"                                                                             \
+                     STEPS                                                                                \
+                     "subs %[n], %[n], #1\n\t"                                                            \
+                     "bne 1b\n\t" RUNS_POST                                                               \
                      : [x1] "+r"(x1), [w] "+r"(w), [o] "+r"(o), [n] "+r"(blocks), [x] "=&r"(x), [be] "=&r"(be), \
-                       [bo] "=&r"(bo), [ae] "=&r"(ae), [p] "=&r"(p)                                        \
-                     : [o1] "r"(o1), [m] "r"(q->m), [rh] "r"(q->rh)                                         \
+                       [bo] "=&r"(bo), [ae] "=&r"(ae), [p] "=&r"(p)                                       \
+                     : [o1] "r"(o1), [m] "r"(q->m), [rh] "r"(q->rh)                                       \
                      : "lr", "cc", "memory")
 #endif
+
+/* n outputs, a stepping along against one element w = (x2 + o2) * 2^jp (int8 clamp, wide32 form). */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* the assembly takes 13 registers */
+#endif
+static void mul_const(const mul_q_t *q, const int8_t *a, int32_t bw, int8_t *out, int32_t n)
+{
+    int32_t i = 0;
+#if MCU_DSP_ASM
+    if (n >= 4) {
+        const int8_t *x1 = a;
+        int8_t *o = out;
+        uint32_t x, be, bo, ae, p, t;
+        int32_t blocks = n >> 2;
+        if ((blocks & 1) == 0) {
+            blocks >>= 1;
+            MUL32C_LOOP(MUL32C_STEP MUL32C_STEP);
+        } else {
+            MUL32C_LOOP(MUL32C_STEP);
+        }
+        i = n & ~3;
+    }
+#endif
+    for (; i < n; ++i) {
+        out[i] = (int8_t)mcu_clamp_i32(((int32_t)(((int64_t)((a[i] + q->o1) * bw) * q->m) >> 32) + q->rh) >> 16,
+                                       q->lo, q->hi);
+    }
+}
 
 /* One run of n outputs, a and b stepping along, neither widened (int8 clamp). */
 #if defined(__GNUC__)
@@ -214,10 +280,16 @@ static void mul_run(const mul_q_t *q, const int8_t *a, const int8_t *b, int32_t 
             int32_t blocks = (k << 16) | (n >> 2);
             const uint32_t *w = (const uint32_t *)(const void *)wide;
             const int32_t *w32 = (const int32_t *)(const void *)wide;
-            if (q->wide32) {
-                MUL32_LOOP;
-            } else { /* ka == 0: wide32 takes ka > 0 */
-                MUL_LOOP;
+            if ((n & 7) == 0) { /* two steps an iteration */
+                if (q->wide32) {
+                    MUL32_LOOP(MUL32_STEP MUL32_STEP, "lsr %[n], %[n], #1\n\t");
+                } else { /* ka == 0: wide32 takes ka > 0 */
+                    MUL_LOOP(MUL16_STEP MUL16_STEP, "lsr %[n], %[n], #1\n\t");
+                }
+            } else if (q->wide32) {
+                MUL32_LOOP(MUL32_STEP, "");
+            } else {
+                MUL_LOOP(MUL16_STEP, "");
             }
             done += k;
         }
@@ -307,6 +379,11 @@ mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1
                         ++i2;
                         continue;
                     }
+                    if (MCU_DSP_ASM && q.fast && r.step2 == 0) { /* one element: in a register */
+                        mul_const(&q, a, (b[0] + q.o2) * (1 << jp), o, n);
+                        ++i2;
+                        continue;
+                    }
                     if (stream) { /* input2's runs never repeat: read them as they come */
                         mul_stream(&q, a, b, o, n);
                         ++i2;
@@ -327,7 +404,7 @@ mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1
                         }
                         widened = b;
                     }
-                    if (MCU_DSP_ASM && q.fast && reps > 1) { /* the assembly runs every run of this loop against the row */
+                    if (MCU_DSP_ASM && q.fast && reps > 1) { /* the assembly: every run of this loop, one row */
                         mul_run(&q, a, b, r.step2, wide, o, n, r.count[2] - i2);
                         i2 = r.count[2];
                         continue;
