@@ -91,3 +91,32 @@ def test_the_m0_refuses_the_decoder_naming_the_bytes(tmp_path):
     text = str(err.value)
     assert "microbit (Cortex-M0, 256 KB flash, 16 KB RAM)" in text and "state 32,768" in text, text
     assert "RAM:   needs " in text and "(fits)" not in text.split("RAM:")[1].splitlines()[0], text
+
+
+def test_sampling_on_the_device_equals_the_reference_bit_for_bit(llm):
+    """temperature 0.8, top-k 40, seed 7: <name>_generate_sampled's draws (float32 exp, xorshift32) equal the twin's."""
+    _, pkg = llm
+    dev = generate(pkg, PROMPT, 12, temperature=0.8, top_k=40, seed=7)
+    ref = generate(pkg, PROMPT, 12, temperature=0.8, top_k=40, seed=7, target="reference")
+    assert dev.tokens == ref.tokens, f"first mismatch at {next(i for i, (a, b) in enumerate(zip(dev.tokens, ref.tokens)) if a != b)}"
+    header = (pkg.out_dir / "model.h").read_text()
+    assert "mcu_status_t model_generate_sampled(const int32_t *prompt, uint32_t n_prompt, int32_t *out" in header
+
+
+def test_sampling_degenerates_to_greedy_and_depends_on_the_seed(llm):
+    _, pkg = llm
+    greedy = generate(pkg, PROMPT, 12, target="reference").tokens
+    assert generate(pkg, PROMPT, 12, temperature=0.0, top_k=40, seed=7, target="reference").tokens == greedy
+    assert generate(pkg, PROMPT, 12, temperature=0.8, top_k=1, seed=7, target="reference").tokens == greedy
+    assert generate(pkg, PROMPT, 12, temperature=0.8, top_k=1, seed=7).tokens == greedy  # on the device too
+    a = generate(pkg, PROMPT, 12, temperature=1.5, seed=1, target="reference").tokens
+    b = generate(pkg, PROMPT, 12, temperature=1.5, seed=2, target="reference").tokens
+    assert a != b and a != greedy
+
+
+def test_sampling_refuses_a_nan_temperature_and_seed_zero(llm):
+    _, pkg = llm
+    with pytest.raises(McuError, match="temperature=nan: give a finite number"):
+        generate(pkg, PROMPT, 4, temperature=float("nan"))
+    with pytest.raises(McuError, match=r"seed=0: the xorshift32 seed must be in \[1, 2\^32\)"):
+        generate(pkg, PROMPT, 4, temperature=0.8, seed=0, target="reference")
