@@ -12,6 +12,7 @@ import torch
 
 import mcu
 from mcu.errors import BoardFitError, McuError
+from mcu.codegen.twins.sample import rng_seed, sample_token, xorshift32
 from mcu.tools.generate import generate
 from mcu.zoo.sequence import SEQUENCE, sequence_calibration
 
@@ -72,6 +73,11 @@ def test_cli_generate_run_and_profile_a_loaded_decoder_step(llm):
     assert out.returncode == 0, out.stderr
     want = generate(pkg, PROMPT, 4, target="reference").tokens
     assert f"tokens: {','.join(map(str, want))}" in out.stdout and "state 32,768 B" in out.stdout
+    sampled = subprocess.run([sys.executable, "-m", "mcu.cli", "generate", str(pkg.out_dir), "--prompt", "1,2,3",
+                              "--tokens", "4", "--temperature", "0.8", "--top-k", "40", "--seed", "7", "--reference"],
+                             capture_output=True, text=True, timeout=600)
+    want = generate(pkg, PROMPT, 4, temperature=0.8, top_k=40, seed=7, target="reference").tokens
+    assert f"tokens: {','.join(map(str, want))}" in sampled.stdout and "seed 7" in sampled.stdout, sampled.stderr
     for command in (["run"], ["profile"]):
         res = subprocess.run([sys.executable, "-m", "mcu.cli", *command, str(pkg.out_dir)], capture_output=True,
                              text=True, timeout=600)
@@ -120,3 +126,14 @@ def test_sampling_refuses_a_nan_temperature_and_seed_zero(llm):
         generate(pkg, PROMPT, 4, temperature=float("nan"))
     with pytest.raises(McuError, match=r"seed=0: the xorshift32 seed must be in \[1, 2\^32\)"):
         generate(pkg, PROMPT, 4, temperature=0.8, seed=0, target="reference")
+
+
+def test_the_sampling_twin_by_hand():
+    """xorshift32 from 1 (Marsaglia's 13, 17, 5) and murmur3's fmix32 seeding; top-k ties go to the lower index."""
+    assert [xorshift32(1), xorshift32(xorshift32(1)), rng_seed(1), rng_seed(0)] == [270369, 67634689, 0x514E28B7, 0]
+    x = np.array([1.0, 3.0, 3.0, 2.0], np.float32)
+    assert {sample_token(x, 1.0, 1, rng_seed(seed))[0] for seed in range(1, 50)} == {1}
+    assert {sample_token(x, 1.0, 2, rng_seed(seed))[0] for seed in range(1, 50)} == {1, 2}
+    assert {sample_token(x, 1.0, 0, rng_seed(seed))[0] for seed in range(1, 50)} == {0, 1, 2, 3}
+    assert {sample_token(x, 1e-3, 0, rng_seed(seed))[0] for seed in range(1, 50)} == {1, 2}
+    assert sample_token(x, 1.0, 0, 1) == (0, 270369)  # u = (270369 >> 8) / 2^24 * sum: in the first weight

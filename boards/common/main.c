@@ -16,7 +16,7 @@
  *    MCU_DONE line whose ticks sum all N runs and whose status is the first non-zero one.
  *  - Built with -DMCU_GENERATE (mcu generate; a decoder step model), main runs generate_main instead: input.bin
  *    holds the state region, then u32 n_prompt, u32 n_new, f32 temperature, i32 top_k, u32 seed (the
- *    xorshift32 state; unused when temperature <= 0) and the n_prompt int32 prompt tokens; one
+ *    xorshift32 state is model_rng_seed(seed); unused when temperature <= 0) and the n_prompt int32 prompt tokens; one
  *    model_generate_sampled call (temperature <= 0: greedy, model_generate's tokens); output.bin gets the n_new tokens (int32), the ticks up to each token (u32: the
  *    first covers the prompt) and the state region; then one MCU_DONE line whose ticks cover the whole call.
  *  - Built with -DMCU_PROFILE, the model calls mcu_pal_profile_begin/end(op) around each kernel; the
@@ -348,7 +348,7 @@ static void __attribute__((noreturn)) generate_main(void)
     gen_last = start;
     float temperature;
     memcpy(&temperature, &counts[2], sizeof temperature);
-    uint32_t rng = counts[4];
+    uint32_t rng = model_rng_seed(counts[4]);
     mcu_status_t status = model_generate_sampled(gen_prompt, counts[0], gen_tokens, counts[1], temperature,
                                                  (int32_t)counts[3], &rng, gen_logits, ARENA, STATE);
     const uint64_t end = mcu_systick_now();

@@ -1,6 +1,7 @@
 """The token draw of a decoder step's <name>_generate_sampled (templates/model.c.j2), operation by operation.
 
-- xorshift32 is Marsaglia's (shifts 13, 17, 5) on a nonzero uint32 state.
+- xorshift32 is Marsaglia's (shifts 13, 17, 5) on a nonzero uint32 state; rng_seed (murmur3's fmix32) turns a seed
+  into a well-mixed state, since the first draws from a small state are small.
 - x_i = the last `vocab` logits as float32 (dequantized: (q - zero_point) * scale); x_max the first largest.
 - kept: the top_k largest by value down, then index up (top_k <= 0 or >= vocab: all).
 - w_i = exp_f32((x_i - x_max) / temperature), summed in index order in float32 (np.cumsum accumulates one by one);
@@ -22,6 +23,16 @@ def xorshift32(x: int) -> int:
     x ^= x >> 17
     x ^= (x << 5) & MASK32
     return x
+
+
+def rng_seed(seed: int) -> int:
+    """<name>_rng_seed: murmur3's fmix32 (a bijection of uint32; 0 only from 0)."""
+    h = seed & MASK32
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & MASK32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & MASK32
+    return h ^ (h >> 16)
 
 
 def logits_f32(raw: np.ndarray, scale: float | None, zero_point: int | None) -> np.ndarray:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcu.codegen.twins.sample import logits_f32, sample_token
+from mcu.codegen.twins.sample import logits_f32, rng_seed, sample_token
 from mcu.errors import McuError, status_name
 from mcu.package import Package
 from mcu.state_region import initial_region, reference_step
@@ -59,7 +59,7 @@ def check_generate(pkg: Package, prompt: list[int], n: int) -> dict:
 @dataclass(frozen=True)
 class Sampling:
     """How each token is chosen: temperature <= 0 is greedy; else a draw among the top_k (<= 0: all) with the
-    xorshift32 generator seeded with seed."""
+    xorshift32 generator from state rng_seed(seed)."""
     temperature: float = 0.0
     top_k: int = 0
     seed: int = 1
@@ -92,7 +92,7 @@ def generate(pkg: Package, prompt: list[int], n: int, *, temperature: float = 0.
 def _reference_tokens(pkg: Package, prompt: list[int], n: int, vocab: int, sampling: Sampling) -> list[int]:
     """The reference's tokens: the prompt at positions 0.., then each chosen token fed back, as
     <name>_generate_sampled."""
-    region, tokens, pos, rng = initial_region(pkg.graph), [], 0, sampling.seed
+    region, tokens, pos, rng = initial_region(pkg.graph), [], 0, rng_seed(sampling.seed)
     shapes = [pkg.graph.tensors[t].shape for t in pkg.graph.inputs[:2]]
     out = pkg.manifest["outputs"][0]
     while len(tokens) < n:
