@@ -3,6 +3,7 @@ every new token in one firmware run with the loop in C; its tokens equal the num
 tinyllama_step, the float model's greedy tokens. mcu generate, mcu.load, run, profile and debug on such a package."""
 from __future__ import annotations
 
+import ctypes
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ import torch
 
 import mcu
 from mcu.errors import BoardFitError, McuError
-from mcu.codegen.twins.sample import rng_seed, sample_token, xorshift32
+from mcu.codegen.twins.sample import logits_f32, rng_seed, sample_token, xorshift32
 from mcu.tools.generate import generate
 from mcu.zoo.sequence import SEQUENCE, sequence_calibration
 
@@ -137,3 +138,28 @@ def test_the_sampling_twin_by_hand():
     assert {sample_token(x, 1.0, 0, rng_seed(seed))[0] for seed in range(1, 50)} == {0, 1, 2, 3}
     assert {sample_token(x, 1e-3, 0, rng_seed(seed))[0] for seed in range(1, 50)} == {1, 2}
     assert sample_token(x, 1.0, 0, 1) == (0, 270369)  # u = (270369 >> 8) / 2^24 * sum: in the first weight
+
+
+def test_the_c_sampler_equals_the_twin_on_tied_logits(llm, tmp_path):
+    """The generated model_sample on the host compiler, on int8 logits full of ties, against codegen/twins/sample.py:
+    temperatures from 1e-3 to 1e3, top_k below 0, 0, 1, 2, 40, vocab - 1, vocab and above."""
+    import hostc
+    _, pkg = llm
+    wrapper = tmp_path / "sample.c"
+    wrapper.write_text('#include "model.c"\n'
+                       "int32_t test_sample(const int8_t *q, float t, int32_t k, uint32_t *rng);\n"
+                       "int32_t test_sample(const int8_t *q, float t, int32_t k, uint32_t *rng)\n"
+                       "{\n    return model_sample(q, t, k, rng);\n}\n")
+    lib = hostc.build([wrapper, pkg.out_dir / "weights.c", *sorted((pkg.out_dir / "mcu_runtime").rglob("*.c"))],
+                      extra_flags=[f"-I{pkg.out_dir}"])
+    lib.test_sample.argtypes = [ctypes.c_void_p, ctypes.c_float, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32)]
+    out, gen = pkg.manifest["outputs"][0], np.random.default_rng(0)
+    for case in range(400):
+        q = gen.integers(-128, 128 if case % 2 else -120, 512).astype(np.int8)
+        t = float(np.float32(10.0 ** gen.uniform(-3, 3)))
+        k = int(gen.choice([-3, 0, 1, 2, 40, 511, 512, 600]))
+        state = rng_seed(case + 1)
+        rng = ctypes.c_uint32(state)
+        got = lib.test_sample(q.ctypes.data, t, k, ctypes.byref(rng))
+        want = sample_token(logits_f32(q, out["scale"], out["zero_point"]), t, k, state)
+        assert (got, rng.value) == want, f"case {case}: t={t} top_k={k}: C {got}, twin {want[0]}"
