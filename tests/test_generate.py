@@ -163,3 +163,12 @@ def test_the_c_sampler_equals_the_twin_on_tied_logits(llm, tmp_path):
         got = lib.test_sample(q.ctypes.data, t, k, ctypes.byref(rng))
         want = sample_token(logits_f32(q, out["scale"], out["zero_point"]), t, k, state)
         assert (got, rng.value) == want, f"case {case}: t={t} top_k={k}: C {got}, twin {want[0]}"
+    # model_generate_sampled refuses a NaN or +inf temperature and a zero rng state before running anything
+    lib.model_generate_sampled.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32,
+                                           ctypes.c_float, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32),
+                                           ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    prompt, tokens, logits = np.array(PROMPT, np.int32), np.zeros(4, np.int32), np.zeros(512, np.int8)
+    for t, state in ((float("nan"), 7), (float("inf"), 7), (0.8, 0)):
+        rng = ctypes.c_uint32(state)
+        assert lib.model_generate_sampled(prompt.ctypes.data, 3, tokens.ctypes.data, 4, t, 40, ctypes.byref(rng),
+                                          logits.ctypes.data, None, None) == 1  # MCU_ERR_ARG
