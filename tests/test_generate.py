@@ -3,6 +3,7 @@ every new token in one firmware run with the loop in C; its tokens equal the num
 tinyllama_step, the float model's greedy tokens. mcu generate, mcu.load, run, profile and debug on such a package."""
 from __future__ import annotations
 
+import ctypes
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ import torch
 
 import mcu
 from mcu.errors import BoardFitError, McuError
+from mcu.codegen.twins.sample import logits_f32, rng_seed, sample_token, xorshift32
 from mcu.tools.generate import generate
 from mcu.zoo.sequence import SEQUENCE, sequence_calibration
 
@@ -72,6 +74,11 @@ def test_cli_generate_run_and_profile_a_loaded_decoder_step(llm):
     assert out.returncode == 0, out.stderr
     want = generate(pkg, PROMPT, 4, target="reference").tokens
     assert f"tokens: {','.join(map(str, want))}" in out.stdout and "state 32,768 B" in out.stdout
+    sampled = subprocess.run([sys.executable, "-m", "mcu.cli", "generate", str(pkg.out_dir), "--prompt", "1,2,3",
+                              "--tokens", "4", "--temperature", "0.8", "--top-k", "40", "--seed", "7", "--reference"],
+                             capture_output=True, text=True, timeout=600)
+    want = generate(pkg, PROMPT, 4, temperature=0.8, top_k=40, seed=7, target="reference").tokens
+    assert f"tokens: {','.join(map(str, want))}" in sampled.stdout and "seed 7" in sampled.stdout, sampled.stderr
     for command in (["run"], ["profile"]):
         res = subprocess.run([sys.executable, "-m", "mcu.cli", *command, str(pkg.out_dir)], capture_output=True,
                              text=True, timeout=600)
@@ -91,3 +98,77 @@ def test_the_m0_refuses_the_decoder_naming_the_bytes(tmp_path):
     text = str(err.value)
     assert "microbit (Cortex-M0, 256 KB flash, 16 KB RAM)" in text and "state 32,768" in text, text
     assert "RAM:   needs " in text and "(fits)" not in text.split("RAM:")[1].splitlines()[0], text
+
+
+def test_sampling_on_the_device_equals_the_reference_bit_for_bit(llm):
+    """temperature 0.8, top-k 40, seed 7: <name>_generate_sampled's draws (float32 exp, xorshift32) equal the twin's."""
+    _, pkg = llm
+    dev = generate(pkg, PROMPT, 12, temperature=0.8, top_k=40, seed=7)
+    ref = generate(pkg, PROMPT, 12, temperature=0.8, top_k=40, seed=7, target="reference")
+    assert dev.tokens == ref.tokens, f"first mismatch at {next(i for i, (a, b) in enumerate(zip(dev.tokens, ref.tokens)) if a != b)}"
+    header = (pkg.out_dir / "model.h").read_text()
+    assert "mcu_status_t model_generate_sampled(const int32_t *prompt, uint32_t n_prompt, int32_t *out" in header
+
+
+def test_sampling_degenerates_to_greedy_and_depends_on_the_seed(llm):
+    _, pkg = llm
+    greedy = generate(pkg, PROMPT, 12, target="reference").tokens
+    assert generate(pkg, PROMPT, 12, temperature=0.0, top_k=40, seed=7, target="reference").tokens == greedy
+    assert generate(pkg, PROMPT, 12, temperature=0.8, top_k=1, seed=7, target="reference").tokens == greedy
+    assert generate(pkg, PROMPT, 12, temperature=0.8, top_k=1, seed=7).tokens == greedy  # on the device too
+    a = generate(pkg, PROMPT, 12, temperature=1.5, seed=1, target="reference").tokens
+    b = generate(pkg, PROMPT, 12, temperature=1.5, seed=2, target="reference").tokens
+    assert a != b and a != greedy
+
+
+def test_sampling_refuses_a_nan_temperature_and_seed_zero(llm):
+    _, pkg = llm
+    with pytest.raises(McuError, match="temperature=nan: give a finite number"):
+        generate(pkg, PROMPT, 4, temperature=float("nan"))
+    with pytest.raises(McuError, match=r"seed=0: the xorshift32 seed must be in \[1, 2\^32\)"):
+        generate(pkg, PROMPT, 4, temperature=0.8, seed=0, target="reference")
+
+
+def test_the_sampling_twin_by_hand():
+    """xorshift32 from 1 (Marsaglia's 13, 17, 5) and murmur3's fmix32 seeding; top-k ties go to the lower index."""
+    assert [xorshift32(1), xorshift32(xorshift32(1)), rng_seed(1), rng_seed(0)] == [270369, 67634689, 0x514E28B7, 0]
+    x = np.array([1.0, 3.0, 3.0, 2.0], np.float32)
+    assert {sample_token(x, 1.0, 1, rng_seed(seed))[0] for seed in range(1, 50)} == {1}
+    assert {sample_token(x, 1.0, 2, rng_seed(seed))[0] for seed in range(1, 50)} == {1, 2}
+    assert {sample_token(x, 1.0, 0, rng_seed(seed))[0] for seed in range(1, 50)} == {0, 1, 2, 3}
+    assert {sample_token(x, 1e-3, 0, rng_seed(seed))[0] for seed in range(1, 50)} == {1, 2}
+    assert sample_token(x, 1.0, 0, 1) == (0, 270369)  # u = (270369 >> 8) / 2^24 * sum: in the first weight
+
+
+def test_the_c_sampler_equals_the_twin_on_tied_logits(llm, tmp_path):
+    """The generated model_sample on the host compiler, on int8 logits full of ties, against codegen/twins/sample.py:
+    temperatures from 1e-3 to 1e3, top_k below 0, 0, 1, 2, 40, vocab - 1, vocab and above."""
+    import hostc
+    _, pkg = llm
+    wrapper = tmp_path / "sample.c"
+    wrapper.write_text('#include "model.c"\n'
+                       "int32_t test_sample(const int8_t *q, float t, int32_t k, uint32_t *rng);\n"
+                       "int32_t test_sample(const int8_t *q, float t, int32_t k, uint32_t *rng)\n"
+                       "{\n    return model_sample(q, t, k, rng);\n}\n")
+    lib = hostc.build([wrapper, pkg.out_dir / "weights.c", *sorted((pkg.out_dir / "mcu_runtime").rglob("*.c"))],
+                      extra_flags=[f"-I{pkg.out_dir}"])
+    lib.test_sample.argtypes = [ctypes.c_void_p, ctypes.c_float, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32)]
+    out, gen = pkg.manifest["outputs"][0], np.random.default_rng(0)
+    for case in range(400):
+        q = gen.integers(-128, 128 if case % 2 else -120, 512).astype(np.int8)
+        t = float(np.float32(10.0 ** gen.uniform(-3, 3)))
+        k = int(gen.choice([-3, 0, 1, 2, 40, 511, 512, 600]))
+        state = rng_seed(case + 1)
+        rng = ctypes.c_uint32(state)
+        got = lib.test_sample(q.ctypes.data, t, k, ctypes.byref(rng))
+        want = sample_token(logits_f32(q, out["scale"], out["zero_point"]), t, k, state)
+        assert (got, rng.value) == want, f"case {case}: t={t} top_k={k}: C {got}, twin {want[0]}"
+    # model_generate_sampled refuses a NaN or +inf temperature and a zero rng state before running anything
+    lib.model_generate_sampled.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32,
+                                           ctypes.c_float, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32),
+                                           ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    prompt, tokens, logits = np.array(PROMPT, np.int32), np.zeros(4, np.int32), np.zeros(512, np.int8)
+    for t, state in ((float("nan"), 7), (float("inf"), 7), (0.8, 0)):
+        rng = ctypes.c_uint32(state)
+        assert lib.model_generate_sampled(prompt.ctypes.data, 3, tokens.ctypes.data, 4, t, 40, ctypes.byref(rng),
+                                          logits.ctypes.data, None, None) == 1  # MCU_ERR_ARG

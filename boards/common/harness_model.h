@@ -26,6 +26,8 @@
 #define MODEL_STATE_BYTES MCU_HARNESS_CAT(MCU_MODEL_MACRO, _STATE_BYTES)
 #define MODEL_OUTPUT0_BYTES MCU_HARNESS_CAT(MCU_MODEL_MACRO, _OUTPUT0_BYTES)
 #define model_generate MCU_HARNESS_CAT(MCU_MODEL_NAME, _generate)
+#define model_generate_sampled MCU_HARNESS_CAT(MCU_MODEL_NAME, _generate_sampled)
+#define model_rng_seed MCU_HARNESS_CAT(MCU_MODEL_NAME, _rng_seed)
 #define model_on_token MCU_HARNESS_CAT(MCU_MODEL_NAME, _on_token)
 #endif
 #else

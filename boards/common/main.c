@@ -15,13 +15,15 @@
  *    batch_out.bin; "MCU_PROGRESS <done>" lines stream on the console, then "MCU_BATCH n=<N>" and one
  *    MCU_DONE line whose ticks sum all N runs and whose status is the first non-zero one.
  *  - Built with -DMCU_GENERATE (mcu generate; a decoder step model), main runs generate_main instead: input.bin
- *    holds the state region, then u32 n_prompt, u32 n_new and the n_prompt int32 prompt tokens; one
- *    model_generate call; output.bin gets the n_new tokens (int32), the ticks up to each token (u32: the
+ *    holds the state region, then u32 n_prompt, u32 n_new, f32 temperature, i32 top_k, u32 seed (the
+ *    xorshift32 state is model_rng_seed(seed); unused when temperature <= 0) and the n_prompt int32 prompt tokens; one
+ *    model_generate_sampled call (temperature <= 0: greedy, model_generate's tokens); output.bin gets the n_new tokens (int32), the ticks up to each token (u32: the
  *    first covers the prompt) and the state region; then one MCU_DONE line whose ticks cover the whole call.
  *  - Built with -DMCU_PROFILE, the model calls mcu_pal_profile_begin/end(op) around each kernel; the
  *    ticks of each op are summed here and printed first as "MCU_PROFILE op=<index> ticks=<uint>" lines.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "harness_model.h"
 #include "semihost.h"
@@ -326,7 +328,7 @@ void model_on_token(uint32_t k, int32_t token)
 
 static void __attribute__((noreturn)) generate_main(void)
 {
-    uint32_t counts[2];
+    uint32_t counts[5]; /* n_prompt, n_new, temperature's bits, top_k, seed */
     int32_t fd = mcu_sh_open("input.bin", MCU_SH_MODE_RB);
     if (fd < 0) {
         fail("MCU_ERROR ", "cannot open input.bin", "");
@@ -344,7 +346,11 @@ static void __attribute__((noreturn)) generate_main(void)
     mcu_systick_start();
     const uint64_t start = mcu_systick_now();
     gen_last = start;
-    mcu_status_t status = model_generate(gen_prompt, counts[0], gen_tokens, counts[1], gen_logits, ARENA, STATE);
+    float temperature;
+    memcpy(&temperature, &counts[2], sizeof temperature);
+    uint32_t rng = model_rng_seed(counts[4]);
+    mcu_status_t status = model_generate_sampled(gen_prompt, counts[0], gen_tokens, counts[1], temperature,
+                                                 (int32_t)counts[3], &rng, gen_logits, ARENA, STATE);
     const uint64_t end = mcu_systick_now();
     uint32_t stack = stack_used();
     int32_t out = mcu_sh_open("output.bin", MCU_SH_MODE_WB);

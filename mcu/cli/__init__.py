@@ -157,11 +157,17 @@ def _tool_commands(sub) -> None:
                         "from whoever wrote it, so only for packages you trust")
     p.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is not a terminal")
     p.add_argument("--timeout", type=float, default=None, help="seconds before QEMU is stopped (default: 120 + 2 per input)")
-    p = _command(sub, "generate", "tools:cmd_generate", "greedy decoding of a decoder-step package on its board: the "
-                 "prompt and every token in one firmware run, the loop in C", "mcu generate out/llm --prompt 1,2,3 --tokens 32")
+    p = _command(sub, "generate", "tools:cmd_generate", "greedy or sampled decoding of a decoder-step package on its "
+                 "board: the prompt and every token in one firmware run, the loop in C",
+                 "mcu generate out/llm --prompt 1,2,3 --tokens 32",
+                 "mcu generate out/llm --prompt 1,2,3 --tokens 32 --temperature 0.8 --top-k 40 --seed 7")
     p.add_argument("dir", help=PACKAGE_HELP)
     p.add_argument("--prompt", required=True, help="comma-separated token ids, e.g. 1,2,3")
     p.add_argument("--tokens", type=int, default=16, help="new tokens to generate (default: 16)")
+    p.add_argument("--temperature", type=float, default=0.0,
+                   help="sample each token at this temperature (default: 0, greedy)")
+    p.add_argument("--top-k", type=int, default=0, help="sample among the k largest logits only (default: 0, all)")
+    p.add_argument("--seed", type=int, default=1, help="the xorshift32 generator's nonzero seed (default: 1)")
     p.add_argument("--reference", action="store_true", help="decode on the numpy reference instead of QEMU")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds before QEMU is stopped (default: 600)")
     p = _command(sub, "report", "tools:cmd_report", "write report.html: flash, RAM, arena timeline, per-op profile",

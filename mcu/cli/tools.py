@@ -39,10 +39,11 @@ def cmd_generate(args) -> None:
         prompt = [int(t) for t in args.prompt.split(",") if t.strip()]
     except ValueError:
         raise McuError(f"--prompt {args.prompt!r}: give comma-separated token ids, e.g. --prompt 1,2,3") from None
-    result = generate(pkg, prompt, args.tokens, target="reference" if args.reference else "device",
-                      timeout=args.timeout)
+    result = generate(pkg, prompt, args.tokens, temperature=args.temperature, top_k=args.top_k, seed=args.seed,
+                      target="reference" if args.reference else "device", timeout=args.timeout)
     print(f"{pkg.out_dir} on {'the numpy reference' if args.reference else pkg.board}: {len(prompt)} prompt tokens, "
-          f"{args.tokens} generated")
+          f"{args.tokens} generated" + (f" (temperature {args.temperature:g}, top-k {args.top_k}, seed {args.seed})"
+                                        if args.temperature > 0 else ""))
     print(result.summary())
 
 
