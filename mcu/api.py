@@ -61,6 +61,7 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     "percentile" or "mse" (mcu.quantization.observers.OBSERVERS). weights="int4" quantizes conv and linear weights to
     [-7, 7] and stores them two per byte (the int4 kernels; depthwise and grouped convs keep int8 storage).
     quantize="a16w8" runs int16 activations with int8 weights (TFLite's 16x8). mixed maps module names or types
+    (or op families: "op:softmax", "op:matmul", "op:mul", ...)
     to "int8", "a16w8" or "float32", e.g. mixed={"classifier": "float32"}: those layers run in that precision,
     with converts planned at the boundaries (mcu.quantization.quantizer).
     target_sqnr (dB) picks those precisions itself: the cheapest per-layer int8 / a16w8 / float32 mix whose SQNR vs

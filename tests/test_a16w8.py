@@ -237,3 +237,23 @@ def test_concat_s16_matches_its_twin_including_requantized_inputs():
     out = np.zeros(27, np.int16)
     assert hostc.call(lib, "mcu_concat_s16", params, a, b, out=out) == 0
     assert np.array_equal(out.reshape(3, 9), want)
+
+
+def test_an_op_family_rule_wins_over_the_module_rule():
+    """mixed={"op:softmax": "a16w8"} raises only the softmax of a block whose module is int8; a bad family is one
+    error naming the form."""
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return torch.softmax(self.fc(x), -1) * x
+
+    ep = torch.export.export(Block().eval(), (torch.randn(2, 8),))
+    rules = check_mixed({"Block": "int8", "op:softmax": "a16w8", "op:mul": "float32"})
+    got = {n.target.__name__.split(".")[0]: precision_of(n, rules, "int8") for n in ep.graph.nodes
+           if n.op == "call_function"}
+    assert got["softmax"] == "a16w8" and got["mul"] == "float32" and got["linear"] == "int8", got
+    with pytest.raises(McuError, match="an op family is 'op:' and an aten op's name"):
+        check_mixed({"op:soft max": "a16w8"})

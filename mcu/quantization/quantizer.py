@@ -47,12 +47,12 @@ from mcu.quantization.state import share_state_qparams
 from mcu.importer.decompose import decompose_composites
 from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
+from mcu.quantization.mixed import PRECISIONS, check_mixed, precision_of
 from mcu.quantization.observers import (FIXED16_QSPEC, SOFTMAX_OUT_QSPEC, TABLE_QSPEC, TANH_OUT_QSPEC, act_qspec,
                                        weight_qspec)
 
 aten = torch.ops.aten
 
-PRECISIONS = ("int8", "a16w8", "float32")
 
 # Activations fused into their producer's requantization.
 FUSABLE_ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
@@ -126,38 +126,6 @@ def _sole_user(node: Node, targets) -> Node | None:
 def _fused_activation(node: Node) -> Node | None:
     """The ReLU/ReLU6 that consumes node's output, if it is the only consumer."""
     return _sole_user(node, FUSABLE_ACTIVATIONS)
-
-
-def check_mixed(mixed: dict | None) -> tuple:
-    """The `mixed` rules as ((module name or type, precision), ...), or an McuError naming the bad entry."""
-    rules = []
-    for key, precision in (mixed or {}).items():
-        if precision not in PRECISIONS:
-            raise McuError(f"mixed[{key!r}] = {precision!r}: a precision must be one of {', '.join(PRECISIONS)}")
-        if not (isinstance(key, str) or isinstance(key, type)):
-            raise McuError(f"mixed key {key!r}: use a module name (e.g. 'classifier') or a module type "
-                           f"(e.g. torch.nn.Linear or 'Linear')")
-        rules.append((key, precision))
-    return tuple(rules)
-
-
-def _matches(key, path: str, type_name: str) -> bool:
-    if isinstance(key, type):
-        return type_name.rsplit(".", 1)[-1] == key.__name__
-    return path == key or path.startswith(key + ".") or type_name.rsplit(".", 1)[-1] == key
-
-
-def precision_of(node: Node, rules: tuple, default: str) -> str:
-    """The precision the innermost module of `node` (torch.export's nn_module_stack) gets from `rules`."""
-    if not rules:
-        return default
-    found = default
-    for path, type_name in (node.meta.get("nn_module_stack") or {}).values():  # outermost first
-        type_name = type_name if isinstance(type_name, str) else f"{type_name.__module__}.{type_name.__name__}"
-        for key, precision in rules:
-            if _matches(key, path, type_name):
-                found = precision
-    return found
 
 
 # A training graph's BatchNorm (QAT): prepare_qat_pt2e folds it into the conv before it when the conv's
