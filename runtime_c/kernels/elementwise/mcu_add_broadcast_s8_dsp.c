@@ -1,8 +1,10 @@
-/* DSP int8 add / subtract with broadcasting: per run, each input's rescale read from a table built per call, the
- * sum saturated (QADD) and requantized by SMMLA; a run against one repeated element reads an output table. */
+/* DSP int8 add / subtract with broadcasting: table-built rescales per run, QADD, SMMLA. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/*  - Per run, each input's rescale is read from a table built per call, the sum saturated (QADD) and requantized
+ *    by SMMLA; a run against one repeated element reads an output table. */
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"

@@ -1,9 +1,11 @@
-/* Helium int8 add / subtract with broadcasting: per run, both rescales gathered from 256-entry tables 4 lanes at a
- * time, VQADD and the output requantization of mcu_add_s8_mve; a long run against one repeated element gathers 16
- * lanes from an output table. */
+/* Helium int8 add / subtract with broadcasting: rescales gathered from per-call tables, VQADD. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/*  - Per run, both rescales are gathered from 256-entry tables 4 lanes at a time, VQADD and the output
+ *    requantization of mcu_add_s8_mve; a long run against one repeated element gathers 16 lanes from an output
+ *    table. */
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"

@@ -1,9 +1,10 @@
-/* DSP int8 multiply with broadcasting: per run, 4 products a step from int16 pairs (SXTAB16, SMULBB/SMULTT), each
- * requantized by SMMLA and PKHTB (mcu_ew.h); the second operand's run widened once (prescaled) and reused while it
- * repeats. */
+/* DSP int8 multiply with broadcasting: 4 products a step from int16 pairs, requantized by SMMLA. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/*  - Per run, 4 products a step from int16 pairs (SXTAB16, SMULBB/SMULTT), each requantized by SMMLA and PKHTB
+ *    (mcu_ew.h); the second operand's run widened once (prescaled) and reused while it repeats. */
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"

@@ -1,8 +1,10 @@
-/* Helium int8 multiply with broadcasting: per run, 8 products a vector (VMULLB/VMULLT.S16), each requantized by
- * VQDMLASH and VQRSHRNB #16 (mcu_ew.h), tail-predicated. */
+/* Helium int8 multiply with broadcasting: 8 products a vector, requantized, tail-predicated. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/*  - Per run, 8 products a vector (VMULLB/VMULLT.S16), each requantized by VQDMLASH and VQRSHRNB #16 (mcu_ew.h),
+ *    tail-predicated. */
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
