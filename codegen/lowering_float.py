@@ -121,7 +121,8 @@ def _unary_spec(fn, source: str) -> tuple[str, tuple[float, float, float]]:
     if args and args[0] is not ... and op in ("add", "mul"):  # scalar first: the same sum or product
         args = (..., args[0], *args[2:])
     plain = {"abs", "neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "sigmoid", "tanh",
-             "floor", "ceil", "trunc", "sign", "erf", "hardswish", "hardsigmoid", "silu", "mish", "log1p", "expm1"}
+             "floor", "ceil", "trunc", "sign", "erf", "hardswish", "hardsigmoid", "silu", "mish", "log1p", "expm1",
+             "atan", "asin", "acos"}
     if op in plain:
         return op, (0.0, 0.0, 0.0)
     if op == "log_sigmoid":

@@ -69,6 +69,8 @@ FUNCTIONS = {
     "rsub": lambda x: 2 - x, "div": lambda x: x / 3, "pow2": lambda x: x ** 2, "pow": lambda x: x.abs() ** 1.7,
     "reciprocal": torch.reciprocal, "log1p": lambda x: torch.log1p(x.abs()), "expm1": torch.expm1,
     "relu_of_sin": lambda x: F.relu(torch.sin(x)), "tanhshrink": F.tanhshrink,
+    "atan": lambda x: torch.atan(x * 4), "asin": lambda x: torch.asin(torch.tanh(x)),
+    "acos": lambda x: torch.acos(torch.tanh(x)),
 }
 
 
@@ -93,6 +95,7 @@ def test_float32_reference_is_within_1e_5_of_torch(name, tmp_path):
 class Chain(nn.Module):
     def forward(self, x):
         y = F.mish(x) + torch.sin(x) * 0.5 - F.gelu(x)
+        y = y + torch.atan(x) + torch.asin(torch.tanh(x)) * 0.5 - torch.acos(torch.tanh(x * 0.5))
         return torch.sqrt(y.abs() + 1) + torch.log1p(torch.exp(-x.abs())) + F.hardswish(torch.round(x * 2) / 2)
 
 

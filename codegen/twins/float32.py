@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.codegen.twins.fc import _matmul_rhs
-from mcu.codegen.twins.fmath import (F32, ceil_f32, erf_f32, exp_f32, floor_f32, log_f32, rint_f32, sincos_f32,
-                                    sqrt_f32, tanh_f32, trunc_f32)
+from mcu.codegen.twins.fmath import (F32, acos_f32, asin_f32, atan_f32, ceil_f32, erf_f32, exp_f32, floor_f32,
+                                    log_f32, rint_f32, sincos_f32, sqrt_f32, tanh_f32, trunc_f32)
 
 
 def _dims_ok(*dims) -> None:
@@ -291,6 +291,9 @@ UNARY = {  # MCU_UNARY_* (mcu_kernels.h order) -> f(x, a, b, c)
     "pow": lambda x, a, b, c: exp_f32(a * log_f32(x)),
     "log1p": lambda x, a, b, c: log_f32(F32(1) + x),
     "expm1": lambda x, a, b, c: exp_f32(x) - F32(1),
+    "atan": lambda x, a, b, c: atan_f32(x),
+    "asin": lambda x, a, b, c: asin_f32(x),
+    "acos": lambda x, a, b, c: acos_f32(x),
 }
 UNARY_OPS = tuple(UNARY)  # the op codes, in the C enum's order
 

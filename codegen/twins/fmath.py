@@ -170,3 +170,31 @@ def erf_f32(x: np.ndarray) -> np.ndarray:
             y = y * t + c
         y = F32(1) - y * t * exp_f32(-(a * a))
         return np.where(np.isnan(x), x, np.where(x < 0, -y, y)).astype(F32)
+
+
+def atan_f32(x: np.ndarray) -> np.ndarray:
+    """mcu_atanf."""
+    x = np.asarray(x, F32)
+    with np.errstate(all="ignore"):
+        a = np.where(x < 0, -x, x)
+        big, mid = a > F32(2.414213562), a > F32(0.4142135624)
+        y0 = np.where(big, F32(1.570796327), np.where(mid, F32(0.7853981634), F32(0))).astype(F32)
+        t = np.where(big, F32(-1) / a, np.where(mid, (a - F32(1)) / (a + F32(1)), a)).astype(F32)
+        z = t * t
+        p = np.full_like(z, F32(8.05374449538e-2))
+        for c in (F32(-1.38776856032e-1), F32(1.99777106478e-1), F32(-3.33329491539e-1)):
+            p = p * z + c
+        y = y0 + (p * z * t + t)
+        return np.where(np.isnan(x), x, np.where(x < 0, -y, y)).astype(F32)
+
+
+def asin_f32(x: np.ndarray) -> np.ndarray:
+    """mcu_asinf."""
+    x = np.asarray(x, F32)
+    with np.errstate(all="ignore"):
+        return atan_f32(x / sqrt_f32((F32(1) - x) * (F32(1) + x)))
+
+
+def acos_f32(x: np.ndarray) -> np.ndarray:
+    """mcu_acosf."""
+    return (F32(1.570796327) - asin_f32(x)).astype(F32)

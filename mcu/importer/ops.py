@@ -22,7 +22,7 @@ ELEMENTWISE_OPS = {
     aten.ceil.default, aten.round.default, aten.trunc.default, aten.sign.default, aten.erf.default,
     aten.mish.default, aten.selu.default, aten.celu.default, aten.log_sigmoid.default, aten.hardshrink.default,
     aten.softshrink.default, aten.threshold.default, aten.rrelu.default, aten.pow.Tensor_Scalar,
-    # in float32 decomposed into the above (mcu.importer.composites.arith); asin, acos, atan have no float32 form yet
+    # in float32 decomposed into the above (mcu.importer.composites.arith); asin, acos, atan run mcu_unary_f32
     aten.log2.default, aten.log10.default, aten.exp2.default, aten.sinh.default, aten.cosh.default, aten.tan.default,
     aten.asinh.default, aten.acosh.default, aten.atanh.default, aten.asin.default, aten.acos.default, aten.atan.default,
 }

@@ -220,4 +220,40 @@ static inline float mcu_erff(float x)
     return x < 0.0f ? -y : y;
 }
 
+/* atan(x) (Cephes' atanf): |x| reduced to t in [-0.4142, 0.4142] about 0, pi/4 or pi/2, then
+ * t + t^3 P(t^2); odd. */
+static inline float mcu_atanf(float x)
+{
+    if (x != x) {
+        return x;
+    }
+    const float a = x < 0.0f ? -x : x;
+    float y0 = 0.0f, t = a;
+    if (a > 2.414213562f) {
+        y0 = 1.570796327f;
+        t = -1.0f / a;
+    } else if (a > 0.4142135624f) {
+        y0 = 0.7853981634f;
+        t = (a - 1.0f) / (a + 1.0f);
+    }
+    const float z = t * t;
+    float p = 8.05374449538e-2f;
+    p = p * z + -1.38776856032e-1f;
+    p = p * z + 1.99777106478e-1f;
+    p = p * z + -3.33329491539e-1f;
+    const float y = y0 + (p * z * t + t);
+    return x < 0.0f ? -y : y;
+}
+
+/* asin(x) = atan(x / sqrt((1 - x)(1 + x))), NaN outside [-1, 1]; acos(x) = pi/2 - asin(x). */
+static inline float mcu_asinf(float x)
+{
+    return mcu_atanf(x / mcu_sqrtf((1.0f - x) * (1.0f + x)));
+}
+
+static inline float mcu_acosf(float x)
+{
+    return 1.570796327f - mcu_asinf(x);
+}
+
 #endif /* MCU_FMATH_H */

@@ -545,6 +545,7 @@ enum {
     MCU_UNARY_DIV,         /* x / a */
     MCU_UNARY_POW,         /* exp(a * log(x)) */
     MCU_UNARY_LOG1P, MCU_UNARY_EXPM1,
+    MCU_UNARY_ATAN, MCU_UNARY_ASIN, MCU_UNARY_ACOS,
     MCU_UNARY_COUNT
 };
 

@@ -64,6 +64,9 @@ static float apply(int32_t op, float x, float a, float b, float c)
     case MCU_UNARY_POW: return mcu_expf(a * mcu_logf(x));
     case MCU_UNARY_LOG1P: return mcu_logf(1.0f + x);
     case MCU_UNARY_EXPM1: return mcu_expf(x) - 1.0f;
+    case MCU_UNARY_ATAN: return mcu_atanf(x);
+    case MCU_UNARY_ASIN: return mcu_asinf(x);
+    case MCU_UNARY_ACOS: return mcu_acosf(x);
     default: return x;
     }
 }
