@@ -96,26 +96,6 @@ static inline int mcu_mul_rq(int32_t mult, int32_t shift, int32_t total, int32_t
     return 1;
 }
 
-/* mcu_add_broadcast_s8's argument checks. */
-static inline mcu_status_t mcu_add_broadcast_check(const mcu_add_broadcast_params_t *p, const void *input1,
-                                                   const void *input2, const void *output)
-{
-    if (p == NULL || input1 == NULL || input2 == NULL || output == NULL) {
-        return MCU_ERR_ARG;
-    }
-    const mcu_dims_t *o = &p->output;
-    if (o->n < 1 || o->h < 1 || o->w < 1 || o->c < 1 || (p->subtract != 0 && p->subtract != 1) ||
-        p->left_shift < 0 || p->left_shift > 23 || p->input1_offset < -127 || p->input1_offset > 128 ||
-        p->input2_offset < -127 || p->input2_offset > 128 || p->output_offset < MCU_Q7_MIN ||
-        p->output_offset > MCU_Q7_MAX || p->input1_multiplier < 0 || p->input2_multiplier < 0 ||
-        p->output_multiplier < 0 || p->input1_shift < -31 || p->input1_shift > 30 || p->input2_shift < -31 ||
-        p->input2_shift > 30 || p->output_shift < -31 || p->output_shift > 30 || p->act_min < MCU_Q7_MIN ||
-        p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
-        return MCU_ERR_ARG;
-    }
-    return mcu_broadcasts(&p->input1, o) && mcu_broadcasts(&p->input2, o) ? MCU_OK : MCU_ERR_SHAPE;
-}
-
 /* t[v] = mcu_add_rescale(v, offset, left_shift, mult, shift) for v in [-128, 127] (t points at entry 0), negated when
  * `negate`. For shift <= 0 the product (v + offset) * 2^left_shift * mult (|.| < 2^62) grows by one step per entry
  * and each entry is mcu_requantize's rounding of it. */

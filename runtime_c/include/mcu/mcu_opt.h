@@ -242,27 +242,6 @@ MCU_INLINE mcu_status_t mcu_fc_check(const mcu_fc_params_t *p, const mcu_per_cha
     return MCU_OK;
 }
 
-/* matmul pointers, scalar parameters and batch layout (mcu_matmul_s8 and its variants). */
-MCU_INLINE mcu_status_t mcu_matmul_check(const mcu_matmul_params_t *p, const void *lhs, const void *rhs,
-                                         const void *output)
-{
-    if (p == NULL || lhs == NULL || rhs == NULL || output == NULL) {
-        return MCU_ERR_ARG;
-    }
-    if (p->batches < 1 || p->m < 1 || p->k < 1 || p->k > 32767 || p->n < 1 || p->lhs_offset < -127 ||
-        p->lhs_offset > 128 || p->rhs_offset < -127 || p->rhs_offset > 128 || p->output_multiplier < 0 ||
-        p->output_shift < -31 || p->output_shift > 30 ||
-        !mcu_io_offsets_ok(0, p->output_offset, p->act_min, p->act_max)) {
-        return MCU_ERR_ARG;
-    }
-    if ((p->lhs_batches != p->batches && p->lhs_batches != 1) ||
-        (p->rhs_batches != 1 && (p->rhs_group < 1 || p->rhs_batches * p->rhs_group != p->batches)) ||
-        (p->rhs_transposed != 0 && p->rhs_transposed != 1)) {
-        return MCU_ERR_SHAPE;
-    }
-    return MCU_OK;
-}
-
 /* Per-channel quant in the portable form: multiplier >= 0, shift in [-31, 30]. */
 MCU_INLINE mcu_status_t mcu_quant_check(const mcu_per_channel_quant_t *q, int32_t channels)
 {

@@ -8,6 +8,7 @@
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_types.h"
+#include "mcu/mcu_quant.h"
 
 /* Every dim positive. */
 static inline int mcu_dims_ok(const mcu_dims_t *d)
@@ -31,6 +32,53 @@ static inline int mcu_io_offsets_ok(int32_t in_off, int32_t out_off, int32_t act
 {
     return in_off >= -127 && in_off <= 128 && out_off >= -128 && out_off <= 127 && act_min >= -128 &&
            act_min <= act_max && act_max <= 127;
+}
+
+/* matmul pointers, scalar parameters and batch layout (mcu_matmul_s8 and its variants). */
+static inline mcu_status_t mcu_matmul_check(const mcu_matmul_params_t *p, const void *lhs, const void *rhs,
+                                            const void *output)
+{
+    if (p == NULL || lhs == NULL || rhs == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    if (p->batches < 1 || p->m < 1 || p->k < 1 || p->k > 32767 || p->n < 1 || p->lhs_offset < -127 ||
+        p->lhs_offset > 128 || p->rhs_offset < -127 || p->rhs_offset > 128 || p->output_multiplier < 0 ||
+        p->output_shift < -31 || p->output_shift > 30 ||
+        !mcu_io_offsets_ok(0, p->output_offset, p->act_min, p->act_max)) {
+        return MCU_ERR_ARG;
+    }
+    if ((p->lhs_batches != p->batches && p->lhs_batches != 1) ||
+        (p->rhs_batches != 1 && (p->rhs_group < 1 || p->rhs_batches * p->rhs_group != p->batches)) ||
+        (p->rhs_transposed != 0 && p->rhs_transposed != 1)) {
+        return MCU_ERR_SHAPE;
+    }
+    return MCU_OK;
+}
+
+/* A matmul's output batches in blocks that read one rhs batch: rhs_group batches of M rows (contiguous lhs and
+ * output rows) when the lhs has every batch, else one batch (a broadcast lhs). The optimized variants run each
+ * block as one [rows, K] x rhs product. */
+typedef struct {
+    const int8_t *lhs, *rhs; /* the block's first lhs row and its rhs batch */
+    int8_t *out;             /* the block's first output row */
+    int32_t rows;            /* lhs (and output) rows in the block */
+} mcu_matmul_block_t;
+
+static inline int32_t mcu_matmul_blocks(const mcu_matmul_params_t *p)
+{
+    const int32_t per = p->rhs_batches == 1 ? p->batches : p->rhs_group;
+    return p->lhs_batches == 1 ? p->batches : p->batches / per;
+}
+
+static inline mcu_matmul_block_t mcu_matmul_block(const mcu_matmul_params_t *p, int32_t blk, const int8_t *lhs,
+                                                  const int8_t *rhs, int8_t *output)
+{
+    const int32_t per = p->rhs_batches == 1 ? p->batches : p->rhs_group;
+    const int32_t b0 = p->lhs_batches == 1 ? blk : blk * per; /* the block's first output batch */
+    mcu_matmul_block_t b = {lhs + (p->lhs_batches == 1 ? 0 : b0 * p->m * p->k),
+                            rhs + (p->rhs_batches == 1 ? 0 : (b0 / p->rhs_group) * p->k * p->n),
+                            output + b0 * p->m * p->n, p->lhs_batches == 1 ? p->m : per * p->m};
+    return b;
 }
 
 /* int16 activations (a16w8): symmetric, so both offsets 0, and the clamp inside int16, not empty. */
@@ -135,6 +183,43 @@ static inline int mcu_broadcasts(const mcu_dims_t *in, const mcu_dims_t *out)
 {
     return mcu_dims_ok(in) && (in->n == out->n || in->n == 1) && (in->h == out->h || in->h == 1) &&
            (in->w == out->w || in->w == 1) && (in->c == out->c || in->c == 1);
+}
+
+/* mcu_add_broadcast_s8's argument checks (its variants' too). */
+static inline mcu_status_t mcu_add_broadcast_check(const mcu_add_broadcast_params_t *p, const void *input1,
+                                                   const void *input2, const void *output)
+{
+    if (p == NULL || input1 == NULL || input2 == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_dims_t *o = &p->output;
+    if (o->n < 1 || o->h < 1 || o->w < 1 || o->c < 1 || (p->subtract != 0 && p->subtract != 1) ||
+        p->left_shift < 0 || p->left_shift > 23 || p->input1_offset < -127 || p->input1_offset > 128 ||
+        p->input2_offset < -127 || p->input2_offset > 128 || p->output_offset < MCU_Q7_MIN ||
+        p->output_offset > MCU_Q7_MAX || p->input1_multiplier < 0 || p->input2_multiplier < 0 ||
+        p->output_multiplier < 0 || p->input1_shift < -31 || p->input1_shift > 30 || p->input2_shift < -31 ||
+        p->input2_shift > 30 || p->output_shift < -31 || p->output_shift > 30 || p->act_min < MCU_Q7_MIN ||
+        p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
+        return MCU_ERR_ARG;
+    }
+    return mcu_broadcasts(&p->input1, o) && mcu_broadcasts(&p->input2, o) ? MCU_OK : MCU_ERR_SHAPE;
+}
+
+/* mcu_mul_s8's argument checks (its variants' too). */
+static inline mcu_status_t mcu_mul_check(const mcu_mul_params_t *p, const void *input1, const void *input2,
+                                         const void *output)
+{
+    if (p == NULL || input1 == NULL || input2 == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_dims_t *o = &p->output;
+    if (o->n < 1 || o->h < 1 || o->w < 1 || o->c < 1 || p->input1_offset < -127 || p->input1_offset > 128 ||
+        p->input2_offset < -127 || p->input2_offset > 128 || p->output_offset < MCU_Q7_MIN ||
+        p->output_offset > MCU_Q7_MAX || p->output_multiplier < 0 || p->output_shift < -31 ||
+        p->output_shift > 30 || p->act_min < MCU_Q7_MIN || p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
+        return MCU_ERR_ARG;
+    }
+    return mcu_broadcasts(&p->input1, o) && mcu_broadcasts(&p->input2, o) ? MCU_OK : MCU_ERR_SHAPE;
 }
 
 /* Element strides of d, 0 along broadcast dims: {n, h, w, c}. */

@@ -26,23 +26,11 @@ static inline int8_t add_element(const mcu_add_broadcast_params_t *p, int32_t x1
 mcu_status_t mcu_add_broadcast_s8(const mcu_add_broadcast_params_t *params, const int8_t *input1,
                                   const int8_t *input2, int8_t *output)
 {
-    if (params == NULL || input1 == NULL || input2 == NULL || output == NULL) {
-        return MCU_ERR_ARG;
+    const mcu_status_t status = mcu_add_broadcast_check(params, input1, input2, output);
+    if (status != MCU_OK) {
+        return status;
     }
     const mcu_add_broadcast_params_t *p = params;
-    const mcu_dims_t *o = &p->output;
-    if (o->n < 1 || o->h < 1 || o->w < 1 || o->c < 1 || (p->subtract != 0 && p->subtract != 1) ||
-        p->left_shift < 0 || p->left_shift > 23 || p->input1_offset < -127 || p->input1_offset > 128 ||
-        p->input2_offset < -127 || p->input2_offset > 128 || p->output_offset < MCU_Q7_MIN ||
-        p->output_offset > MCU_Q7_MAX || p->input1_multiplier < 0 || p->input2_multiplier < 0 ||
-        p->output_multiplier < 0 || p->input1_shift < -31 || p->input1_shift > 30 || p->input2_shift < -31 ||
-        p->input2_shift > 30 || p->output_shift < -31 || p->output_shift > 30 || p->act_min < MCU_Q7_MIN ||
-        p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
-        return MCU_ERR_ARG;
-    }
-    if (!mcu_broadcasts(&p->input1, o) || !mcu_broadcasts(&p->input2, o)) {
-        return MCU_ERR_SHAPE;
-    }
 
     broadcast_loop(p, input1, input2, output);
     return MCU_OK;

@@ -321,20 +321,12 @@ MCU_INLINE int8_t mul_portable(const mcu_mul_params_t *p, const mul_q_t *q, int3
 mcu_status_t mcu_mul_s8_dsp(const mcu_mul_params_t *params, const int8_t *input1, const int8_t *input2,
                             int8_t *output)
 {
-    if (params == NULL || input1 == NULL || input2 == NULL || output == NULL) {
-        return MCU_ERR_ARG;
+    const mcu_status_t status = mcu_mul_check(params, input1, input2, output);
+    if (status != MCU_OK) {
+        return status;
     }
     const mcu_mul_params_t *p = params;
     const mcu_dims_t *od = &p->output;
-    if (od->n < 1 || od->h < 1 || od->w < 1 || od->c < 1 || p->input1_offset < -127 || p->input1_offset > 128 ||
-        p->input2_offset < -127 || p->input2_offset > 128 || p->output_offset < MCU_Q7_MIN ||
-        p->output_offset > MCU_Q7_MAX || p->output_multiplier < 0 || p->output_shift < -31 ||
-        p->output_shift > 30 || p->act_min < MCU_Q7_MIN || p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
-        return MCU_ERR_ARG;
-    }
-    if (!mcu_broadcasts(&p->input1, od) || !mcu_broadcasts(&p->input2, od)) {
-        return MCU_ERR_SHAPE;
-    }
     mcu_ew_runs_t r;
     mcu_ew_runs(&p->input1, &p->input2, od, &r);
     const int8_t *in1 = input1, *in2 = input2;

@@ -5,11 +5,12 @@
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
 #include "mcu/mcu_quant.h"
+#include "mcu/mcu_util.h"
 
 /*  - sum_t (a_t + oa)(b_t + ob) = sum_t (a_t + oa) b_t + ob * S with S = sum_t (a_t + oa), one per lhs row:
  *    only the lhs carries its offset into the products (SXTAB16 widens and adds it), b stays raw.
- *  - Each block of rows that reads one rhs batch (rhs_group batches of M rows: contiguous lhs rows and output rows)
- *    is one [L, K] x [K, N] product; two lhs rows share every rhs word loaded and widened.
+ *  - Each block of rows that reads one rhs batch (mcu_matmul_block) is one [L, K] x [K, N] product; two lhs rows
+ *    share every rhs word loaded and widened.
  *  - rhs_transposed ([N, K], q @ k^T): an output is a dot of two contiguous rows; 4 taps take LDR + 2 SXTB16 of
  *    b, then per row LDR + 2 SXTAB16 + 2 SMLAD.
  *  - [K, N] (attention @ v): 4 columns x 4 taps at once: four rhs row words widened (SXTB16) and re-paired per
@@ -148,24 +149,17 @@ mcu_status_t mcu_matmul_s8_dsp(const mcu_matmul_params_t *params, const int8_t *
         return status;
     }
     const mcu_matmul_params_t *p = params;
-    const int32_t m = p->m, k = p->k, n = p->n;
-    /* blocks of rows reading one rhs batch: rhs_group batches when the lhs has them all, else one batch */
-    const int32_t per = p->rhs_batches == 1 ? p->batches : p->rhs_group;
-    const int32_t rows_per_block = p->lhs_batches == 1 ? m : per * m;
-    const int32_t blocks = p->lhs_batches == 1 ? p->batches : p->batches / per;
+    const int32_t k = p->k, n = p->n, blocks = mcu_matmul_blocks(p);
     for (int32_t blk = 0; blk < blocks; ++blk) {
-        const int32_t b0 = p->lhs_batches == 1 ? blk : blk * per; /* the block's first output batch */
-        const int8_t *a = lhs + (p->lhs_batches == 1 ? 0 : b0 * m * k);
-        const int8_t *bm = rhs + (p->rhs_batches == 1 ? 0 : (b0 / p->rhs_group) * k * n);
-        int8_t *out = output + b0 * m * n;
-        for (int32_t i = 0; i < rows_per_block; i += 2) {
-            const int8_t *a0 = a + i * k, *a1 = i + 1 < rows_per_block ? a0 + k : NULL;
+        const mcu_matmul_block_t b = mcu_matmul_block(p, blk, lhs, rhs, output);
+        for (int32_t i = 0; i < b.rows; i += 2) {
+            const int8_t *a0 = b.lhs + i * k, *a1 = i + 1 < b.rows ? a0 + k : NULL;
             const int32_t s0 = row_sum(a0, k, p->lhs_offset), s1 = a1 != NULL ? row_sum(a1, k, p->lhs_offset) : 0;
-            int8_t *o0 = out + i * n, *o1 = a1 != NULL ? o0 + n : NULL;
+            int8_t *o0 = b.out + i * n, *o1 = a1 != NULL ? o0 + n : NULL;
             if (p->rhs_transposed) {
-                rows_nk(a0, a1, bm, k, n, s0, s1, p, o0, o1);
+                rows_nk(a0, a1, b.rhs, k, n, s0, s1, p, o0, o1);
             } else {
-                rows_kn(a0, a1, bm, k, n, s0, s1, p, o0, o1);
+                rows_kn(a0, a1, b.rhs, k, n, s0, s1, p, o0, o1);
             }
         }
     }

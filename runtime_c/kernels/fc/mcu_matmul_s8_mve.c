@@ -5,8 +5,9 @@
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
 #include "mcu/mcu_quant.h"
+#include "mcu/mcu_util.h"
 
-/*  - Blocks of rows that read one rhs batch as in mcu_matmul_s8_dsp; two lhs rows at a time.
+/*  - Blocks of rows that read one rhs batch (mcu_matmul_block); two lhs rows at a time.
  *  - rhs_transposed ([N, K]): out = sum a*b + oa * sum b + ob * sum a + K * oa * ob; per 16 taps one rhs load,
  *    VMLADAVA per row and one VADDVA (sum b); the row sums are taken once. Tails are zero-predicated loads.
  *    With k <= 32 (a head's q @ k^T) the outputs go 4 at a time instead (rows_nk_gather).
@@ -129,26 +130,20 @@ mcu_status_t mcu_matmul_s8_mve(const mcu_matmul_params_t *params, const int8_t *
         return status;
     }
     const mcu_matmul_params_t *p = params;
-    const int32_t m = p->m, k = p->k, n = p->n;
+    const int32_t k = p->k, n = p->n, blocks = mcu_matmul_blocks(p);
     const rq_t r = {vdupq_n_s32(p->output_multiplier), vdupq_n_s32(p->output_shift), vdupq_n_s32(p->act_min),
                     vdupq_n_s32(p->act_max), p->output_offset};
-    const int32_t per = p->rhs_batches == 1 ? p->batches : p->rhs_group;
-    const int32_t rows_per_block = p->lhs_batches == 1 ? m : per * m;
-    const int32_t blocks = p->lhs_batches == 1 ? p->batches : p->batches / per;
     for (int32_t blk = 0; blk < blocks; ++blk) {
-        const int32_t b0 = p->lhs_batches == 1 ? blk : blk * per;
-        const int8_t *a = lhs + (p->lhs_batches == 1 ? 0 : b0 * m * k);
-        const int8_t *bm = rhs + (p->rhs_batches == 1 ? 0 : (b0 / p->rhs_group) * k * n);
-        int8_t *out = output + b0 * m * n;
-        for (int32_t i = 0; i < rows_per_block; i += 2) {
-            const int8_t *a0 = a + i * k, *a1 = i + 1 < rows_per_block ? a0 + k : NULL;
-            int8_t *o0 = out + i * n, *o1 = a1 != NULL ? o0 + n : NULL;
+        const mcu_matmul_block_t b = mcu_matmul_block(p, blk, lhs, rhs, output);
+        for (int32_t i = 0; i < b.rows; i += 2) {
+            const int8_t *a0 = b.lhs + i * k, *a1 = i + 1 < b.rows ? a0 + k : NULL;
+            int8_t *o0 = b.out + i * n, *o1 = a1 != NULL ? o0 + n : NULL;
             if (p->rhs_transposed && k <= 32) {
-                rows_nk_gather(a0, a1, bm, k, n, p, &r, o0, o1);
+                rows_nk_gather(a0, a1, b.rhs, k, n, p, &r, o0, o1);
             } else if (p->rhs_transposed) {
-                rows_nk(a0, a1, bm, k, n, p, o0, o1);
+                rows_nk(a0, a1, b.rhs, k, n, p, o0, o1);
             } else {
-                rows_kn(a0, a1, bm, k, n, p, &r, o0, o1);
+                rows_kn(a0, a1, b.rhs, k, n, p, &r, o0, o1);
             }
         }
     }
