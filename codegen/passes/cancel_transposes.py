@@ -7,7 +7,7 @@
   from, is one transpose of x (P1 then P2), and x itself when P2 undoes P1: readers of the result read x.
   This removes the NHWC -> torch -> NHWC round trips between consecutive 1-d convs / pools and around
   torch-order ops (linear, matmul, layer norm) whose neighbours are 4-d.
-- Transposes and reshapes left without readers are dropped.
+- Transposes and reshapes left without readers are dropped (drop_unread, also fold_matmul_operands').
 """
 from __future__ import annotations
 
@@ -90,12 +90,19 @@ def cancel_transposes(graph: Graph) -> Graph:
                 continue
             producer[node.outputs[0]] = node
         kept.append(node)
-    while True:  # drop data movement nobody reads
-        read = {i for n in kept for i in n.inputs} | set(graph.outputs)
-        live = [n for n in kept if n.op not in MOVES or n.outputs[0] in read]
-        if len(live) == len(kept):
+    return drop_unread(graph.replace(nodes=tuple(kept)), MOVES)
+
+
+def drop_unread(graph: Graph, ops) -> Graph:
+    """graph without the nodes of `ops` (data movement) whose outputs nobody reads, and without the tensors no node
+    touches (constants stay)."""
+    nodes = list(graph.nodes)
+    while True:
+        read = {i for n in nodes for i in n.inputs} | set(graph.outputs)
+        live = [n for n in nodes if n.op not in ops or any(o in read for o in n.outputs)]
+        if len(live) == len(nodes):
             break
-        kept = live
-    used = {t for n in kept for t in n.inputs + n.outputs} | set(graph.inputs) | set(graph.outputs)
-    tensors = {k: v for k, v in graph.tensors.items() if k in used or v.is_const}
-    return graph.replace(nodes=tuple(kept), tensors=tensors)
+        nodes = live
+    used = {t for n in nodes for t in n.inputs + n.outputs} | set(graph.inputs) | set(graph.outputs)
+    return graph.replace(nodes=tuple(nodes), tensors={k: v for k, v in graph.tensors.items()
+                                                      if k in used or v.is_const})

@@ -13,6 +13,9 @@
 from __future__ import annotations
 
 from mcu.codegen.ir import Graph, Node
+from mcu.codegen.passes.cancel_transposes import drop_unread
+
+COPIES = ("reshape", "concat", "permute", "transpose")  # what a fold leaves unread
 
 
 def _only_reader(graph: Graph, tensor: str, node: Node) -> bool:
@@ -66,24 +69,10 @@ def _fold(graph: Graph, node: Node) -> tuple[Graph, Node]:
             rhs, attrs["rhs_group"] = xg
         else:
             break
-        graph = _drop_unread(graph.replace(nodes=tuple(n.replace(inputs=(n.inputs[0], rhs)) if n is node else n
-                                                       for n in graph.nodes)))
+        graph = drop_unread(graph.replace(nodes=tuple(n.replace(inputs=(n.inputs[0], rhs)) if n is node else n
+                                                       for n in graph.nodes)), COPIES)
         node = next(n for n in graph.nodes if n.name == node.name)
     return graph, node.replace(attrs=attrs)
-
-
-def _drop_unread(graph: Graph) -> Graph:
-    nodes = list(graph.nodes)
-    while True:
-        read = {i for n in nodes for i in n.inputs} | set(graph.outputs)
-        live = [n for n in nodes if n.op not in ("reshape", "concat", "permute", "transpose")
-                or any(o in read for o in n.outputs)]
-        if len(live) == len(nodes):
-            break
-        nodes = live
-    used = {x for n in nodes for x in n.inputs + n.outputs} | set(graph.inputs) | set(graph.outputs)
-    return graph.replace(nodes=tuple(nodes), tensors={k: v for k, v in graph.tensors.items()
-                                                      if k in used or v.is_const})
 
 
 def fold_matmul_operands(graph: Graph) -> Graph:
