@@ -18,7 +18,8 @@ from mcu.codegen.passes.widen_weights import constant_bytes, widen_weights
 from mcu.codegen.reference import run_reference
 from mcu.codegen.target import Target
 from mcu.errors import McuError
-from test_kernel_variants_qemu import GraphBuilder
+from mcu.codegen.ir import verify
+from test_kernel_variants_qemu import GraphBuilder, assert_equal_int, run_on_board
 
 M4 = "mps2-an386"
 
@@ -146,3 +147,33 @@ def test_the_cli_reads_byte_counts():
             _bytes_arg(bad)
     args = build_parser().parse_args(["compile", "mcu.zoo:kws", "--flash-budget", "96K"])
     assert args.flash_budget == 96 * 1024
+
+
+@pytest.mark.qemu
+def test_widened_depthwise_and_convs_equal_the_portable_twins_on_device(tmp_path):
+    """With room in the budget every DSP conv stores int16 weights and every 3x3 depthwise runs its int16 stream
+    (mcu_dwconv2d_3x3_s8_dsp_wide: the asm runs, border tables, C tails, dilation, stride 2 and 3, batch 2), bit for
+    bit the portable twins on the M4."""
+    g = GraphBuilder(9)
+    f = "full"
+    g.conv(1, 9, 10, 8, 8, pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 10, 9, 16, 16, stride=(2, 2), pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 7, 7, 12, 12, depthwise=True, extreme=f, family="dw")
+    g.conv(2, 6, 6, 13, 13, pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 8, 8, 68, 68, pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 9, 9, 8, 8, pad=(2, 2), dil=(2, 2), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 11, 11, 8, 8, stride=(3, 3), pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 2, 2, 8, 8, pad=(1, 1), depthwise=True, extreme=f, family="dw")
+    g.conv(1, 5, 3, 16, 5, kernel=(1, 1), extreme=f, family="1x1")
+    g.conv(1, 8, 8, 48, 4, pad=(1, 1), extreme=f, family="gemm")
+    portable = g.graph()
+    _, graph = narrow(portable, budget=10**9)
+    graph = verify(graph)
+    assert [n.call.kernel for n in graph.nodes] == ["mcu_dwconv2d_3x3_s8_dsp_wide"] * 8 + [
+        "mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_dsp"]
+    assert all(n.call.widened for n in graph.nodes)
+    rng = np.random.default_rng(11)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    expected = run_reference(graph, inputs)
+    for node, a, e in zip(graph.nodes, run_on_board(graph, M4, inputs, tmp_path), expected):
+        assert_equal_int(a, e, f"{node.call.kernel} ({node.name}) on {M4}")

@@ -4,7 +4,8 @@ variants. Constants for the variants: codegen/kernels/prepare.py; C: runtime_c/k
 from __future__ import annotations
 
 from mcu.codegen.kernels import GEMM2_DSP, GEMM_MVE, kernel, variant
-from mcu.codegen.kernels.geometry import INT4, dsp_widen_gain, fast_widen_gain, is_1x1, is_dw, is_dw3x3, is_dw_any_mve, is_dw_s16, is_groups1
+from mcu.codegen.kernels.geometry import (INT4, dsp_widen_gain, dw_widen_gain, fast_widen_gain, is_1x1, is_dw,
+                                          is_dw3x3, is_dw_any_mve, is_dw_s16, is_groups1, never)
 from mcu.codegen.kernels.prepare import (prepare_dsp_conv, prepare_dw_dsp, prepare_dw_fast, prepare_dw_mve,
                                          prepare_dwk_dsp, prepare_dwk_mve,
                                          prepare_fast, prepare_mve, prepare_s4, prepare_s16_conv_dsp,
@@ -67,6 +68,10 @@ SPECS = [
     variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3, prepare_dw_mve,
             dwconv2d_3x3_s8_mve_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp,
+            dwconv2d_3x3_s8_dsp_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits,
+            widen=dw_widen_gain),
+    # ... its weights widened (prepare_dw_dsp(wide=True) picks it; the same source built with MCU_DSP_DW_WIDE)
+    variant("mcu_dwconv2d_3x3_s8_dsp_wide", "conv", "mcu_dwconv2d_s8", DSP, never, prepare_dw_dsp,
             dwconv2d_3x3_s8_dsp_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_fast", "conv", "mcu_dwconv2d_s8", (), is_dw3x3, prepare_dw_fast,
             dwconv2d_3x3_s8_fast_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),

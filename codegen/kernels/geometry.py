@@ -44,9 +44,20 @@ def dsp_widen_gain(params: dict) -> float:
     return output_rows(params) / 4
 
 
+def dw_widen_gain(params: dict) -> float:
+    """Instructions per inference the DSP 3x3 depthwise saves per flash byte of int16 weights: 2 a tap of 4
+    channels (4 more bytes) per output pixel."""
+    return output_rows(params) / 2
+
+
 # A general conv whose window rows are not whole 4-tap steps and whose window is small: the DSP conv widens the
 # window whole (its taps in one run), not row by row (mcu_dsp_conv_compact in mcu_kernels.h).
 compact_window = dsp_conv_compact
+
+
+def never(p: dict) -> bool:
+    """A variant select_kernels never picks: another's prepare switches to it (its weights widened)."""
+    return False
 
 
 def is_1x1(p: dict) -> bool:

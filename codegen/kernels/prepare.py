@@ -150,18 +150,22 @@ def prepare_dw_fast(node, tensors):
     return _prepared(node, tensors, "fast", weights=taps.reshape(-1), bias=bias, records=rq_records)
 
 
-def prepare_dw_dsp(node, tensors):
+DW_DSP_WIDE = "mcu_dwconv2d_3x3_s8_dsp_wide"
+
+
+def prepare_dw_dsp(node, tensors, wide: bool = False):
     """SIMD32 depthwise: one filter stream (pack_dw_stream) of folded biases, int8 weights and 3-word records
-    per 4 channels (_streamed). The weights stay int8 on every map: widening them would save 2 instructions a
-    tap of 4 channels per pixel, which pays WIDEN_GAIN only from 128 pixels, and a second layout would double
-    the kernel's four assembly loops (about 1.5 KB of code) for the few bytes a large map's depthwise holds."""
+    per 4 channels (_streamed). Wide (where the flash budget pays for it, codegen/passes/widen_weights.py): int16
+    weights, run by the same source built with MCU_DSP_DW_WIDE (DW_DSP_WIDE), which saves 2 instructions a tap
+    of 4 channels per pixel (an LDRD for an LDR and two SXTB16)."""
     taps = _dw_taps(node, tensors)
     p = node.call.params
     c4 = round_up(taps.shape[0], 4)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
     mult, shift = (tensors[q].data for q in node.call.quant)
-    stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4))
-    return _streamed(node, stream)
+    stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4), wide)
+    prepared, new = _streamed(node, stream)
+    return (prepared.with_call(kernel=DW_DSP_WIDE) if wide else prepared), new
 
 
 def prepare_dw_mve(node, tensors):

@@ -817,7 +817,8 @@ mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu
 /* Depthwise 3x3, channel multiplier 1, any stride/padding/dilation. Packed filters (C = channels):
  *   fast: fold, records, int8 [C][9];
  *   dsp:  stream per 4 channels (C rounded up to 4): folded biases b0..b3; per tap t = ky * 3 + kx the int8
- *         word (w_c0, w_c1, w_c2, w_c3), widened by the kernel; the 4 records (100 bytes);
+ *         word (w_c0, w_c1, w_c2, w_c3), widened by the kernel; the 4 records (100 bytes); dsp_wide: per
+ *         tap the int16 words (w_c0, w_c2), (w_c1, w_c3) (136 bytes);
  *   mve:  fold, int8 [9][C8] (widened by the load); bias, multiplier and shift padded to C8 and stored per 8
  *         channels in lane order 0, 2, 4, 6, 1, 3, 5, 7. */
 mcu_status_t mcu_dwconv2d_3x3_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
@@ -826,6 +827,11 @@ mcu_status_t mcu_dwconv2d_3x3_s8_fast(const mcu_conv2d_params_t *params, const m
 mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
                                      int8_t *scratch, int8_t *output);
+/* The same with int16 weights in its stream (MCU_DSP_DW_WIDE: where the flash budget pays for them). */
+mcu_status_t mcu_dwconv2d_3x3_s8_dsp_wide(const mcu_conv2d_params_t *params,
+                                          const mcu_per_channel_quant_t *quant, const int8_t *input,
+                                          const int8_t *filter, const int32_t *bias, int8_t *scratch,
+                                          int8_t *output);
 mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
                                      int8_t *scratch, int8_t *output);
