@@ -40,6 +40,7 @@ SPECS = [
     kernel("mcu_conv2d_s8", "conv", CONV, raster=True, strided=True),
     kernel("mcu_conv2d_grouped_s8", "conv", CONV, strided=True),
     kernel("mcu_dwconv2d_s8", "conv", CONV, raster=True, strided=True),
+    kernel("mcu_conv_transpose2d_s8", "conv", CONV),  # gather form: the true MACs
     kernel("mcu_conv2d_add_s8", "conv", "mcu_conv2d_add_params_t", inplace="residual", raster=True),
     kernel("mcu_conv2d_s16", "s16", CONV, strided=True),
     kernel("mcu_dwconv2d_s16", "s16", CONV, strided=True),

@@ -51,6 +51,24 @@ def _conv_transpose(b, n):
     return b(aten.squeeze.dims, y, [2]) if one_d else y
 
 
+def has_int8_kernel(n: Node) -> bool:
+    """A transposed conv the int8 kernel runs (groups 1, dilation 1, a constant weight; mcu_conv_transpose2d_s8), or
+    a 4-d bilinear upsampling (mcu_upsample_bilinear_s8): the int8 flow keeps these whole."""
+    if n.op != "call_function":
+        return False
+    if n.target in (aten.conv_transpose2d.input, aten.conv_transpose1d.default):
+        a = list(n.args) + [None] * 8
+        dilation = a[7] if a[7] is not None else 1
+        groups = int(a[6]) if a[6] is not None else 1
+        w = a[1]
+        return groups == 1 and all(int(d) == 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation])) \
+            and isinstance(w, Node) and w.op == "get_attr"
+    if n.target == aten.upsample_bilinear2d.vec:
+        shape = n.args[0].meta["val"].shape
+        return len(shape) == 4 and max(shape[2:]) < 2**15 and max(n.meta["val"].shape[2:]) < 2**15
+    return False
+
+
 def _axis_matrix(n: Node, shape: list[int], axis: int) -> torch.Tensor:
     """The [out, in] matrix of the op along one spatial axis (2 or 3 of [N, C, H, W]; a 1-d op's L is axis 3):
     the op itself run on one-hot images that are constant along the other axis, so its own index and weight

@@ -1,0 +1,87 @@
+/* Reference int8 2-d transposed convolution (groups 1) in gather form: each output pixel sums only the taps that
+ * land on an input pixel, so the work is the true MACs (no zero-stuffed input). */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/mcu_kernels.h"
+#include "mcu/mcu_quant.h"
+#include "mcu/mcu_util.h"
+
+/* The taps of a transposed conv along one axis for output index o: k = first, first + stride, ... < end, reading
+ * input index (o + pad - k) / stride, which falls from its largest in-range value. */
+static inline void mcu_convt_taps(int32_t o, int32_t pad, int32_t stride, int32_t taps, int32_t in_size,
+                                  int32_t *first, int32_t *end)
+{
+    const int32_t pos = o + pad; /* >= 0 */
+    int32_t k = pos % stride;
+    const int32_t excess = pos - k - (in_size - 1) * stride; /* > 0: the first taps read past the input */
+    if (excess > 0) {
+        k += (excess + stride - 1) / stride * stride;
+    }
+    const int32_t last = pos < taps - 1 ? pos : taps - 1;
+    *first = k;
+    *end = k <= last ? last + 1 : k;
+}
+
+mcu_status_t mcu_conv_transpose2d_s8(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                     const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
+{
+    const mcu_conv2d_params_t *p = params;
+    if (p == NULL || quant == NULL || quant->multiplier == NULL || quant->shift == NULL || input == NULL ||
+        filter == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    if (!MCU_CONV_GEOMETRY_OK(p) || p->dilation_h != 1 || p->dilation_w != 1 ||
+        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
+        return MCU_ERR_ARG;
+    }
+    if (!mcu_conv_channels_ok(&p->input, &p->filter, &p->output, MCU_CONV_REGULAR)) {
+        return MCU_ERR_SHAPE;
+    }
+    if (!mcu_quant_ok(quant, p->output.c)) {
+        return MCU_ERR_ARG;
+    }
+    const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c, c_out = p->output.c;
+    const int32_t kh = p->filter.h, kw = p->filter.w, sh = p->stride_h, sw = p->stride_w;
+    const int32_t in_off = p->input_offset, w_chan = kh * kw * c_in;
+    const int32_t pixel_skip = p->output_pixel_stride > 0 ? p->output_pixel_stride - c_out : 0;
+    int8_t *out = output;
+    for (int32_t n = 0; n < p->output.n; ++n) {
+        const int8_t *in_n = input + n * in_h * in_w * c_in;
+        for (int32_t y = 0; y < p->output.h; ++y) {
+            int32_t ky0, ky1;
+            mcu_convt_taps(y, p->pad_top, sh, kh, in_h, &ky0, &ky1);
+            const int32_t iy0 = (y + p->pad_top - ky0) / sh;
+            for (int32_t x = 0; x < p->output.w; ++x) {
+                int32_t kx0, kx1;
+                mcu_convt_taps(x, p->pad_left, sw, kw, in_w, &kx0, &kx1);
+                const int32_t ix0 = (x + p->pad_left - kx0) / sw;
+                for (int32_t co = 0; co < c_out; ++co) {
+                    const int8_t *w_co = filter + co * w_chan;
+                    int32_t acc = bias != NULL ? bias[co] : 0;
+                    for (int32_t ky = ky0, iy = iy0; ky < ky1; ky += sh, --iy) {
+                        for (int32_t kx = kx0, ix = ix0; kx < kx1; kx += sw, --ix) {
+                            const int8_t *x_t = in_n + (iy * in_w + ix) * c_in;
+                            const int8_t *w_t = w_co + (ky * kw + kx) * c_in;
+                            int32_t ci = 0;
+                            for (; ci + 4 <= c_in; ci += 4) {
+                                acc += ((int32_t)x_t[ci] + in_off) * w_t[ci];
+                                acc += ((int32_t)x_t[ci + 1] + in_off) * w_t[ci + 1];
+                                acc += ((int32_t)x_t[ci + 2] + in_off) * w_t[ci + 2];
+                                acc += ((int32_t)x_t[ci + 3] + in_off) * w_t[ci + 3];
+                            }
+                            for (; ci < c_in; ++ci) {
+                                acc += ((int32_t)x_t[ci] + in_off) * w_t[ci];
+                            }
+                        }
+                    }
+                    *out++ = (int8_t)mcu_clamp_i32(
+                        mcu_add_offset(mcu_requantize(acc, quant->multiplier[co], quant->shift[co]), p->output_offset),
+                        p->act_min, p->act_max);
+                }
+                out += pixel_skip;
+            }
+        }
+    }
+    return MCU_OK;
+}
