@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
+#include "mcu/mcu_opt.h"
 #include "mcu/mcu_quant.h"
 #include "mcu/mcu_util.h"
 
@@ -18,39 +19,42 @@ static int mcu_bilinear_taps_ok(const int16_t *taps, int32_t size, int32_t in_si
     return 1;
 }
 
-/* The output; shift_only (multiplier 2^30, equal input and output scales, a constant in each call below):
- * mcu_requantize is one rounding shift, and as in_off 2^22 is a multiple of 2^22, the offsets add after it. */
-static inline void mcu_bilinear_rows(const mcu_upsample_bilinear_params_t *p, const int16_t *y_taps,
-                                     const int16_t *x_taps, const int8_t *input, int8_t *output, int shift_only)
+/* The output; equal and full (constants in each call below): equal input and output scales (multiplier 2^30, shift
+ * -21), where mcu_requantize is one rounding shift by 22 and, in_off 2^22 being a multiple of 2^22, the offsets add
+ * after it: out = (raw + 2^21 + (in_off + out_off) 2^22) >> 22. */
+MCU_INLINE void mcu_bilinear_rows(const mcu_upsample_bilinear_params_t *p, const int16_t *y_taps,
+                                  const int16_t *x_taps, const int8_t *input, int8_t *output, int equal, int full)
 {
     const int32_t in_h = p->input.h, in_w = p->input.w, c = p->input.c, one = 1 << MCU_BILINEAR_BITS;
     /* sum w (x + in_off) = sum w x + in_off 2^(2 BITS): the weights of an output sum to 2^(2 BITS) */
-    const int32_t base = p->input_offset * (one * one), offsets = p->input_offset + p->output_offset;
-    const int32_t right = 1 - p->shift, half = shift_only ? (int32_t)1 << (right - 1) : 0;
-    const int32_t lo = p->act_min, hi = p->act_max;
+    const int32_t base = p->input_offset * (one * one);
+    const int32_t round = (1 << (2 * MCU_BILINEAR_BITS - 1)) + (p->input_offset + p->output_offset) * (one * one);
+    const int32_t lo = full ? -128 : p->act_min, hi = full ? 127 : p->act_max; /* full: the int8 range (SSAT) */
     int8_t *out = output;
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
         for (int32_t y = 0; y < p->output.h; ++y) {
             const int16_t *ty = y_taps + 3 * y;
-            const int32_t wy1 = ty[2];
-            const int8_t *row0 = in_n + ty[0] * in_w * c, *row1 = in_n + ty[1] * in_w * c;
+            const int32_t wy = ty[2];
+            const int8_t *row0 = in_n + ty[0] * in_w * c;
+            const int32_t rows = (ty[1] - ty[0]) * in_w * c;
             for (int32_t x = 0; x < p->output.w; ++x) {
                 const int16_t *tx = x_taps + 3 * x;
-                const int32_t wx1 = tx[2], wx0 = one - wx1;
-                const int8_t *a = row0 + tx[0] * c, *b = row0 + tx[1] * c;
-                const int8_t *d = row1 + tx[0] * c, *e = row1 + tx[1] * c;
-                for (int32_t ch = 0; ch < c; ++ch) {
-                    const int32_t top = wx0 * a[ch] + wx1 * b[ch], bottom = wx0 * d[ch] + wx1 * e[ch];
-                    const int32_t raw = top * one + wy1 * (bottom - top); /* wy0 top + wy1 bottom */
+                const int32_t wx = tx[2];
+                const int8_t *a = row0 + tx[0] * c, *b = row0 + tx[1] * c; /* row1's at + rows */
+                for (int32_t ch = 0; ch < c; ++ch) { /* (1 - w) u + w v = u 2^11 + w (v - u), in 2^-11 units */
+                    const int32_t top = a[ch] * one + wx * (b[ch] - a[ch]);
+                    const int32_t bottom = a[ch + rows] * one + wx * (b[ch + rows] - a[ch + rows]);
+                    const int32_t raw = top * one + wy * (bottom - top);
                     int32_t r;
-                    if (shift_only) {
-                        r = ((raw + half) >> right) + offsets;
+                    if (equal) {
+                        r = (raw + round) >> (2 * MCU_BILINEAR_BITS);
                     } else {
                         r = mcu_add_offset(mcu_requantize(raw + base, p->multiplier, p->shift), p->output_offset);
                     }
-                    *out++ = (int8_t)(r < lo ? lo : (r > hi ? hi : r));
+                    out[ch] = (int8_t)mcu_clamp_i32(r, lo, hi);
                 }
+                out += c;
             }
         }
     }
@@ -71,10 +75,14 @@ mcu_status_t mcu_upsample_bilinear_s8(const mcu_upsample_bilinear_params_t *para
         !mcu_bilinear_taps_ok(x_taps, p->output.w, p->input.w)) {
         return MCU_ERR_SHAPE;
     }
-    if (p->multiplier == (1 << 30) && p->shift <= -2) {
-        mcu_bilinear_rows(p, y_taps, x_taps, input, output, 1);
+    if (p->multiplier == (1 << 30) && p->shift == 1 - 2 * MCU_BILINEAR_BITS) {
+        if (p->act_min == -128 && p->act_max == 127) {
+            mcu_bilinear_rows(p, y_taps, x_taps, input, output, 1, 1);
+        } else {
+            mcu_bilinear_rows(p, y_taps, x_taps, input, output, 1, 0);
+        }
     } else {
-        mcu_bilinear_rows(p, y_taps, x_taps, input, output, 0);
+        mcu_bilinear_rows(p, y_taps, x_taps, input, output, 0, 0);
     }
     return MCU_OK;
 }
