@@ -2,7 +2,7 @@
 C: runtime_c/kernels/shape, s16, float."""
 from __future__ import annotations
 
-from mcu.codegen.kernels import kernel
+from mcu.codegen.kernels import kernel, variant
 
 SPECS = [
     kernel("mcu_transpose_s8", "shape", "mcu_transpose_params_t"),
@@ -13,6 +13,7 @@ SPECS = [
     kernel("mcu_concat_f32", "float", "mcu_concat_f32_params_t", input_array=True),
     kernel("mcu_upsample_nearest_s8", "shape", "mcu_upsample_params_t"),
     kernel("mcu_upsample_bilinear_s8", "shape", "mcu_upsample_bilinear_params_t"),
+    variant("mcu_upsample_bilinear_s8_mve", "shape", "mcu_upsample_bilinear_s8", ("mve",)),
     kernel("mcu_upsample_nearest_f32", "float", "mcu_upsample_params_t"),
     kernel("mcu_slice_s8", "shape", "mcu_slice_params_t"),
     kernel("mcu_slice_s16", "s16", "mcu_slice_params_t"),

@@ -359,6 +359,9 @@ typedef struct {
  * 4 MACs an output element; tables of 6 (H_out + W_out) bytes. MCU_ERR_SHAPE for an index or weight out of range. */
 mcu_status_t mcu_upsample_bilinear_s8(const mcu_upsample_bilinear_params_t *params, const int16_t *y_taps,
                                       const int16_t *x_taps, const int8_t *input, int8_t *output);
+/* Its Helium variant (the same results), 4 channels a vector. */
+mcu_status_t mcu_upsample_bilinear_s8_mve(const mcu_upsample_bilinear_params_t *params, const int16_t *y_taps,
+                                          const int16_t *x_taps, const int8_t *input, int8_t *output);
 
 /* ---- Reduction ----------------------------------------------------------------------------------- */
 

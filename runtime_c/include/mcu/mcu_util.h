@@ -26,6 +26,18 @@ static inline void mcu_tap_range(int32_t base, int32_t dil, int32_t taps, int32_
     *hi = end;
 }
 
+/* A bilinear table of `size` (i0, i1, w1) triples indexing an axis of `in_size`, w1 in [0, 2^MCU_BILINEAR_BITS]. */
+static inline int mcu_bilinear_taps_ok(const int16_t *taps, int32_t size, int32_t in_size)
+{
+    for (int32_t i = 0; i < 3 * size; i += 3) {
+        if (taps[i] < 0 || taps[i] >= in_size || taps[i + 1] < 0 || taps[i + 1] >= in_size || taps[i + 2] < 0 ||
+            taps[i + 2] > (1 << MCU_BILINEAR_BITS)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* int8 offsets and activation range: input offset in [-127, 128] (minus an int8 zero point), output offset and
  * the clamp in int8, the clamp not empty. */
 static inline int mcu_io_offsets_ok(int32_t in_off, int32_t out_off, int32_t act_min, int32_t act_max)

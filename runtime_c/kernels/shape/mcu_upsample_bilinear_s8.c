@@ -7,18 +7,6 @@
 #include "mcu/mcu_quant.h"
 #include "mcu/mcu_util.h"
 
-/* A table of `size` (i0, i1, w1) triples indexing an axis of `in_size`, with w1 in [0, 2^MCU_BILINEAR_BITS]. */
-static int mcu_bilinear_taps_ok(const int16_t *taps, int32_t size, int32_t in_size)
-{
-    for (int32_t i = 0; i < 3 * size; i += 3) {
-        if (taps[i] < 0 || taps[i] >= in_size || taps[i + 1] < 0 || taps[i + 1] >= in_size || taps[i + 2] < 0 ||
-            taps[i + 2] > (1 << MCU_BILINEAR_BITS)) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* The output; equal and full (constants in each call below): equal input and output scales (multiplier 2^30, shift
  * -21), where mcu_requantize is one rounding shift by 22 and, in_off 2^22 being a multiple of 2^22, the offsets add
  * after it: out = (raw + 2^21 + (in_off + out_off) 2^22) >> 22. */
