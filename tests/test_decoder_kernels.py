@@ -58,14 +58,16 @@ def convt_case(seed: int):
 
 
 @pytest.mark.host_c
-def test_conv_transpose_c_equals_twin_on_host(lib):
-    """60 random geometries (odd sizes, output_padding, padding past the input, strides over the window)."""
+@pytest.mark.parametrize("kernel", ["mcu_conv_transpose2d_s8", "mcu_conv_transpose2d_s8_dsp"])
+def test_conv_transpose_c_equals_twin_on_host(lib, kernel):
+    """60 random geometries (odd sizes, output_padding, padding past the input, strides over the window); the DSP
+    variant through its C stand-ins of SXTAB16 and SMLAD (the Helium one runs on QEMU below)."""
     for seed in range(60):
         params, mult, shift, x, wt, bias = convt_case(seed)
         expected = conv.conv_transpose2d_s8(params, mult, shift, x, wt, bias)
         out = np.empty(expected.size, np.int8)
-        assert hostc.call(lib, "mcu_conv_transpose2d_s8", params, mult, shift, x, wt, bias, out=out) == hostc.MCU_OK
-        assert_equal_int(out.reshape(expected.shape), expected, f"seed {seed} {params}")
+        assert hostc.call(lib, kernel, params, mult, shift, x, wt, bias, out=out) == hostc.MCU_OK
+        assert_equal_int(out.reshape(expected.shape), expected, f"{kernel} seed {seed} {params}")
 
 
 @pytest.mark.host_c
@@ -210,7 +212,7 @@ def _compiled(board: str, tmp_path):
 def test_decoder_lowers_to_the_new_kernels(tmp_path):
     model, pkg, x = _compiled("mps2-an386", tmp_path)
     kernels = [n.call.kernel for n in pkg.graph.nodes if n.call is not None]
-    assert kernels.count("mcu_conv_transpose2d_s8") == 5 and kernels.count("mcu_upsample_bilinear_s8") == 3
+    assert kernels.count("mcu_conv_transpose2d_s8_dsp") == 5 and kernels.count("mcu_upsample_bilinear_s8") == 3
     assert not {"mcu_mul_s8", "mcu_upsample_nearest_s8", "mcu_fully_connected_s8"} & set(kernels)  # no zero-stuffing
     with torch.no_grad():
         want = [w.numpy() for w in model(x)]
@@ -223,7 +225,11 @@ def test_decoder_lowers_to_the_new_kernels(tmp_path):
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", BOARDS)
 def test_decoder_device_equals_reference(board, tmp_path):
+    """The M4 runs the DSP transposed conv and the portable bilinear, the M55 both Helium variants."""
     _, pkg, x = _compiled(board, tmp_path)
+    kernels = {n.call.kernel for n in pkg.graph.nodes if n.call is not None}
+    assert {"mps2-an386": {"mcu_conv_transpose2d_s8_dsp", "mcu_upsample_bilinear_s8"},
+            "mps3-an547": {"mcu_conv_transpose2d_s8_mve", "mcu_upsample_bilinear_s8_mve"}}[board] <= kernels
     res = mcu.run(pkg, (x,))
     for i, (d, r) in enumerate(zip(res.raw_outputs, pkg.reference((x,)))):
         assert_equal_int(np.asarray(d).reshape(r.shape), r, f"output {i} on {board}")

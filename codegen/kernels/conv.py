@@ -60,8 +60,9 @@ SPECS = [
             conv2d_1x1_s8_fast_scratch_bytes, raster=True, **COPY_FIRST, **STRIDED),
     variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes,
             raster=True, raster_first=True, **STRIDED),
-    # transposed conv (gather form): Helium, 16-lane dot products over C_in
+    # transposed conv (gather form): Helium (16-lane dot products over C_in), DSP (SMLAD on widened pairs)
     variant("mcu_conv_transpose2d_s8_mve", "conv", "mcu_conv_transpose2d_s8", MVE),
+    variant("mcu_conv_transpose2d_s8_dsp", "conv", "mcu_conv_transpose2d_s8", DSP),
     # depthwise: the any-window Helium one first (every window bar a strided 3x3, is_dw_any_mve), the 3x3 ones, then
     # the any-window DSP one (output rows in order: pixel pairs, then the rest of the row)
     variant("mcu_dwconv2d_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw_any_mve, prepare_dwk_mve,

@@ -68,8 +68,12 @@ mcu_status_t mcu_dwconv2d_s8(const mcu_conv2d_params_t *params, const mcu_per_ch
  * mcu_conv2d_s8. Any output_pixel_stride >= C_out; dilation other than 1 gives MCU_ERR_ARG. */
 mcu_status_t mcu_conv_transpose2d_s8(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
-/* Its Helium variant (the same results): 16-lane dot products over C_in, 4 channels requantized as one vector. */
+/* Its Helium variant (the same results): 16-lane dot products over C_in, 4 channels requantized as one vector;
+ * and its DSP variant: each tap's inputs widened 4 at a time and shared by 4 channels' SMLADs. */
 mcu_status_t mcu_conv_transpose2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                         const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                         int8_t *output);
+mcu_status_t mcu_conv_transpose2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                          const int8_t *input, const int8_t *filter, const int32_t *bias,
                                          int8_t *output);
 

@@ -1,0 +1,117 @@
+/* DSP (SIMD32) int8 transposed convolution (groups 1), gather form as mcu_conv_transpose2d_s8: per output pixel
+ * and 4 channels, each real tap's inputs 4 at a time widened once (SXTAB16 adds the input offset) and shared by the
+ * 4 channels' SMLADs. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/mcu_kernels.h"
+#include "mcu/mcu_opt.h"
+
+/* The taps k = *first, + stride, ... < *end of output index o along one axis (mcu_conv_transpose2d_s8's). */
+MCU_INLINE void mcu_convt_taps_dsp(int32_t o, int32_t pad, int32_t stride, int32_t taps, int32_t in_size,
+                                   int32_t *first, int32_t *end)
+{
+    const int32_t pos = o + pad;
+    int32_t k = pos % stride;
+    const int32_t excess = pos - k - (in_size - 1) * stride;
+    if (excess > 0) {
+        k += (excess + stride - 1) / stride * stride;
+    }
+    const int32_t last = pos < taps - 1 ? pos : taps - 1;
+    *first = k;
+    *end = k <= last ? last + 1 : k;
+}
+
+/* acc[j] += sum over c_in of (x[ci] + in_off) * w[j][ci] for the 4 channels' weights w[j] = w0 + d[j]. */
+MCU_INLINE void mcu_convt_dot4(const int8_t *x, const int8_t *w0, const int32_t d[4], int32_t c_in, int32_t in_off,
+                               uint32_t off2, int32_t acc[4])
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    int32_t ci = 0;
+    for (; ci + 4 <= c_in; ci += 4) {
+        const uint32_t xw = mcu_read_u32(x + ci);
+        const uint32_t xa = mcu_sxtab16(off2, xw), xb = mcu_sxtab16(off2, mcu_ror8(xw)); /* (x0, x2), (x1, x3) */
+        uint32_t w = mcu_read_u32(w0 + d[0] + ci);
+        a0 = mcu_smlad(xa, mcu_sxtb16(w), a0);
+        a0 = mcu_smlad(xb, mcu_sxtb16(mcu_ror8(w)), a0);
+        w = mcu_read_u32(w0 + d[1] + ci);
+        a1 = mcu_smlad(xa, mcu_sxtb16(w), a1);
+        a1 = mcu_smlad(xb, mcu_sxtb16(mcu_ror8(w)), a1);
+        w = mcu_read_u32(w0 + d[2] + ci);
+        a2 = mcu_smlad(xa, mcu_sxtb16(w), a2);
+        a2 = mcu_smlad(xb, mcu_sxtb16(mcu_ror8(w)), a2);
+        w = mcu_read_u32(w0 + d[3] + ci);
+        a3 = mcu_smlad(xa, mcu_sxtb16(w), a3);
+        a3 = mcu_smlad(xb, mcu_sxtb16(mcu_ror8(w)), a3);
+    }
+    for (; ci < c_in; ++ci) {
+        const int32_t v = (int32_t)x[ci] + in_off;
+        a0 += v * w0[d[0] + ci];
+        a1 += v * w0[d[1] + ci];
+        a2 += v * w0[d[2] + ci];
+        a3 += v * w0[d[3] + ci];
+    }
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
+}
+
+mcu_status_t mcu_conv_transpose2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                         const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                         int8_t *output)
+{
+    const mcu_conv2d_params_t *p = params;
+    if (p == NULL || quant == NULL || quant->multiplier == NULL || quant->shift == NULL || input == NULL ||
+        filter == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    if (!MCU_CONV_GEOMETRY_OK(p) || p->dilation_h != 1 || p->dilation_w != 1 ||
+        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
+        return MCU_ERR_ARG;
+    }
+    if (!mcu_conv_channels_ok(&p->input, &p->filter, &p->output, MCU_CONV_REGULAR)) {
+        return MCU_ERR_SHAPE;
+    }
+    if (!mcu_quant_ok(quant, p->output.c)) {
+        return MCU_ERR_ARG;
+    }
+    const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c, c_out = p->output.c;
+    const int32_t kh = p->filter.h, kw = p->filter.w, sh = p->stride_h, sw = p->stride_w;
+    const int32_t in_off = p->input_offset, w_chan = kh * kw * c_in;
+    const uint32_t off2 = ((uint32_t)(uint16_t)in_off << 16) | (uint16_t)in_off;
+    const int32_t os = p->output_pixel_stride > 0 ? p->output_pixel_stride : c_out;
+    int8_t *out = output;
+    for (int32_t n = 0; n < p->output.n; ++n) {
+        const int8_t *in_n = input + n * in_h * in_w * c_in;
+        for (int32_t y = 0; y < p->output.h; ++y) {
+            int32_t ky0, ky1;
+            mcu_convt_taps_dsp(y, p->pad_top, sh, kh, in_h, &ky0, &ky1);
+            const int32_t iy0 = (y + p->pad_top - ky0) / sh;
+            for (int32_t x = 0; x < p->output.w; ++x, out += os) {
+                int32_t kx0, kx1;
+                mcu_convt_taps_dsp(x, p->pad_left, sw, kw, in_w, &kx0, &kx1);
+                const int32_t ix0 = (x + p->pad_left - kx0) / sw;
+                for (int32_t co = 0; co < c_out; co += 4) {
+                    const int32_t left = c_out - co < 4 ? c_out - co : 4;
+                    /* channels past C_out (the last quad) read the last channel's weights and are not stored */
+                    int32_t d[4], acc[4];
+                    for (int32_t j = 0; j < 4; ++j) {
+                        d[j] = (j < left ? j : left - 1) * w_chan;
+                        acc[j] = bias != NULL && j < left ? bias[co + j] : 0;
+                    }
+                    const int8_t *w0 = filter + co * w_chan;
+                    for (int32_t ky = ky0, iy = iy0; ky < ky1; ky += sh, --iy) {
+                        for (int32_t kx = kx0, ix = ix0; kx < kx1; kx += sw, --ix) {
+                            mcu_convt_dot4(in_n + (iy * in_w + ix) * c_in, w0 + (ky * kw + kx) * c_in, d, c_in,
+                                           in_off, off2, acc);
+                        }
+                    }
+                    for (int32_t j = 0; j < left; ++j) {
+                        const int32_t r = mcu_requantize(acc[j], quant->multiplier[co + j], quant->shift[co + j]);
+                        out[co + j] = (int8_t)mcu_clamp_i32(mcu_add_offset(r, p->output_offset), p->act_min,
+                                                            p->act_max);
+                    }
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}
