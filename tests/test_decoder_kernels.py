@@ -233,3 +233,54 @@ def test_decoder_device_equals_reference(board, tmp_path):
     res = mcu.run(pkg, (x,))
     for i, (d, r) in enumerate(zip(res.raw_outputs, pkg.reference((x,)))):
         assert_equal_int(np.asarray(d).reshape(r.shape), r, f"output {i} on {board}")
+
+
+def kernel_graph(seed: int):
+    """Independent portable calls (12 transposed convs of convt_case's geometries, the 9 resamplings with other
+    output qparams and a clamp), each from its own graph input to its own output."""
+    from calls import call
+    from mcu.codegen.ir import Graph, QParams, Tensor, verify
+    tensors, nodes, inputs, outputs = {}, [], [], []
+
+    def io(name, shape_):
+        tensors[name] = Tensor(name, tuple(shape_), "int8", QParams.tensor(0.05, 0), layout="NHWC")
+        return name
+
+    def const(name, data, dtype):
+        tensors[name] = Tensor(name, tuple(data.shape), dtype, data=data)
+        return name
+
+    for i in range(12):
+        params, mult, shift, _, wt, bias = convt_case(seed + i)
+        x, y = io(f"x{i}", params["input"]), io(f"y{i}", params["output"])
+        b = None if bias is None else const(f"b{i}", bias, "int32")
+        q = (const(f"m{i}", mult, "int32"), const(f"s{i}", shift, "int32"))
+        nodes.append(call(f"t{i}", "mcu_conv_transpose2d_s8", (x, const(f"w{i}", wt, "int8"), b), y, params, q))
+        inputs.append(x), outputs.append(y)
+    for i, case in enumerate(BILINEAR):
+        params, ty, tx, _, _, _ = bilinear_case(case, seed + i, same_q=i % 3 != 0)
+        x, y = io(f"bx{i}", params["input"]), io(f"by{i}", params["output"])
+        tables = (const(f"ty{i}", ty.reshape(-1), "int16"), const(f"tx{i}", tx.reshape(-1), "int16"))
+        nodes.append(call(f"u{i}", "mcu_upsample_bilinear_s8", (*tables, x), y, params))
+        inputs.append(x), outputs.append(y)
+    return verify(Graph(tensors, tuple(nodes), tuple(inputs), tuple(outputs)))
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", BOARDS)
+def test_kernels_equal_twins_on_device(board, tmp_path):
+    """Every kernel call on QEMU (the board's variants: DSP transposed conv on the M4, both Helium ones on the M55)
+    equals the portable twin; random int8 inputs with the extremes."""
+    from mcu.boards import load_board
+    from mcu.codegen.passes.select_kernels import select_kernels
+    from mcu.codegen.reference import run_reference
+    from mcu.codegen.target import Target
+    from test_kernel_variants_qemu import run_on_board
+    graph = select_kernels(kernel_graph(seed=40), Target.of_board(load_board(board)))
+    want = {"mps2-an386": {"mcu_conv_transpose2d_s8_dsp", "mcu_upsample_bilinear_s8"},
+            "mps3-an547": {"mcu_conv_transpose2d_s8_mve", "mcu_upsample_bilinear_s8_mve"}}[board]
+    assert {n.call.kernel for n in graph.nodes} == want
+    rng = np.random.default_rng(2)
+    inputs = [rand_int8(rng, graph.tensors[t].shape) for t in graph.inputs]
+    for node, a, e in zip(graph.nodes, run_on_board(graph, board, inputs, tmp_path), run_reference(graph, inputs)):
+        assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, {node.call.params})")
