@@ -6,6 +6,8 @@ torchao's reference and our kernels both carry it.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch.fx import GraphModule, Node
 
@@ -68,8 +70,10 @@ def correct_biases(prepared: GraphModule, means: dict[str, torch.Tensor]) -> Non
             s = scale.double().reshape(1, -1, *([1] * (w.dim() - 2)))
         dw = torch.clamp(torch.round(w / s), obs.quant_min, obs.quant_max) * s - w
         mu = means[n.name]
-        if n.target in TRANSPOSED:
-            shift = mu @ dw.sum(dim=tuple(range(2, dw.dim())))                # [I] @ [I, O]
+        if n.target in TRANSPOSED:  # an output pixel meets 1 / prod(stride) of the taps, on average
+            stride = n.args[3] if len(n.args) > 3 else 1
+            per_pixel = math.prod(stride) if isinstance(stride, (list, tuple)) else int(stride) ** (dw.dim() - 2)
+            shift = mu @ dw.sum(dim=tuple(range(2, dw.dim()))) / per_pixel    # [I] @ [I, O]
         elif n.target == aten.linear.default:
             shift = dw @ mu
         else:
