@@ -40,7 +40,7 @@ MCU_INLINE void mcu_bilinear_rows(const mcu_upsample_bilinear_params_t *p, const
                     } else {
                         r = mcu_add_offset(mcu_requantize(raw + base, p->multiplier, p->shift), p->output_offset);
                     }
-                    out[ch] = (int8_t)mcu_clamp_i32(r, lo, hi);
+                    out[ch] = (int8_t)(full ? mcu_sat8(r) : mcu_clamp_i32(r, lo, hi));
                 }
                 out += c;
             }
