@@ -1,7 +1,7 @@
 """BatchNorm folding before quantization (run by McuQuantizer.transform_for_annotation and the float importer).
 
-fold_batch_norms: a BatchNorm after a conv2d/linear or a transposed conv of groups 1 (whose output feeds only it) is folded into that op's weight and
-bias; any other BatchNorm becomes a depthwise 1x1 conv2d (viewed to 4-d when its input is 2-d or 3-d), so it
+fold_batch_norms: a BatchNorm after a conv2d/linear or a transposed conv of groups 1 (whose output feeds only it) is
+folded into that op's weight and bias; any other BatchNorm becomes a depthwise 1x1 conv2d (viewed to 4-d when its input is 2-d or 3-d), so it
 quantizes and runs like every other conv. prepare_pt2e already folds conv2d+BatchNorm2d; this catches the rest
 (Linear+BatchNorm1d, standalone BN).
 """

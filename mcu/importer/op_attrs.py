@@ -29,8 +29,8 @@ REDUCE_OPS = {aten.sum.dim_IntList: "sum", aten.sum.default: "sum", aten.mean.de
 ARG_OPS = {aten.argmax.default: "argmax", aten.argmin.default: "argmin"}
 # IR ops that read only their first tensor argument
 UNARY_IR_OPS = ("reshape", "slice", "pad", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mean", "clamp",
-                "lut", "permute", "upsample_nearest", "upsample_nearest1d", "upsample_bilinear", "sum", "max_pool1d", "avg_pool1d",
-                "amax", "amin", "prod", "argmax", "argmin")
+                "lut", "permute", "upsample_nearest", "upsample_nearest1d", "upsample_bilinear", "sum", "max_pool1d",
+                "avg_pool1d", "amax", "amin", "prod", "argmax", "argmin")
 
 
 def fx_shape(n: FxNode) -> tuple[int, ...]:

@@ -58,11 +58,10 @@ def has_int8_kernel(n: Node) -> bool:
         return False
     if n.target in (aten.conv_transpose2d.input, aten.conv_transpose1d.default):
         a = list(n.args) + [None] * 8
-        dilation = a[7] if a[7] is not None else 1
-        groups = int(a[6]) if a[6] is not None else 1
-        w = a[1]
-        return groups == 1 and all(int(d) == 1 for d in (dilation if isinstance(dilation, (list, tuple)) else [dilation])) \
-            and isinstance(w, Node) and w.op == "get_attr"
+        groups, dilation = a[6] if a[6] is not None else 1, a[7] if a[7] is not None else 1
+        dilation = dilation if isinstance(dilation, (list, tuple)) else [dilation]
+        return int(groups) == 1 and all(int(d) == 1 for d in dilation) and isinstance(a[1], Node) \
+            and a[1].op == "get_attr"
     if n.target == aten.upsample_bilinear2d.vec:
         shape = n.args[0].meta["val"].shape
         return len(shape) == 4 and max(shape[2:]) < 2**15 and max(n.meta["val"].shape[2:]) < 2**15

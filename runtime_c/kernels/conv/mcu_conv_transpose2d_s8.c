@@ -7,22 +7,6 @@
 #include "mcu/mcu_quant.h"
 #include "mcu/mcu_util.h"
 
-/* The taps of a transposed conv along one axis for output index o: k = first, first + stride, ... < end, reading
- * input index (o + pad - k) / stride, which falls from its largest in-range value. */
-static inline void mcu_convt_taps(int32_t o, int32_t pad, int32_t stride, int32_t taps, int32_t in_size,
-                                  int32_t *first, int32_t *end)
-{
-    const int32_t pos = o + pad; /* >= 0 */
-    int32_t k = pos % stride;
-    const int32_t excess = pos - k - (in_size - 1) * stride; /* > 0: the first taps read past the input */
-    if (excess > 0) {
-        k += (excess + stride - 1) / stride * stride;
-    }
-    const int32_t last = pos < taps - 1 ? pos : taps - 1;
-    *first = k;
-    *end = k <= last ? last + 1 : k;
-}
-
 static inline int8_t mcu_convt_finish(const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *quant,
                                       int32_t acc, int32_t co)
 {
@@ -35,19 +19,9 @@ mcu_status_t mcu_conv_transpose2d_s8(const mcu_conv2d_params_t *params, const mc
                                      const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
 {
     const mcu_conv2d_params_t *p = params;
-    if (p == NULL || quant == NULL || quant->multiplier == NULL || quant->shift == NULL || input == NULL ||
-        filter == NULL || output == NULL) {
-        return MCU_ERR_ARG;
-    }
-    if (!MCU_CONV_GEOMETRY_OK(p) || p->dilation_h != 1 || p->dilation_w != 1 ||
-        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
-        return MCU_ERR_ARG;
-    }
-    if (!mcu_conv_channels_ok(&p->input, &p->filter, &p->output, MCU_CONV_REGULAR)) {
-        return MCU_ERR_SHAPE;
-    }
-    if (!mcu_quant_ok(quant, p->output.c)) {
-        return MCU_ERR_ARG;
+    const mcu_status_t status = mcu_convt_check(p, quant, input, filter, output);
+    if (status != MCU_OK) {
+        return status;
     }
     const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c, c_out = p->output.c;
     const int32_t kh = p->filter.h, kw = p->filter.w, sh = p->stride_h, sw = p->stride_w;

@@ -8,21 +8,6 @@
 #include "mcu/mcu_opt.h"
 
 #if MCU_HAVE_MVE
-/* The taps k = *first, + stride, ... < *end of output index o along one axis (mcu_conv_transpose2d_s8's). */
-MCU_INLINE void mcu_convt_taps_mve(int32_t o, int32_t pad, int32_t stride, int32_t taps, int32_t in_size,
-                                   int32_t *first, int32_t *end)
-{
-    const int32_t pos = o + pad;
-    int32_t k = pos % stride;
-    const int32_t excess = pos - k - (in_size - 1) * stride;
-    if (excess > 0) {
-        k += (excess + stride - 1) / stride * stride;
-    }
-    const int32_t last = pos < taps - 1 ? pos : taps - 1;
-    *first = k;
-    *end = k <= last ? last + 1 : k;
-}
-
 /* Channels co.. (predicate pc) of output pixel out: bias added, requantized, offset, clamped, stored. */
 MCU_INLINE void mcu_convt_out4_mve(const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *quant,
                                    const int32_t *bias, int32x4_t acc, int32_t co, mve_pred16_t pc, int8_t *out)
@@ -44,19 +29,9 @@ mcu_status_t mcu_conv_transpose2d_s8_mve(const mcu_conv2d_params_t *params, cons
 {
 #if MCU_HAVE_MVE
     const mcu_conv2d_params_t *p = params;
-    if (p == NULL || quant == NULL || quant->multiplier == NULL || quant->shift == NULL || input == NULL ||
-        filter == NULL || output == NULL) {
-        return MCU_ERR_ARG;
-    }
-    if (!MCU_CONV_GEOMETRY_OK(p) || p->dilation_h != 1 || p->dilation_w != 1 ||
-        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
-        return MCU_ERR_ARG;
-    }
-    if (!mcu_conv_channels_ok(&p->input, &p->filter, &p->output, MCU_CONV_REGULAR)) {
-        return MCU_ERR_SHAPE;
-    }
-    if (!mcu_quant_ok(quant, p->output.c)) {
-        return MCU_ERR_ARG;
+    const mcu_status_t status = mcu_convt_check(p, quant, input, filter, output);
+    if (status != MCU_OK) {
+        return status;
     }
     const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c, c_out = p->output.c;
     const int32_t kh = p->filter.h, kw = p->filter.w, sh = p->stride_h, sw = p->stride_w;
@@ -67,11 +42,11 @@ mcu_status_t mcu_conv_transpose2d_s8_mve(const mcu_conv2d_params_t *params, cons
         const int8_t *in_n = input + n * in_h * in_w * c_in;
         for (int32_t y = 0; y < p->output.h; ++y) {
             int32_t ky0, ky1;
-            mcu_convt_taps_mve(y, p->pad_top, sh, kh, in_h, &ky0, &ky1);
+            mcu_convt_taps(y, p->pad_top, sh, kh, in_h, &ky0, &ky1);
             const int32_t iy0 = (y + p->pad_top - ky0) / sh;
             for (int32_t x = 0; x < p->output.w; ++x, out += os) {
                 int32_t kx0, kx1;
-                mcu_convt_taps_mve(x, p->pad_left, sw, kw, in_w, &kx0, &kx1);
+                mcu_convt_taps(x, p->pad_left, sw, kw, in_w, &kx0, &kx1);
                 const int32_t ix0 = (x + p->pad_left - kx0) / sw;
                 int32_t co = 0;
                 for (; co + 4 <= c_out; co += 4) {
