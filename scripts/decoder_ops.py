@@ -1,7 +1,7 @@
 """Instructions per true MAC of the decoder ops (transposed convs, bilinear upsampling) on QEMU, one op a model.
 
     python scripts/decoder_ops.py [--board mps2-an386]
-Prints a Markdown table: true MACs (a transposed conv: input pixels x C_in x C_out x KH x KW; bilinear: 4 per output
+Prints a Markdown table: int8 SQNR vs float, true MACs (a transposed conv: input pixels x C_in x C_out x KH x KW; bilinear: 4 per output
 element), instructions, instructions per MAC, arena, weights and code flash, and device == reference.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import mcu
+from mcu.metrics import sqnr_db
 
 
 class Bilinear(nn.Module):
@@ -43,8 +44,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--board", default="mps2-an386")
     args = ap.parse_args(argv)
-    print(f"| op | true MACs | instructions ({args.board}) | instr./MAC | arena B | weights B | code B | exact |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    print(f"| op | SQNR dB | true MACs | instructions ({args.board}) | instr./MAC | arena B | weights B | code B | "
+          f"exact |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, model, x, macs) in enumerate(cases()):
             model.eval()
@@ -54,7 +56,10 @@ def main(argv=None) -> int:
             res = mcu.run(pkg, (x,))
             size = mcu.size(pkg)
             exact = all(np.array_equal(d, r) for d, r in zip(res.raw_outputs, pkg.reference((x,))))
-            print(f"| {name} | {macs:,} | {res.instructions:,} | {res.instructions / macs:.2f} | {pkg.arena_bytes:,} | "
+            with torch.no_grad():
+                want = model(x).numpy()
+            sqnr = sqnr_db([want], [pkg.dequantize_outputs(pkg.reference((x,)))[0].reshape(want.shape)])
+            print(f"| {name} | {sqnr:.1f} | {macs:,} | {res.instructions:,} | {res.instructions / macs:.2f} | {pkg.arena_bytes:,} | "
                   f"{size.flash_weights:,} | {size.flash_kernels + size.flash_generated:,} | {exact} |", flush=True)
     return 0
 
