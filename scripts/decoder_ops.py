@@ -1,8 +1,8 @@
 """Instructions per true MAC of the decoder ops (transposed convs, bilinear upsampling) on QEMU, one op a model.
 
     python scripts/decoder_ops.py [--board mps2-an386]
-Prints a Markdown table: int8 SQNR vs float, true MACs (a transposed conv: input pixels x C_in x C_out x KH x KW; bilinear: 4 per output
-element), instructions, instructions per MAC, arena, weights and code flash, and device == reference.
+Prints a Markdown table: int8 SQNR vs float, true MACs (a transposed conv: input pixels x C_in x C_out x KH x KW;
+bilinear: 4 per output element), instructions, instructions per MAC, arena, weights and code flash, and device == reference.
 """
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ def cases():
     """(name, model, example input, true MACs)."""
     torch.manual_seed(0)
     return [
-        ("convT 2x2 s2 16->8 @16x16", nn.ConvTranspose2d(16, 8, 2, 2), torch.randn(1, 16, 16, 16), 16 * 16 * 16 * 8 * 4),
+        ("convT 2x2 s2 16->8 @16x16", nn.ConvTranspose2d(16, 8, 2, 2), torch.randn(1, 16, 16, 16),
+         16 * 16 * 16 * 8 * 4),
         ("convT 3x3 s2 p1 op1 16->8 @16x16", nn.ConvTranspose2d(16, 8, 3, 2, 1, output_padding=1),
          torch.randn(1, 16, 16, 16), 16 * 16 * 16 * 8 * 9),
         ("bilinear x2 16x16x16", Bilinear(), torch.randn(1, 16, 16, 16), 4 * 16 * 32 * 32),
@@ -59,7 +60,8 @@ def main(argv=None) -> int:
             with torch.no_grad():
                 want = model(x).numpy()
             sqnr = sqnr_db([want], [pkg.dequantize_outputs(pkg.reference((x,)))[0].reshape(want.shape)])
-            print(f"| {name} | {sqnr:.1f} | {macs:,} | {res.instructions:,} | {res.instructions / macs:.2f} | {pkg.arena_bytes:,} | "
+            print(f"| {name} | {sqnr:.1f} | {macs:,} | {res.instructions:,} | {res.instructions / macs:.2f} | "
+                  f"{pkg.arena_bytes:,} | "
                   f"{size.flash_weights:,} | {size.flash_kernels + size.flash_generated:,} | {exact} |", flush=True)
     return 0
 
