@@ -130,21 +130,16 @@ def bilinear_case(case, seed: int, same_q: bool = True):
 
 
 @pytest.mark.host_c
-@pytest.mark.parametrize("kernel", ["mcu_upsample_bilinear_s8", "mcu_upsample_bilinear_s8_dsp"])
-def test_bilinear_c_equals_twin_on_host(lib, kernel):
-    """Every resampling on equal and on other output qparams (with a clamp); the DSP variant (its C stand-ins)
-    takes equal scales only and refuses the others."""
+def test_bilinear_c_equals_twin_on_host(lib):
+    """Every resampling on equal and on other output qparams, with and without a clamp."""
     for i, case in enumerate(BILINEAR):
         for same in (True, False):
             params, ty, tx, x, _, _ = bilinear_case(case, i, same)
             expected = shape.upsample_bilinear_s8(params, ty, tx, x)
             out = np.empty(expected.size, np.int8)
-            status = hostc.call(lib, kernel, params, ty.reshape(-1), tx.reshape(-1), x, out=out)
-            if kernel.endswith("_dsp") and not same:
-                assert status == hostc.MCU_ERR_ARG
-                continue
+            status = hostc.call(lib, "mcu_upsample_bilinear_s8", params, ty.reshape(-1), tx.reshape(-1), x, out=out)
             assert status == hostc.MCU_OK
-            assert_equal_int(out.reshape(expected.shape), expected, f"{kernel} {case} same qparams {same}")
+            assert_equal_int(out.reshape(expected.shape), expected, f"{case} same qparams {same}")
 
 
 def test_bilinear_twin_within_one_lsb_of_torch():
@@ -218,7 +213,7 @@ def _compiled(board: str, tmp_path):
 def test_decoder_lowers_to_the_new_kernels(tmp_path):
     model, pkg, x = _compiled("mps2-an386", tmp_path)
     kernels = [n.call.kernel for n in pkg.graph.nodes if n.call is not None]
-    assert kernels.count("mcu_conv_transpose2d_s8_dsp") == 5 and kernels.count("mcu_upsample_bilinear_s8_dsp") == 3
+    assert kernels.count("mcu_conv_transpose2d_s8_dsp") == 5 and kernels.count("mcu_upsample_bilinear_s8") == 3
     assert not {"mcu_mul_s8", "mcu_upsample_nearest_s8", "mcu_fully_connected_s8"} & set(kernels)  # no zero-stuffing
     with torch.no_grad():
         want = [w.numpy() for w in model(x)]
@@ -231,10 +226,10 @@ def test_decoder_lowers_to_the_new_kernels(tmp_path):
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", BOARDS)
 def test_decoder_device_equals_reference(board, tmp_path):
-    """The M4 runs both DSP variants, the M55 both Helium variants."""
+    """The M4 runs the DSP transposed conv and the portable bilinear, the M55 both Helium variants."""
     _, pkg, x = _compiled(board, tmp_path)
     kernels = {n.call.kernel for n in pkg.graph.nodes if n.call is not None}
-    assert {"mps2-an386": {"mcu_conv_transpose2d_s8_dsp", "mcu_upsample_bilinear_s8_dsp"},
+    assert {"mps2-an386": {"mcu_conv_transpose2d_s8_dsp", "mcu_upsample_bilinear_s8"},
             "mps3-an547": {"mcu_conv_transpose2d_s8_mve", "mcu_upsample_bilinear_s8_mve"}}[board] <= kernels
     res = mcu.run(pkg, (x,))
     for i, (d, r) in enumerate(zip(res.raw_outputs, pkg.reference((x,)))):
@@ -275,17 +270,17 @@ def kernel_graph(seed: int):
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", BOARDS)
 def test_kernels_equal_twins_on_device(board, tmp_path):
-    """Every kernel call on QEMU (the board's variants: DSP transposed conv on the M4, both Helium ones on the M55)
-    equals the portable twin; random int8 inputs with the extremes."""
+    """Every kernel call on QEMU (the board's variants: the DSP transposed conv on the M4, both Helium ones on the
+    M55) equals the portable twin; random int8 inputs with the extremes."""
     from mcu.boards import load_board
     from mcu.codegen.passes.select_kernels import select_kernels
     from mcu.codegen.reference import run_reference
     from mcu.codegen.target import Target
     from test_kernel_variants_qemu import run_on_board
     graph = select_kernels(kernel_graph(seed=40), Target.of_board(load_board(board)))
-    want = {"mps2-an386": {"mcu_conv_transpose2d_s8_dsp", "mcu_upsample_bilinear_s8_dsp", "mcu_upsample_bilinear_s8"},
+    want = {"mps2-an386": {"mcu_conv_transpose2d_s8_dsp", "mcu_upsample_bilinear_s8"},
             "mps3-an547": {"mcu_conv_transpose2d_s8_mve", "mcu_upsample_bilinear_s8_mve"}}[board]
-    assert {n.call.kernel for n in graph.nodes} == want  # the M4: DSP bilinear on equal scales, else portable
+    assert {n.call.kernel for n in graph.nodes} == want
     rng = np.random.default_rng(2)
     inputs = [rand_int8(rng, graph.tensors[t].shape) for t in graph.inputs]
     for node, a, e in zip(graph.nodes, run_on_board(graph, board, inputs, tmp_path), run_reference(graph, inputs)):

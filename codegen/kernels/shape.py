@@ -3,14 +3,6 @@ C: runtime_c/kernels/shape, s16, float."""
 from __future__ import annotations
 
 from mcu.codegen.kernels import kernel, variant
-from mcu.codegen.twins.shape import BILINEAR_BITS
-
-
-
-def equal_scales(params: dict) -> bool:
-    """A bilinear resampling onto its input's scale (multiplier 2^30, shift 1 - 2 BILINEAR_BITS): one shift."""
-    return params["multiplier"] == 1 << 30 and params["shift"] == 1 - 2 * BILINEAR_BITS
-
 
 SPECS = [
     kernel("mcu_transpose_s8", "shape", "mcu_transpose_params_t"),
@@ -22,7 +14,6 @@ SPECS = [
     kernel("mcu_upsample_nearest_s8", "shape", "mcu_upsample_params_t"),
     kernel("mcu_upsample_bilinear_s8", "shape", "mcu_upsample_bilinear_params_t"),
     variant("mcu_upsample_bilinear_s8_mve", "shape", "mcu_upsample_bilinear_s8", ("mve",)),
-    variant("mcu_upsample_bilinear_s8_dsp", "shape", "mcu_upsample_bilinear_s8", ("dsp",), equal_scales),
     kernel("mcu_upsample_nearest_f32", "float", "mcu_upsample_params_t"),
     kernel("mcu_slice_s8", "shape", "mcu_slice_params_t"),
     kernel("mcu_slice_s16", "s16", "mcu_slice_params_t"),

@@ -114,7 +114,6 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "shape/mcu_concat_s8": 960,
     "shape/mcu_transpose_s8": 448,
     "shape/mcu_upsample_bilinear_s8": 1600,
-    "shape/mcu_upsample_bilinear_s8_dsp": 1856,
     "shape/mcu_upsample_bilinear_s8_mve": 960,
     "shape/mcu_upsample_nearest_s8": 384,
     "shared/mcu_gemm2_s8_dsp": 3648,
