@@ -41,6 +41,7 @@ SPECS = [
     kernel("mcu_conv2d_s8", "conv", CONV, raster=True, strided=True),
     kernel("mcu_conv2d_grouped_s8", "conv", CONV, strided=True),
     kernel("mcu_dwconv2d_s8", "conv", CONV, raster=True, strided=True),
+    kernel("mcu_conv_transpose2d_s8", "conv", CONV),  # gather form: the true MACs
     kernel("mcu_conv2d_add_s8", "conv", "mcu_conv2d_add_params_t", inplace="residual", raster=True),
     kernel("mcu_conv2d_s16", "s16", CONV, strided=True),
     kernel("mcu_dwconv2d_s16", "s16", CONV, strided=True),
@@ -61,6 +62,9 @@ SPECS = [
             conv2d_1x1_s8_fast_scratch_bytes, raster=True, widen=fast_widen_gain, **COPY_FIRST, **STRIDED),
     variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes,
             widen=fast_widen_gain, raster=True, raster_first=True, **STRIDED),
+    # transposed conv (gather form): Helium (16-lane dot products over C_in), DSP (SMLAD on widened pairs)
+    variant("mcu_conv_transpose2d_s8_mve", "conv", "mcu_conv_transpose2d_s8", MVE),
+    variant("mcu_conv_transpose2d_s8_dsp", "conv", "mcu_conv_transpose2d_s8", DSP),
     # depthwise: the any-window Helium one first (every window bar a strided 3x3, is_dw_any_mve), the 3x3 ones, then
     # the any-window DSP one (output rows in order: pixel pairs, then the rest of the row)
     variant("mcu_dwconv2d_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw_any_mve, prepare_dwk_mve,
