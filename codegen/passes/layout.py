@@ -7,7 +7,7 @@
 - A reshape whose NHWC side is not trivially ordered (C > 1 and H*W > 1) gets an explicit transpose
   to or from torch order, so reshapes always move bytes in torch order.
 - softmax over the channel dim of a 4-d tensor becomes softmax over the last (NHWC) dim.
-- Axis attributes of 4-d ops are remapped: concat's and slice's dim, mean/sum dims, permute's perm (composed with
+- Axis attributes of 4-d ops are remapped: concat's, slice's, gather's and scatter's dim, mean/sum dims, permute's perm (composed with
   the layout permutations into one transpose). Upsample, clamp and look-up tables are layout-free.
 - Broadcasting add/sub/mul with a 4-d output see every operand as 4-d NHWC: constants are transposed at
   compile time, lower-rank activations are viewed (or transposed) to the padded 4-d shape.
@@ -141,8 +141,8 @@ def nhwc_axes(node: Node, rank: int) -> Node:
         return node.replace(op="transpose", attrs={"perm": tuple(perm)})
     if rank != 4:
         return node
-    if node.op in ("concat", "slice"):
-        return node.replace(attrs={**a, "dim": TO_NCHW[a["dim"]]})
+    if node.op in ("concat", "slice", "gather", "scatter"):  # gather / scatter: 1-d indices (4-d in and out)
+        return node.replace(attrs={**a, "dim": TO_NCHW[a["dim"] % 4]})
     if node.op == "pad":
         torch_widths = pad_widths(4, a["pads"])
         return node.replace(attrs={**a, "widths": tuple(torch_widths[TO_NHWC[i]] for i in range(4))})
@@ -171,7 +171,8 @@ def rewrite_node(r: Rewrite, node: Node) -> None:
         r.reshape(node)
     elif node.op == "softmax" and rank == 4:
         r.nodes.append(nhwc_softmax(node))
-    elif node.op in ("linear", "matmul", "layer_norm"):
+    elif node.op in ("linear", "matmul", "layer_norm") or (
+            node.op in ("gather", "scatter") and rank == 4 and len(old[node.outputs[0]].shape) != 4):
         r.in_torch_order(node)
     elif node.op in BROADCASTING and len(old[node.outputs[0]].shape) == 4:
         r.nodes.append(node.replace(inputs=tuple(r.nhwc_operand(i) for i in node.inputs)))

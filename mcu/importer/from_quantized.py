@@ -271,19 +271,22 @@ class _Importer:
 
     def float_input(self, a: FxNode) -> str:
         """The float32 IR tensor a float op reads for fx node a: a float op's result, a float constant, a float32
-        model input, or the dequantize of an integer tensor (made once)."""
+        model input, or the dequantize of an integer tensor (made once). An index (int32: an integer model input, or
+        a view of one) is read as it is: a gather's indices."""
         if a in self.floats:
             return self.floats[a]
         if a.op == "get_attr":
             return self.float_const(a)
         if a.op == "placeholder" and a not in self.value:  # a float op reads the model's input: a float32 input
-            self.value[a] = self.add_input(a, "float32")
+            self.value[a] = self.add_input(a, "float32" if a.meta["val"].is_floating_point() else "int32")
             return self.value[a]
         if a.op == "placeholder" and self.tensors[self.value[a]].dtype == "float32":
             return self.value[a]
         src = self.value.get(a)
         if src is None:
             raise QuantizationError(f"input {a.name} of a float32 op is neither quantized nor float")
+        if self.tensors[src].dtype == "int32":
+            return src
         if src not in self.dequantized:
             self.dequantized[src] = f"t{len(self.tensors)}"
             self.tensors[self.dequantized[src]] = Tensor(self.dequantized[src], self.tensors[src].shape, "float32")

@@ -53,16 +53,29 @@ def _sdpa(b, n):
     if causal or mask is not None:
         b.island = "attention mask"  # a -1e9 mask would swamp an int8 range: the masked softmax stays float
         if isinstance(mask, Node) and mask.meta["val"].dtype != torch.bool:
-            s = b(aten.add.Tensor, s, mask)
+            s = b(aten.add.Tensor, s, _scores_shaped(b, mask, qs, ks))
         else:
             allowed = torch.ones(qs[-2], ks[-2], dtype=torch.bool).tril() if causal else b.tensor(mask)
-            if allowed is None:
-                raise b.refuse("scaled_dot_product_attention with a computed boolean mask",
-                             "pass a float additive mask, or is_causal=True")
-            bias = torch.zeros(allowed.shape).masked_fill(~allowed.bool(), -1e9)
-            s = b(aten.add.Tensor, s, b.const("_mcu_attn_mask", bias))
+            if allowed is None:  # computed by the model (a comparison): the additive mask at run time
+                s = b(aten.add.Tensor, s, _scores_shaped(b, b(aten.where.Scalar, mask, 0.0, -1e9), qs, ks))
+            else:
+                bias = torch.zeros(allowed.shape).masked_fill(~allowed.bool(), -1e9)
+                s = b(aten.add.Tensor, s, _scores_shaped(b, b.const("_mcu_attn_mask", bias), qs, ks))
     out = b(aten.matmul.default, b(aten.softmax.int, s, -1), v, island=False)
     return out if len(qs) == 3 else b(aten.reshape.default, out, [*qs[:-1], vs[-1]], island=False)
+
+
+def _scores_shaped(b, mask, qs, ks):
+    """An additive mask broadcastable to the scores [..., L, S] as one the [B, L, S] scores take: its last two
+    dims when it repeats over the batch dims, else expanded and flattened like them."""
+    ms = list(b.shape(mask))
+    if len(ms) <= 2 or (len(qs) == 3 and len(ms) == 3):
+        return mask
+    if all(d == 1 for d in ms[:-2]):
+        return b(aten.reshape.default, mask, ms[-2:], island=False)
+    full = [*qs[:-2], qs[-2], ks[-2]]
+    return b(aten.reshape.default, b(aten.expand.default, mask, full, island=False),
+             [math.prod(qs[:-2]), qs[-2], ks[-2]], island=False)
 
 
 def _cumsum(b, n):

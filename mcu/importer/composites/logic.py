@@ -27,14 +27,28 @@ NOT = {aten.logical_not.default, aten.bitwise_not.default}
 AND = {aten.logical_and.default, aten.bitwise_and.Tensor, aten.__and__.Tensor}
 
 
+# ops that only move elements: a bool tensor through them stays what its origin is
+VIEWS = {aten.view.default, aten.reshape.default, aten.unsqueeze.default, aten.squeeze.dim, aten.expand.default,
+         aten.permute.default, aten.transpose.int, aten.slice.Tensor, aten.select.int, aten.clone.default,
+         aten.alias.default}
+
+
 def _mask(b, c) -> Node:
-    """A condition as a float 0/1 tensor: already one (a decomposed comparison or logical op), or a constant bool
-    mask."""
+    """A condition as a float 0/1 tensor: already one (a decomposed comparison or logical op, or a view of one: a
+    position mask `arange(n) <= pos`), or a constant bool mask. A boolean model input is refused."""
     if isinstance(c, Node) and c.meta["val"].dtype == torch.bool:
         t = b.tensor(c)
-        if t is None:
+        if t is not None:
+            return b.const("_mcu_mask", t.float())
+        views, origin = [], c
+        while isinstance(origin, Node) and origin.target in VIEWS:
+            views.append(origin)
+            origin = origin.args[0]
+        if not isinstance(origin, Node) or origin.op == "placeholder" or origin.meta["val"].dtype == torch.bool:
             raise b.refuse("a boolean model input as a condition", "pass it as a float 0/1 tensor")
-        return b.const("_mcu_mask", t.float())
+        for v in reversed(views):  # the views again, on the 0/1 float the comparison became
+            origin = b(v.target, origin, *v.args[1:], island=False)
+        return _masked(origin)
     return c
 
 
@@ -54,9 +68,46 @@ def _masked(node: Node) -> Node:
     return node
 
 
+ARANGES = {aten.arange.default, aten.arange.start, aten.arange.start_step}
+
+
+def _int_constant(b, a) -> torch.Tensor | None:
+    """An integer constant operand (an arange, a stored int tensor), else None."""
+    if not isinstance(a, Node) or a.meta["val"].is_floating_point():
+        return None
+    if a.target in ARANGES and all(isinstance(v, int) for v in a.args):
+        return torch.arange(*a.args)
+    return b.tensor(a)
+
+
+def _position_compare(b, n) -> Node | None:
+    """An integer constant vector against an integer model input of one element (a position: `arange(n) <= pos`,
+    a KV cache's mask) as row pos of a 0/1 table holding the comparison for every pos in [0, max + 1]: a gather
+    the device checks against that range (an index error past it). None for any other comparison."""
+    x, y = n.args[:2]
+    for const_side, (c, p) in enumerate(((x, y), (y, x))):
+        values = _int_constant(b, c)
+        if values is None or not isinstance(p, Node) or p.meta["val"].is_floating_point() or \
+                b.tensor(p) is not None or p.meta["val"].numel() != 1 or values.numel() == 0:
+            continue
+        positions = torch.arange(int(values.max()) + 2)
+        rows = [n.target(values, q) if const_side == 0 else n.target(q, values) for q in positions]
+        table = torch.stack([r.reshape(-1) for r in rows]).float()
+        b.island = "comparison"
+        if list(p.meta["val"].shape) != [1]:
+            p = b(aten.reshape.default, p, [1], island=False)
+        row = b(aten.index_select.default, b.const("_mcu_compare", table), 0, p)
+        return _masked(b(aten.reshape.default, row, list(n.meta["val"].shape), island=False))
+    return None
+
+
 def _compare(b, n):
     """A comparison as a float 0/1 tensor (a float island in int8): gt = relu(sign(x - y)), ge = 1 - gt(y, x),
-    eq = 1 - |sign(x - y)|, ne = |sign(x - y)|. Exact for finite values."""
+    eq = 1 - |sign(x - y)|, ne = |sign(x - y)|. Exact for finite values. An integer constant against a position
+    input: _position_compare."""
+    looked_up = _position_compare(b, n)
+    if looked_up is not None:
+        return looked_up
     kind, swapped = COMPARISONS[n.target]
     x, y = n.args[:2]
     if swapped:
