@@ -48,6 +48,17 @@ def dsp_wide(params: dict) -> bool:
 compact_window = dsp_conv_compact
 
 
+# A fully connected layer over this many rows or more runs as a 1x1 conv over them (the 2x2 DSP GEMM reads each
+# weight once per row pair; the GEMV once per row). M4, scripts/fc_bench.py: T = 8..32, K, N = 64..256: 0.64-0.72
+# MAC/instruction one row at a time, 0.94-1.09 as the GEMM.
+FC_GEMM_ROWS = 2
+
+
+def is_fc_gemm(p: dict) -> bool:
+    """Whether a fully connected layer runs as a GEMM over its rows (FC_GEMM_ROWS)."""
+    return p["batches"] >= FC_GEMM_ROWS
+
+
 def is_1x1(p: dict) -> bool:
     return p["filter"][1] == 1 and p["filter"][2] == 1 and p["pad_top"] == 0 and p["pad_left"] == 0
 

@@ -623,9 +623,10 @@ MCU_INLINE int32_t mcu_dsp_g2_pair_bytes(int32_t steps, int32_t step_bytes)
 
 /* The state of a GEMM over x (S * 4 + 2 words from x - 1 on) and the filter (its header word: the weight bytes
  * per step, 8 or 16; then the stream); checks the records of its c_out channels (as mcu_rq3_check) and sets the
- * mode. Code bytes of one step of the assembly's body: two LDM.W and eight SMLAD, and four SXTB16 for int8. */
+ * mode from the output offset and clamp. Code bytes of one step of the assembly's body: two LDM.W and eight SMLAD, and four SXTB16 for int8. */
 MCU_INLINE mcu_status_t mcu_dsp_g2_open(mcu_dsp_g2_t *g, const int8_t *filter, uint32_t *x, int32_t steps,
-                                        int32_t c_out, const mcu_conv2d_params_t *p, mcu_rq_mode_t *m)
+                                        int32_t c_out, int32_t output_offset, int32_t act_min, int32_t act_max,
+                                        mcu_rq_mode_t *m)
 {
     const int32_t step_bytes = (int32_t)mcu_read_u32(filter);
     if (step_bytes != 8 && step_bytes != 16) {
@@ -636,7 +637,7 @@ MCU_INLINE mcu_status_t mcu_dsp_g2_open(mcu_dsp_g2_t *g, const int8_t *filter, u
     g->step_bytes = step_bytes;
     g->stream = filter + 4;
     g->entry = (MCU_DSP_G2_CHUNK - mcu_dsp_g2_first(steps)) * (step_bytes == 8 ? 56 : 40) + 1;
-    *m = (mcu_rq_mode_t){p->act_min, p->act_max, p->output_offset, 1, 0};
+    *m = (mcu_rq_mode_t){act_min, act_max, output_offset, 1, 0};
     const int32_t pair = mcu_dsp_g2_pair_bytes(steps, step_bytes);
     for (int32_t c = 0; c < c_out; ++c) {
         const int32_t *rec = (const int32_t *)(const void *)(g->stream + (c / 2 + 1) * pair - 24 + (c % 2) * 12);
@@ -645,7 +646,7 @@ MCU_INLINE mcu_status_t mcu_dsp_g2_open(mcu_dsp_g2_t *g, const int8_t *filter, u
         }
         m->records_fast = m->records_fast && rec[1] >= 0;
     }
-    m->fast = m->records_fast && p->act_min == MCU_Q7_MIN && p->act_max == MCU_Q7_MAX;
+    m->fast = m->records_fast && act_min == MCU_Q7_MIN && act_max == MCU_Q7_MAX;
     return MCU_OK;
 }
 
