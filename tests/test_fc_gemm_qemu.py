@@ -5,7 +5,9 @@ core) on the host C compiler (its C stand-ins) and under QEMU on the M4, and as 
 - One firmware per board runs every case: rows 2..33 (odd counts: a last row alone), K with tails (not a multiple
   of 4) and past one 16-step chunk of the core, N odd (a zero channel pads the last pair), 256 rows (the int16
   weight stream, geometry.dsp_wide), cycling the quantization modes (int8 clamp: the assembly; extreme offsets and
-  a narrow clamp, shifts >= 0, ties: the C path) and a missing bias.
+  a narrow clamp, shifts >= 0, ties: the C path) and a missing bias; then int8 clamps and even N, where the M4
+  runs rows three at a time (the 3x2 core) and the rest in pairs.
+- The host has no DSP assembly: it runs the 2-row core's C (pairs only).
 """
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ MODES = [("normal", "full"), ("normal", True), ("slow", False), ("ties", "full")
 # (rows, K, N): token shapes, tails and odd counts
 SHAPES = [(8, 64, 64), (16, 64, 128), (32, 128, 64), (2, 37, 11), (3, 16, 5), (33, 96, 17), (9, 200, 31),
           (5, 65, 2), (7, 4, 1), (4, 1, 3), (32, 70, 33), (256, 12, 6)]
+# int8 clamp and even N: the 3-row core (mcu_dsp_g3_run) for rows in threes, pairs for the rest (T % 3 == 1: the
+# last 4 rows as two pairs); K from one step to several 16-step chunks, with tails
+FAST = [(3, 4, 2), (4, 8, 4), (5, 64, 2), (7, 36, 10), (16, 100, 34), (32, 64, 64), (9, 200, 8), (6, 3, 6),
+        (8, 129, 16), (30, 67, 20)]
 
 
 def fc_cases(seed: int) -> GraphBuilder:
@@ -35,6 +41,8 @@ def fc_cases(seed: int) -> GraphBuilder:
     for i, (t, k, n) in enumerate(SHAPES):
         mode, extreme = MODES[i % len(MODES)]
         g.fc(t, k, n, bias=i % 5 != 3, extreme=extreme, mode=mode, family="fc")
+    for i, (t, k, n) in enumerate(FAST):
+        g.fc(t, k, n, bias=i % 4 != 1, extreme="full", family="fc")
     return g
 
 
@@ -62,7 +70,7 @@ def test_fc_picks_the_gemm_over_two_rows_and_more():
     m4 = select_kernels(g.graph(), Target.of_board(load_board("mps2-an386")))
     assert [n.call.kernel for n in m4.nodes] == ["mcu_fully_connected_s8_dsp"] + [PICK["mps2-an386"]] * 2
     assert [len(n.outputs) for n in m4.nodes] == [1, 2, 2]
-    assert [m4.tensors[n.outputs[1]].shape for n in m4.nodes[1:]] == [(16 * 16 + 8,)] * 2
+    assert [m4.tensors[n.outputs[1]].shape for n in m4.nodes[1:]] == [(24 * 16 + 8,)] * 2
     m55 = select_kernels(g.graph(), Target.of_board(load_board("mps3-an547")))
     assert {n.call.kernel for n in m55.nodes} == {PICK["mps3-an547"]}
 

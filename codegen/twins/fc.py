@@ -26,8 +26,8 @@ def fully_connected_s8(params: dict, multiplier: np.ndarray, shift: np.ndarray, 
 
 
 def fully_connected_gemm_s8_dsp_scratch_bytes(p: dict) -> int:
-    """Twin of mcu_fully_connected_gemm_s8_dsp_scratch_bytes: a row pair widened to int16, a word before and after."""
-    return 16 * (-(-p["in_features"] // 4)) + 8
+    """Twin of mcu_fully_connected_gemm_s8_dsp_scratch_bytes: three rows widened to int16, a word before and after."""
+    return 24 * (-(-p["in_features"] // 4)) + 8
 
 
 def _matmul_rhs(p: dict, rhs: np.ndarray, dtype) -> np.ndarray:

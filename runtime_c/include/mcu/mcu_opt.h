@@ -601,6 +601,8 @@ typedef struct {
     int32_t steps;        /* 20: S >= 1 */
     int32_t step_bytes;   /* 24: weight bytes per step: 8 (int8 words) or 16 (int16 words) */
     const int8_t *stream; /* 28: the first pair */
+    int32_t stride2;      /* 32: the 3-row GEMM (mcu_dsp_g3_run): row 2's outputs are at out + stride2 */
+    int32_t entry3;       /* 36: the 3-row GEMM: as entry, in its step body */
 } mcu_dsp_g2_t;
 
 /* Control words of one pair: one per chunk of the steps after the first, at least one. */
@@ -707,6 +709,17 @@ MCU_INLINE void mcu_dsp_expand2_9x3(const int8_t *a, const int8_t *b, int32_t rs
 /* One pixel pair: out0 (pixel 0) and out0 + stride (pixel 1) get all c_out channels from the widened pair
  * g->x (the word after its steps may be overwritten) and the stream w. (shared/mcu_gemm2_s8_dsp.c) */
 void mcu_dsp_g2_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride, int32_t c_out, const mcu_rq_mode_t *m);
+
+#if MCU_DSP_ASM
+/* Three rows x two channels per block (the fully connected GEMM, mcu_fully_connected_gemm_s8_dsp), over the same
+ * int8 stream: each weight step widened once serves 3 rows, 20 instructions a step (two LDM for the weights, four
+ * SXTB16, three LDM for x, twelve SMLAD) for 24 MACs, against 14 for 16. Fast mode, int8 stream (step_bytes 8),
+ * whole pairs only (even c_out); x (mcu_dsp_expand3): per step {a (t0, t2), a (t1, t3), b ..., c ...}, the three
+ * rows widened, S * 6 + 2 words from x - 1 on (the entry address before, the state's address after). Registers:
+ * all 14, as the 2-row core. (shared/mcu_gemm2_s8_dsp.c) */
+void mcu_dsp_expand3(const int8_t *a, const int8_t *b, const int8_t *c, int32_t n, uint32_t *dst);
+void mcu_dsp_g3_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride);
+#endif
 
 /* The any-window DSP depthwise's filter stream (packing.pack_dw_pair_stream): bytes per group of 4 channels of a
  * kh x kw window (4 biases, 4 words per pair of taps of a row, 4 3-word records). */
