@@ -639,15 +639,29 @@ MCU_INLINE mcu_status_t mcu_dsp_g2_open(mcu_dsp_g2_t *g, const int8_t *filter, u
     g->step_bytes = step_bytes;
     g->stream = filter + 4;
     g->entry = (MCU_DSP_G2_CHUNK - mcu_dsp_g2_first(steps)) * (step_bytes == 8 ? 56 : 40) + 1;
-    *m = (mcu_rq_mode_t){act_min, act_max, output_offset, 1, 0};
-    const int32_t pair = mcu_dsp_g2_pair_bytes(steps, step_bytes);
-    for (int32_t c = 0; c < c_out; ++c) {
-        const int32_t *rec = (const int32_t *)(const void *)(g->stream + (c / 2 + 1) * pair - 24 + (c % 2) * 12);
+    /* the records of channel c at pair c / 2's end: both of a whole pair at once (any negative multiplier or
+     * shift sets its OR's sign; a shift outside [0, 30] takes mcu_rq3_check's full test), then a last one alone */
+    const int32_t pair_words = mcu_dsp_g2_pair_bytes(steps, step_bytes) / 4;
+    const int32_t *rec = (const int32_t *)(const void *)(g->stream + 4 * pair_words - 24);
+    int32_t mults = 0, shifts = 0;
+    for (int32_t c = 0; c + 1 < c_out; c += 2, rec += pair_words) {
+        mults |= rec[0] | rec[3];
+        shifts |= rec[1] | rec[4];
+        if (((uint32_t)rec[1] > 30u || (uint32_t)rec[4] > 30u) && mcu_rq3_check(rec, 2) != MCU_OK) {
+            return MCU_ERR_ARG;
+        }
+    }
+    if (c_out % 2 == 1) {
+        mults |= rec[0];
+        shifts |= rec[1];
         if (mcu_rq3_check(rec, 1) != MCU_OK) {
             return MCU_ERR_ARG;
         }
-        m->records_fast = m->records_fast && rec[1] >= 0;
     }
+    if (mults < 0) {
+        return MCU_ERR_ARG;
+    }
+    *m = (mcu_rq_mode_t){act_min, act_max, output_offset, shifts >= 0, 0};
     m->fast = m->records_fast && act_min == MCU_Q7_MIN && act_max == MCU_Q7_MAX;
     return MCU_OK;
 }

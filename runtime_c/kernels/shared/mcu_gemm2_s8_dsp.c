@@ -1,5 +1,4 @@
-/* The DSP GEMM cores (mcu_opt.h): the 2x2 one of the _dsp convs (widening two pixels, one pixel pair x all
- * channels) and the 3x2 one of the fully connected GEMM (three rows x all channels). */
+/* The DSP GEMM cores (mcu_opt.h): 2x2 (the _dsp convs, the fully connected GEMM's pairs) and 3x2 (its rows). */
 #include <stddef.h>
 #include <stdint.h>
 
