@@ -1,6 +1,7 @@
-"""Fully connected speed over T token rows on QEMU: MACs per instruction of the int8 fully connected layer as the
-board's registry picks it (mcu_fully_connected_s8_dsp on the M4, _mve on the M55, or a GEMM variant where it
-applies), and of the 1x1 conv variant on the same GEMM (input [1, 1, T, K] -> [1, 1, T, N]), per T, K and N.
+"""Fully connected speed over T token rows on QEMU: MACs per instruction of the int8 fully connected layer one row at
+a time (mcu_fully_connected_s8_dsp on the M4: before the GEMM variant), as the board's registry picks it
+(mcu_fully_connected_gemm_s8_dsp on the M4, _mve on the M55), and of the 1x1 conv variant on the same GEMM (input
+[1, 1, T, K] -> [1, 1, T, N]), per T, K and N.
 
     python scripts/fc_bench.py [--rows 8,16,32] [--sizes 64,128,256] [--boards mps2-an386,mps3-an547]
 Prints a Markdown table. One profiling firmware (-DMCU_PROFILE, as scripts/dw_bench.py) per board and row count
@@ -30,7 +31,9 @@ from mcu.qemu.runner import INSTRUCTIONS_PER_SECOND, run_firmware
 _LINE = re.compile(r"^MCU_PROFILE op=(\d+) ticks=(\d+)\s*$", re.MULTILINE)
 
 FEATURES = {"mps2-an386": {"dsp"}, "mps3-an547": {"dsp", "mve"}}
+ROW = {"mps2-an386": "mcu_fully_connected_s8_dsp"}  # one row at a time, where the board picks a GEMM instead
 CONV1X1 = {"mps2-an386": "mcu_conv2d_1x1_s8_dsp", "mps3-an547": "mcu_conv2d_1x1_s8_mve"}
+KINDS = ("row", "fc", "conv")
 
 
 def _consts(tensors: dict, name: str, k: int, n: int, wshape: tuple, rng) -> None:
@@ -72,9 +75,10 @@ def selected(node: Node, board: str, tensors: dict) -> Node:
     return node
 
 
-def firmware_graph(board: str, t: int, sizes: list[int], conv: bool) -> tuple[Graph, list[tuple]]:
-    """Every (K, N) on one input of t rows of max(sizes): the fully connected layer as selected, or the 1x1 conv
-    variant; labels (kernel, K, N) per call."""
+def firmware_graph(board: str, t: int, sizes: list[int], kind: str) -> tuple[Graph, list[tuple]]:
+    """Every (K, N) on one input of t rows of max(sizes): the fully connected layer one row at a time ("row"), as
+    selected ("fc"), or the 1x1 conv variant ("conv"); labels (kernel, K, N) per call."""
+    conv = kind == "conv"
     rng = np.random.default_rng(t)
     kmax = max(sizes)
     shape = (1, 1, t, kmax) if conv else (t, kmax)
@@ -89,7 +93,10 @@ def firmware_graph(board: str, t: int, sizes: list[int], conv: bool) -> tuple[Gr
                 tensors[x] = Tensor(x, shape[:-1] + (k,), "int8", QParams.tensor(0.05, 0),
                                     layout="NHWC" if conv else None)
             node = (conv_node if conv else fc_node)(name, tensors, x, t, k, n, rng)
-            node = as_variant(node, KERNELS[CONV1X1[board]], tensors) if conv else selected(node, board, tensors)
+            if kind == "fc":
+                node = selected(node, board, tensors)
+            else:
+                node = as_variant(node, KERNELS[(CONV1X1 if conv else ROW)[board]], tensors)
             nodes.append(node)
             labels.append((node.call.kernel, k, n))
     inputs = tuple(dict.fromkeys(nd.inputs[0] for nd in nodes))
@@ -123,35 +130,30 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     boards, rows = args.boards.split(","), [int(t) for t in args.rows.split(",")]
     sizes = [int(s) for s in args.sizes.split(",")]
-    results: dict[tuple, float] = {}  # (board, "fc"/"conv", t, k, n) -> MAC/instruction
+    kinds = {b: [k for k in KINDS if (k != "row" or b in ROW) and (k != "conv" or not args.no_conv)] for b in boards}
+    results: dict[tuple, float] = {}  # (board, kind, t, k, n) -> MAC/instruction
     kernels: dict[tuple, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for board in boards:
             for t in rows:
-                for conv in (False,) if args.no_conv else (False, True):
-                    graph, labels = firmware_graph(board, t, sizes, conv)
-                    out_dir = Path(tmp) / f"{board}-{t}-{conv}"
+                for kind in kinds[board]:
+                    graph, labels = firmware_graph(board, t, sizes, kind)
+                    out_dir = Path(tmp) / f"{board}-{t}-{kind}"
                     out_dir.mkdir()
                     counts, _ = instructions_per_call(graph, board, out_dir)
                     for (kernel, k, n), count in zip(labels, counts):
-                        which = "conv" if conv else "fc"
-                        results[(board, which, t, k, n)] = t * k * n / count
-                        kernels[(board, which)] = kernel
-                    print(f"# {board} T={t} {'1x1 conv' if conv else 'fc'}: done", file=sys.stderr)
+                        results[(board, kind, t, k, n)] = t * k * n / count
+                        kernels[(board, kind)] = kernel
+                    print(f"# {board} T={t} {kind}: done", file=sys.stderr)
     cores = {"mps2-an386": "M4", "mps3-an547": "M55"}
-    head = ["T", "K", "N"]
-    for b in boards:
-        for which in ("fc",) if args.no_conv else ("fc", "conv"):
-            head.append(f"{cores.get(b, b)} {kernels[(b, which)][4:]}")
+    head = ["T", "K", "N"] + [f"{cores.get(b, b)} {kernels[(b, kind)][4:]}" for b in boards for kind in kinds[b]]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for t in rows:
         for k in sizes:
             for n in sizes:
                 row = [str(t), str(k), str(n)]
-                for b in boards:
-                    for which in ("fc",) if args.no_conv else ("fc", "conv"):
-                        row.append(f"{results[(b, which, t, k, n)]:.3f}")
+                row += [f"{results[(b, kind, t, k, n)]:.3f}" for b in boards for kind in kinds[b]]
                 print("| " + " | ".join(row) + " |")
     return 0
 

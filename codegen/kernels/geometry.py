@@ -48,9 +48,9 @@ def dsp_wide(params: dict) -> bool:
 compact_window = dsp_conv_compact
 
 
-# A fully connected layer over this many rows or more runs as a 1x1 conv over them (the 2x2 DSP GEMM reads each
-# weight once per row pair; the GEMV once per row). M4, scripts/fc_bench.py: T = 8..32, K, N = 64..256: 0.64-0.72
-# MAC/instruction one row at a time, 0.94-1.09 as the GEMM.
+# A fully connected layer over this many rows or more runs as a GEMM over them, as a 1x1 conv does over its pixels
+# (the DSP GEMM reads each weight once per 3 rows, or per pair; the GEMV once per row). M4, scripts/fc_bench.py:
+# T = 8..32, K, N = 64..256: 0.64-0.72 MAC/instruction one row at a time, 1.00-1.14 as the GEMM.
 FC_GEMM_ROWS = 2
 
 
