@@ -2,7 +2,7 @@
 Helium, DSP, scalar) and int16 DSP variant. Constants: codegen/kernels/prepare.py; C: runtime_c/kernels/fc."""
 from __future__ import annotations
 
-from mcu.codegen.kernels import GEMM2_DSP, GEMM_MVE, kernel, variant
+from mcu.codegen.kernels import GEMM2_DSP, GEMM3_DSP, GEMM_MVE, kernel, variant
 from mcu.codegen.kernels.geometry import INT4, is_fc_gemm
 from mcu.codegen.kernels.prepare import (prepare_dsp, prepare_dsp_gemm, prepare_fast, prepare_mve, prepare_s4,
                                          prepare_s16_fc_dsp)
@@ -22,7 +22,7 @@ SPECS = [
             links=(GEMM_MVE,)),
     # over several rows: the 1x1 conv's 2x2 GEMM (is_fc_gemm), else one row at a time
     variant("mcu_fully_connected_gemm_s8_dsp", "fc", "mcu_fully_connected_s8", ("dsp",), is_fc_gemm,
-            prepare_dsp_gemm, fully_connected_gemm_s8_dsp_scratch_bytes, links=(GEMM2_DSP,)),
+            prepare_dsp_gemm, fully_connected_gemm_s8_dsp_scratch_bytes, links=(GEMM2_DSP, GEMM3_DSP)),
     variant("mcu_fully_connected_s8_dsp", "fc", "mcu_fully_connected_s8", ("dsp",), prepare=prepare_dsp),
     variant("mcu_fully_connected_s8_fast", "fc", "mcu_fully_connected_s8", prepare=prepare_fast),
     variant("mcu_matmul_s8_mve", "fc", "mcu_matmul_s8", ("mve",)),

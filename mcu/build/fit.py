@@ -69,7 +69,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "fallback/mcu_quantize_f32_s8": 384,
     "fc/mcu_fully_connected_s4": 1728,
     "fc/mcu_fully_connected_s8": 960,
-    "fc/mcu_fully_connected_gemm_s8_dsp": 1088,
+    "fc/mcu_fully_connected_gemm_s8_dsp": 704,
     "fc/mcu_fully_connected_s8_dsp": 2560,
     "fc/mcu_fully_connected_s8_fast": 2688,
     "fc/mcu_fully_connected_s8_mve": 576,
@@ -112,7 +112,8 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "shape/mcu_concat_s8": 960,
     "shape/mcu_transpose_s8": 448,
     "shape/mcu_upsample_nearest_s8": 384,
-    "shared/mcu_gemm2_s8_dsp": 6080,
+    "shared/mcu_gemm2_s8_dsp": 4224,
+    "shared/mcu_gemm3_s8_dsp": 2432,
     "shared/mcu_gemm_s8_mve": 2880,
 }
 DEFAULT_CODE_BYTES = 4096

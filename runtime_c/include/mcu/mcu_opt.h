@@ -625,46 +625,10 @@ MCU_INLINE int32_t mcu_dsp_g2_pair_bytes(int32_t steps, int32_t step_bytes)
 
 /* The state of a GEMM over x (S * 4 + 2 words from x - 1 on) and the filter (its header word: the weight bytes
  * per step, 8 or 16; then the stream); checks the records of its c_out channels (as mcu_rq3_check) and sets the
- * mode from the output offset and clamp. Code bytes of one step of the assembly's body: two LDM.W and eight SMLAD, and four SXTB16 for int8. */
-MCU_INLINE mcu_status_t mcu_dsp_g2_open(mcu_dsp_g2_t *g, const int8_t *filter, uint32_t *x, int32_t steps,
-                                        int32_t c_out, int32_t output_offset, int32_t act_min, int32_t act_max,
-                                        mcu_rq_mode_t *m)
-{
-    const int32_t step_bytes = (int32_t)mcu_read_u32(filter);
-    if (step_bytes != 8 && step_bytes != 16) {
-        return MCU_ERR_ARG;
-    }
-    g->x = x;
-    g->steps = steps;
-    g->step_bytes = step_bytes;
-    g->stream = filter + 4;
-    g->entry = (MCU_DSP_G2_CHUNK - mcu_dsp_g2_first(steps)) * (step_bytes == 8 ? 56 : 40) + 1;
-    /* the records of channel c at pair c / 2's end: both of a whole pair at once (any negative multiplier or
-     * shift sets its OR's sign; a shift outside [0, 30] takes mcu_rq3_check's full test), then a last one alone */
-    const int32_t pair_words = mcu_dsp_g2_pair_bytes(steps, step_bytes) / 4;
-    const int32_t *rec = (const int32_t *)(const void *)(g->stream + 4 * pair_words - 24);
-    int32_t mults = 0, shifts = 0;
-    for (int32_t c = 0; c + 1 < c_out; c += 2, rec += pair_words) {
-        mults |= rec[0] | rec[3];
-        shifts |= rec[1] | rec[4];
-        if (((uint32_t)rec[1] > 30u || (uint32_t)rec[4] > 30u) && mcu_rq3_check(rec, 2) != MCU_OK) {
-            return MCU_ERR_ARG;
-        }
-    }
-    if (c_out % 2 == 1) {
-        mults |= rec[0];
-        shifts |= rec[1];
-        if (mcu_rq3_check(rec, 1) != MCU_OK) {
-            return MCU_ERR_ARG;
-        }
-    }
-    if (mults < 0) {
-        return MCU_ERR_ARG;
-    }
-    *m = (mcu_rq_mode_t){act_min, act_max, output_offset, shifts >= 0, 0};
-    m->fast = m->records_fast && act_min == MCU_Q7_MIN && act_max == MCU_Q7_MAX;
-    return MCU_OK;
-}
+ * mode from the output offset and clamp. Code bytes of one step of the assembly's body: two LDM.W and eight
+ * SMLAD, and four SXTB16 for int8. (shared/mcu_gemm2_s8_dsp.c, compiled once for every kernel that opens one) */
+mcu_status_t mcu_dsp_g2_open(mcu_dsp_g2_t *g, const int8_t *filter, uint32_t *x, int32_t steps, int32_t c_out,
+                             int32_t output_offset, int32_t act_min, int32_t act_max, mcu_rq_mode_t *m);
 
 /* A compact conv window (mcu_dsp_conv_compact in mcu_kernels.h, beside the scratch sizes it decides) is widened
  * whole: its K taps in one run, padded to a step at the end, not row by row. */
@@ -724,14 +688,15 @@ MCU_INLINE void mcu_dsp_expand2_9x3(const int8_t *a, const int8_t *b, int32_t rs
  * g->x (the word after its steps may be overwritten) and the stream w. (shared/mcu_gemm2_s8_dsp.c) */
 void mcu_dsp_g2_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride, int32_t c_out, const mcu_rq_mode_t *m);
 
-#if MCU_DSP_ASM
 /* Three rows x two channels per block (the fully connected GEMM, mcu_fully_connected_gemm_s8_dsp), over the same
  * int8 stream: each weight step widened once serves 3 rows, 20 instructions a step (two LDM for the weights, four
  * SXTB16, three LDM for x, twelve SMLAD) for 24 MACs, against 14 for 16. Fast mode, int8 stream (step_bytes 8),
  * whole pairs only (even c_out); x (mcu_dsp_expand3): per step {a (t0, t2), a (t1, t3), b ..., c ...}, the three
  * rows widened, S * 6 + 2 words from x - 1 on (the entry address before, the state's address after). Registers:
- * all 14, as the 2-row core. (shared/mcu_gemm2_s8_dsp.c) */
+ * all 14, as the 2-row core. (shared/mcu_gemm3_s8_dsp.c; the assembly only on Thumb-2 cores with the DSP
+ * extension, MCU_DSP_ASM) */
 void mcu_dsp_expand3(const int8_t *a, const int8_t *b, const int8_t *c, int32_t n, uint32_t *dst);
+#if MCU_DSP_ASM
 void mcu_dsp_g3_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride);
 #endif
 

@@ -9,7 +9,7 @@
  * (shared/mcu_gemm2_s8_dsp.c), which widens each pair of rows once and reads every weight once per pair,
  * against once per row in mcu_fully_connected_s8_dsp. The filter is the core's stream (bias folded in). With
  * int8 weights, in fast mode and on whole channel pairs, rows go three at a time through the 3x2 core over the
- * same stream (each widened weight serves 3 rows); the rest in pairs. */
+ * same stream (shared/mcu_gemm3_s8_dsp.c: each widened weight serves 3 rows); the rest in pairs. */
 mcu_status_t mcu_fully_connected_gemm_s8_dsp(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
                                              const int8_t *input, const int8_t *weights, const int32_t *bias,
                                              int8_t *scratch, int8_t *output)
