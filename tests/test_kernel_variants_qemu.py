@@ -20,7 +20,7 @@ from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
 from calls import call
 from mcu.codegen.kernels import KERNELS
-from mcu.codegen.kernels.geometry import FAST_WIDE_ROWS, is_dw_any_mve
+from mcu.codegen.kernels.geometry import FAST_WIDE_ROWS, is_dw_any_mve, is_fc_gemm
 from mcu.codegen.memory import Location, plan_graph
 from mcu.codegen.plan_verifier import verify_tensor_plan
 from mcu.codegen.sharing import overlap_gap
@@ -318,6 +318,8 @@ def expected_kernel(node: Node, family: str, board: str) -> str:
         return stem + "_fast"  # one scalar kernel serves these cores
     if family == "dw" and board == "mps3-an547" and is_dw_any_mve(node.call.params):
         return "mcu_dwconv2d_s8_mve"  # any window, and a 3x3 one on the in-place geometry
+    if family == "fc" and board == "mps2-an386" and is_fc_gemm(node.call.params):
+        return "mcu_fully_connected_gemm_s8_dsp"  # several rows: the 1x1 conv's 2x2 GEMM
     return stem + SUFFIX[board]
 
 
@@ -450,7 +452,8 @@ def test_variants_get_exactly_their_scratch(board):
         scratched += 1
         assert node.outputs[1] == f"{node.name}_scratch"
         assert graph.tensors[node.outputs[1]].shape == (max(1, size(node.call.params)),)
-    assert scratched == {"mps2-an386": 8, "mps2-an385": 8}[board]  # the fully connected variants read their input in place
+    # the fully connected variants read their input in place, bar the DSP GEMM over 2 rows (a row pair widened)
+    assert scratched == {"mps2-an386": 9, "mps2-an385": 8}[board]
 
 
 # ---- Raster overlap on the device: each variant's output starts its derived gap below its dying input ----------

@@ -607,20 +607,22 @@ SCRATCH_VARIANTS = _scratch_variants()
 
 def _scratch_wrapper() -> str:
     lines = ["#include <stdint.h>", '#include "mcu/mcu_kernels.h"']
-    for kernel in sorted(SCRATCH_VARIANTS):
-        lines.append(f"int32_t t_{kernel}(const mcu_conv2d_params_t *p) {{ return {kernel}_scratch_bytes(p); }}")
+    for kernel, (_, v) in sorted(SCRATCH_VARIANTS.items()):
+        lines.append(f"int32_t t_{kernel}(const {v.params_type} *p) {{ return {kernel}_scratch_bytes(p); }}")
     return "\n".join(lines) + "\n"
 
 
 def _scratch_twin(kernel: str):
-    return getattr(conv, f"{kernel.removeprefix('mcu_')}_scratch_bytes")
+    return getattr(fc if "fully_connected" in kernel else conv, f"{kernel.removeprefix('mcu_')}_scratch_bytes")
 
 
 def test_scratch_variants_are_the_dsp_fast_and_int4_window_kernels():
-    """The fully connected variants read their input row in place (the DSP one widens it in the loop)."""
+    """The fully connected variants read their input row in place (the DSP one widens it in the loop), bar the DSP
+    GEMM over several rows, which widens three rows (or a pair) as the 1x1 conv does a pixel pair."""
     assert sorted(SCRATCH_VARIANTS) == ["mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_1x1_s8_fast", "mcu_conv2d_s4",
                                         "mcu_conv2d_s8_dsp", "mcu_conv2d_s8_fast", "mcu_dwconv2d_3x3_s8_dsp",
-                                        "mcu_dwconv2d_3x3_s8_fast", "mcu_dwconv2d_s8_dsp"]
+                                        "mcu_dwconv2d_3x3_s8_fast", "mcu_dwconv2d_s8_dsp",
+                                        "mcu_fully_connected_gemm_s8_dsp"]
     for kernel, (_, v) in SCRATCH_VARIANTS.items():
         assert v.scratch is _scratch_twin(kernel), kernel
 
@@ -635,11 +637,12 @@ def test_variant_scratch_bytes_c_equals_twin():
         params = conv_params((1, 20, 20, c_in), (8, kh, kw, c_in), (1, 4, 4, 8), pad=(i % 2, i % 3))
         if i % 4 == 0:  # the depthwise in-place geometry: stride 1, output dims == input dims
             params = conv_params((1, 6, 7, c_in), (1, 3, 3, c_in), (1, 6, 7, c_in), pad=(i % 3, i % 2))
-        for kernel in SCRATCH_VARIANTS:
+        fcp = fc_params(1 + i % 5, c_in, 8)
+        for kernel, (_, v) in SCRATCH_VARIANTS.items():
             fn = getattr(lib, f"t_{kernel}")
             fn.restype = ctypes.c_int32
-            assert fn(ctypes.byref(hostc.struct("mcu_conv2d_params_t", params))) == _scratch_twin(kernel)(params), \
-                (kernel, params)
+            pk = fcp if v.params_type == "mcu_fc_params_t" else params
+            assert fn(ctypes.byref(hostc.struct(v.params_type, pk))) == _scratch_twin(kernel)(pk), (kernel, pk)
     # hand-computed: the DSP conv widens an RGB 3x3 window whole (27 taps -> 28) and gathers it whole (28 bytes);
     # a 3x3x160 window row by row (480 taps a row) through 128-byte pieces; the 1x1 pair
     rgb = conv_params((1, 8, 8, 3), (8, 3, 3, 3), (1, 8, 8, 8), pad=(1, 1))
@@ -654,6 +657,7 @@ def test_variant_scratch_bytes_c_equals_twin():
     assert conv.dwconv2d_s8_dsp_scratch_bytes({**dw5, "dilation_w": 2}) == 16 * 5 * 32
     assert conv.conv2d_s4_scratch_bytes(conv_params((1, 8, 8, 160), (8, 1, 1, 160), (1, 8, 8, 8))) == 0
     assert conv.conv2d_1x1_s8_dsp_scratch_bytes(conv_params((1, 2, 2, 13), (8, 1, 1, 13), (1, 2, 2, 8))) == 16 * 4 + 8
+    assert fc.fully_connected_gemm_s8_dsp_scratch_bytes(fc_params(32, 13, 8)) == 24 * 4 + 8
     # KWS's depthwise: a pixel of padding, then a ring of 2 output rows of 5 pixels (it runs in place)
     assert conv.dwconv2d_3x3_s8_dsp_scratch_bytes(conv_params((1, 25, 5, 64), (1, 3, 3, 64), (1, 25, 5, 64),
                                                               pad=(1, 1))) == 64 + 2 * 5 * 64
@@ -685,7 +689,10 @@ def large_window_case(kernel: str, seed: int):
     rng = np.random.default_rng(seed)
     in_off, out_off = rand_offsets(rng)
     act = rand_act(rng, out_off)
-    if "dwconv" in kernel:
+    if "fully_connected" in kernel:  # 5 rows (2 pairs and a last row alone) of 1100
+        params = fc_params(5, 1100, 7, (in_off, out_off), act)
+        taps, xs, ws, c_out = 1100, (5, 1100), (7, 1100), 7
+    elif "dwconv" in kernel:
         c = 1100
         params = conv_params((1, 4, 5, c), (1, 3, 3, c), (1, 4, 5, c), pad=(1, 1), offsets=(in_off, out_off), act=act)
         taps, xs, ws, c_out = 9, (1, 4, 5, c), (1, 3, 3, c), c
@@ -710,7 +717,9 @@ def test_variant_with_large_window_matches_portable_in_exact_scratch(lib, kernel
     entry, canaries after it untouched); a NULL scratch is MCU_ERR_ARG before anything is written."""
     variant = SCRATCH_VARIANTS[kernel][1]
     args = large_window_case(kernel, seed)
-    expected = (conv.dwconv2d_s8 if "dwconv" in kernel else conv.conv2d_s8)(*args)
+    twin = fc.fully_connected_s8 if "fully_connected" in kernel else conv.dwconv2d_s8 if "dwconv" in kernel else \
+        conv.conv2d_s8
+    expected = twin(*args)
     c_args = prepared_variant_args(variant, *args)
     rng = np.random.default_rng(seed)
     size = variant.scratch(args[0])

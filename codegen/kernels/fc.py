@@ -2,9 +2,11 @@
 Helium, DSP, scalar) and int16 DSP variant. Constants: codegen/kernels/prepare.py; C: runtime_c/kernels/fc."""
 from __future__ import annotations
 
-from mcu.codegen.kernels import GEMM_MVE, kernel, variant
-from mcu.codegen.kernels.geometry import INT4, fast_widen_gain
-from mcu.codegen.kernels.prepare import prepare_dsp, prepare_fast, prepare_mve, prepare_s4, prepare_s16_fc_dsp
+from mcu.codegen.kernels import GEMM2_DSP, GEMM3_DSP, GEMM_MVE, kernel, variant
+from mcu.codegen.kernels.geometry import INT4, dsp_widen_gain, fast_widen_gain, is_fc_gemm
+from mcu.codegen.kernels.prepare import (prepare_dsp, prepare_dsp_gemm, prepare_fast, prepare_mve, prepare_s4,
+                                         prepare_s16_fc_dsp)
+from mcu.codegen.twins.fc import fully_connected_gemm_s8_dsp_scratch_bytes
 from mcu.codegen.twins.s16 import fully_connected_s16_dsp_scratch_bytes
 
 FC = "mcu_fc_params_t"
@@ -18,6 +20,10 @@ SPECS = [
     variant("mcu_fully_connected_s4", "fc", "mcu_fully_connected_s8", INT4, prepare=prepare_s4),
     variant("mcu_fully_connected_s8_mve", "fc", "mcu_fully_connected_s8", ("mve",), prepare=prepare_mve,
             links=(GEMM_MVE,)),
+    # over several rows: the 1x1 conv's 2x2 GEMM (is_fc_gemm), else one row at a time
+    variant("mcu_fully_connected_gemm_s8_dsp", "fc", "mcu_fully_connected_s8", ("dsp",), is_fc_gemm,
+            prepare_dsp_gemm, fully_connected_gemm_s8_dsp_scratch_bytes, links=(GEMM2_DSP, GEMM3_DSP),
+            widen=dsp_widen_gain),
     variant("mcu_fully_connected_s8_dsp", "fc", "mcu_fully_connected_s8", ("dsp",), prepare=prepare_dsp),
     variant("mcu_fully_connected_s8_fast", "fc", "mcu_fully_connected_s8", prepare=prepare_fast,
             widen=fast_widen_gain),

@@ -60,6 +60,17 @@ def never(p: dict) -> bool:
     return False
 
 
+# A fully connected layer over this many rows or more runs as a GEMM over them, as a 1x1 conv does over its pixels
+# (the DSP GEMM reads each weight once per 3 rows, or per pair; the GEMV once per row). M4, scripts/fc_bench.py:
+# T = 8..32, K, N = 64..256: 0.64-0.72 MAC/instruction one row at a time, 1.00-1.14 as the GEMM.
+FC_GEMM_ROWS = 2
+
+
+def is_fc_gemm(p: dict) -> bool:
+    """Whether a fully connected layer runs as a GEMM over its rows (FC_GEMM_ROWS)."""
+    return p["batches"] >= FC_GEMM_ROWS
+
+
 def is_1x1(p: dict) -> bool:
     return p["filter"][1] == 1 and p["filter"][2] == 1 and p["pad_top"] == 0 and p["pad_left"] == 0
 

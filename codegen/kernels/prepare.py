@@ -109,6 +109,18 @@ def prepare_dsp_conv(node, tensors, wide: bool = False):
     return _streamed(node, stream)
 
 
+def prepare_dsp_gemm(node, tensors, wide: bool = False):
+    """2x2 SIMD32 GEMM (fully connected over several rows, as a 1x1 conv over them): the 1x1 conv's filter stream
+    (pack_g2_stream), K padded to 4 at its end; int8, or int16 when wide (codegen/passes/widen_weights.py)."""
+    rows = _w_rows(node, tensors)
+    p = node.call.params
+    bias = folded_bias(rows, _const(tensors, node.inputs[2]), p["input_offset"])
+    c2 = round_up(rows.shape[0], 2)
+    mult, shift = (tensors[q].data for q in node.call.quant)
+    return _streamed(node, pack_g2_stream(rows, pad_rows(bias, c2), rq3_records(mult, shift, p["output_offset"], c2),
+                                          wide))
+
+
 def prepare_dsp(node, tensors):
     """SIMD32 GEMV (fully connected): folded bias; int8 weights per 4 channels and 4 taps, each channel's taps
     one word (pack_groups_s8, group 4, chunk 4), widened in the loop as the input is; 3-word records. Each

@@ -25,6 +25,11 @@ def fully_connected_s8(params: dict, multiplier: np.ndarray, shift: np.ndarray, 
     return output_stage(acc, bias, multiplier, shift, p["output_offset"], p["act_min"], p["act_max"])
 
 
+def fully_connected_gemm_s8_dsp_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_fully_connected_gemm_s8_dsp_scratch_bytes: three rows widened to int16, a word before and after."""
+    return 24 * (-(-p["in_features"] // 4)) + 8
+
+
 def _matmul_rhs(p: dict, rhs: np.ndarray, dtype) -> np.ndarray:
     """A matmul's right operand as [batches or 1, K, N] (its rhs_transposed layout read, each batch repeated
     rhs_group times), checking rhs_batches, rhs_group and rhs_transposed."""

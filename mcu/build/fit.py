@@ -76,6 +76,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "fallback/mcu_quantize_f32_s8": 384,
     "fc/mcu_fully_connected_s4": 1728,
     "fc/mcu_fully_connected_s8": 960,
+    "fc/mcu_fully_connected_gemm_s8_dsp": 704,
     "fc/mcu_fully_connected_s8_dsp": 2560,
     "fc/mcu_fully_connected_s8_fast": 2688,
     "fc/mcu_fully_connected_s8_mve": 576,
@@ -120,7 +121,8 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "shape/mcu_upsample_bilinear_s8": 1600,
     "shape/mcu_upsample_bilinear_s8_mve": 960,
     "shape/mcu_upsample_nearest_s8": 384,
-    "shared/mcu_gemm2_s8_dsp": 3648,
+    "shared/mcu_gemm2_s8_dsp": 4224,
+    "shared/mcu_gemm3_s8_dsp": 2432,
     "shared/mcu_gemm_s8_mve": 2880,
 }
 DEFAULT_CODE_BYTES = 4096

@@ -855,6 +855,19 @@ mcu_status_t mcu_fully_connected_s8_mve(const mcu_fc_params_t *params, const mcu
                                         const int8_t *input, const int8_t *weights, const int32_t *bias,
                                         int8_t *output);
 
+/* Fully connected as a 1x1 conv over its rows (any batches; codegen picks it over several rows): the _dsp 1x1
+ * conv's filter stream (mcu_opt.h, mcu_dsp_g2_t; bias NULL, folded into it); scratch: three rows widened to
+ * int16 (12 words per 4 input features) with a word before and after them:
+ * mcu_fully_connected_gemm_s8_dsp_scratch_bytes. */
+mcu_status_t mcu_fully_connected_gemm_s8_dsp(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
+                                             const int8_t *input, const int8_t *weights, const int32_t *bias,
+                                             int8_t *scratch, int8_t *output);
+
+static inline int32_t mcu_fully_connected_gemm_s8_dsp_scratch_bytes(const mcu_fc_params_t *params)
+{
+    return 24 * ((params->in_features + 3) / 4) + 8;
+}
+
 /* Depthwise 3x3, channel multiplier 1, any stride/padding/dilation. Packed filters (C = channels):
  *   fast: fold, records, int8 [C][9];
  *   dsp:  stream per 4 channels (C rounded up to 4): folded biases b0..b3; per tap t = ky * 3 + kx the int8

@@ -601,6 +601,8 @@ typedef struct {
     int32_t steps;        /* 20: S >= 1 */
     int32_t step_bytes;   /* 24: weight bytes per step: 8 (int8 words) or 16 (int16 words) */
     const int8_t *stream; /* 28: the first pair */
+    int32_t stride2;      /* 32: the 3-row GEMM (mcu_dsp_g3_run): row 2's outputs are at out + stride2 */
+    int32_t entry3;       /* 36: the 3-row GEMM: as entry, in its step body */
 } mcu_dsp_g2_t;
 
 /* Control words of one pair: one per chunk of the steps after the first, at least one. */
@@ -623,31 +625,10 @@ MCU_INLINE int32_t mcu_dsp_g2_pair_bytes(int32_t steps, int32_t step_bytes)
 
 /* The state of a GEMM over x (S * 4 + 2 words from x - 1 on) and the filter (its header word: the weight bytes
  * per step, 8 or 16; then the stream); checks the records of its c_out channels (as mcu_rq3_check) and sets the
- * mode. Code bytes of one step of the assembly's body: two LDM.W and eight SMLAD, and four SXTB16 for int8. */
-MCU_INLINE mcu_status_t mcu_dsp_g2_open(mcu_dsp_g2_t *g, const int8_t *filter, uint32_t *x, int32_t steps,
-                                        int32_t c_out, const mcu_conv2d_params_t *p, mcu_rq_mode_t *m)
-{
-    const int32_t step_bytes = (int32_t)mcu_read_u32(filter);
-    if (step_bytes != 8 && step_bytes != 16) {
-        return MCU_ERR_ARG;
-    }
-    g->x = x;
-    g->steps = steps;
-    g->step_bytes = step_bytes;
-    g->stream = filter + 4;
-    g->entry = (MCU_DSP_G2_CHUNK - mcu_dsp_g2_first(steps)) * (step_bytes == 8 ? 56 : 40) + 1;
-    *m = (mcu_rq_mode_t){p->act_min, p->act_max, p->output_offset, 1, 0};
-    const int32_t pair = mcu_dsp_g2_pair_bytes(steps, step_bytes);
-    for (int32_t c = 0; c < c_out; ++c) {
-        const int32_t *rec = (const int32_t *)(const void *)(g->stream + (c / 2 + 1) * pair - 24 + (c % 2) * 12);
-        if (mcu_rq3_check(rec, 1) != MCU_OK) {
-            return MCU_ERR_ARG;
-        }
-        m->records_fast = m->records_fast && rec[1] >= 0;
-    }
-    m->fast = m->records_fast && p->act_min == MCU_Q7_MIN && p->act_max == MCU_Q7_MAX;
-    return MCU_OK;
-}
+ * mode from the output offset and clamp. Code bytes of one step of the assembly's body: two LDM.W and eight
+ * SMLAD, and four SXTB16 for int8. (shared/mcu_gemm2_s8_dsp.c, compiled once for every kernel that opens one) */
+mcu_status_t mcu_dsp_g2_open(mcu_dsp_g2_t *g, const int8_t *filter, uint32_t *x, int32_t steps, int32_t c_out,
+                             int32_t output_offset, int32_t act_min, int32_t act_max, mcu_rq_mode_t *m);
 
 /* A compact conv window (mcu_dsp_conv_compact in mcu_kernels.h, beside the scratch sizes it decides) is widened
  * whole: its K taps in one run, padded to a step at the end, not row by row. */
@@ -706,6 +687,18 @@ MCU_INLINE void mcu_dsp_expand2_9x3(const int8_t *a, const int8_t *b, int32_t rs
 /* One pixel pair: out0 (pixel 0) and out0 + stride (pixel 1) get all c_out channels from the widened pair
  * g->x (the word after its steps may be overwritten) and the stream w. (shared/mcu_gemm2_s8_dsp.c) */
 void mcu_dsp_g2_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride, int32_t c_out, const mcu_rq_mode_t *m);
+
+/* Three rows x two channels per block (the fully connected GEMM, mcu_fully_connected_gemm_s8_dsp), over the same
+ * int8 stream: each weight step widened once serves 3 rows, 20 instructions a step (two LDM for the weights, four
+ * SXTB16, three LDM for x, twelve SMLAD) for 24 MACs, against 14 for 16. Fast mode, int8 stream (step_bytes 8),
+ * whole pairs only (even c_out); x (mcu_dsp_expand3): per step {a (t0, t2), a (t1, t3), b ..., c ...}, the three
+ * rows widened, S * 6 + 2 words from x - 1 on (the entry address before, the state's address after). Registers:
+ * all 14, as the 2-row core. (shared/mcu_gemm3_s8_dsp.c; the assembly only on Thumb-2 cores with the DSP
+ * extension, MCU_DSP_ASM) */
+void mcu_dsp_expand3(const int8_t *a, const int8_t *b, const int8_t *c, int32_t n, uint32_t *dst);
+#if MCU_DSP_ASM
+void mcu_dsp_g3_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride);
+#endif
 
 /* The any-window DSP depthwise's filter stream (packing.pack_dw_pair_stream): bytes per group of 4 channels of a
  * kh x kw window (4 biases, 4 words per pair of taps of a row, 4 3-word records). */

@@ -24,7 +24,8 @@ mcu_status_t mcu_conv2d_1x1_s8_dsp(const mcu_conv2d_params_t *params, const mcu_
     /* scratch (mcu_conv2d_1x1_s8_dsp_scratch_bytes): the entry, a pixel pair widened to int16, the state's address */
     mcu_rq_mode_t mode;
     mcu_dsp_g2_t g;
-    if (mcu_dsp_g2_open(&g, filter, (uint32_t *)(void *)scratch + 1, steps, c_out, p, &mode) != MCU_OK) {
+    if (mcu_dsp_g2_open(&g, filter, (uint32_t *)(void *)scratch + 1, steps, c_out, p->output_offset, p->act_min,
+                        p->act_max, &mode) != MCU_OK) {
         return MCU_ERR_ARG;
     }
     const int32_t pixels = p->output.n * p->output.h * out_w;

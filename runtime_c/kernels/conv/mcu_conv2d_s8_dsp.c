@@ -55,7 +55,8 @@ mcu_status_t mcu_conv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_
     uint32_t *x = (uint32_t *)(void *)scratch;
     mcu_rq_mode_t mode;
     mcu_dsp_g2_t g;
-    if (mcu_dsp_g2_open(&g, filter, x + 1, steps, c_out, p, &mode) != MCU_OK) {
+    if (mcu_dsp_g2_open(&g, filter, x + 1, steps, c_out, p->output_offset, p->act_min, p->act_max,
+                        &mode) != MCU_OK) {
         return MCU_ERR_ARG;
     }
     const int8_t zero_point = (int8_t)(-p->input_offset);

@@ -57,6 +57,45 @@ uint32_t *mcu_dsp_expand2(const int8_t *a, const int8_t *b, int32_t n, uint32_t 
 }
 #undef MCU_DSP_EXPAND_STEP
 
+mcu_status_t mcu_dsp_g2_open(mcu_dsp_g2_t *g, const int8_t *filter, uint32_t *x, int32_t steps, int32_t c_out,
+                             int32_t output_offset, int32_t act_min, int32_t act_max, mcu_rq_mode_t *m)
+{
+    const int32_t step_bytes = (int32_t)mcu_read_u32(filter);
+    if (step_bytes != 8 && step_bytes != 16) {
+        return MCU_ERR_ARG;
+    }
+    g->x = x;
+    g->steps = steps;
+    g->step_bytes = step_bytes;
+    g->stream = filter + 4;
+    g->entry = (MCU_DSP_G2_CHUNK - mcu_dsp_g2_first(steps)) * (step_bytes == 8 ? 56 : 40) + 1;
+    /* the records of channel c at pair c / 2's end: both of a whole pair at once (any negative multiplier or
+     * shift sets its OR's sign; a shift outside [0, 30] takes mcu_rq3_check's full test), then a last one alone */
+    const int32_t pair_words = mcu_dsp_g2_pair_bytes(steps, step_bytes) / 4;
+    const int32_t *rec = (const int32_t *)(const void *)(g->stream + 4 * pair_words - 24);
+    int32_t mults = 0, shifts = 0;
+    for (int32_t c = 0; c + 1 < c_out; c += 2, rec += pair_words) {
+        mults |= rec[0] | rec[3];
+        shifts |= rec[1] | rec[4];
+        if (((uint32_t)rec[1] > 30u || (uint32_t)rec[4] > 30u) && mcu_rq3_check(rec, 2) != MCU_OK) {
+            return MCU_ERR_ARG;
+        }
+    }
+    if (c_out % 2 == 1) {
+        mults |= rec[0];
+        shifts |= rec[1];
+        if (mcu_rq3_check(rec, 1) != MCU_OK) {
+            return MCU_ERR_ARG;
+        }
+    }
+    if (mults < 0) {
+        return MCU_ERR_ARG;
+    }
+    *m = (mcu_rq_mode_t){act_min, act_max, output_offset, shifts >= 0, 0};
+    m->fast = m->records_fast && act_min == MCU_Q7_MIN && act_max == MCU_Q7_MAX;
+    return MCU_OK;
+}
+
 /* One pair in C, any mode: its four outputs (channel 1's only when two), the stream past it returned. */
 static __attribute__((noinline)) const int8_t *pair_c(const mcu_dsp_g2_t *g, const int8_t *w, int8_t *out,
                                                        int32_t stride, int two, const mcu_rq_mode_t *m)
@@ -212,3 +251,4 @@ void mcu_dsp_g2_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride, int32_t c_out
         w = pair_c(g, w, out0 + c, stride, c + 1 < c_out, m);
     }
 }
+
