@@ -411,6 +411,45 @@ typedef struct {
 mcu_status_t mcu_layer_norm_f32(const mcu_layer_norm_params_t *params, const float *input, const float *weight,
                                 const float *bias, float *output);
 
+/* ---- Integer layer norm and RMS norm (int8 and int16 activations, no float) -----------------------------
+ * Per row of `cols` elements, integer only (TFLite/CMSIS-NN style), with d_i = x_i + input_offset (int32):
+ *  - layer norm: S = sum d_i, c_i = cols * d_i - S, V = cols * sum d_i^2 - S^2 (int64, exact);
+ *    RMS norm:   c_i = cols * d_i,                 V = cols * sum d_i^2;
+ *    then c_i / sqrt(V + cols^2 * eps_real / s_in^2) is the normalized value (x_i - mean) / sqrt(var + eps_real)
+ *    (RMS: x_i / sqrt(mean(x^2) + eps_real));
+ *  - W = V * 2^var_shift + eps, eps = round(cols^2 * eps_real / s_in^2 * 2^var_shift) clamped to [1, 2^62]
+ *    (var_shift even, the largest with cols^2 * 2^16 (s8) or cols^2 * 2^30 (s16) < 2^(62 - var_shift): V's bound);
+ *  - W is normalized to w = W * 4^h in [2^60, 2^62) (h in -1 .. 30; h = -1 drops W's two low bits), r = isqrt(w)
+ *    (bit by bit) and R = floor(2^62 / r), so that R * 2^(h + var_shift / 2 - 8) ~ 2^54 / sqrt(W / 2^var_shift)
+ *    (shifted left, or right with floor: R54);
+ *  - y_i = (c_i * R54 + 2^31) >> 32: the normalized value in Q22, |y_i| <= 2^22 sqrt(cols) + 1;
+ *  - out_i = clamp((y_i * weight[i] + bias[i]) >> shift, act_min, act_max) (int64, arithmetic shift), where the
+ *    compiler folds the affine parameters and the output quantization into weight[i] = round(gamma_i / s_out *
+ *    2^(shift - 22)) (int32) and bias[i] = round(beta_i / s_out * 2^shift) + zp_out * 2^shift + 2^(shift - 1)
+ *    (int64, |bias| <= 2^61): one rounding, ties up.
+ * shift in [32, 62]. cols <= 65536 (s8) or 16384 (s16): every intermediate then fits its type
+ * (|c_i * R54| <= sqrt(cols) * 2^54, |y_i * weight[i]| < 2^61). Twins: mcu.codegen.twins.norm. Against the float
+ * reference (torch's layer_norm / rms_norm quantized with the output's qparams) the output is within 1 LSB
+ * (tests/test_norm_kernels.py). output may alias input exactly. */
+typedef struct {
+    int32_t rows;          /* independent rows */
+    int32_t cols;          /* normalized length (the last dims), 1 .. 65536 (s8), 1 .. 16384 (s16) */
+    int32_t input_offset;  /* -zp_in (0 for int16) */
+    int32_t shift;         /* 32 .. 62 */
+    int32_t var_shift;     /* even, 0 .. 60, see above */
+    int64_t eps;           /* 1 .. 2^62 */
+    int32_t act_min, act_max;
+} mcu_norm_params_t;
+
+mcu_status_t mcu_layer_norm_s8(const mcu_norm_params_t *params, const int8_t *input, const int32_t *weight,
+                               const int64_t *bias, int8_t *output);
+mcu_status_t mcu_rms_norm_s8(const mcu_norm_params_t *params, const int8_t *input, const int32_t *weight,
+                             const int64_t *bias, int8_t *output);
+mcu_status_t mcu_layer_norm_s16(const mcu_norm_params_t *params, const int16_t *input, const int32_t *weight,
+                                const int64_t *bias, int16_t *output);
+mcu_status_t mcu_rms_norm_s16(const mcu_norm_params_t *params, const int16_t *input, const int32_t *weight,
+                              const int64_t *bias, int16_t *output);
+
 /* ==== Float32 kernels (quantize="none") ============================================================
  * The float model compiled as it is: float32 NHWC activations, float32 weights in the int8 layouts (OHWI;
  * depthwise [1, KH, KW, C]) and biases, planned in the same arena. Conventions as for the int8 kernels
