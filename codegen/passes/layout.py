@@ -156,7 +156,7 @@ def rewrite_node(r: Rewrite, node: Node) -> None:
         r.reshape(node)
     elif node.op == "softmax" and rank == 4:
         r.nodes.append(nhwc_softmax(node))
-    elif node.op in ("linear", "matmul", "layer_norm"):
+    elif node.op in ("linear", "matmul", "layer_norm", "rms_norm"):
         r.in_torch_order(node)
     elif node.op in BROADCASTING and len(old[node.outputs[0]].shape) == 4:
         r.nodes.append(node.replace(inputs=tuple(r.nhwc_operand(i) for i in node.inputs)))

@@ -116,6 +116,8 @@ def _arg(n: Node, i: int, name: str, default=None):
 
 
 COMPOSITES = {**arith.DECOMPOSITIONS, **indexing.DECOMPOSITIONS, **norms.DECOMPOSITIONS, **layers.DECOMPOSITIONS, **spatial.DECOMPOSITIONS, **logic.DECOMPOSITIONS}
+# Kept whole in the integer flows (tables=True), where an integer kernel runs them: mcu_rms_norm_s8 / _s16.
+INTEGER_KERNEL_OPS = {aten.rms_norm.default}
 # Decomposed only when mcu's own kernel does not apply (_is_uniform is False).
 RESAMPLED_WHEN_UNEVEN = {aten.upsample_nearest2d.vec, aten.adaptive_avg_pool2d.default, aten.upsample_nearest1d.vec}
 
@@ -214,8 +216,12 @@ def _zero_operand(gm: GraphModule, n: Node):
 def decompose_composites(gm: GraphModule, tables: bool = False) -> GraphModule:
     """Fold constants, replace every COMPOSITES op by its primitives (again while a decomposition made composites:
     isnan's comparison), fold again (in place; returns gm). With tables (the integer flows), an elementwise op of
-    ELEMENTWISE_OPS stays whole: one look-up table computed with the op itself is more exact than its primitives."""
+    ELEMENTWISE_OPS stays whole: one look-up table computed with the op itself is more exact than its primitives;
+    and RMS norms (aten's, and the hand-written x * rsqrt(mean(x^2) + eps) * w) stay one rms_norm (INTEGER_KERNEL_OPS:
+    one integer kernel)."""
     changed = fold_constants(gm)
+    if tables:
+        changed |= norms.fuse_rms_norms(gm, Builder)
     for _ in range(4):
         if not _decompose_once(gm, tables):
             break
@@ -232,7 +238,7 @@ def _decompose_once(gm: GraphModule, tables: bool) -> bool:
     """Each composite node of gm replaced by its decomposition; True when any was."""
     changed = False
     for n in list(gm.graph.nodes):
-        if n.op != "call_function" or (tables and n.target in ELEMENTWISE_OPS):
+        if n.op != "call_function" or (tables and (n.target in ELEMENTWISE_OPS or n.target in INTEGER_KERNEL_OPS)):
             continue
         if n.target in RESAMPLED_WHEN_UNEVEN and not _is_uniform(n):
             out = spatial.resample(Builder(gm, n), n)

@@ -1,0 +1,64 @@
+"""Layer norm and RMS norm end to end in int8 and a16w8: nn.LayerNorm, nn.RMSNorm and the hand-written llama RMSNorm
+each become one integer kernel call (no float island: no dequantize, quantize or mcu_layer_norm_f32), and the device
+equals the reference bit for bit on the M4 and the M55."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import mcu
+from mcu.metrics import sqnr_db
+
+pytestmark = pytest.mark.qemu
+
+
+class HandRMSNorm(nn.Module):
+    """llama's RMSNorm as it is written by hand."""
+
+    def __init__(self, dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps, self.weight = eps, nn.Parameter(torch.rand(dim) + 0.5)
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.ln, self.fc2 = nn.Linear(16, 24), nn.LayerNorm(24), nn.Linear(24, 24)
+        self.rms, self.hand, self.fc3 = nn.RMSNorm(24), HandRMSNorm(24), nn.Linear(24, 8)
+        for norm in (self.ln, self.rms):
+            for p in norm.parameters():
+                nn.init.uniform_(p, 0.5, 1.5)
+
+    def forward(self, x):
+        return self.fc3(self.hand(self.rms(self.fc2(self.ln(self.fc1(x))))))
+
+
+@pytest.fixture(scope="module")
+def block():
+    torch.manual_seed(5)
+    return Block().eval()
+
+
+@pytest.mark.parametrize("mode, board", [("int8", "mps2-an386"), ("int8", "mps3-an547"), ("a16w8", "mps2-an386")])
+def test_norms_are_integer_and_the_device_equals_the_reference(block, mode, board, tmp_path):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(1, 5, 16, generator=g)
+    calib = [(torch.randn(1, 5, 16, generator=g),) for _ in range(8)] + [(x,)]
+    pkg = mcu.compile(block, (x,), quantize=mode, calibration=calib, board=board, out_dir=tmp_path / "p")
+    kernels = [n.call.kernel for n in pkg.graph.nodes if n.call]
+    sfx = "s8" if mode == "int8" else "s16"
+    assert kernels.count(f"mcu_layer_norm_{sfx}") == 1 and kernels.count(f"mcu_rms_norm_{sfx}") == 2, kernels
+    assert not any("quantize" in k or k.endswith("_f32") for k in kernels), kernels
+    assert not pkg.manifest["fallbacks"]
+    ref = pkg.reference((x,))
+    dev = mcu.run(pkg, (x,))
+    np.testing.assert_array_equal(dev.raw_outputs[0], ref[0])
+    with torch.no_grad():
+        want = block(x).numpy()
+    got = np.asarray(pkg.dequantize_outputs(ref)[0], np.float32).reshape(want.shape)
+    assert sqnr_db(want, got) >= (25 if mode == "int8" else 35), sqnr_db(want, got)
