@@ -1,7 +1,7 @@
 """The integer layer norm and RMS norm kernels (mcu_layer_norm_s8/_s16, mcu_rms_norm_s8/_s16) against their numpy
 twins (mcu.codegen.twins.norm): the C equals the twin bit for bit on the host and under QEMU (M4, M55), and the twin
 is within 1 LSB of the float reference (torch's layer_norm / rms_norm of the dequantized input, quantized with the
-output's qparams): at most 0.51 LSB before rounding (measured 0.502)."""
+output's qparams): at most 0.51 LSB before rounding (measured 0.501 int8, 0.506 int16)."""
 from __future__ import annotations
 
 import numpy as np

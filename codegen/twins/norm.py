@@ -2,9 +2,9 @@
 constants they read (norm_constants: eps in integer units, the weights and biases that fold gamma, beta and the
 output quantization).
 
-- Per row, Python ints for the statistics and 2^54 / sqrt(W) (math.isqrt, as the C's bit-by-bit root), then the
-  elements in int64 numpy: every intermediate fits (bounds in mcu_kernels.h, mcu_norm_params_t).
-- Rounding: one per stage, ties up (y in Q22, then the output), arithmetic shifts as the C's.
+- Per row, Python ints for the statistics and the inverse square root (norm_row: the C's table seed and Newton
+  steps), then the elements in int64 numpy: every intermediate fits (bounds in mcu_kernels.h, mcu_norm_params_t).
+- Rounding: ties up, arithmetic shifts as the C's (c's right shift, y in Q22, then the output).
 """
 from __future__ import annotations
 
@@ -27,35 +27,45 @@ def _check(p: dict, weight, bias, dtype) -> None:
         raise ValueError("weight and bias are required")
 
 
-def r54(w_total: int, var_shift: int) -> int:
-    """~2^54 / sqrt(W / 2^var_shift) for 1 <= W < 2^63, as mcu_norm_r54."""
+# round(2^30 / sqrt((i + 8.5) / 32)), i = 0..23: the Newton seed (mcu_norm_rsqrt_seed in mcu_norm.h)
+RSQRT_SEED = [round(2**30 / math.sqrt((i + 8.5) / 32)) for i in range(24)]
+
+
+def norm_row(var: int, eps: int, var_shift: int) -> tuple[int, int]:
+    """(r31, a) of one row, as mcu_norm_row: r31 ~ 2^61 / sqrt(w) from a seed and three Newton steps in Q30."""
+    if var == 0:
+        return 0, 0
+    w_total = (var << var_shift) + eps
     bits = w_total.bit_length()
-    if bits == 63:
-        h, w = -1, w_total >> 2
-    else:
-        h = (62 - bits) >> 1
-        w = w_total << (2 * h)
-    r = (1 << 62) // math.isqrt(w)
-    e = h + var_shift // 2 - 8
-    return r << e if e >= 0 else r >> -e
+    h = -1 if bits == 63 else (62 - bits) >> 1
+    m = ((w_total >> 2) if h < 0 else (w_total << (2 * h))) >> 30
+    x = RSQRT_SEED[(m >> 27) - 8]
+    for _ in range(3):
+        x2 = (x * x) >> 30
+        ux2 = (m * x2) >> 32
+        x = (x * (3 * (1 << 30) - ux2)) >> 31
+    return min(x, 2**31 - 1), min(var_shift // 2 + h - 9, 30)
 
 
 def _norm(params: dict, input, weight, bias, dtype, center: bool) -> np.ndarray:
     p = params
     _check(p, weight, bias, dtype)
-    rows, cols = p["rows"], p["cols"]
-    d = np.asarray(input, dtype=np.int64).reshape(rows, cols) + p["input_offset"]
+    rows, cols, off = p["rows"], p["cols"], p["input_offset"]
+    x = np.asarray(input, dtype=np.int64).reshape(rows, cols)
     w = np.asarray(weight, dtype=np.int64).reshape(cols)
     b = np.asarray(bias, dtype=np.int64).reshape(cols)
     out = np.empty((rows, cols), dtype=np.int64)
     for r in range(rows):
-        s = int(d[r].sum()) if center else 0
-        sq = int((d[r] * d[r]).sum())
-        var = cols * sq - s * s
-        c = cols * d[r] - s
-        inv = 0 if var == 0 else r54((var << p["var_shift"]) + p["eps"], p["var_shift"])  # var 0: every c is 0
-        y = (c * np.int64(inv) + (np.int64(1) << 31)) >> 32
-        out[r] = (y * w + b) >> p["shift"]
+        s, sq = int(x[r].sum()), int((x[r] * x[r]).sum())
+        if center:  # the offset cancels
+            var, k = cols * sq - s * s, -s
+        else:
+            var, k = cols * (sq + 2 * off * s + cols * off * off), cols * off
+        r31, a = norm_row(var, p["eps"], p["var_shift"])
+        c = cols * x[r] + k
+        c = c << a if a >= 0 else (c + (1 << (-a - 1))) >> -a
+        y = (c * r31 + (1 << 29)) >> 30
+        out[r] = (b + y * w) >> p["shift"]
     return np.clip(out, p["act_min"], p["act_max"]).astype(dtype).reshape(np.shape(input))
 
 
@@ -88,7 +98,7 @@ def norm_constants(rows: int, cols: int, eps: float, s_in: float, zp_in: int, s_
     g = np.ones(cols) if gamma is None else np.asarray(gamma, np.float64).reshape(cols)
     be = np.zeros(cols) if beta is None else np.asarray(beta, np.float64).reshape(cols)
     gmax = float(np.abs(g).max()) / s_out
-    gs = 40 if gmax == 0 else min(max(math.floor(WEIGHT_BITS - math.log2(gmax)), 10), 40)
+    gs = 42 if gmax == 0 else min(max(math.floor(WEIGHT_BITS - math.log2(gmax)), 32 - Q), 62 - Q)
     shift = Q + gs
     # |gamma / s_out| >= 2^21 (an output range far below the normalized values'): the weights saturate to int32
     weight = np.clip(np.round(g / s_out * 2.0**gs), -(2**31 - 1), 2**31 - 1)
