@@ -67,6 +67,9 @@ static inline mcu_norm_row_t mcu_norm_row(int64_t var, int64_t eps, int32_t var_
 static inline int32_t mcu_norm_out(int32_t c, int32_t r31, int32_t weight, int64_t bias, int32_t shift32,
                                    int32_t act_min, int32_t act_max)
 {
+#if defined(__GNUC__)
+    __asm__("" : "+r"(r31)); /* else GCC hoists r31's sign extension and multiplies 64 x 64 instead of SMULL */
+#endif
     const int32_t y = (int32_t)(((int64_t)c * r31 + ((int64_t)1 << 29)) >> 30);
     const int64_t acc = bias + (int64_t)y * weight;
     const int32_t o = (int32_t)(acc >> 32) >> shift32;
