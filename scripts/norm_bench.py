@@ -1,6 +1,8 @@
 """Instructions per element of int8 layer norm and RMS norm on the M4 (mps2-an386) and the M55 (mps3-an547): the float
 island they ran as before (dequantize -> float kernels -> quantize; the hand-written RMSNorm: look-up tables, a sum
-and products) against the integer kernels (mcu_layer_norm_s8, mcu_rms_norm_s8), from `mcu profile`'s per-op counts.
+and products) against the integer kernels (mcu_layer_norm_s8, mcu_rms_norm_s8), from `mcu profile`'s per-op counts,
+and the SQNR of the int8 model (linear, norm, linear) against torch's float model. Instructions count the
+norm's calls only.
 
     python scripts/norm_bench.py [--rows 16] [--cols 64 256]
 
@@ -23,6 +25,7 @@ from mcu.codegen.lowering import call_node, dequantize_call, f32, quantize_call
 from mcu.codegen.lowering_s8 import INT8
 from mcu.importer import decompose
 from mcu.importer.composites import norms
+from mcu.metrics import sqnr_db
 from mcu.tools.profile import profile_run
 
 
@@ -64,16 +67,21 @@ def float_islands():
         INT8["layer_norm"], decompose.INTEGER_KERNEL_OPS, norms.fuse_rms_norms = saved
 
 
-def measure(name: str, rows: int, cols: int, board: str, before: bool, out: Path) -> tuple[float, list[str]]:
+def measure(name: str, rows: int, cols: int, board: str, before: bool, out: Path) -> tuple[float, float, list[str]]:
+    """(instructions per element, SQNR in dB of the int8 reference against torch, the kernels called)."""
     torch.manual_seed(0)
-    model = MODELS[name](cols).eval()
+    model = nn.Sequential(nn.Linear(cols, cols), MODELS[name](cols), nn.Linear(cols, 8)).eval()  # int8 in and out
     g = torch.Generator().manual_seed(1)
     x = torch.randn(rows, cols, generator=g)
     calib = [(torch.randn(rows, cols, generator=g),) for _ in range(4)] + [(x,)]
     with float_islands() if before else contextlib.nullcontext():
         pkg = mcu.compile(model, (x,), calibration=calib, board=board, out_dir=out)
     ops, _ = profile_run(pkg, (x,))
-    return sum(r["instructions"] for r in ops) / (rows * cols), [r["kernel"] for r in ops]
+    with torch.no_grad():
+        want = model(x).numpy()
+    got = np.asarray(pkg.dequantize_outputs(pkg.reference((x,)))[0], np.float32).reshape(want.shape)
+    ops = [r for r in ops if not r["kernel"].startswith("mcu_fully_connected")]
+    return sum(r["instructions"] for r in ops) / (rows * cols), sqnr_db(want, got), [r["kernel"] for r in ops]
 
 
 def main(argv=None) -> None:
@@ -81,17 +89,18 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", type=int, default=16)
     ap.add_argument("--cols", type=int, nargs="+", default=[64, 256])
     args = ap.parse_args(argv)
-    print("| op | rows x cols | core | float island (before) | integer (after) | speed-up | calls before -> after |")
-    print("|---|---|---|---:|---:|---:|---|")
+    print("| op | rows x cols | core | instr/elem before | instr/elem after | speed-up | SQNR before -> after (dB) "
+          "| calls before -> after |")
+    print("|---|---|---|---:|---:|---:|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for cols in args.cols:
             for name in MODELS:
                 for core, board in BOARDS.items():
                     slug = f"{name.replace(' ', '_')}_{cols}_{board}"
-                    b, kb = measure(name, args.rows, cols, board, True, Path(tmp) / f"{slug}_before")
-                    a, ka = measure(name, args.rows, cols, board, False, Path(tmp) / f"{slug}_after")
+                    b, qb, kb = measure(name, args.rows, cols, board, True, Path(tmp) / f"{slug}_before")
+                    a, qa, ka = measure(name, args.rows, cols, board, False, Path(tmp) / f"{slug}_after")
                     print(f"| {name} | {args.rows} x {cols} | {core} | {b:.1f} | {a:.1f} | {b / a:.1f}x | "
-                          f"{len(kb)} -> {len(ka)} ({', '.join(ka)}) |", flush=True)
+                          f"{qb:.1f} -> {qa:.1f} | {len(kb)} -> {len(ka)} ({', '.join(ka)}) |", flush=True)
 
 
 if __name__ == "__main__":
