@@ -1,6 +1,7 @@
-"""Layer norm and RMS norm end to end in int8 and a16w8: nn.LayerNorm, nn.RMSNorm and the hand-written llama RMSNorm
-each become one integer kernel call (no float island: no dequantize, quantize or mcu_layer_norm_f32), and the device
-equals the reference bit for bit on the M4 and the M55."""
+"""Norms and softmax without a float island, end to end in int8 and a16w8: nn.LayerNorm, nn.RMSNorm and the
+hand-written llama RMSNorm each become one integer kernel call (no dequantize, quantize or mcu_layer_norm_f32), a
+softmax over a dim other than the last runs as permutes around the integer softmax, and the device equals the
+reference bit for bit (the M4, and the norms on the M55)."""
 from __future__ import annotations
 
 import numpy as np
@@ -60,5 +61,36 @@ def test_norms_are_integer_and_the_device_equals_the_reference(block, mode, boar
     np.testing.assert_array_equal(dev.raw_outputs[0], ref[0])
     with torch.no_grad():
         want = block(x).numpy()
+    got = np.asarray(pkg.dequantize_outputs(ref)[0], np.float32).reshape(want.shape)
+    assert sqnr_db(want, got) >= (25 if mode == "int8" else 35), sqnr_db(want, got)
+
+
+class SoftmaxOverTokens(nn.Module):
+    """softmax over dim 1 of [B, L, D] (not the last dim): permuted to the last, the integer softmax, permuted back."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(8, 8), nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.softmax(self.fc1(x), 1))
+
+
+@pytest.mark.parametrize("mode", ["int8", "a16w8"])
+def test_softmax_over_a_middle_dim_is_integer(mode, tmp_path):
+    torch.manual_seed(2)
+    model = SoftmaxOverTokens().eval()
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 6, 8, generator=g)
+    calib = [(torch.randn(2, 6, 8, generator=g),) for _ in range(8)] + [(x,)]
+    pkg = mcu.compile(model, (x,), quantize=mode, calibration=calib, board="mps2-an386", out_dir=tmp_path / "p")
+    kernels = [n.call.kernel for n in pkg.graph.nodes if n.call]
+    sfx = "s8" if mode == "int8" else "s16"
+    assert f"mcu_softmax_{sfx}" in kernels and kernels.count(f"mcu_transpose_{sfx}") == 2, kernels
+    assert not any("quantize" in k or k.endswith("_f32") for k in kernels), kernels
+    ref = pkg.reference((x,))
+    np.testing.assert_array_equal(mcu.run(pkg, (x,)).raw_outputs[0], ref[0])
+    with torch.no_grad():
+        want = model(x).numpy()
     got = np.asarray(pkg.dequantize_outputs(ref)[0], np.float32).reshape(want.shape)
     assert sqnr_db(want, got) >= (25 if mode == "int8" else 35), sqnr_db(want, got)

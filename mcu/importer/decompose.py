@@ -116,6 +116,8 @@ def _arg(n: Node, i: int, name: str, default=None):
 
 
 COMPOSITES = {**arith.DECOMPOSITIONS, **indexing.DECOMPOSITIONS, **norms.DECOMPOSITIONS, **layers.DECOMPOSITIONS, **spatial.DECOMPOSITIONS, **logic.DECOMPOSITIONS}
+# Moved to the last dim by permutes where they run over another (layers.softmax_over_last).
+SOFTMAXES = {aten.softmax.int, aten._softmax.default}
 # Kept whole in the integer flows (tables=True), where an integer kernel runs them: mcu_rms_norm_s8 / _s16.
 INTEGER_KERNEL_OPS = {aten.rms_norm.default}
 # Decomposed only when mcu's own kernel does not apply (_is_uniform is False).
@@ -242,6 +244,8 @@ def _decompose_once(gm: GraphModule, tables: bool) -> bool:
             continue
         if n.target in RESAMPLED_WHEN_UNEVEN and not _is_uniform(n):
             out = spatial.resample(Builder(gm, n), n)
+        elif n.target in SOFTMAXES:
+            out = layers.softmax_over_last(Builder(gm, n), n)
         elif n.target in COMPOSITES:
             out = COMPOSITES[n.target](Builder(gm, n), n)
         else:
