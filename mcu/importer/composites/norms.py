@@ -1,5 +1,7 @@
 """Norms and statistics as means, sums, products and square roots: group, instance and RMS norm, variance and std,
-logsumexp, log_softmax, vector norms. The nodes that compute a statistic carry meta["mcu_float"] (b.island)."""
+logsumexp, log_softmax, vector norms. The nodes that compute a statistic carry meta["mcu_float"] (b.island).
+The integer flows keep RMS norm whole instead (one integer kernel): fuse_rms_norms turns the hand-written llama form
+into aten.rms_norm, and mcu.importer.decompose leaves aten.rms_norm as it is there (INTEGER_KERNEL_OPS)."""
 from __future__ import annotations
 
 import math

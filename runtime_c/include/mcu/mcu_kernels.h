@@ -377,8 +377,8 @@ mcu_status_t mcu_matmul_s8_mve(const mcu_matmul_params_t *params, const int8_t *
                                int8_t *output);
 
 /* ---- Float32 fallback ------------------------------------------------------------------------------
- * Ops without an int8 kernel run as dequantize -> float kernel -> quantize, float temporaries in the
- * arena. float only (soft-float on cores without an FPU); results match the numpy twins in IEEE single
+ * An op without an integer kernel would run as dequantize -> float kernel -> quantize, float temporaries in
+ * the arena; the converts also serve mixed precision, and mcu_layer_norm_f32 float32 models. float only (soft-float on cores without an FPU); results match the numpy twins in IEEE single
  * precision when the compiler does not contract a * b + c (ISO C modes default to -ffp-contract=off). */
 
 typedef struct {
