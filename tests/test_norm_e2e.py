@@ -26,6 +26,21 @@ class HandRMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
+class HFRMSNorm(nn.Module):
+    """transformers' LlamaRMSNorm: float32 casts around the statistic, the weight on the left."""
+
+    def __init__(self, dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.variance_epsilon, self.weight = eps, nn.Parameter(torch.rand(dim) + 0.5)
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
 class Block(nn.Module):
     def __init__(self):
         super().__init__()
@@ -108,8 +123,8 @@ class LinearNorm(nn.Module):
 
 
 @pytest.mark.parametrize("mode", ["int8", "a16w8"])
-@pytest.mark.parametrize("norm", [lambda: nn.LayerNorm(32), lambda: nn.RMSNorm(32), lambda: HandRMSNorm(32)],
-                         ids=["layer_norm", "rms_norm", "hand_rms_norm"])
+@pytest.mark.parametrize("norm", [lambda: nn.LayerNorm(32), lambda: nn.RMSNorm(32), lambda: HandRMSNorm(32),
+                                  lambda: HFRMSNorm(32)], ids=["layer_norm", "rms_norm", "hand_rms_norm", "hf_rms_norm"])
 def test_norm_within_one_lsb_of_torchao(norm, mode, tmp_path):
     """The norm's output (the model's) against torchao's converted model, which runs it in float between Q/DQ."""
     torch.manual_seed(4)
@@ -117,6 +132,8 @@ def test_norm_within_one_lsb_of_torchao(norm, mode, tmp_path):
     g = torch.Generator().manual_seed(6)
     xs = [(torch.randn(3, 16, generator=g) * 2,) for _ in range(12)]
     pkg = mcu.compile(model, xs[0], quantize=mode, calibration=xs[:8], board="mps2-an386", out_dir=tmp_path / "p")
+    kernels = [n.call.kernel for n in pkg.graph.nodes if n.call]
+    assert len(kernels) == 2 and "norm" in kernels[1] and not kernels[1].endswith("_f32"), kernels
     spec = pkg.manifest["outputs"][0]
     worst = max(lsb_error(pkg.reference(x)[0], pkg.torchao_reference(x)[0], spec["scale"], spec["zero_point"]).max()
                 for x in xs)

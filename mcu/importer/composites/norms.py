@@ -87,6 +87,13 @@ def _other(n: Node, a: Node):
     return y if x is a and y is not a else x if y is a and x is not a else None
 
 
+CASTS = {aten.to.dtype, aten._to_copy.default}
+
+
+def _same_dtype(cast: Node, src: Node) -> bool:
+    return cast.meta["val"].dtype == src.meta["val"].dtype
+
+
 def _hand_rms_norm(gm, r: Node):
     """(x, last node, weight node or None, eps) when rsqrt node r ends x * rsqrt(mean(x^2, -1, keepdim) + eps)
     [* weight], the llama RMSNorm; else None."""
@@ -114,6 +121,8 @@ def _hand_rms_norm(gm, r: Node):
         return None
     cols = int(x.meta["val"].shape[-1])
     out, weight = y, None
+    while len(y.users) == 1 and next(iter(y.users)).target in CASTS and _same_dtype(next(iter(y.users)), y):
+        y = next(iter(y.users))  # HF's hidden_states.to(input_dtype): a float32 -> float32 cast
     last = _only_user(y, aten.mul.Tensor)
     if last is not None:
         w = _other(last, y)
