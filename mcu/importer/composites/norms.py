@@ -9,8 +9,6 @@ import math
 import torch
 from torch.fx import Node
 
-from mcu.importer.ops import const_tensor
-
 aten = torch.ops.aten
 
 
@@ -94,7 +92,7 @@ def _same_dtype(cast: Node, src: Node) -> bool:
     return cast.meta["val"].dtype == src.meta["val"].dtype
 
 
-def _hand_rms_norm(gm, r: Node):
+def _hand_rms_norm(tensor, r: Node):
     """(x, last node, weight node or None, eps) when rsqrt node r ends x * rsqrt(mean(x^2, -1, keepdim) + eps)
     [* weight], the llama RMSNorm; else None."""
     add = r.args[0]
@@ -113,8 +111,10 @@ def _hand_rms_norm(gm, r: Node):
         x = sq.args[0]
     else:
         return None
+    if not isinstance(x, Node) or not isinstance(x.meta.get("val"), torch.Tensor):
+        return None
     rank = len(x.meta["val"].shape)
-    if not isinstance(x, Node) or [int(d) % rank for d in mean.args[1]] != [rank - 1]:
+    if rank == 0 or [int(d) % rank for d in mean.args[1]] != [rank - 1]:
         return None
     y = _only_user(r, aten.mul.Tensor)
     if y is None or _other(y, r) is not x:
@@ -126,7 +126,7 @@ def _hand_rms_norm(gm, r: Node):
     last = _only_user(y, aten.mul.Tensor)
     if last is not None:
         w = _other(last, y)
-        if isinstance(w, Node) and w.op == "get_attr" and tuple(const_tensor(gm, w).shape) == (cols,):
+        if isinstance(w, Node) and w.op == "get_attr" and tuple(tensor(w).shape) == (cols,):
             out, weight = last, w
     return x, out, weight, float(add.args[1])
 
@@ -138,7 +138,7 @@ def fuse_rms_norms(gm, builder) -> bool:
     for r in list(gm.graph.nodes):
         if r.op != "call_function" or r.target != aten.rsqrt.default:
             continue
-        found = _hand_rms_norm(gm, r)
+        found = _hand_rms_norm(builder(gm, r).tensor, r)
         if found is None:
             continue
         x, out, weight, eps = found
