@@ -92,10 +92,8 @@ def tensor_expr(graph: Graph, mem: MemoryPlan, name: str, t: str | None) -> str:
 
 def const_records(graph: Graph, name: str) -> list[dict]:
     """weights.c's arrays: every constant a call reads (an input or a quant tensor), sorted by name."""
-    used = sorted({t for n in graph.nodes for t in n.inputs + (tuple(n.call.quant or ()) if n.call else ())
-                   if t is not None and graph.tensors[t].is_const})
     consts = []
-    for t in used:
+    for t in graph.used_constants():
         tensor = graph.tensors[t]
         consts.append({"cname": const_name(name, t), "ctype": C_TYPES[tensor.dtype], "size": int(tensor.data.size),
                        "comment": f"{t}: {tensor.dtype} [{', '.join(map(str, tensor.shape))}]"

@@ -77,7 +77,8 @@ class Call:
     for (manifest["fallbacks"]). A variant (codegen/passes/select_kernels.py) keeps in twin the portable kernel
     the reference runs, and in twin_inputs and twin_quant its portable constants; an in-place variant
     (codegen/passes/inplace.py) sets twin only. unfused: a fused call's portable calls, dicts of kernel, params,
-    quant, inputs and output (codegen/passes/fuse_add.py)."""
+    quant, inputs and output (codegen/passes/fuse_add.py). widened: a variant storing its weights widened
+    (codegen/passes/widen_weights.py), the flash it costs and the instructions per inference it saves."""
     kernel: str
     params: dict
     quant: tuple[str, ...] | None = None
@@ -87,6 +88,7 @@ class Call:
     twin_inputs: tuple[str | None, ...] | None = None  # set (with twin_quant, maybe None) when a variant is selected
     twin_quant: tuple[str, ...] | None = None
     unfused: tuple[dict, ...] | None = None
+    widened: tuple[int, int] | None = None  # weights stored widened: (extra flash bytes, instructions saved)
 
     def replace(self, **kw) -> "Call":
         return dataclasses.replace(self, **kw)
@@ -169,6 +171,11 @@ class Graph:
 
     def consumers(self, tensor: str) -> list[Node]:
         return [n for n in self.nodes if tensor in n.inputs]
+
+    def used_constants(self) -> list[str]:
+        """Every constant a call reads (an input or a quant tensor), sorted by name: weights.c's arrays."""
+        return sorted({t for n in self.nodes for t in n.inputs + (tuple(n.call.quant or ()) if n.call else ())
+                       if t is not None and self.tensors[t].is_const})
 
     def summary(self) -> str:
         lines = []
@@ -267,3 +274,6 @@ def _verify_call(graph: Graph, node: Node) -> None:
     if c.unfused is not None and not (isinstance(c.unfused, tuple) and all(
             isinstance(u, dict) and {"kernel", "params", "quant", "inputs", "output"} <= set(u) for u in c.unfused)):
         raise IRError(f"{node.name}: call unfused is not a tuple of calls (kernel, params, quant, inputs, output)")
+    if c.widened is not None and not (c.selected and isinstance(c.widened, tuple) and len(c.widened) == 2
+                                      and all(isinstance(v, int) and v >= 0 for v in c.widened)):
+        raise IRError(f"{node.name}: call widened is not a selected variant's (bytes, instructions)")

@@ -17,6 +17,7 @@ from mcu.codegen.lowering_shape import _alias, _concat, _gather, _pad, _scatter,
 from mcu.codegen.twins.activation import lut_table, softmax_exp_table, unary_function
 from mcu.codegen.twins.norm import norm_constants
 from mcu.codegen.twins.quant import quantize_multiplier
+from mcu.codegen.twins.shape import BILINEAR_BITS, bilinear_taps
 
 
 
@@ -33,6 +34,36 @@ def _conv(ctx: Ctx, node: Node) -> Node:
         op = "conv2d_grouped"
     return call_node(node, kernel_name(op, dtype), params, (x.name, w.name, ctx.bias(node, x, w)),
                  ctx.per_channel(node, reals))
+
+
+def _conv_transpose(ctx: Ctx, node: Node) -> Node:
+    """A transposed conv (groups 1, dilation 1; weights OHWI after the layout pass): its own gather-form kernel."""
+    t = ctx.tensors
+    x, w, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
+    if node.attrs.get("groups", 1) != 1 or tuple(node.attrs["dilation"]) != (1, 1):
+        raise LoweringError(f"a transposed conv with groups {node.attrs.get('groups')} or dilation "
+                            f"{node.attrs['dilation']} at {node.source}: the int8 kernel takes groups 1, dilation 1")
+    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    reals = x.qparams.s * np.asarray(w.qparams.scale, dtype=np.float64) / out.qparams.s
+    params = {**conv_geometry(x, w, out, node.attrs), "input_offset": -x.qparams.zp,
+              "output_offset": out.qparams.zp, "act_min": lo, "act_max": hi}
+    return call_node(node, "mcu_conv_transpose2d_s8", params, (x.name, w.name, ctx.bias(node, x, w)),
+                     ctx.per_channel(node, reals))
+
+
+def _bilinear(ctx: Ctx, node: Node) -> Node:
+    """Bilinear resampling: per-axis (index, index, weight) tables, 4 taps an output element, requantized from
+    2^-22 of the input's scale to the output's (one rounding shift when the scales are equal)."""
+    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    scales = node.attrs.get("scales") or (None, None)
+    taps = [bilinear_taps(x.shape[i], out.shape[i], node.attrs["align_corners"], scales[i - 1]) for i in (1, 2)]
+    tables = [ctx.const(f"{node.name}_{axis}_taps", tab.reshape(-1), "int16") for axis, tab in zip("yx", taps)]
+    mult, shift = quantize_multiplier(x.qparams.s / out.qparams.s / 2.0 ** (2 * BILINEAR_BITS))
+    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    params = {"input": _dims4(x.shape, node.source), "output": _dims4(out.shape, node.source),
+              "input_offset": -x.qparams.zp, "output_offset": out.qparams.zp, "multiplier": mult, "shift": shift,
+              "act_min": lo, "act_max": hi}
+    return call_node(node, "mcu_upsample_bilinear_s8", params, (*tables, x.name))
 
 
 def _linear(ctx: Ctx, node: Node) -> Node:
@@ -208,6 +239,7 @@ INT8: dict[str, Callable[[Ctx, Node], Node | list[Node]]] = {
     "transpose": _transpose, "reshape": _alias, "slice": _slice, "pad": _pad,
     "gather": _gather, "scatter": _scatter, "sub": _add, "mul": _mul, "lut": _lut, "clamp": _lut, "concat": _concat, "upsample_nearest": _upsample,
     "mean": _reduce, "sum": _reduce, "matmul": _matmul, "layer_norm": _norm, "rms_norm": _norm,
+    "conv_transpose2d": _conv_transpose, "upsample_bilinear": _bilinear,
 }
 INTEGER = ("conv2d", "depthwise_conv2d", "linear", "max_pool2d", "avg_pool2d", "add", "mul", "transpose",
            "reshape", "slice", "concat", "layer_norm", "rms_norm", "pad", "gather", "scatter")

@@ -8,6 +8,10 @@ def op_macs(kernel: str, params: dict) -> int:
     """Multiply-accumulates of one call of `kernel` (a portable name; variants share their twin's)."""
     if kernel in ("mcu_conv2d_s8", "mcu_conv2d_grouped_s8", "mcu_conv2d_f32"):
         return int(np.prod(params["output"])) * int(np.prod(params["filter"][1:]))
+    if kernel == "mcu_conv_transpose2d_s8":  # every input pixel times every tap (those cropped by padding too)
+        return int(np.prod(params["input"])) * int(np.prod(params["filter"][:3]))
+    if kernel == "mcu_upsample_bilinear_s8":
+        return 4 * int(np.prod(params["output"]))
     if kernel in ("mcu_dwconv2d_s8", "mcu_dwconv2d_f32"):
         return int(np.prod(params["output"])) * params["filter"][1] * params["filter"][2]
     if kernel in ("mcu_fully_connected_s8", "mcu_fully_connected_f32"):

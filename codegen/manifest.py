@@ -30,6 +30,7 @@ class Manifest:
     state: tuple = ()  # the state region's buffers (emit's state records, as the manifest lists them)
     state_bytes: int = 0
     generate: dict | None = None  # a decoder step's <name>_generate: {"vocab", "positions"}
+    widened: tuple = ()  # the calls storing their weights widened: {"name", "kernel", "bytes", "instructions"}
 
     def as_dict(self) -> dict:
         return {"name": self.name, "board": self.board, "kernels": self.kernels, "arena_bytes": self.arena_bytes,
@@ -38,7 +39,8 @@ class Manifest:
                 "weights_bytes": self.weights_bytes, "inputs": self.inputs, "outputs": self.outputs, "ops": self.ops,
                 "fallbacks": self.fallbacks,
                 **({"state_bytes": self.state_bytes, "state": list(self.state)} if self.state else {}),
-                **({"generate": self.generate} if self.generate else {})}
+                **({"generate": self.generate} if self.generate else {}),
+                **({"widened": list(self.widened)} if self.widened else {})}
 
     def to_json(self) -> str:
         """The text of manifest.json as emit writes it (before mcu/api.py seals it)."""
@@ -77,4 +79,6 @@ def build_manifest(graph: Graph, mem: MemoryPlan, *, name: str, board: str, inpu
         fallbacks=[{"op": n.call.fallback, "name": n.name, "kernel": n.call.kernel, "source": n.source}
                    for n in graph.nodes if n.call and n.call.fallback],
         state=tuple(state_entry(graph, r) for r in state), state_bytes=state_bytes,
-        generate=None if generate is None else {"vocab": generate["vocab"], "positions": generate["positions"]})
+        generate=None if generate is None else {"vocab": generate["vocab"], "positions": generate["positions"]},
+        widened=tuple({"name": n.name, "kernel": n.call.kernel, "bytes": n.call.widened[0],
+                       "instructions": n.call.widened[1]} for n in graph.nodes if n.call and n.call.widened))

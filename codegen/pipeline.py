@@ -17,6 +17,7 @@ from mcu.codegen.passes.lower import lower
 from mcu.codegen.target import Target
 from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.passes.share_constants import share_constants
+from mcu.codegen.passes.widen_weights import widen_weights
 
 
 def passes(target: Target = Target()) -> list:
@@ -31,6 +32,7 @@ def passes(target: Target = Target()) -> list:
         copy_aliased_outputs,                 # an output that is an input (or a view of one) gets a copy
         lower,                                # ops -> portable kernel calls, on (op, element type); converts
         partial(select_kernels, target=target),  # portable -> the board's fastest variant
+        partial(widen_weights, target=target),   # flash budget -> widened weights where they save the most
         partial(use_inplace_kernels, target=target),  # concats written in place; memory: in-place variants
         partial(fuse_residual_adds, target=target),  # optimize="memory": conv + residual add in one call
         share_constants,                      # identical constant arrays (an unrolled GRU's weights) stored once

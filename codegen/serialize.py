@@ -9,7 +9,7 @@
   {"$scalar": [dtype, value]} (numpy scalars keep their type: float32 arithmetic must not become float64).
 - A call node's `Call` is stored as its attrs (`call_attrs`), keys in the order of its fields, the optional ones
   only when set: fallback, twin, twin_inputs with twin_quant (which may be null: twin_inputs marks a selected
-  variant), unfused. Loading rebuilds the Call from them (`_call`), so packages read as they always did.
+  variant), unfused, widened. Loading rebuilds the Call from them (`_call`), so packages read as they always did.
 """
 from __future__ import annotations
 
@@ -37,13 +37,14 @@ class FormatError(McuError):
 
 
 # -- writing ---------------------------------------------------------------------------------------------------
-CALL_KEYS = ("kernel", "params", "quant", "float_node", "fallback", "twin", "twin_inputs", "twin_quant", "unfused")
+CALL_KEYS = ("kernel", "params", "quant", "float_node", "fallback", "twin", "twin_inputs", "twin_quant", "unfused",
+             "widened")
 
 
 def call_attrs(c: Call) -> dict:
     """A Call as the attrs dict a call node has always been stored with (the module docstring)."""
     attrs = {k: getattr(c, k) for k in CALL_KEYS}
-    for k in ("fallback", "twin", "twin_inputs", "unfused"):
+    for k in ("fallback", "twin", "twin_inputs", "unfused", "widened"):
         if attrs[k] is None:
             del attrs[k]
     if not c.selected:

@@ -10,6 +10,9 @@ class Target:
     name: str = "portable"
     features: frozenset[str] = frozenset()  # "dsp", "mve", "fpu"; "int4": int4 weight kernels wanted
     variants: bool = True  # False: portable kernels (outputs may overlap dying inputs) and in-place variants
+    # bytes of flash the model's constants may take (codegen/passes/widen_weights.py spends what the narrowest
+    # weights leave on widened ones); None: widen at the fixed exchange rate geometry.WIDEN_GAIN
+    flash_budget: int | None = None
 
     @staticmethod
     def of_board(board) -> "Target":

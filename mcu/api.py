@@ -17,11 +17,12 @@ import numpy as np
 import torch
 
 from mcu.build.dropin import dropin_names, dropin_files
-from mcu.build.fit import check_fit, emit_fitted
+from mcu.build.fit import check_fit, check_flash_budget, emit_fitted
 from mcu.codegen import serialize
 from mcu.codegen.ir import Graph
 from mcu.codegen.memory import MemoryPlan, picture, plan_graph
 from mcu.codegen.names import DEFAULT_NAME, check_name, model_files
+from mcu.codegen.passes.widen_weights import constant_bytes
 from mcu.codegen.pipeline import run_passes
 from mcu.codegen.target import Target
 from mcu.errors import MCU_ERR_INDEX, BoardFitError, McuError, status_name
@@ -50,7 +51,8 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
             quantize: str = "int8", out_dir: str | os.PathLike = "mcu_out", force: bool = False,
             optimize: str = "speed", progress: Progress | None = None, bias_correction: bool = True,
             observer: str = "minmax", weights: str = "int8", mixed: dict | None = None,
-            target_sqnr: float | None = None, log=None, name: str = DEFAULT_NAME) -> Package:
+            target_sqnr: float | None = None, log=None, name: str = DEFAULT_NAME,
+            flash_budget: int | None = None) -> Package:
     """Export, quantize, lower, plan and emit `model` for `board` into out_dir. Returns the Package.
     optimize="speed" picks the board's fastest kernel variants; "memory" keeps the portable kernels,
     whose outputs may overlap their dying inputs, and runs depthwise and 1x1 convs in place over an
@@ -72,9 +74,15 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
     McuQuantizer(qat=True)) compiles as it is, with the same integer semantics; it takes no calibration.
 
     name (a lowercase C identifier, codegen/names.py) prefixes every exported symbol, macro and file: name="kws"
-    gives kws_run, KWS_ARENA_BYTES, kws.h, the CMake target mcu_kws; the default "model" gives model.h as ever."""
+    gives kws_run, KWS_ARENA_BYTES, kws.h, the CMake target mcu_kws; the default "model" gives model.h as ever.
+
+    flash_budget (bytes) is what the model's weights may take of the flash: kernels that can store their weights
+    widened (int16) do so where it saves the most instructions per byte until the budget is spent
+    (codegen/passes/widen_weights.py); the default is half the board's flash (mcu.build.fit.default_flash_budget),
+    the rest left for the application. The manifest lists the widened layers; `mcu size` shows what they bought."""
     check_name(name)
     board_info, target = _target(board, optimize, weights)
+    target = dataclasses.replace(target, flash_budget=check_flash_budget(flash_budget, board_info))
     _check_options(model, quantize, calibration, mixed, target_sqnr)
     ep, choice, converted = None, None, model
     if not is_quantized(model):
@@ -91,7 +99,11 @@ def compile(model, example_inputs=None, *, board: str = "mps2-an386", calibratio
             quantize_pt2e(ep, tuple(example_inputs), calibration, progress, bias_correction, observer, weights,
                           precision=quantize, mixed=mixed)
     graph, memory = _lower(ep, converted, target)
-    files, manifest = _package_files(graph, memory, ep, board_info, name)
+    if flash_budget is not None and constant_bytes(graph) > flash_budget:
+        raise McuError(f"the model's weights need {constant_bytes(graph):,} B of flash stored as narrow as its "
+                       f"kernels allow; the flash budget is {flash_budget:,} B: raise flash_budget "
+                       f"(--flash-budget), or store the weights as int4 (weights='int4', --weights int4)")
+    files, manifest = _package_files(graph, memory, ep, board_info, name, target.flash_budget)
     out_dir = Path(out_dir)
     write_package(out_dir, files, force, our_files(name, out_dir))
     return Package(out_dir, board, manifest, graph, memory, converted, trusted=True, precision=choice)
@@ -183,10 +195,11 @@ def our_files(name: str, out_dir: Path) -> set[str]:
     return COMMON_FILES | {f for n in names for f in (*model_files(n), *dropin_names(n))}
 
 
-def _package_files(graph: Graph, memory: MemoryPlan, ep, board_info, name: str) -> tuple[dict[str, bytes], dict]:
+def _package_files(graph: Graph, memory: MemoryPlan, ep, board_info, name: str,
+                   flash_budget: int | None = None) -> tuple[dict[str, bytes], dict]:
     """Every file of the package folder by name, and its sealed manifest; BoardFitError before anything is written."""
     texts, emitted = emit_fitted(graph, memory, name, board_info)  # the weights where they fit
-    manifest = emitted.as_dict()
+    manifest = emitted.as_dict() | ({"flash_budget": flash_budget} if flash_budget is not None else {})
     footprint = check_fit(graph, manifest, board_info)
     files = {name: text.encode() for name, text in texts.items()}
     files.update(dropin_files(texts, manifest, board_info, footprint))
@@ -262,4 +275,7 @@ def size(pkg: Package):
     """The flash/RAM size report of pkg's firmware (built if needed)."""
     from mcu.boards import load_board
     from mcu.build.elfsize import size_report
-    return size_report(pkg.build(), pkg.build_dir, load_board(pkg.board), name=pkg.name)
+    report = size_report(pkg.build(), pkg.build_dir, load_board(pkg.board), name=pkg.name)
+    widened = pkg.manifest.get("widened", [])
+    return dataclasses.replace(report, weights_budget=pkg.manifest.get("flash_budget"), widened=(
+        len(widened), sum(w["bytes"] for w in widened), sum(w["instructions"] for w in widened)))

@@ -378,6 +378,9 @@ def _check_consistent(manifest: dict, graph: Graph, memory: MemoryPlan, where: P
     except Exception as exc:  # a forged IR that passed the field checks: no bug of mcu's if it does not emit
         raise PackageError(f"{where.parent}: its IR does not make a model ({type(exc).__name__}: {str(exc)[:80]}); "
                            f"compile the model again with `mcu compile`") from None
-    differ = sorted(k for k in set(emitted) | set(manifest) - {"package"} if emitted.get(k) != manifest.get(k))
+    # "package" (the seal) and "flash_budget" (compile's option, what the widened weights were chosen within) are
+    # the front end's, not emit's
+    differ = sorted(k for k in set(emitted) | set(manifest) - {"package", "flash_budget"}
+                    if emitted.get(k) != manifest.get(k))
     if differ:
         bad(f"{', '.join(differ)[:80]} differ from what this mcu writes for the IR")

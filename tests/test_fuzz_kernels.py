@@ -635,6 +635,49 @@ def upsample_case(draw):
 
 
 @st.composite
+def conv_transpose_case(draw):
+    """mcu_conv_transpose2d_s8 arguments: windows 1..5, strides 1..3, padding < window, output_padding < stride
+    (rarely any output size: rows past the full result see only the bias)."""
+    n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    kh, kw, sh, sw = draw(st.integers(1, 5)), draw(st.integers(1, 5)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    pt, pl = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    oh = (h - 1) * sh - 2 * pt + kh + draw(st.integers(0, sh - 1))
+    ow = (w - 1) * sw - 2 * pl + kw + draw(st.integers(0, sw - 1))
+    lowered = oh >= 1 and ow >= 1 and draw(st.integers(0, 9)) > 0
+    if not lowered:
+        oh, ow = draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    c_in, c_out = draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    in_off, out_off = draw(IN_OFFSET), draw(OUT_OFFSET)
+    lo, hi = draw(act_range(out_off))
+    params = {"input": (n, h, w, c_in), "filter": (c_out, kh, kw, c_in), "output": (n, oh, ow, c_out),
+              "stride_h": sh, "stride_w": sw, "pad_top": pt, "pad_left": pl, "dilation_h": 1, "dilation_w": 1,
+              "input_offset": in_off, "output_offset": out_off, "act_min": lo, "act_max": hi}
+    taps = -(-kh // sh) * -(-kw // sw) * c_in
+    std = _acc_std(taps, in_off)
+    mult, shift = draw(per_channel(c_out, std))
+    return Case((params, mult, shift, draw(ints((n, h, w, c_in))), draw(ints((c_out, kh, kw, c_in))),
+                 draw(bias_for(c_out, std, taps * 255 * 128))), n * oh * ow * c_out, lowered=lowered)
+
+
+@st.composite
+def bilinear_case(draw):
+    """mcu_upsample_bilinear_s8 arguments: any sizes (down too), align_corners either way, equal scales (the DSP
+    variant's) or any requantization."""
+    from mcu.codegen.twins.shape import BILINEAR_BITS, bilinear_taps
+    n, h, w, c = draw(st.integers(1, 2)), draw(st.integers(1, 7)), draw(st.integers(1, 7)), draw(st.integers(1, 9))
+    oh, ow, align = draw(st.integers(1, 11)), draw(st.integers(1, 11)), draw(st.booleans())
+    in_off, out_off = draw(IN_OFFSET), draw(OUT_OFFSET)
+    lo, hi = draw(act_range(out_off))
+    equal = draw(st.booleans())
+    mult = 1 << 30 if equal else draw(MULT)
+    shift = 1 - 2 * BILINEAR_BITS if equal else draw(shift_for(128 * 2.0 ** (2 * BILINEAR_BITS)))
+    params = {"input": (n, h, w, c), "output": (n, oh, ow, c), "input_offset": in_off, "output_offset": out_off,
+              "multiplier": mult, "shift": shift, "act_min": lo, "act_max": hi}
+    return Case((params, bilinear_taps(h, oh, align, None).reshape(-1), bilinear_taps(w, ow, align, None).reshape(-1),
+                 draw(ints((n, h, w, c)))), n * oh * ow * c)
+
+
+@st.composite
 def reduce_case(draw):
     dims = tuple(draw(st.integers(1, 6)) for _ in range(4))
     out = tuple(d if draw(st.booleans()) else 1 for d in dims)
@@ -703,6 +746,7 @@ STRATEGIES = {
     "mcu_dequantize_s8_f32": dequantize_case(), "mcu_quantize_f32_s8": quantize_case(),
     "mcu_layer_norm_f32": layer_norm_case(),
     "mcu_dwconv2d_s8_inplace": inplace_conv_case("dw"), "mcu_conv2d_1x1_s8_inplace": inplace_conv_case("1x1"),
+    "mcu_conv_transpose2d_s8": conv_transpose_case(), "mcu_upsample_bilinear_s8": bilinear_case(),
 }
 
 

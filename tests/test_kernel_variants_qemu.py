@@ -26,6 +26,7 @@ from mcu.codegen.plan_verifier import verify_tensor_plan
 from mcu.codegen.sharing import overlap_gap
 from mcu.codegen.target import Target
 from mcu.codegen.passes.select_kernels import select_kernels
+from mcu.codegen.passes.widen_weights import widen_weights
 from mcu.codegen.reference import run_reference
 from mcu.memory_planner import Plan
 from mcu.qemu.runner import run_firmware
@@ -320,6 +321,12 @@ def expected_kernel(node: Node, family: str, board: str) -> str:
     return stem + SUFFIX[board]
 
 
+def selected(graph: Graph, board: str) -> Graph:
+    """graph's calls as the board's variants, their weights widened at the fixed exchange rate (no budget)."""
+    target = Target.of_board(load_board(board))
+    return widen_weights(select_kernels(graph, target), target)
+
+
 def run_on_board(graph: Graph, board: str, inputs: list[np.ndarray], out_dir) -> list[np.ndarray]:
     """Plan, emit, build and run `graph` on `board`; the raw outputs in graph order."""
     graph, mem = plan_graph(graph)
@@ -371,7 +378,7 @@ def test_avgpool_mve_equals_portable_twin_on_mps3_an547(tmp_path):
 def check_on_device(builder: GraphBuilder, board: str, tmp_path) -> None:
     """The board picks the expected variants, and they compute what the portable twins do, bit for bit."""
     portable = builder.graph()
-    graph = verify(select_kernels(portable, Target.of_board(load_board(board))))
+    graph = verify(selected(portable, board))
     for node, before in zip(graph.nodes, portable.nodes):
         assert node.call.kernel == expected_kernel(before, builder.expect[node.name], board), node.name
     rng = np.random.default_rng(11)
@@ -400,7 +407,7 @@ def filter_headers(builders, board: str, kernels) -> set[tuple[str, int]]:
     give on `board`."""
     seen = set()
     for cases in builders:
-        graph = select_kernels(cases(seed=7).graph(), Target.of_board(load_board(board)))
+        graph = selected(cases(seed=7).graph(), board)
         seen |= {(n.call.kernel, int(graph.tensors[n.inputs[1]].data[:4].view("<i4")[0])) for n in graph.nodes
                  if n.call.kernel in kernels}
     return seen
@@ -433,7 +440,7 @@ def test_variants_get_exactly_their_scratch(board):
     """A variant that takes scratch gets one arena tensor of its twin's size as its second output; the others none."""
     from mcu.codegen.kernels import KERNELS
     sizes = {v.name: v.scratch for v in KERNELS.values() if v.portable and v.mode == "speed"}
-    graph = select_kernels(large_window_cases(seed=7).graph(), Target.of_board(load_board(board)))
+    graph = selected(large_window_cases(seed=7).graph(), board)
     scratched = 0
     for node in graph.nodes:
         size = sizes.get(node.call.kernel)
@@ -519,7 +526,7 @@ def test_raster_variants_overlapping_their_input_on_device(board, tmp_path):
     result on the device, the DSP assembly's row order and the Helium blocks of 3 included; the 3x3 depthwise on
     the in-place geometry (stride 1, same dims) runs in place or just below its input (its ring of rows)."""
     builder = overlap_cases(seed=5)
-    graph = verify(select_kernels(chained(builder.graph()), Target.of_board(load_board(board))))
+    graph = verify(selected(chained(builder.graph()), board))
     picked = {n.call.kernel for n in graph.nodes} - {"mcu_maxpool2d_s8"}
     assert picked == {expected_kernel(n, builder.expect[n.name], board) for n in builder.graph().nodes}
     graph, mem = plan_graph(graph)

@@ -170,3 +170,22 @@ def test_float_islands_run_exact_on_the_device(quantize, tmp_path):
     for got, w in zip(res.outputs, want):
         got = got.reshape(w.shape)
         assert relative_error(got, w) <= 1e-5 if quantize == "none" else sqnr_db(w, got) >= 25
+
+
+class Atan2(nn.Module):
+    def forward(self, y, x):
+        return torch.atan2(y, x)
+
+
+@pytest.mark.qemu
+def test_atan2_every_quadrant_the_axes_and_the_origin_on_the_device(tmp_path):
+    """atan2 (a composite of atan and where): the four quadrants, both axes (x = 0: y / x is +-inf; y = 0 with x < 0:
+    +pi) and the origin (0, as torch), within 1e-5 of torch; the device equals the reference bit for bit."""
+    grid = torch.tensor([-3.0, -1.0, -0.25, 0.0, 0.5, 2.0])
+    y, x = torch.meshgrid(grid, grid, indexing="ij")
+    y, x = y.reshape(1, 36), x.reshape(1, 36)
+    pkg = mcu.compile(Atan2(), (y, x), quantize="none", out_dir=tmp_path / "p")
+    want = torch.atan2(y, x).numpy()
+    got = pkg.reference((y, x))[0].reshape(want.shape)
+    assert np.abs(got - want).max() <= 1e-5 * np.pi and got[0, 3 * 6 + 3] == 0.0
+    assert np.array_equal(mcu.run(pkg, (y, x)).raw_outputs[0], pkg.reference((y, x))[0])

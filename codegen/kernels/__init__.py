@@ -3,8 +3,8 @@
 - A `KernelSpec` holds every fact the compiler needs about one C function: its source
   (runtime_c/kernels/<family>/<name>.c), its params struct, its numpy twin, and for an optimized variant the
   portable kernel it replaces, the core features it needs, the params it runs (`applies`), the constants it
-  wants (`prepare`, codegen/kernels/prepare.py) and the scratch it takes (`scratch`, the twin of its C
-  `*_scratch_bytes`), and the shared cores it calls (`links`: sources under runtime_c/kernels/shared that the
+  wants (`prepare`, codegen/kernels/prepare.py), what storing them widened saves (`widen`), the scratch it
+  takes (`scratch`, the twin of its C `*_scratch_bytes`), and the shared cores it calls (`links`: sources under runtime_c/kernels/shared that the
   manifest lists once for every kernel that needs them). Memory properties: `inplace` (which input the output may take exactly), `raster`
   (output pixels written in order, in blocks of `raster_block`: the output may slide under a dying input by a
   derived gap), `strided`
@@ -45,6 +45,9 @@ class KernelSpec:
     # (node, tensors) -> (node, new constants), or None to decline (the next variant is tried)
     prepare: Callable | None = field(default=None, compare=False)
     scratch: Callable[[dict], int] | None = field(default=None, compare=False)
+    # params -> instructions per inference saved per extra flash byte when prepare(..., wide=True) stores the
+    # weights widened (codegen/passes/widen_weights.py spends the flash budget on the best of these)
+    widen: Callable[[dict], float] | None = field(default=None, compare=False)
     inplace: str = ""                  # "elementwise": any same-sized dying input; "residual": the last input
     raster: bool = False
     # a raster kernel's unit of order: output pixels in blocks of this many (counted over n, y, x from 0), or

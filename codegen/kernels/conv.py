@@ -4,7 +4,8 @@ variants. Constants for the variants: codegen/kernels/prepare.py; C: runtime_c/k
 from __future__ import annotations
 
 from mcu.codegen.kernels import GEMM2_DSP, GEMM_MVE, kernel, variant
-from mcu.codegen.kernels.geometry import INT4, is_1x1, is_dw, is_dw3x3, is_dw_any_mve, is_dw_s16, is_groups1
+from mcu.codegen.kernels.geometry import (INT4, dsp_widen_gain, dw_widen_gain, fast_widen_gain, is_1x1, is_dw,
+                                          is_dw3x3, is_dw_any_mve, is_dw_s16, is_groups1, never)
 from mcu.codegen.kernels.prepare import (prepare_dsp_conv, prepare_dw_dsp, prepare_dw_fast, prepare_dw_mve,
                                          prepare_dwk_dsp, prepare_dwk_mve,
                                          prepare_fast, prepare_mve, prepare_s4, prepare_s16_conv_dsp,
@@ -40,6 +41,7 @@ SPECS = [
     kernel("mcu_conv2d_s8", "conv", CONV, raster=True, strided=True),
     kernel("mcu_conv2d_grouped_s8", "conv", CONV, strided=True),
     kernel("mcu_dwconv2d_s8", "conv", CONV, raster=True, strided=True),
+    kernel("mcu_conv_transpose2d_s8", "conv", CONV),  # gather form: the true MACs
     kernel("mcu_conv2d_add_s8", "conv", "mcu_conv2d_add_params_t", inplace="residual", raster=True),
     kernel("mcu_conv2d_s16", "s16", CONV, strided=True),
     kernel("mcu_dwconv2d_s16", "s16", CONV, strided=True),
@@ -52,13 +54,17 @@ SPECS = [
     variant("mcu_conv2d_s8_mve", "conv", "mcu_conv2d_s8", MVE, prepare=prepare_mve,
             scratch=conv2d_s8_mve_scratch_bytes, links=(GEMM_MVE,), **BLOCKS_OF_3, **STRIDED),
     variant("mcu_conv2d_1x1_s8_dsp", "conv", "mcu_conv2d_s8", DSP, is_1x1, prepare_dsp_conv,
-            conv2d_1x1_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), **PAIRS_FIRST, **STRIDED),
+            conv2d_1x1_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), widen=dsp_widen_gain, **PAIRS_FIRST, **STRIDED),
     variant("mcu_conv2d_s8_dsp", "conv", "mcu_conv2d_s8", DSP, prepare=prepare_dsp_conv,
-            scratch=conv2d_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), **PAIRS_FIRST, **STRIDED),
+            scratch=conv2d_s8_dsp_scratch_bytes, links=(GEMM2_DSP,), widen=dsp_widen_gain, **PAIRS_FIRST,
+            **STRIDED),
     variant("mcu_conv2d_1x1_s8_fast", "conv", "mcu_conv2d_s8", (), is_1x1, prepare_fast,
-            conv2d_1x1_s8_fast_scratch_bytes, raster=True, **COPY_FIRST, **STRIDED),
+            conv2d_1x1_s8_fast_scratch_bytes, raster=True, widen=fast_widen_gain, **COPY_FIRST, **STRIDED),
     variant("mcu_conv2d_s8_fast", "conv", "mcu_conv2d_s8", prepare=prepare_fast, scratch=conv2d_s8_fast_scratch_bytes,
-            raster=True, raster_first=True, **STRIDED),
+            widen=fast_widen_gain, raster=True, raster_first=True, **STRIDED),
+    # transposed conv (gather form): Helium (16-lane dot products over C_in), DSP (SMLAD on widened pairs)
+    variant("mcu_conv_transpose2d_s8_mve", "conv", "mcu_conv_transpose2d_s8", MVE),
+    variant("mcu_conv_transpose2d_s8_dsp", "conv", "mcu_conv_transpose2d_s8", DSP),
     # depthwise: the any-window Helium one first (every window bar a strided 3x3, is_dw_any_mve), the 3x3 ones, then
     # the any-window DSP one (output rows in order: pixel pairs, then the rest of the row)
     variant("mcu_dwconv2d_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw_any_mve, prepare_dwk_mve,
@@ -66,6 +72,10 @@ SPECS = [
     variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3, prepare_dw_mve,
             dwconv2d_3x3_s8_mve_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp,
+            dwconv2d_3x3_s8_dsp_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits,
+            widen=dw_widen_gain),
+    # ... its weights widened (prepare_dw_dsp(wide=True) picks it; the same source built with MCU_DSP_DW_WIDE)
+    variant("mcu_dwconv2d_3x3_s8_dsp_wide", "conv", "mcu_dwconv2d_s8", DSP, never, prepare_dw_dsp,
             dwconv2d_3x3_s8_dsp_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_fast", "conv", "mcu_dwconv2d_s8", (), is_dw3x3, prepare_dw_fast,
             dwconv2d_3x3_s8_fast_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),

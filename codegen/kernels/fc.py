@@ -3,7 +3,7 @@ Helium, DSP, scalar) and int16 DSP variant. Constants: codegen/kernels/prepare.p
 from __future__ import annotations
 
 from mcu.codegen.kernels import GEMM_MVE, kernel, variant
-from mcu.codegen.kernels.geometry import INT4
+from mcu.codegen.kernels.geometry import INT4, fast_widen_gain
 from mcu.codegen.kernels.prepare import prepare_dsp, prepare_fast, prepare_mve, prepare_s4, prepare_s16_fc_dsp
 from mcu.codegen.twins.s16 import fully_connected_s16_dsp_scratch_bytes
 
@@ -19,7 +19,8 @@ SPECS = [
     variant("mcu_fully_connected_s8_mve", "fc", "mcu_fully_connected_s8", ("mve",), prepare=prepare_mve,
             links=(GEMM_MVE,)),
     variant("mcu_fully_connected_s8_dsp", "fc", "mcu_fully_connected_s8", ("dsp",), prepare=prepare_dsp),
-    variant("mcu_fully_connected_s8_fast", "fc", "mcu_fully_connected_s8", prepare=prepare_fast),
+    variant("mcu_fully_connected_s8_fast", "fc", "mcu_fully_connected_s8", prepare=prepare_fast,
+            widen=fast_widen_gain),
     variant("mcu_matmul_s8_mve", "fc", "mcu_matmul_s8", ("mve",)),
     variant("mcu_matmul_s8_dsp", "fc", "mcu_matmul_s8", ("dsp",)),
     variant("mcu_fully_connected_s16_dsp", "s16", "mcu_fully_connected_s16", ("dsp",), prepare=prepare_s16_fc_dsp,

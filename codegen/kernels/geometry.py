@@ -5,17 +5,12 @@ import numpy as np
 
 from mcu.codegen.twins.conv import dsp_conv_compact, dwconv2d_s8_inplace_fits
 
-# The exchange rate between speed and flash: a variant stores its weights widened (int16, or the scalar GEMM's
-# two-channel words) rather than int8 only in a layer where that saves at least this many instructions per
-# inference per flash byte it costs (dsp_wide, fast_wide).
+# The exchange rate between speed and flash when no budget is given (Target.flash_budget None): a variant stores its
+# weights widened (int16, or the scalar GEMM's two-channel words) rather than int8 only in a layer where that saves
+# at least this many instructions per inference per flash byte it costs. With a budget, codegen/passes/widen_weights.py
+# widens the layers that save the most per byte first until the budget is spent (never below MIN_WIDEN_GAIN).
 WIDEN_GAIN = 64
-
-# A _fast GEMM widens its weights to the split words at compile time, or builds them in its loop from int8 words
-# (mcu_fast_words): its ARMv7-M loop of 4 taps of 4 channels takes 31 instructions instead of 16 (MCU_FAST_ASM in
-# mcu_opt.h). Widening costs one flash byte per weight and saves 15/16 instruction per weight per output row, so a
-# layer widens where that is at least WIDEN_GAIN instructions per inference a byte: 69 output rows (pixels, or
-# batches of a fully connected layer).
-FAST_WIDE_ROWS = -(-WIDEN_GAIN * 16 // 15)
+MIN_WIDEN_GAIN = 1.0
 
 
 def output_rows(params: dict) -> int:
@@ -23,29 +18,46 @@ def output_rows(params: dict) -> int:
     return params["batches"] if "batches" in params else int(np.prod(params["output"][:3]))
 
 
-def fast_wide(params: dict) -> bool:
-    """Whether the _fast GEMM with these params (conv or fully connected) stores the split words (FAST_WIDE_ROWS)."""
-    return output_rows(params) >= FAST_WIDE_ROWS
+# A _fast GEMM widens its weights to the split words at compile time, or builds them in its loop from int8 words
+# (mcu_fast_words): its ARMv7-M loop of 4 taps of 4 channels takes 31 instructions instead of 16 (MCU_FAST_ASM in
+# mcu_opt.h). Widening costs one flash byte per weight and saves 15/16 instruction per weight per output row
+# (pixels, or batches of a fully connected layer): at WIDEN_GAIN, from 69 output rows.
+FAST_WIDE_ROWS = -(-WIDEN_GAIN * 16 // 15)
+
+
+def fast_widen_gain(params: dict) -> float:
+    """Instructions per inference the _fast GEMM (conv or fully connected) saves per flash byte of split words."""
+    return output_rows(params) * 15 / 16
 
 
 # A DSP conv keeps its weights int8 in flash and widens them in its loop: 4 SXTB16 per 16 MACs of a 2x2 block,
 # so widening them at compile time instead saves MACs / 4 instructions for 1 more flash byte per weight, i.e.
-# (output pixels) / 4 instructions per byte. A layer widens when that is at least WIDEN_GAIN instructions per
-# inference a byte (WIDE_PIXELS = 256 pixels): large feature maps with few weights (VWW's and IC's early layers);
-# the weight-heavy layers of small maps stay int8. M4, instructions / weight flash, all int8 -> this rule -> all
+# (output pixels) / 4 instructions per byte: at WIDEN_GAIN, from 256 pixels (WIDE_PIXELS): large feature maps
+# with few weights (VWW's and IC's early layers). M4, instructions / weight flash, all int8 -> WIDEN_GAIN -> all
 # int16: KWS 3.55 M / 35.7 KB (125 pixels: all int8), VWW 9.83 M / 272 KB -> 9.60 M / 273 KB -> 8.33 M /
 # 468 KB, IC 12.02 M / 92 KB -> 11.10 M / 107 KB -> 10.18 M / 164 KB.
 WIDE_PIXELS = 4 * WIDEN_GAIN
 
 
-def dsp_wide(params: dict) -> bool:
-    """Whether the DSP conv with these params stores its weights widened to int16 (see WIDE_PIXELS)."""
-    return output_rows(params) >= WIDE_PIXELS
+def dsp_widen_gain(params: dict) -> float:
+    """Instructions per inference the DSP conv saves per flash byte of int16 weights (output pixels / 4)."""
+    return output_rows(params) / 4
+
+
+def dw_widen_gain(params: dict) -> float:
+    """Instructions per inference the DSP 3x3 depthwise saves per flash byte of int16 weights: 2 a tap of 4
+    channels (4 more bytes) per output pixel."""
+    return output_rows(params) / 2
 
 
 # A general conv whose window rows are not whole 4-tap steps and whose window is small: the DSP conv widens the
 # window whole (its taps in one run), not row by row (mcu_dsp_conv_compact in mcu_kernels.h).
 compact_window = dsp_conv_compact
+
+
+def never(p: dict) -> bool:
+    """A variant select_kernels never picks: another's prepare switches to it (its weights widened)."""
+    return False
 
 
 def is_1x1(p: dict) -> bool:

@@ -161,15 +161,19 @@ def pack_s4(w_rows: np.ndarray) -> np.ndarray | None:
     return (w[:, 0::2] | (w[:, 1::2] << 4)).reshape(-1).view(np.int8)
 
 
-def pack_dw_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
+def pack_dw_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray, wide: bool = False) -> np.ndarray:
     """The DSP depthwise filter stream (mcu_opt.h), from int8 taps [C, 9], the folded bias [C4] and 3-word
     records [3 * C4] (C4 = C rounded up to 4, zero channels): per group of 4 channels the 4 biases, per tap
-    the int8 word (w_c0, w_c1, w_c2, w_c3) (the kernel widens it: SXTB16, SXTB16 ROR 8), then the 4 records.
-    As bytes (int8)."""
+    the int8 word (w_c0, w_c1, w_c2, w_c3) (the kernel widens it: SXTB16, SXTB16 ROR 8) or, wide, the int16
+    words (w_c0, w_c2), (w_c1, w_c3) (MCU_DSP_DW_WIDE), then the 4 records. As bytes (int8)."""
     c4 = round_up(taps.shape[0], 4)
     groups = c4 // 4
-    w = pad_rows(taps, c4).reshape(groups, 4, 9)                                         # [group, lane, tap]
-    w = np.ascontiguousarray(w.transpose(0, 2, 1)).reshape(groups, 36)
+    if wide:
+        w = pad_rows(taps.astype(np.int16), c4).reshape(groups, 4, 9)[:, [0, 2, 1, 3], :]   # [group, lane, tap]
+        w = np.ascontiguousarray(w.transpose(0, 2, 1)).astype("<i2").reshape(groups, 36).view(np.int8)
+    else:
+        w = pad_rows(taps, c4).reshape(groups, 4, 9)                                     # [group, lane, tap]
+        w = np.ascontiguousarray(w.transpose(0, 2, 1)).reshape(groups, 36)
     return np.ascontiguousarray(np.concatenate(
         [_words(np.asarray(bias, np.int64).reshape(groups, 4)), w,
          _words(np.asarray(rec, np.int64).reshape(groups, 12))], axis=1)).reshape(-1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.codegen.ir import Node, Tensor
-from mcu.codegen.kernels.geometry import compact_window, dsp_wide, fast_wide, is_1x1
+from mcu.codegen.kernels.geometry import compact_window, is_1x1
 from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_pair_stream, pack_dw_stream, pack_g2_stream, pack_groups_s8,
                                          pack_pairs_s32, pack_s4, pack_taps_s16, pad_rows, round_up, rq3_records,
                                          rq_records)
@@ -58,11 +58,12 @@ def _streamed(node: Node, stream: np.ndarray) -> tuple[Node, dict[str, Tensor]]:
             {name: _new(name, stream, "int8"), QUANT_UNUSED: _new(QUANT_UNUSED, np.zeros(1, np.int32), "int32")})
 
 
-def prepare_fast(node, tensors):
-    """Scalar GEMM: folded bias, two channels per weight word (mcu_fast_split), widened at compile time or in
-    the loop (fast_wide), records. Declines (None) when the weights are too large for the split."""
+def prepare_fast(node, tensors, wide: bool = False):
+    """Scalar GEMM: folded bias, two channels per weight word (mcu_fast_split), widened at compile time (wide:
+    codegen/passes/widen_weights.py decides) or in the loop, records. Declines (None) when the weights are too
+    large for the split."""
     rows = _w_rows(node, tensors)
-    packed = pack_pairs_s32(rows, fast_wide(node.call.params))
+    packed = pack_pairs_s32(rows, wide)
     if packed is None:
         return None
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
@@ -94,17 +95,17 @@ def window_rows(node, tensors, rows: np.ndarray, multiple: int) -> np.ndarray:
     return padded.reshape(c, -1)
 
 
-def prepare_dsp_conv(node, tensors):
+def prepare_dsp_conv(node, tensors, wide: bool = False):
     """2x2 SIMD32 GEMM (conv): one filter stream (pack_g2_stream) holding the folded biases, the weights in
-    channel pairs (window rows padded to 4 taps; int8, or int16 where dsp_wide) and 3-word records
-    (_streamed)."""
+    channel pairs (window rows padded to 4 taps; int8, or int16 when wide: codegen/passes/widen_weights.py
+    decides) and 3-word records (_streamed)."""
     rows = _w_rows(node, tensors)
     p = node.call.params
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), p["input_offset"])
     c2 = round_up(rows.shape[0], 2)
     mult, shift = (tensors[q].data for q in node.call.quant)
     padded = rows if compact_window(p) else window_rows(node, tensors, rows, 4)
-    stream = pack_g2_stream(padded, pad_rows(bias, c2), rq3_records(mult, shift, p["output_offset"], c2), dsp_wide(p))
+    stream = pack_g2_stream(padded, pad_rows(bias, c2), rq3_records(mult, shift, p["output_offset"], c2), wide)
     return _streamed(node, stream)
 
 
@@ -112,7 +113,7 @@ def prepare_dsp(node, tensors):
     """SIMD32 GEMV (fully connected): folded bias; int8 weights per 4 channels and 4 taps, each channel's taps
     one word (pack_groups_s8, group 4, chunk 4), widened in the loop as the input is; 3-word records. Each
     weight meets one input row (batches are 1 on a microcontroller), so widening it in flash would save half an
-    instruction a byte, far below WIDEN_GAIN: int8 always."""
+    instruction a byte, far below any exchange rate (geometry.WIDEN_GAIN): int8 always."""
     rows = _w_rows(node, tensors)
     bias = folded_bias(rows, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
     c4 = round_up(rows.shape[0], 4)
@@ -149,18 +150,22 @@ def prepare_dw_fast(node, tensors):
     return _prepared(node, tensors, "fast", weights=taps.reshape(-1), bias=bias, records=rq_records)
 
 
-def prepare_dw_dsp(node, tensors):
+DW_DSP_WIDE = "mcu_dwconv2d_3x3_s8_dsp_wide"
+
+
+def prepare_dw_dsp(node, tensors, wide: bool = False):
     """SIMD32 depthwise: one filter stream (pack_dw_stream) of folded biases, int8 weights and 3-word records
-    per 4 channels (_streamed). The weights stay int8 on every map: widening them would save 2 instructions a
-    tap of 4 channels per pixel, which pays WIDEN_GAIN only from 128 pixels, and a second layout would double
-    the kernel's four assembly loops (about 1.5 KB of code) for the few bytes a large map's depthwise holds."""
+    per 4 channels (_streamed). Wide (where the flash budget pays for it, codegen/passes/widen_weights.py): int16
+    weights, run by the same source built with MCU_DSP_DW_WIDE (DW_DSP_WIDE), which saves 2 instructions a tap
+    of 4 channels per pixel (an LDRD for an LDR and two SXTB16)."""
     taps = _dw_taps(node, tensors)
     p = node.call.params
     c4 = round_up(taps.shape[0], 4)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
     mult, shift = (tensors[q].data for q in node.call.quant)
-    stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4))
-    return _streamed(node, stream)
+    stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4), wide)
+    prepared, new = _streamed(node, stream)
+    return (prepared.with_call(kernel=DW_DSP_WIDE) if wide else prepared), new
 
 
 def prepare_dw_mve(node, tensors):

@@ -1,8 +1,8 @@
-"""Data movement: transpose, concat (inputs as one array argument), nearest upsampling, slice along one dim, gather by run-time indices.
+"""Data movement: transpose, concat (inputs as one array argument), nearest and bilinear upsampling, slice along one dim, gather by run-time indices.
 C: runtime_c/kernels/shape, s16, float."""
 from __future__ import annotations
 
-from mcu.codegen.kernels import kernel
+from mcu.codegen.kernels import kernel, variant
 
 SPECS = [
     kernel("mcu_transpose_s8", "shape", "mcu_transpose_params_t"),
@@ -12,6 +12,8 @@ SPECS = [
     kernel("mcu_concat_s16", "s16", "mcu_concat_params_t", input_array=True),
     kernel("mcu_concat_f32", "float", "mcu_concat_f32_params_t", input_array=True),
     kernel("mcu_upsample_nearest_s8", "shape", "mcu_upsample_params_t"),
+    kernel("mcu_upsample_bilinear_s8", "shape", "mcu_upsample_bilinear_params_t"),
+    variant("mcu_upsample_bilinear_s8_mve", "shape", "mcu_upsample_bilinear_s8", ("mve",)),
     kernel("mcu_upsample_nearest_f32", "float", "mcu_upsample_params_t"),
     kernel("mcu_slice_s8", "shape", "mcu_slice_params_t"),
     kernel("mcu_slice_s16", "s16", "mcu_slice_params_t"),

@@ -1,7 +1,8 @@
 """Rewrite ops the kernels do not take directly into ops they do, on views of the same bytes.
 
-- conv1d / max_pool1d / avg_pool1d / upsample_nearest1d on [N, C, L] run as their 2-d op on the
-  [N, C, 1, L] view: reshape in, 2-d op, reshape out (the conv weight [O, I, K] becomes [O, I, 1, K]).
+- conv1d / conv_transpose1d / max_pool1d / avg_pool1d / upsample_nearest1d on [N, C, L] run as their 2-d op on
+  the [N, C, 1, L] view: reshape in, 2-d op, reshape out (the conv weight [O, I, K] becomes [O, I, 1, K], a
+  transposed conv's [I, O, K] [I, O, 1, K]).
 - A mean or sum of a 4-d tensor without keepdim becomes the keepdim reduction followed by a reshape, so
   the layout pass only ever sees 4-d -> 4-d reductions.
 - A concat of more than MAX_CONCAT inputs becomes a chain: the first MAX_CONCAT inputs into a temporary
@@ -15,13 +16,16 @@ from mcu.codegen.ir import REDUCTIONS, Graph, Node
 
 MAX_CONCAT = 8  # MCU_CONCAT_MAX_INPUTS
 ONE_D = {"conv1d": "conv2d", "max_pool1d": "max_pool2d", "avg_pool1d": "avg_pool2d",
-         "upsample_nearest1d": "upsample_nearest"}
+         "upsample_nearest1d": "upsample_nearest", "conv_transpose1d": "conv_transpose2d"}
 
 
 def _attrs_2d(node: Node) -> dict:
     a = node.attrs
     if node.op == "conv1d":
         return {**a, "stride": (1, *a["stride"]), "padding": (0, *a["padding"]), "dilation": (1, *a["dilation"])}
+    if node.op == "conv_transpose1d":
+        return {**a, "stride": (1, *a["stride"]), "padding": (0, *a["padding"]), "dilation": (1, *a["dilation"]),
+                "output_padding": (0, *a["output_padding"])}
     if node.op == "upsample_nearest1d":
         return {**a, "scale": (1, *a["scale"])}
     out = {**a, "kernel": (1, *a["kernel"]), "stride": (1, *a["stride"]), "padding": (0, *a["padding"])}
@@ -43,7 +47,7 @@ def decompose(graph: Graph) -> Graph:
         if node.op in ONE_D and len(tensors[node.inputs[0]].shape) == 3:
             x, out = tensors[node.inputs[0]], tensors[node.outputs[0]]
             ins = [view(x.name, (x.shape[0], x.shape[1], 1, x.shape[2]), f"{node.name}_in4d")]
-            if node.op == "conv1d":
+            if node.op in ("conv1d", "conv_transpose1d"):
                 w = tensors[node.inputs[1]]
                 name = f"{w.name}_4d"
                 tensors[name] = w.replace(name=name, shape=(w.shape[0], w.shape[1], 1, w.shape[2]),

@@ -2,7 +2,8 @@
 
 - Every 4-d non-constant tensor gets an NHWC shape and layout="NHWC" (graph inputs/outputs too; the
   host side transposes at the boundary, see manifest "layout").
-- conv2d weights [O, I, KH, KW] -> [O, KH, KW, I]; depthwise [C, 1, KH, KW] -> [1, KH, KW, C].
+- conv2d weights [O, I, KH, KW] -> [O, KH, KW, I]; depthwise [C, 1, KH, KW] -> [1, KH, KW, C]; transposed conv
+  weights [I, O, KH, KW] -> [O, KH, KW, I] (their per-channel axis 1 -> 0).
 - A reshape whose NHWC side is not trivially ordered (C > 1 and H*W > 1) gets an explicit transpose
   to or from torch order, so reshapes always move bytes in torch order.
 - softmax over the channel dim of a 4-d tensor becomes softmax over the last (NHWC) dim.
@@ -14,6 +15,8 @@
   torch-order copies: transposes around them (cancel_transposes removes the redundant ones).
 """
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -106,6 +109,16 @@ class Rewrite:
         self.tensors[w.name] = w.replace(data=data, shape=data.shape, layout="OHWI")
         self.nodes.append(node)
 
+    def conv_transpose(self, node: Node) -> None:
+        """A transposed conv (groups 1) with its weights [C_in, C_out, KH, KW] as OHWI [C_out, KH, KW, C_in]."""
+        w = self.old[node.inputs[1]]
+        data = np.ascontiguousarray(w.data.transpose(1, 2, 3, 0))
+        qp = w.qparams
+        if qp is not None and not qp.per_tensor:
+            qp = dataclasses.replace(qp, axis=0)
+        self.tensors[w.name] = w.replace(data=data, shape=data.shape, layout="OHWI", qparams=qp)
+        self.nodes.append(node)
+
     def reshape(self, node: Node) -> None:
         """A reshape moving bytes in torch order: transposes around it where NHWC and NCHW orders differ."""
         src, dst = node.inputs[0], node.outputs[0]
@@ -152,6 +165,8 @@ def rewrite_node(r: Rewrite, node: Node) -> None:
     rank = len(old[node.inputs[0]].shape) if node.inputs and node.inputs[0] else 0
     if node.op in ("conv2d", "depthwise_conv2d"):
         r.conv(node)
+    elif node.op == "conv_transpose2d":
+        r.conv_transpose(node)
     elif node.op == "reshape":
         r.reshape(node)
     elif node.op == "softmax" and rank == 4:

@@ -268,3 +268,28 @@ def dwconv2d_s8_dsp_scratch_bytes(p: dict) -> int:
 def dwconv2d_3x3_s8_fast_scratch_bytes(p: dict) -> int:
     """Twin of mcu_dwconv2d_3x3_s8_fast_scratch_bytes (dw3x3_scratch_bytes)."""
     return dw3x3_scratch_bytes(p)
+
+
+def conv_transpose2d_s8(params: dict, multiplier: np.ndarray, shift: np.ndarray, input: np.ndarray,
+                        filter: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """Twin of mcu_conv_transpose2d_s8 (scatter form, the same integer sums): each input pixel adds its product with
+    every tap to the full result [N, (H - 1) sh + KH, (W - 1) sw + KW, C_out], of which the output is the window
+    from (pad_top, pad_left) (positions past the full result, from output_padding, hold the bias alone)."""
+    p = params
+    _check_params(p)
+    if p["dilation_h"] != 1 or p["dilation_w"] != 1:
+        raise ValueError("a transposed conv takes dilation 1")
+    (n, h, w, c_in), (c_out, kh, kw, c_w), out = p["input"], p["filter"], p["output"]
+    if out[0] != n or c_w != c_in or out[3] != c_out:
+        raise ValueError(f"transposed conv dims disagree: input {p['input']} filter {p['filter']} output {out}")
+    check_quant(multiplier, shift, c_out)
+    sh, sw, pt, pl = p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"]
+    rows, cols = max((h - 1) * sh + kh, pt + out[1]), max((w - 1) * sw + kw, pl + out[2])
+    full = np.zeros((n, rows, cols, c_out), np.int64)
+    x = np.asarray(input, np.int64).reshape(n, h, w, c_in) + p["input_offset"]
+    wt = np.asarray(filter, np.int64).reshape(c_out, kh, kw, c_in)
+    for ky in range(kh):
+        for kx in range(kw):
+            full[:, ky:ky + (h - 1) * sh + 1:sh, kx:kx + (w - 1) * sw + 1:sw] += x @ wt[:, ky, kx].T
+    acc = full[:, pt:pt + out[1], pl:pl + out[2]]
+    return output_stage(acc, bias, multiplier, shift, p["output_offset"], p["act_min"], p["act_max"])

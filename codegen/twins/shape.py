@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .quant import requantize_round, saturate
+from .quant import requantize, requantize_round, saturate
 
 
 def transpose_s8(params: dict, input: np.ndarray) -> np.ndarray:
@@ -123,3 +123,52 @@ def upsample_nearest_s8(params: dict, input: np.ndarray, dtype=np.int8) -> np.nd
 def upsample_nearest_f32(params: dict, input: np.ndarray) -> np.ndarray:
     """Twin of mcu_upsample_nearest_f32: float32 [N, H * scale_h, W * scale_w, C]."""
     return upsample_nearest_s8(params, input, np.float32)
+
+
+BILINEAR_BITS = 11  # MCU_BILINEAR_BITS
+
+
+def bilinear_taps(in_size: int, out_size: int, align_corners: bool, scale: float | None) -> np.ndarray:
+    """The int16 [out_size, 3] table (i0, i1, w1) of one axis of a bilinear resampling, torch's rule in float32
+    (area_pixel_compute_source_index): source = ratio * o (align_corners), else ratio * (o + 0.5) - 0.5 clamped at
+    0, ratio (in - 1) / (out - 1), else 1 / scale when the op was given one, else in / out; i0 = floor(source)
+    (at most in - 1), i1 = i0 + 1 inside the input, w1 = source - i0 rounded to 2^-BILINEAR_BITS."""
+    f = np.float32
+    if in_size >= 2**15:
+        raise ValueError(f"a bilinear axis of {in_size} exceeds the int16 tables")
+    if align_corners:
+        ratio = f(in_size - 1) / f(out_size - 1) if out_size > 1 else f(0)
+        src = ratio * np.arange(out_size, dtype=f)
+    else:
+        ratio = f(1.0 / scale) if scale is not None and scale > 0 else f(in_size) / f(out_size)
+        src = np.maximum(ratio * (np.arange(out_size, dtype=f) + f(0.5)) - f(0.5), f(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    lam = np.clip(src - i0.astype(f), f(0), f(1))
+    i1 = np.minimum(i0 + 1, in_size - 1)
+    w1 = np.round(lam.astype(np.float64) * (1 << BILINEAR_BITS)).astype(np.int64)
+    return np.stack([i0, i1, w1], axis=1).astype(np.int16)
+
+
+def upsample_bilinear_s8(params: dict, y_taps: np.ndarray, x_taps: np.ndarray, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_upsample_bilinear_s8: returns int8 of shape params["output"]."""
+    p, one = params, 1 << BILINEAR_BITS
+    (n, h, w, c), out = tuple(p["input"]), tuple(p["output"])
+    if min(n, h, w, c) < 1 or min(out) < 1 or p["multiplier"] < 0 or not -31 <= p["shift"] <= 30:
+        raise ValueError(f"bad dims or requantization: {p}")
+    if not (-127 <= p["input_offset"] <= 128 and -128 <= p["output_offset"] <= 127
+            and -128 <= p["act_min"] <= p["act_max"] <= 127):
+        raise ValueError(f"offsets or clamp out of range: {p}")
+    ty = np.asarray(y_taps, np.int64).reshape(-1, 3)
+    tx = np.asarray(x_taps, np.int64).reshape(-1, 3)
+    if out[0] != n or out[3] != c or ty.shape[0] != out[1] or tx.shape[0] != out[2]:
+        raise ValueError(f"bilinear dims disagree: {p['input']} -> {p['output']}, tables {ty.shape} {tx.shape}")
+    for t, size in ((ty, h), (tx, w)):
+        if (t[:, :2] < 0).any() or (t[:, :2] >= size).any() or (t[:, 2] < 0).any() or (t[:, 2] > one).any():
+            raise ValueError("a bilinear table's index or weight is out of range")
+    x = np.asarray(input, np.int64).reshape(n, h, w, c)
+    wx1 = tx[:, 2][None, :, None]
+    rows = [(one - wx1) * x[:, r][:, tx[:, 0]] + wx1 * x[:, r][:, tx[:, 1]] for r in range(h)]  # [n, W_out, c] each
+    rows = np.stack(rows, axis=1)
+    wy1 = ty[:, 2][None, :, None, None]
+    acc = (one - wy1) * rows[:, ty[:, 0]] + wy1 * rows[:, ty[:, 1]] + p["input_offset"] * one * one
+    return saturate(requantize(acc, p["multiplier"], p["shift"]) + p["output_offset"], p["act_min"], p["act_max"])

@@ -44,6 +44,8 @@ class SizeReport:
     large_region: str = ""  # the board's large region (e.g. DDR) when the image puts bytes there
     large_bytes: int = 0  # the image's bytes in it (weights too big for the flash), counted in flash_total too
     large_capacity: int | None = None
+    weights_budget: int | None = None  # the flash budget the weights were widened within (the manifest's)
+    widened: tuple[int, int, int] = (0, 0, 0)  # layers storing widened weights, their extra bytes, instructions saved
 
     @property
     def flash_total(self) -> int:
@@ -80,6 +82,11 @@ class SizeReport:
             lines.append(f"{title:<{width + 2}}{'bytes':>10}")
             for label, value in rows:
                 lines.append(f"  {label:<{width}}{value:>10,}")
+                if label == "weights" and self.weights_budget is not None:
+                    layers, extra, saved = self.widened
+                    lines.append(f"    {'budget':<{width - 2}}{self.weights_budget:>10,}   " + (
+                        f"{extra:,} B of it widen {layers} layers: ~{saved:,} instructions saved" if layers
+                        else "no layer's weights widened"))
                 if label == "kernels":  # each source, largest first
                     lines += [f"    {names[k]:<{width - 2}}{n:>10,}"
                               for k, n in sorted(self.kernels.items(), key=lambda kv: (-kv[1], kv[0]))]

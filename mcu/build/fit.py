@@ -16,6 +16,9 @@
 - Placement: the weights stay in flash whenever the model fits it; when it does not, a board with a large region
   ([memory.large], e.g. DDR) takes the weights there if the rest then fits the flash (Footprint.weights_region),
   and emit_fitted writes them into the linker section the board's script places in that region.
+- The flash budget (mcu.compile's flash_budget): what the weights may take; kernels store theirs widened where it
+  saves the most instructions per byte until it is spent (codegen/passes/widen_weights.py). By default
+  DEFAULT_FLASH_SHARE of the board's flash, the rest left for the application.
 - A model that does not fit raises BoardFitError naming the numbers and the boards it would fit: the
   same estimate with each board's own stack (approximate there: another core may pick other kernel
   variants, with other weight layouts).
@@ -29,7 +32,7 @@ from mcu.codegen.emit import emit
 from mcu.codegen.ir import Graph
 from mcu.codegen.manifest import Manifest
 from mcu.codegen.memory import MemoryPlan
-from mcu.errors import BoardFitError
+from mcu.errors import BoardFitError, McuError
 from mcu.paths import package_root
 
 CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> bytes of code and constants
@@ -48,7 +51,11 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "conv/mcu_conv2d_s8_dsp": 3712,
     "conv/mcu_conv2d_s8_fast": 3904,
     "conv/mcu_conv2d_s8_mve": 3456,
+    "conv/mcu_conv_transpose2d_s8": 1984,
+    "conv/mcu_conv_transpose2d_s8_dsp": 2240,
+    "conv/mcu_conv_transpose2d_s8_mve": 1984,
     "conv/mcu_dwconv2d_3x3_s8_dsp": 4352,
+    "conv/mcu_dwconv2d_3x3_s8_dsp_wide": 4352,
     "conv/mcu_dwconv2d_3x3_s8_fast": 1728,
     "conv/mcu_dwconv2d_3x3_s8_mve": 2048,
     "conv/mcu_dwconv2d_s8": 1728,
@@ -114,6 +121,8 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "s16/mcu_transpose_s16": 384,
     "shape/mcu_concat_s8": 960,
     "shape/mcu_transpose_s8": 448,
+    "shape/mcu_upsample_bilinear_s8": 1600,
+    "shape/mcu_upsample_bilinear_s8_mve": 960,
     "shape/mcu_upsample_nearest_s8": 384,
     "shared/mcu_gemm2_s8_dsp": 3648,
     "shared/mcu_gemm_s8_mve": 2880,
@@ -177,6 +186,23 @@ class Footprint:
         return _parts(("arena", self.ram_arena), ("state", self.ram_state), ("inputs", self.ram_inputs),
                       ("outputs", self.ram_outputs),
                       ("stack", self.ram_stack), ("startup", self.ram_startup))
+
+
+DEFAULT_FLASH_SHARE = 0.5
+
+
+def check_flash_budget(budget, board: Board) -> int:
+    """The flash budget for the weights on board: the one given, checked, or DEFAULT_FLASH_SHARE of its flash."""
+    if budget is None:
+        return int(board.flash_size * DEFAULT_FLASH_SHARE)
+    room = board.flash_size + board.large_size
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise McuError(f"flash_budget={budget!r}: give the bytes of flash the weights may take, a positive "
+                       f"integer (e.g. flash_budget=96 * 1024; --flash-budget 96K)")
+    if budget > room:
+        raise McuError(f"flash_budget={budget:,} B is more than {board.name} has ({format_size(room)}); give at "
+                       f"most {room:,} B, or leave it out for the default ({DEFAULT_FLASH_SHARE:.0%} of the flash)")
+    return budget
 
 
 def format_size(n: int) -> str:

@@ -98,6 +98,10 @@ def _compile_command(sub) -> None:
                         "the SQNR vs the float model on the calibration data reaches DB; prints the choice")
     p.add_argument("--weights", choices=("int8", "int4"), default="int8",
                    help="int4: conv and linear weights in [-7, 7], two per byte in flash (default: int8)")
+    p.add_argument("--flash-budget", type=_bytes_arg, metavar="BYTES",
+                   help="flash the model's weights may take (e.g. 96000, 96K, 2M); layers store their weights "
+                        "widened where that saves the most instructions per byte until it is spent (default: "
+                        "half the board's flash, the rest left for your application)")
     p.add_argument("--no-bias-correction", action="store_true",
                    help="keep the float biases (default: correct them for the weights' rounding)")
     p.add_argument("--progress", action="store_true",
@@ -105,6 +109,15 @@ def _compile_command(sub) -> None:
     p.add_argument("--no-run", action="store_true",
                    help="only write the package (default: also build it and run the example inputs under QEMU, "
                         "and end with one line: instructions, arena and its lower bound, flash)")
+
+
+def _bytes_arg(text: str) -> int:
+    """A byte count: digits, or digits with K or M (1024s), e.g. 96K."""
+    scale = {"K": 1024, "M": 1024 * 1024}.get(text[-1:].upper(), 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a byte count; write e.g. 98304, 96K or 2M")
+    return int(digits) * scale
 
 
 def _package_commands(sub) -> None:

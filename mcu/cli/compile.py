@@ -16,7 +16,7 @@ def cmd_compile(args) -> None:
                           out_dir=args.output, force=args.force, optimize=args.optimize, progress=progress,
                           observer=args.observer, bias_correction=not args.no_bias_correction,
                           quantize=args.quantize, weights=args.weights, mixed=dict(args.mixed or ()),
-                          target_sqnr=args.target_sqnr, name=args.name,
+                          target_sqnr=args.target_sqnr, name=args.name, flash_budget=args.flash_budget,
                           log=(lambda line: print(line, file=sys.stderr, flush=True)) if args.target_sqnr else None)
     finally:
         progress.close()

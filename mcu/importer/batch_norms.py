@@ -1,7 +1,7 @@
 """BatchNorm folding before quantization (run by McuQuantizer.transform_for_annotation and the float importer).
 
-fold_batch_norms: a BatchNorm after a conv2d/linear (whose output feeds only it) is folded into that op's weight and
-bias; any other BatchNorm becomes a depthwise 1x1 conv2d (viewed to 4-d when its input is 2-d or 3-d), so it
+fold_batch_norms: a BatchNorm after a conv2d/linear or a transposed conv of groups 1 (whose output feeds only it) is
+folded into that op's weight and bias; any other BatchNorm becomes a depthwise 1x1 conv2d (viewed to 4-d when its input is 2-d or 3-d), so it
 quantizes and runs like every other conv. prepare_pt2e already folds conv2d+BatchNorm2d; this catches the rest
 (Linear+BatchNorm1d, standalone BN).
 """
@@ -17,6 +17,12 @@ from mcu.importer.ops import add_constant, const_tensor
 aten = torch.ops.aten
 BN_OPS = {aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default}
 FOLD_INTO = {aten.conv2d.default, aten.linear.default}
+# transposed convs (groups 1) hold the output channels on the weight's axis 1: [C_in, C_out, K...]
+TRANSPOSED = {aten.conv_transpose2d.input, aten.conv_transpose1d.default}
+
+
+def _groups(src: Node) -> int:
+    return int(src.args[6]) if len(src.args) > 6 else int(src.kwargs.get("groups", 1))
 
 
 def _bn_affine(gm: GraphModule, bn: Node) -> tuple[torch.Tensor, torch.Tensor]:
@@ -47,11 +53,14 @@ def fold_batch_norms(gm: GraphModule, multi_output: bool = False) -> GraphModule
         scale, shift = _bn_affine(gm, bn)
         src = bn.args[0]
         weight = const_tensor(gm, src.args[1]) if isinstance(src, Node) and src.op == "call_function" \
-            and src.target in FOLD_INTO and len(src.users) == 1 else None
+            and (src.target in FOLD_INTO or src.target in TRANSPOSED and _groups(src) == 1) \
+            and len(src.users) == 1 else None
         if weight is not None:
             bias = const_tensor(gm, src.args[2]) if len(src.args) > 2 and src.args[2] is not None else None
             bias = torch.zeros_like(shift) if bias is None else bias
             shape = (-1,) + (1,) * (weight.dim() - 1)
+            if src.target in TRANSPOSED:
+                shape = (1, -1) + (1,) * (weight.dim() - 2)
             args = list(src.args) + [None] * (3 - len(src.args))
             args[1] = add_constant(gm, "_mcu_folded_weight", weight * scale.reshape(shape), src)
             args[2] = add_constant(gm, "_mcu_folded_bias", bias * scale + shift, src)

@@ -215,17 +215,18 @@ def _zero_operand(gm: GraphModule, n: Node):
     return None
 
 
-def decompose_composites(gm: GraphModule, tables: bool = False) -> GraphModule:
+def decompose_composites(gm: GraphModule, tables: bool = False, whole=None) -> GraphModule:
     """Fold constants, replace every COMPOSITES op by its primitives (again while a decomposition made composites:
     isnan's comparison), fold again (in place; returns gm). With tables (the integer flows), an elementwise op of
     ELEMENTWISE_OPS stays whole: one look-up table computed with the op itself is more exact than its primitives;
     and RMS norms (aten's, and the hand-written x * rsqrt(mean(x^2) + eps) * w) stay one rms_norm (INTEGER_KERNEL_OPS:
-    one integer kernel)."""
+    one integer kernel). A node for which whole(node) is True stays as it is (the int8 flow's transposed convs and
+    bilinear resampling, which have int8 kernels)."""
     changed = fold_constants(gm)
     if tables:
         changed |= norms.fuse_rms_norms(gm, Builder)
     for _ in range(4):
-        if not _decompose_once(gm, tables):
+        if not _decompose_once(gm, tables, whole):
             break
         changed = True
     if changed:
@@ -236,11 +237,12 @@ def decompose_composites(gm: GraphModule, tables: bool = False) -> GraphModule:
     return gm
 
 
-def _decompose_once(gm: GraphModule, tables: bool) -> bool:
+def _decompose_once(gm: GraphModule, tables: bool, whole=None) -> bool:
     """Each composite node of gm replaced by its decomposition; True when any was."""
     changed = False
     for n in list(gm.graph.nodes):
-        if n.op != "call_function" or (tables and (n.target in ELEMENTWISE_OPS or n.target in INTEGER_KERNEL_OPS)):
+        if n.op != "call_function" or (tables and (n.target in ELEMENTWISE_OPS or n.target in INTEGER_KERNEL_OPS)) \
+                or (whole is not None and whole(n)):
             continue
         if n.target in RESAMPLED_WHEN_UNEVEN and not _is_uniform(n):
             out = spatial.resample(Builder(gm, n), n)

@@ -29,8 +29,8 @@ REDUCE_OPS = {aten.sum.dim_IntList: "sum", aten.sum.default: "sum", aten.mean.de
 ARG_OPS = {aten.argmax.default: "argmax", aten.argmin.default: "argmin"}
 # IR ops that read only their first tensor argument
 UNARY_IR_OPS = ("reshape", "slice", "pad", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mean", "clamp",
-                "lut", "permute", "upsample_nearest", "upsample_nearest1d", "sum", "max_pool1d", "avg_pool1d",
-                "amax", "amin", "prod", "argmax", "argmin")
+                "lut", "permute", "upsample_nearest", "upsample_nearest1d", "upsample_bilinear", "sum", "max_pool1d",
+                "avg_pool1d", "amax", "amin", "prod", "argmax", "argmin")
 
 
 def fx_shape(n: FxNode) -> tuple[int, ...]:
@@ -167,6 +167,10 @@ def _movement_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | 
         return "upsample_nearest", {"scale": _upsample_factors(n, shape_in)}
     if t == aten.upsample_nearest1d.vec:
         return "upsample_nearest1d", {"scale": _upsample_factors(n, shape_in)}
+    if t == aten.upsample_bilinear2d.vec:
+        scales = a[3] if len(a) > 3 else n.kwargs.get("scale_factors")
+        return "upsample_bilinear", {"align_corners": bool(a[2]),
+                                     "scales": tuple(float(s) for s in scales) if scales else None}
     return None
 
 
@@ -186,8 +190,14 @@ def _reduction_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] |
 
 
 def _one_d_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | None:
-    """conv1d, max_pool1d, avg_pool1d."""
+    """conv1d, max_pool1d, avg_pool1d; transposed convs (2-d and 1-d)."""
     t, a = n.target, list(n.args)
+    if t in (aten.conv_transpose2d.input, aten.conv_transpose1d.default):
+        k = 2 if t == aten.conv_transpose2d.input else 1
+        stride, padding, out_pad, groups, dilation = (a[3:] + [1, 0, 0, 1, 1][len(a[3:]):])[:5]
+        op = "conv_transpose2d" if k == 2 else "conv_transpose1d"
+        return op, {"stride": _ints(stride, k), "padding": _ints(padding, k), "output_padding": _ints(out_pad, k),
+                    "dilation": _ints(dilation, k), "groups": int(groups)}
     if t == aten.conv1d.default:
         stride, padding, dilation, groups = (a[3:] + [1, 0, 1, 1][len(a[3:]):])[:4]
         if isinstance(padding, str):

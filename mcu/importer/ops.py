@@ -51,7 +51,7 @@ COMPOSITE_OPS = {
     aten.index_select.default, aten.bilinear.default, aten.index.Tensor,
     aten.fmax.default, aten.fmin.default, aten.log2.default, aten.exp2.default, aten.lerp.Scalar, aten.log10.default,
     aten.sinh.default, aten.cosh.default, aten.tan.default, aten.asinh.default, aten.acosh.default, aten.atanh.default,
-    aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar,
+    aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar, aten.atan2.default,
     aten.gather.default, aten.scatter.src, aten.slice_scatter.default, aten.select_scatter.default,
     aten.diagonal.default, aten.scatter_add.default, aten.isnan.default, aten.isinf.default,
     aten.adaptive_max_pool2d.default, aten.im2col.default,

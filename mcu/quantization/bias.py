@@ -6,12 +6,16 @@ torchao's reference and our kernels both carry it.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch.fx import GraphModule, Node
 
 from mcu.importer.ops import WEIGHTED_OPS
 
 aten = torch.ops.aten
+TRANSPOSED = {aten.conv_transpose2d.input, aten.conv_transpose1d.default}  # weight [I, O, K...] (groups 1)
+CORRECTED = WEIGHTED_OPS | TRANSPOSED
 
 
 class InputMeans(torch.fx.Interpreter):
@@ -22,7 +26,7 @@ class InputMeans(torch.fx.Interpreter):
         self._sums: dict[str, tuple[torch.Tensor, int]] = {}
 
     def run_node(self, n: Node):
-        if n.op == "call_function" and n.target in WEIGHTED_OPS:
+        if n.op == "call_function" and n.target in CORRECTED:
             x = self.env[n.args[0]]
             channel = x.dim() - 1 if n.target == aten.linear.default else 1
             total, count = self._sums.get(n.name, (0.0, 0))
@@ -53,7 +57,7 @@ def correct_biases(prepared: GraphModule, means: dict[str, torch.Tensor]) -> Non
     will quantize it. For a conv, E[x] is per input channel (taps near a padded border see zeros instead, which
     the correction ignores)."""
     for n in prepared.graph.nodes:
-        if n.op != "call_function" or n.target not in WEIGHTED_OPS or n.name not in means or len(n.args) < 3:
+        if n.op != "call_function" or n.target not in CORRECTED or n.name not in means or len(n.args) < 3:
             continue
         w_obs, w_at, b_at = n.args[1], _attr(prepared, n.args[1]), _attr(prepared, n.args[2])
         if w_at is None or b_at is None or not (isinstance(w_obs, Node) and w_obs.op == "call_module"):
@@ -62,9 +66,15 @@ def correct_biases(prepared: GraphModule, means: dict[str, torch.Tensor]) -> Non
         obs = getattr(prepared, w_obs.target)
         scale, _ = obs.calculate_qparams()
         s = scale.double().reshape(-1, *([1] * (w.dim() - 1)))
+        if n.target in TRANSPOSED:
+            s = scale.double().reshape(1, -1, *([1] * (w.dim() - 2)))
         dw = torch.clamp(torch.round(w / s), obs.quant_min, obs.quant_max) * s - w
         mu = means[n.name]
-        if n.target == aten.linear.default:
+        if n.target in TRANSPOSED:  # an output pixel meets 1 / prod(stride) of the taps, on average
+            stride = n.args[3] if len(n.args) > 3 else 1
+            per_pixel = math.prod(stride) if isinstance(stride, (list, tuple)) else int(stride) ** (dw.dim() - 2)
+            shift = mu @ dw.sum(dim=tuple(range(2, dw.dim()))) / per_pixel    # [I] @ [I, O]
+        elif n.target == aten.linear.default:
             shift = dw @ mu
         else:
             groups = n.args[6] if len(n.args) > 6 else 1

@@ -24,6 +24,7 @@ Scheme (TFLite-compatible integer semantics):
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Callable, Iterable
 
@@ -45,6 +46,7 @@ from mcu.importer.op_attrs import GATHER_OPS, SCATTER_OPS, gather_args, scatter_
 from mcu.importer.state import ep_states
 from mcu.quantization.state import share_state_qparams
 from mcu.importer.decompose import decompose_composites
+from mcu.importer.composites.spatial import has_int8_kernel
 from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
 from mcu.quantization.mixed import PRECISIONS, check_mixed, precision_of
@@ -61,8 +63,11 @@ FUSABLE_ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default
 BINARY_OPS = {aten.add.Tensor, aten.add_.Tensor, aten.sub.Tensor, aten.sub_.Tensor, aten.mul.Tensor,
               aten.mul_.Tensor, aten.div.Tensor, aten.div_.Tensor, aten.rsub.Scalar}
 MATMUL_OPS = {aten.matmul.default, aten.bmm.default}
+# Transposed convs with int8 kernels (mcu.importer.composites.spatial.has_int8_kernel; the others decompose): the
+# weight [C_in, C_out, K...] per channel on axis 1.
+TRANSPOSED_CONV_OPS = {aten.conv_transpose2d.input, aten.conv_transpose1d.default}
 # Ops whose output may take a fused activation.
-ACT_PRODUCERS = WEIGHTED_OPS | BINARY_OPS | MATMUL_OPS
+ACT_PRODUCERS = WEIGHTED_OPS | BINARY_OPS | MATMUL_OPS | TRANSPOSED_CONV_OPS
 # Elementwise functions of one activation, run through a look-up table; own output observer.
 LUT_OPS = ELEMENTWISE_OPS
 FIXED_QPARAM_OPS = {aten.sigmoid.default: SOFTMAX_OUT_QSPEC, aten.sigmoid_.default: SOFTMAX_OUT_QSPEC,
@@ -77,6 +82,7 @@ SHARED_QPARAM_OPS = {
     aten.permute.default, aten.transpose.int, aten.contiguous.default, aten.dropout.default,
     aten.clone.default, aten.pad.default, aten.constant_pad_nd.default, aten.max_pool1d.default,
     aten.avg_pool1d.default, aten.upsample_nearest2d.vec, aten.upsample_nearest1d.vec, aten.slice.Tensor,
+    aten.upsample_bilinear2d.vec,  # each output a convex sum of inputs: inside the input's range
 } | FUSABLE_ACTIVATIONS
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
 
@@ -204,6 +210,8 @@ class McuQuantizer(Quantizer):
             sixteen = precision == "a16w8"
             if node.target in WEIGHTED_OPS:
                 self._annotate_weighted(node, bias=not sixteen)
+            elif node.target in TRANSPOSED_CONV_OPS:
+                self._annotate_weighted(node, weight_axis=1)
             elif node.target in BINARY_OPS or node.target in MATMUL_OPS:
                 self._annotate_binary(node)
             elif node.target in SOFTMAX_OPS:
@@ -246,11 +254,13 @@ class McuQuantizer(Quantizer):
         else:
             _annotate(act, {}, self.act)
 
-    def _annotate_weighted(self, node: Node, bias: bool = True) -> None:
-        """int8: the bias becomes int32 at s_in * s_w[c]; a16w8 (bias=False): it stays float (int64 later)."""
+    def _annotate_weighted(self, node: Node, bias: bool = True, weight_axis: int = 0) -> None:
+        """int8: the bias becomes int32 at s_in * s_w[c]; a16w8 (bias=False): it stays float (int64 later). The
+        weight's output channels lie on weight_axis (1: a transposed conv's)."""
         x, w = node.args[0], node.args[1]
         b = node.args[2] if len(node.args) > 2 else None
-        inputs = {x: self.act, w: self.weight}
+        weight = self.weight if weight_axis == 0 else dataclasses.replace(self.weight, ch_axis=weight_axis)
+        inputs = {x: self.act, w: weight}
         if isinstance(b, Node) and bias:
             inputs[b] = DerivedQuantizationSpec(
                 derived_from=[(x, node), (w, node)],
@@ -264,6 +274,10 @@ class McuQuantizer(Quantizer):
         _annotate(node, inputs, None)
         self._annotate_output(node)
 
+    def _has_int8_kernel(self, node: Node) -> bool:
+        """A composite that runs whole in int8 (a transposed conv, bilinear upsampling) where its layer is int8."""
+        return has_int8_kernel(node) and self.precision_of(node) == "int8"
+
     def _annotate_binary(self, node: Node) -> None:
         inputs = {a: self.act for a in node.args[:2] if isinstance(a, Node)}
         rhs = node.args[1] if len(node.args) > 1 else None
@@ -273,7 +287,7 @@ class McuQuantizer(Quantizer):
         self._annotate_output(node)
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        model = decompose_composites(model, tables=True)
+        model = decompose_composites(model, tables=True, whole=self._has_int8_kernel)
         return model if self.qat else fold_batch_norms(model)
 
     def validate(self, model: GraphModule) -> None:

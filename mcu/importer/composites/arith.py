@@ -1,5 +1,5 @@
 """Elementwise composites as ops that run: fmax / fmin as maximum / minimum; log2, log10, exp2 through log and exp;
-sinh, cosh, asinh, acosh, atanh through exp, log and sqrt, tan as sin / cos; fmod and remainder as x - trunc (floor)
+sinh, cosh, asinh, acosh, atanh through exp, log and sqrt, tan as sin / cos; atan2 through atan and where; fmod and remainder as x - trunc (floor)
 of x / y times y; lerp with a scalar weight as x + w * (y - x); isnan, isinf as comparisons."""
 from __future__ import annotations
 
@@ -56,6 +56,19 @@ def _modulo(b, n):
     return b(aten.sub.Tensor, x, b(aten.mul.Tensor, b(rounding, b(aten.div.Tensor, x, y)), y))
 
 
+def _atan2(b, n):
+    """atan2(y, x) = atan(y / x), plus pi (y >= 0) or minus pi (y < 0) where x < 0; at x = 0 the quotient is +-inf and
+    atan gives +-pi/2; at x = y = 0 the quotient is 0 / 1, so 0 as torch's (where runs as arithmetic on masks: a
+    NaN would reach every branch). A float island in int8 (the jump of 2 pi across x < 0, y = 0)."""
+    y, x = n.args[:2]
+    b.island = "atan2"
+    origin = b(aten.logical_and.default, b(aten.eq.Scalar, x, 0.0), b(aten.eq.Scalar, y, 0.0))
+    base = b(aten.atan.default, b(aten.div.Tensor, y, b(aten.where.ScalarSelf, origin, 1.0, x)))
+    turned = b(aten.where.self, b(aten.ge.Scalar, y, 0.0), b(aten.add.Tensor, base, math.pi),
+               b(aten.sub.Tensor, base, math.pi))
+    return b(aten.where.self, b(aten.lt.Scalar, x, 0.0), turned, base)
+
+
 def _isnan_isinf(b, n):
     """isnan: x != x; isinf: |x| > the largest float32 (0/1 floats, as comparisons are; no inf constant in C)."""
     x = n.args[0]
@@ -86,5 +99,5 @@ DECOMPOSITIONS = {
     aten.asinh.default: _inverse_hyperbolic, aten.acosh.default: _inverse_hyperbolic,
     aten.atanh.default: _inverse_hyperbolic,
     aten.fmod.Tensor: _modulo, aten.fmod.Scalar: _modulo, aten.remainder.Tensor: _modulo, aten.remainder.Scalar: _modulo,
-    aten.lerp.Scalar: _lerp, aten.isnan.default: _isnan_isinf, aten.isinf.default: _isnan_isinf,
+    aten.atan2.default: _atan2, aten.lerp.Scalar: _lerp, aten.isnan.default: _isnan_isinf, aten.isinf.default: _isnan_isinf,
 }

@@ -21,6 +21,8 @@ def _conv_transpose(b, n):
     w = b.tensor(weight)
     if w is None:
         raise b.refuse("a transposed conv with a computed weight", "make the weight an nn.Parameter")
+    if len(b.shape(x)) != (3 if one_d else 4):
+        raise b.refuse("an unbatched transposed conv", "pass a batched input ([N, C, L] or [N, C, H, W])")
     if one_d:
         stride, padding, out_pad, dilation = [1] + stride, [0] + padding, [0] + out_pad, [1] + dilation
         x = b(aten.unsqueeze.default, x, 2)
@@ -49,6 +51,25 @@ def _conv_transpose(b, n):
     bias_node = None if bias is None else b.const("_mcu_convt_bias", b.tensor(bias))
     y = b(aten.conv2d.default, x, b.const("_mcu_convt_weight", wc), bias_node, [1, 1], [0, 0], dilation, groups)
     return b(aten.squeeze.dims, y, [2]) if one_d else y
+
+
+def has_int8_kernel(n: Node) -> bool:
+    """A batched transposed conv the int8 kernel runs (groups 1, dilation 1, a constant weight;
+    mcu_conv_transpose2d_s8), or a 4-d bilinear upsampling (mcu_upsample_bilinear_s8): the int8 flow keeps these
+    whole."""
+    if n.op != "call_function":
+        return False
+    if n.target in (aten.conv_transpose2d.input, aten.conv_transpose1d.default):
+        a = list(n.args) + [None] * 8
+        groups, dilation = a[6] if a[6] is not None else 1, a[7] if a[7] is not None else 1
+        dilation = dilation if isinstance(dilation, (list, tuple)) else [dilation]
+        rank = 4 if n.target == aten.conv_transpose2d.input else 3  # batched
+        return int(groups) == 1 and all(int(d) == 1 for d in dilation) and isinstance(a[1], Node) \
+            and a[1].op == "get_attr" and len(n.args[0].meta["val"].shape) == rank
+    if n.target == aten.upsample_bilinear2d.vec:
+        shape = n.args[0].meta["val"].shape
+        return len(shape) == 4 and max(shape[2:]) < 2**15 and max(n.meta["val"].shape[2:]) < 2**15
+    return False
 
 
 def _axis_matrix(n: Node, shape: list[int], axis: int) -> torch.Tensor:

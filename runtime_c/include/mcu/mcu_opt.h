@@ -716,13 +716,37 @@ void mcu_dsp_g2_run(mcu_dsp_g2_t *g, int8_t *out0, int32_t stride, int32_t c_out
 /* The filter stream (packing.pack_dw_stream), per group of 4 channels (C rounded up to 4, zero channels): the
  * folded biases b0..b3; per tap t = ky * 3 + kx the int8 word (w_c0, w_c1, w_c2, w_c3), which SXTB16 and SXTB16
  * ROR 8 widen to (w_c0, w_c2), (w_c1, w_c3), the lanes of the input word widened the same way; the four 3-word
- * records (mcu_rq3_record). 25 words. */
+ * records (mcu_rq3_record). 25 words. With MCU_DSP_DW_WIDE (mcu_dwconv2d_3x3_s8_dsp_wide.c: where the flash
+ * budget pays for it) each tap holds those two int16 words instead, read with one LDRD: 34 words. */
+#ifndef MCU_DSP_DW_WIDE
+#define MCU_DSP_DW_WIDE 0
+#endif
+#if MCU_DSP_DW_WIDE
+#define MCU_DSP_DW_GROUP_BYTES 136
+#define MCU_DSP_DW_RECORDS 88 /* the records' offset in a group */
+#define MCU_DSP_DW_BACK "#136"
+#else
 #define MCU_DSP_DW_GROUP_BYTES 100
+#define MCU_DSP_DW_RECORDS 52
+#define MCU_DSP_DW_BACK "#100"
+#endif
 
 /* Channel c's record in the stream. */
 MCU_INLINE const int32_t *mcu_dsp_dw_record(const int8_t *w, int32_t c)
 {
-    return (const int32_t *)(const void *)(w + (c / 4) * MCU_DSP_DW_GROUP_BYTES + 52 + (c % 4) * 12);
+    return (const int32_t *)(const void *)(w + (c / 4) * MCU_DSP_DW_GROUP_BYTES + MCU_DSP_DW_RECORDS + (c % 4) * 12);
+}
+
+/* Weight j (channel j of the group) of tap t in the group g. */
+MCU_INLINE int32_t mcu_dsp_dw_weight(const int8_t *g, int32_t t, int32_t j)
+{
+#if MCU_DSP_DW_WIDE
+    int16_t w;
+    memcpy(&w, g + 16 + t * 8 + (j & 1) * 4 + (j >> 1) * 2, sizeof w);
+    return w;
+#else
+    return g[16 + t * 4 + j];
+#endif
 }
 
 /* Channels [c, c + n) (n <= 4, c % 4 == 0) of one pixel in C, any mode: tap[t] points at channel c of tap t
@@ -734,21 +758,28 @@ MCU_INLINE void mcu_dsp_dw_group_c(const int8_t *const tap[9], int32_t n, const 
     for (int32_t j = 0; j < n; ++j) {
         uint32_t acc = (uint32_t)bias[j]; /* wraps like the folded bias */
         for (int32_t t = 0; t < 9; ++t) {
-            acc += (uint32_t)(tap[t][j] * g[16 + t * 4 + j]);
+            acc += (uint32_t)(tap[t][j] * mcu_dsp_dw_weight(g, t, j));
         }
-        out[j] = mcu_rq3_out((int32_t)acc, (const int32_t *)(const void *)(g + 52 + 12 * j), m);
+        out[j] = mcu_rq3_out((int32_t)acc, (const int32_t *)(const void *)(g + MCU_DSP_DW_RECORDS + 12 * j), m);
     }
 }
 
 #if MCU_DSP_ASM
-/* One tap of one group (4 channels): the word at addr and the next weight word, both widened. */
+/* One tap's weights of one group into r6 (w_c0, w_c2) and r7 (w_c1, w_c3): one int8 word widened, or two int16
+ * words as they are. */
+#if MCU_DSP_DW_WIDE
+#define MCU_DSP_DWW "ldrd r6, r7, [%[w]], #8\n\t"
+#else
+#define MCU_DSP_DWW                                                                                        \
+    "ldr r7, [%[w]], #4\n\t"                                                                               \
+    "sxtb16 r6, r7\n\t"                                                                                    \
+    "sxtb16 r7, r7, ror #8\n\t"
+#endif
+/* One tap of one group (4 channels): the word at addr widened, against the tap's weights. */
 #define MCU_DSP_DWT(addr)                                                                                  \
     "ldr r5, " addr "\n\t"                                                                                 \
     "sxtb16 r4, r5\n\t"                                                                                    \
-    "sxtb16 r5, r5, ror #8\n\t"                                                                            \
-    "ldr r7, [%[w]], #4\n\t"                                                                               \
-    "sxtb16 r6, r7\n\t"                                                                                    \
-    "sxtb16 r7, r7, ror #8\n\t"                                                                            \
+    "sxtb16 r5, r5, ror #8\n\t" MCU_DSP_DWW                                                                \
     "smlabb r8, r4, r6, r8\n\t"                                                                            \
     "smlatt r10, r4, r6, r10\n\t"                                                                          \
     "smlabb r9, r5, r7, r9\n\t"                                                                            \
@@ -808,7 +839,7 @@ static __attribute__((noinline, unused)) void mcu_dsp_dw_run_asm(const int8_t *p
 {
 #define MCU_DSP_DW_RUN(step)                                                                               \
     __asm__ volatile("1:\n\t" MCU_DSP_DW9 MCU_DSP_DWRQ4                                                     \
-                     "sub %[w], %[w], #100\n\t"                                                            \
+                     "sub %[w], %[w], " MCU_DSP_DW_BACK "\n\t"                                             \
                      "add %[p], %[p], " step "\n\t"                                                        \
                      "add %[out], %[out], %[cs]\n\t"                                                       \
                      "cmp %[out], %[end]\n\t"                                                              \
@@ -850,6 +881,7 @@ static __attribute__((noinline, unused)) void mcu_dsp_dw_tab_asm(const int8_t *c
 #undef MCU_DSP_DWROW
 #undef MCU_DSP_DW9
 #undef MCU_DSP_DWT
+#undef MCU_DSP_DWW
 
 #endif
 

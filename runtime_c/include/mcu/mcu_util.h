@@ -26,6 +26,35 @@ static inline void mcu_tap_range(int32_t base, int32_t dil, int32_t taps, int32_
     *hi = end;
 }
 
+/* A transposed conv's taps along one axis for output index o (pad the torch padding): k = *first, + stride, ...
+ * < *end, each reading input index (o + pad - k) / stride, which falls by 1 a tap from its largest in-range value
+ * (none: *first == *end). */
+static inline void mcu_convt_taps(int32_t o, int32_t pad, int32_t stride, int32_t taps, int32_t in_size,
+                                  int32_t *first, int32_t *end)
+{
+    const int32_t pos = o + pad; /* >= 0 */
+    int32_t k = pos % stride;
+    const int32_t excess = pos - k - (in_size - 1) * stride; /* > 0: the first taps read past the input */
+    if (excess > 0) {
+        k += (excess + stride - 1) / stride * stride;
+    }
+    const int32_t last = pos < taps - 1 ? pos : taps - 1;
+    *first = k;
+    *end = k <= last ? last + 1 : k;
+}
+
+/* A bilinear table of `size` (i0, i1, w1) triples indexing an axis of `in_size`, w1 in [0, 2^MCU_BILINEAR_BITS]. */
+static inline int mcu_bilinear_taps_ok(const int16_t *taps, int32_t size, int32_t in_size)
+{
+    for (int32_t i = 0; i < 3 * size; i += 3) {
+        if (taps[i] < 0 || taps[i] >= in_size || taps[i + 1] < 0 || taps[i + 1] >= in_size || taps[i + 2] < 0 ||
+            taps[i + 2] > (1 << MCU_BILINEAR_BITS)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* int8 offsets and activation range: input offset in [-127, 128] (minus an int8 zero point), output offset and
  * the clamp in int8, the clamp not empty. */
 static inline int mcu_io_offsets_ok(int32_t in_off, int32_t out_off, int32_t act_min, int32_t act_max)
@@ -419,6 +448,25 @@ static inline mcu_status_t mcu_transpose_elems(const mcu_transpose_params_t *par
         }
     }
     return MCU_OK;
+}
+
+/* The checks of every transposed conv kernel, in order: NULL pointers, geometry (dilation 1) and offsets
+ * (MCU_ERR_ARG), channels (MCU_ERR_SHAPE), per-channel requantization (MCU_ERR_ARG). */
+static inline mcu_status_t mcu_convt_check(const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *quant,
+                                           const void *input, const void *filter, const void *output)
+{
+    if (p == NULL || quant == NULL || quant->multiplier == NULL || quant->shift == NULL || input == NULL ||
+        filter == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    if (!MCU_CONV_GEOMETRY_OK(p) || p->dilation_h != 1 || p->dilation_w != 1 ||
+        !mcu_io_offsets_ok(p->input_offset, p->output_offset, p->act_min, p->act_max)) {
+        return MCU_ERR_ARG;
+    }
+    if (!mcu_conv_channels_ok(&p->input, &p->filter, &p->output, MCU_CONV_REGULAR)) {
+        return MCU_ERR_SHAPE;
+    }
+    return mcu_quant_ok(quant, p->output.c) ? MCU_OK : MCU_ERR_ARG;
 }
 
 #endif /* MCU_UTIL_H */
