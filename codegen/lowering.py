@@ -17,9 +17,10 @@ node.inputs are the kernel's array arguments in C order (None for a NULL pointer
 node.outputs is the output, then any scratch the kernel takes (codegen/passes/inplace.py), which the C
 receives right before the output.
 Reshapes stay as op "alias": no code, the planner gives their output the input's storage.
-A lowering may return several calls: an op without an int8 kernel (layer norm) runs as dequantize ->
-float32 kernel -> quantize, with float temporaries planned like any tensor and the Call's fallback naming
-the op on the float call (emit lists them in manifest["fallbacks"]).
+A lowering may return several calls: an op without an integer kernel would run as dequantize -> float32
+kernel -> quantize, with float temporaries planned like any tensor and the Call's fallback naming the op on
+the float call (emit lists them in manifest["fallbacks"]); no op needs one today (layer norm and RMS norm
+have integer kernels, codegen/kernels/norm.py).
 """
 from __future__ import annotations
 
@@ -163,7 +164,7 @@ def f32(v: float) -> float:
     return float(np.float32(v))
 
 
-# Entry into and exit from float32, per integer type: fallbacks (layer norm) and mixed precision (mixed=).
+# Entry into and exit from float32, per integer type: mixed precision (mixed=) and any float fallback.
 FLOAT_CONVERTS = {"int8": ("mcu_dequantize_s8_f32", "mcu_quantize_f32_s8"),
                   "int16": ("mcu_dequantize_s16_f32", "mcu_quantize_f32_s16")}
 

@@ -2,7 +2,6 @@
 
 - Builders that serve int8 and int16 alike (INTEGER) name their kernel by the element type (`kernel_name`) and
   clamp to its range; codegen/lowering_s16.py and codegen/lowering_float.py are INT8 plus overrides.
-- An op without an int8 kernel (layer norm) runs as dequantize -> float32 kernel -> quantize (a float fallback).
 """
 from __future__ import annotations
 
@@ -12,10 +11,11 @@ import numpy as np
 
 from mcu.codegen.errors import LoweringError
 from mcu.codegen.ir import Node, Tensor
-from mcu.codegen.lowering import (Ctx, _dims4, act_range, call_node, conv_geometry, dequantize_call, f32,
-                                  kernel_name, matmul_dims, pool_geometry, quantize_call)
+from mcu.codegen.lowering import (Ctx, _dims4, act_range, call_node, conv_geometry, kernel_name, matmul_dims,
+                                  pool_geometry)
 from mcu.codegen.lowering_shape import _alias, _concat, _gather, _pad, _scatter, _slice, _transpose, _upsample
 from mcu.codegen.twins.activation import lut_table, softmax_exp_table, unary_function
+from mcu.codegen.twins.norm import norm_constants
 from mcu.codegen.twins.quant import quantize_multiplier
 from mcu.codegen.twins.shape import BILINEAR_BITS, bilinear_taps
 
@@ -216,18 +216,20 @@ def _matmul(ctx: Ctx, node: Node) -> Node:
     return call_node(node, "mcu_matmul_s8", params, (a.name, b.name))
 
 
-def layer_norm(ctx: Ctx, node: Node) -> list[Node]:
-    """Float fallback (int8 and int16 alike): dequantize -> mcu_layer_norm_f32 -> quantize."""
-    x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+def _norm(ctx: Ctx, node: Node) -> Node:
+    """layer_norm and rms_norm over the last `normalized` dims, int8 and int16 alike: the integer kernels, gamma,
+    beta and the output scale folded into an int32 weight and an int64 bias per column (twins.norm.norm_constants)."""
+    t, dtype = ctx.tensors, ctx.dtype(node)
+    x, out = t[node.inputs[0]], t[node.outputs[0]]
     size = int(np.prod(x.shape))
     cols = int(np.prod(x.shape[len(x.shape) - node.attrs["normalized"]:]))
-    xf = ctx.temp(f"{node.name}_in_f32", x.shape, "float32")
-    yf = ctx.temp(f"{node.name}_out_f32", x.shape, "float32")
-    dq = dequantize_call(node.replace(name=f"{node.name}_dequantize", outputs=(xf,)), x)
-    ln = call_node(node.replace(outputs=(yf,)), "mcu_layer_norm_f32",
-               {"rows": size // cols, "cols": cols, "eps": f32(node.attrs["eps"])}, (xf, *node.inputs[1:3]))
-    q = quantize_call(node.replace(name=f"{node.name}_quantize"), yf, out)
-    return [dq, ln.with_call(fallback="layer_norm"), q]
+    gamma, beta = (t[n].data if n is not None else None for n in (list(node.inputs[1:3]) + [None, None])[:2])
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
+    params, weight, bias = norm_constants(size // cols, cols, node.attrs["eps"], x.qparams.s, x.qparams.zp,
+                                          out.qparams.s, out.qparams.zp, gamma, beta, lo, hi,
+                                          np.int8 if dtype == "int8" else np.int16)
+    inputs = (x.name, ctx.const(f"{node.name}_weight", weight, "int32"), ctx.const(f"{node.name}_bias", bias, "int64"))
+    return call_node(node, kernel_name(node.op, dtype), params, inputs)
 
 
 # op -> builder, for int8 activations; INTEGER: those that serve int16 as they are (codegen/lowering_s16.py)
@@ -236,8 +238,8 @@ INT8: dict[str, Callable[[Ctx, Node], Node | list[Node]]] = {
     "max_pool2d": _pool, "avg_pool2d": _pool, "add": _add, "softmax": _softmax,
     "transpose": _transpose, "reshape": _alias, "slice": _slice, "pad": _pad,
     "gather": _gather, "scatter": _scatter, "sub": _add, "mul": _mul, "lut": _lut, "clamp": _lut, "concat": _concat, "upsample_nearest": _upsample,
-    "mean": _reduce, "sum": _reduce, "matmul": _matmul, "layer_norm": layer_norm,
+    "mean": _reduce, "sum": _reduce, "matmul": _matmul, "layer_norm": _norm, "rms_norm": _norm,
     "conv_transpose2d": _conv_transpose, "upsample_bilinear": _bilinear,
 }
 INTEGER = ("conv2d", "depthwise_conv2d", "linear", "max_pool2d", "avg_pool2d", "add", "mul", "transpose",
-           "reshape", "slice", "concat", "layer_norm", "pad", "gather", "scatter")
+           "reshape", "slice", "concat", "layer_norm", "rms_norm", "pad", "gather", "scatter")

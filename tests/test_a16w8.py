@@ -169,7 +169,7 @@ def test_zoo_kws_a16w8_op_by_op_and_sqnr(tmp_path):
 
 
 class Branches(nn.Module):
-    """A fire-style channel concat of two convs, then a layer norm (the float fallback) under a16w8."""
+    """A fire-style channel concat of two convs, then a layer norm (mcu_layer_norm_s16) under a16w8."""
 
     def __init__(self):
         super().__init__()
@@ -187,7 +187,7 @@ def test_a16w8_concat_and_layer_norm_are_exact_and_near_torchao(tmp_path):
     model, calib = Branches().eval(), _data(8)
     pkg = mcu.compile(model, calib[0], calibration=calib, quantize="a16w8", out_dir=tmp_path / "p")
     kernels = [op["kernel"] for op in pkg.manifest["ops"]]
-    assert "mcu_concat_s16" in kernels and "mcu_layer_norm_f32" in kernels, kernels
+    assert "mcu_concat_s16" in kernels and "mcu_layer_norm_s16" in kernels, kernels
     spec = pkg.manifest["outputs"][0]
     for x in _data(3, seed=7):
         raw = pkg.reference(x)[0]

@@ -234,24 +234,22 @@ def test_standalone_relu_on_a_model_input_is_a_lut_and_fused_clamp_is_not():
     assert _calls(_lower(nn.Sequential(nn.Linear(8, 4), nn.Hardtanh(-0.5, 0.5)), (1, 8))) == ["mcu_fully_connected_s8"]
 
 
-# ---- lowering output: float fallback, manifest, C text ------------------------------------------------------------
+# ---- lowering output: no float fallback, manifest, C text ------------------------------------------------------------
 
-def test_layer_norm_falls_back_to_float_and_the_manifest_says_so(tmp_path, capsys):
+def test_layer_norm_is_one_integer_kernel_without_a_fallback(tmp_path, capsys):
     pkg = _compile("layer_norm_3d", tmp_path)
-    assert [n.call.kernel for n in pkg.graph.nodes if n.op == "call"] == [
-        "mcu_dequantize_s8_f32", "mcu_layer_norm_f32", "mcu_quantize_f32_s8"]
-    assert [(f["op"], f["kernel"]) for f in pkg.manifest["fallbacks"]] == [("layer_norm", "mcu_layer_norm_f32")]
-    floats = [t for t in pkg.graph.tensors.values() if t.dtype == "float32" and not t.is_const]
-    assert len(floats) == 2 and all(pkg.memory.locations[t.name].kind == "arena" for t in floats)
+    assert [n.call.kernel for n in pkg.graph.nodes if n.op == "call"] == ["mcu_layer_norm_s8"]
+    assert pkg.manifest["fallbacks"] == []
+    assert not [t for t in pkg.graph.tensors.values() if t.dtype == "float32" and not t.is_const]
     model_c = (pkg.out_dir / "model.c").read_text()
-    assert ".eps = 9.99999975e-06f" in model_c and "(float *)(void *)(a + " in model_c
+    assert ".var_shift = " in model_c and ".eps = " in model_c
 
 
-def test_cli_compile_prints_fallbacks(tmp_path, capsys, monkeypatch):
+def test_cli_compile_prints_no_fallback_for_layer_norm(tmp_path, capsys, monkeypatch):
     import tests.opmodels as opmodels
     monkeypatch.setattr(opmodels, "cli_layer_norm", lambda: make("layer_norm_3d")[:2], raising=False)
     assert cli_main(["compile", "tests.opmodels:cli_layer_norm", "-o", str(tmp_path / "o")]) == 0
-    assert "float32 fallback (no int8 kernel): layer_norm -> mcu_layer_norm_f32" in capsys.readouterr().out
+    assert "float32 fallback" not in capsys.readouterr().out
 
 
 def test_int8_models_have_no_fallbacks(tmp_path):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import mcu
 from mcu.boards import load_board
@@ -82,9 +83,14 @@ def test_board_and_runtime_code_is_warning_free(board, tmp_path):
 @pytest.mark.host_c
 @needs_arm
 def test_float_fallback_model_is_cast_align_clean_on_arm(tmp_path):
-    """float (and int32) arena tensors: model.c casts the arena's bytes through void *, which -Wcast-align accepts."""
-    model, example, calib = make("layer_norm_3d")
-    pkg = mcu.compile(model, example, calibration=calib, out_dir=tmp_path / "pkg")
+    """float (and int32) arena tensors: model.c casts the arena's bytes through void *, which -Wcast-align accepts.
+    A group norm's statistic is a float island (layer norm, the example before, is integer now)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.GroupNorm(2, 4)).eval()
+    example = (torch.randn(1, 3, 6, 6),)
+    pkg = mcu.compile(model, example, calibration=[(torch.randn(1, 3, 6, 6),) for _ in range(4)] + [example],
+                      out_dir=tmp_path / "pkg")
+    assert any(t.dtype == "float32" and not t.is_const for t in pkg.graph.tensors.values())
     assert not compile_c(arm_cc("mps2-an386"), pkg.out_dir / "model.c", [RUNTIME / "include", pkg.out_dir],
                          tmp_path / "x.o")
 

@@ -10,7 +10,7 @@
   derived gap), `strided`
   (honours params["output_pixel_stride"]), `overwrites` (the geometry on which it runs over its dying input,
   gap 0: an in-place variant, or a raster one that also runs in place there, as the 3x3 depthwise variants).
-- Family modules (conv, fc, pool, elementwise, activation, shape, reduce, convert) list their kernels, every
+- Family modules (conv, fc, pool, elementwise, activation, shape, reduce, convert, norm) list their kernels, every
   element type together, as CMSIS-NN groups its sources. `KERNELS` is their union; every pass asks it.
 - Variants are tried in registration order (most preferred first): Helium, DSP, then scalar; a specialised
   kernel (1x1) before the general one.
@@ -22,11 +22,12 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-FAMILIES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "convert")
+FAMILIES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "convert", "norm")
 # shared cores (runtime_c/kernels/shared): the DSP 2x2 GEMM of the _dsp convs, the DSP 3x2 GEMM of the fully
 # connected GEMM, the Helium GEMM of the _mve ones
 GEMM2_DSP, GEMM3_DSP, GEMM_MVE = "shared/mcu_gemm2_s8_dsp", "shared/mcu_gemm3_s8_dsp", "shared/mcu_gemm_s8_mve"
-TWIN_MODULES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback", "float32", "s16")
+TWIN_MODULES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback", "float32", "s16",
+                "norm")
 
 
 def always(params: dict) -> bool:

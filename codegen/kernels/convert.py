@@ -1,5 +1,6 @@
 """Converts between precisions (requantization int8 <-> int16, dequantize to and quantize from float32) and the
-float fallback of ops without an integer kernel (layer norm). C: runtime_c/kernels/fallback, s16."""
+float32 layer norm (quantize="none"; int8 and int16 run codegen/kernels/norm.py's). C: runtime_c/kernels/fallback,
+s16."""
 from __future__ import annotations
 
 from mcu.codegen.kernels import kernel

@@ -171,7 +171,7 @@ def rewrite_node(r: Rewrite, node: Node) -> None:
         r.reshape(node)
     elif node.op == "softmax" and rank == 4:
         r.nodes.append(nhwc_softmax(node))
-    elif node.op in ("linear", "matmul", "layer_norm") or (
+    elif node.op in ("linear", "matmul", "layer_norm", "rms_norm") or (
             node.op in ("gather", "scatter") and rank == 4 and len(old[node.outputs[0]].shape) != 4):
         r.in_torch_order(node)
     elif node.op in BROADCASTING and len(old[node.outputs[0]].shape) == 4:

@@ -116,6 +116,10 @@ def _arg(n: Node, i: int, name: str, default=None):
 
 
 COMPOSITES = {**arith.DECOMPOSITIONS, **indexing.DECOMPOSITIONS, **norms.DECOMPOSITIONS, **layers.DECOMPOSITIONS, **spatial.DECOMPOSITIONS, **logic.DECOMPOSITIONS}
+# Moved to the last dim by permutes where they run over another (layers.softmax_over_last).
+SOFTMAXES = {aten.softmax.int, aten._softmax.default}
+# Kept whole in the integer flows (tables=True), where an integer kernel runs them: mcu_rms_norm_s8 / _s16.
+INTEGER_KERNEL_OPS = {aten.rms_norm.default}
 # Decomposed only when mcu's own kernel does not apply (_is_uniform is False).
 RESAMPLED_WHEN_UNEVEN = {aten.upsample_nearest2d.vec, aten.adaptive_avg_pool2d.default, aten.upsample_nearest1d.vec}
 
@@ -214,10 +218,13 @@ def _zero_operand(gm: GraphModule, n: Node):
 def decompose_composites(gm: GraphModule, tables: bool = False, whole=None) -> GraphModule:
     """Fold constants, replace every COMPOSITES op by its primitives (again while a decomposition made composites:
     isnan's comparison), fold again (in place; returns gm). With tables (the integer flows), an elementwise op of
-    ELEMENTWISE_OPS stays whole: one look-up table computed with the op itself is more exact than its primitives.
-    A node for which whole(node) is True stays as it is (the int8 flow's transposed convs and bilinear resampling,
-    which have int8 kernels)."""
+    ELEMENTWISE_OPS stays whole: one look-up table computed with the op itself is more exact than its primitives;
+    and RMS norms (aten's, and the hand-written x * rsqrt(mean(x^2) + eps) * w) stay one rms_norm (INTEGER_KERNEL_OPS:
+    one integer kernel). A node for which whole(node) is True stays as it is (the int8 flow's transposed convs and
+    bilinear resampling, which have int8 kernels)."""
     changed = fold_constants(gm)
+    if tables:
+        changed |= norms.fuse_rms_norms(gm, Builder)
     for _ in range(4):
         if not _decompose_once(gm, tables, whole):
             break
@@ -234,10 +241,13 @@ def _decompose_once(gm: GraphModule, tables: bool, whole=None) -> bool:
     """Each composite node of gm replaced by its decomposition; True when any was."""
     changed = False
     for n in list(gm.graph.nodes):
-        if n.op != "call_function" or (tables and n.target in ELEMENTWISE_OPS) or (whole is not None and whole(n)):
+        if n.op != "call_function" or (tables and (n.target in ELEMENTWISE_OPS or n.target in INTEGER_KERNEL_OPS)) \
+                or (whole is not None and whole(n)):
             continue
         if n.target in RESAMPLED_WHEN_UNEVEN and not _is_uniform(n):
             out = spatial.resample(Builder(gm, n), n)
+        elif n.target in SOFTMAXES:
+            out = layers.softmax_over_last(Builder(gm, n), n)
         elif n.target in COMPOSITES:
             out = COMPOSITES[n.target](Builder(gm, n), n)
         else:

@@ -35,7 +35,7 @@ qd = torch.ops.quantized_decomposed
 
 Q_OPS = {qd.quantize_per_tensor.default}
 DQ_OPS = {qd.dequantize_per_tensor.default, qd.dequantize_per_channel.default}
-FLOAT_PARAM_OPS = {aten.layer_norm.default}  # run in the float32 fallback, parameters stay float
+FLOAT_PARAM_OPS = {aten.layer_norm.default, aten.rms_norm.default}  # gamma and beta stay float (folded at lowering)
 
 INT_DTYPES = {torch.int8: "int8", torch.int16: "int16"}
 WEIGHTED = {aten.conv2d.default, aten.conv1d.default, aten.linear.default}
@@ -222,6 +222,9 @@ class _Importer:
             ins = [self.value.get(a) or self.floats[a] for a in scatter_args(compute)[:3]]
         elif op == "layer_norm":
             ins = ins[:1] + [self.float_const(w) for w in (list(compute.args) + [None] * 4)[2:4]]
+        elif op == "rms_norm":
+            weight = compute.args[2] if len(compute.args) > 2 else compute.kwargs.get("weight")
+            ins = ins[:1] + [self.float_const(weight)]
         attrs = {**attrs, "float_node": src.name}  # the float value this output quantizes (mcu debug)
         self.nodes.append(Node(f"n{len(self.nodes)}_{op}", op, tuple(ins), (name,), attrs, source_line(compute)))
         return name

@@ -115,6 +115,10 @@ def _breadth_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | N
     if n.target == aten.layer_norm.default:
         a = list(n.args)
         return "layer_norm", {"normalized": len(a[1]), "eps": float(a[4]) if len(a) > 4 else 1e-5}
+    if n.target == aten.rms_norm.default:  # kept whole in the integer flows (mcu.importer.decompose)
+        a = list(n.args)
+        eps = a[3] if len(a) > 3 else n.kwargs.get("eps")
+        return "rms_norm", {"normalized": len(a[1]), "eps": torch.finfo(torch.float32).eps if eps is None else float(eps)}
     return None
 
 

@@ -73,7 +73,7 @@ LUT_OPS = ELEMENTWISE_OPS
 FIXED_QPARAM_OPS = {aten.sigmoid.default: SOFTMAX_OUT_QSPEC, aten.sigmoid_.default: SOFTMAX_OUT_QSPEC,
                     aten.tanh.default: TANH_OUT_QSPEC, aten.tanh_.default: TANH_OUT_QSPEC}
 # One activation in, own output observer.
-OWN_OUTPUT_OPS = LUT_OPS | {aten.sum.dim_IntList, aten.layer_norm.default}
+OWN_OUTPUT_OPS = LUT_OPS | {aten.sum.dim_IntList, aten.layer_norm.default, aten.rms_norm.default}
 # Ops that only move or select values: output shares the input's qparams.
 SHARED_QPARAM_OPS = {
     aten.max_pool2d.default, aten.avg_pool2d.default, aten.adaptive_avg_pool2d.default,

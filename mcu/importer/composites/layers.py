@@ -136,6 +136,21 @@ def _bilinear(b, n):
     return y if beta is None else b(aten.add.Tensor, y, b.const("_mcu_bilinear_bias", beta))
 
 
+def softmax_over_last(b, n):
+    """softmax over a dim the kernels do not run it over (not the last; for a 4-d tensor not the channels, which
+    are last in NHWC) as permute, softmax over the last dim, permute back: data movement around the integer
+    kernel instead of an error. n itself where the kernels run it."""
+    x = n.args[0]
+    rank = len(b.shape(x))
+    dim = int(n.args[1]) % max(rank, 1)
+    if rank == 0 or dim == rank - 1 or (rank == 4 and dim == 1):
+        return n
+    perm = [i for i in range(rank) if i != dim] + [dim]
+    inverse = [perm.index(i) for i in range(rank)]
+    y = b(aten.permute.default, x, perm, island=False)
+    return b(aten.permute.default, b(aten.softmax.int, y, -1, island=False), inverse, island=False)
+
+
 DECOMPOSITIONS = {
     aten.clamp.Tensor: _clamp_tensor, aten.clamp_min.Tensor: _clamp_tensor, aten.clamp_max.Tensor: _clamp_tensor,
     aten.prelu.default: _prelu,

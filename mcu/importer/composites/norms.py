@@ -1,5 +1,7 @@
 """Norms and statistics as means, sums, products and square roots: group, instance and RMS norm, variance and std,
-logsumexp, log_softmax, vector norms. The nodes that compute a statistic carry meta["mcu_float"] (b.island)."""
+logsumexp, log_softmax, vector norms. The nodes that compute a statistic carry meta["mcu_float"] (b.island).
+The integer flows keep RMS norm whole instead (one integer kernel): fuse_rms_norms turns the hand-written llama form
+into aten.rms_norm, and mcu.importer.decompose leaves aten.rms_norm as it is there (INTEGER_KERNEL_OPS)."""
 from __future__ import annotations
 
 import math
@@ -70,6 +72,83 @@ def _rms_norm(b, n):
     y = _normalized(b, x, list(range(rank - len(normalized_shape), rank)), eps, center=False)
     w = b.tensor(weight)
     return y if w is None else b(aten.mul.Tensor, y, b.const("_mcu_rms_weight", w))
+
+
+def _only_user(n: Node, target) -> Node | None:
+    users = list(n.users)
+    return users[0] if len(users) == 1 and users[0].op == "call_function" and users[0].target == target else None
+
+
+def _other(n: Node, a: Node):
+    """The operand of binary n that is not a (None when both are)."""
+    x, y = n.args[:2]
+    return y if x is a and y is not a else x if y is a and x is not a else None
+
+
+CASTS = {aten.to.dtype, aten._to_copy.default}
+
+
+def _same_dtype(cast: Node, src: Node) -> bool:
+    return cast.meta["val"].dtype == src.meta["val"].dtype
+
+
+def _hand_rms_norm(tensor, r: Node):
+    """(x, last node, weight node or None, eps) when rsqrt node r ends x * rsqrt(mean(x^2, -1, keepdim) + eps)
+    [* weight], the llama RMSNorm; else None."""
+    add = r.args[0]
+    if not (isinstance(add, Node) and add.target == aten.add.Tensor and len(add.users) == 1
+            and isinstance(add.args[1], (int, float)) and isinstance(add.args[0], Node)):
+        return None
+    mean = add.args[0]
+    if mean.target != aten.mean.dim or len(mean.users) != 1 or not (len(mean.args) > 2 and mean.args[2]):
+        return None
+    sq = mean.args[0]
+    if not isinstance(sq, Node) or len(sq.users) != 1:
+        return None
+    if sq.target == aten.pow.Tensor_Scalar and sq.args[1] == 2:
+        x = sq.args[0]
+    elif sq.target == aten.mul.Tensor and sq.args[0] is sq.args[1]:
+        x = sq.args[0]
+    else:
+        return None
+    if not isinstance(x, Node) or not isinstance(x.meta.get("val"), torch.Tensor):
+        return None
+    rank = len(x.meta["val"].shape)
+    if rank == 0 or [int(d) % rank for d in mean.args[1]] != [rank - 1]:
+        return None
+    y = _only_user(r, aten.mul.Tensor)
+    if y is None or _other(y, r) is not x:
+        return None
+    cols = int(x.meta["val"].shape[-1])
+    out, weight = y, None
+    while len(y.users) == 1 and next(iter(y.users)).target in CASTS and _same_dtype(next(iter(y.users)), y):
+        y = next(iter(y.users))  # HF's hidden_states.to(input_dtype): a float32 -> float32 cast
+    last = _only_user(y, aten.mul.Tensor)
+    if last is not None:
+        w = _other(last, y)
+        if isinstance(w, Node) and w.op == "get_attr" and tuple(tensor(w).shape) == (cols,):
+            out, weight = last, w
+    return x, out, weight, float(add.args[1])
+
+
+def fuse_rms_norms(gm, builder) -> bool:
+    """Every hand-written RMSNorm (x * rsqrt(mean(x^2, -1, keepdim=True) + eps) * weight) as one aten.rms_norm
+    (kept whole in the integer flows: one integer kernel). True when any was fused."""
+    changed = False
+    for r in list(gm.graph.nodes):
+        if r.op != "call_function" or r.target != aten.rsqrt.default:
+            continue
+        found = _hand_rms_norm(builder(gm, r).tensor, r)
+        if found is None:
+            continue
+        x, out, weight, eps = found
+        b = builder(gm, out)
+        fused = b(aten.rms_norm.default, x, [int(x.meta["val"].shape[-1])], weight, eps, island=False)
+        out.replace_all_uses_with(fused)
+        changed = True
+    if changed:
+        gm.graph.eliminate_dead_code()
+    return changed
 
 
 def _var(b, n, sqrt: bool):

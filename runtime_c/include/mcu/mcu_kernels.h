@@ -418,8 +418,8 @@ mcu_status_t mcu_matmul_s8_mve(const mcu_matmul_params_t *params, const int8_t *
                                int8_t *output);
 
 /* ---- Float32 fallback ------------------------------------------------------------------------------
- * Ops without an int8 kernel run as dequantize -> float kernel -> quantize, float temporaries in the
- * arena. float only (soft-float on cores without an FPU); results match the numpy twins in IEEE single
+ * An op without an integer kernel would run as dequantize -> float kernel -> quantize, float temporaries in
+ * the arena; the converts also serve mixed precision, and mcu_layer_norm_f32 float32 models. float only (soft-float on cores without an FPU); results match the numpy twins in IEEE single
  * precision when the compiler does not contract a * b + c (ISO C modes default to -ffp-contract=off). */
 
 typedef struct {
@@ -451,6 +451,45 @@ typedef struct {
  * Sums run from i = 0 up. weight and bias ([cols]) may be NULL (1 and 0). output may alias input. */
 mcu_status_t mcu_layer_norm_f32(const mcu_layer_norm_params_t *params, const float *input, const float *weight,
                                 const float *bias, float *output);
+
+/* ---- Integer layer norm and RMS norm (int8 and int16 activations, no float) -----------------------------
+ * Per row of `cols` elements, integer only (TFLite/CMSIS-NN style), from S = sum x_i and Q = sum x_i^2:
+ *  - layer norm: c_i = cols * x_i - S, V = cols * Q - S^2 (the input offset cancels);
+ *    RMS norm:   c_i = cols * d_i, V = cols * sum d_i^2, d = x + input_offset;
+ *    c_i / sqrt(V + cols^2 * eps_real / s_in^2) is the normalized value (x - mean) / sqrt(var + eps_real)
+ *    (RMS: x / sqrt(mean(x^2) + eps_real));
+ *  - W = V * 2^var_shift + eps with eps = round(cols^2 * eps_real / s_in^2 * 2^var_shift) in [1, 2^62] and
+ *    var_shift the largest even number with cols^2 * 2^16 (s8) or cols^2 * 2^30 (s16) < 2^(62 - var_shift);
+ *  - W * 4^h in [2^60, 2^62) (h in -1 .. 30), u = its top 32 bits / 2^32 in [1/4, 1); r31 ~ 2^30 / sqrt(u) from a
+ *    24-entry seed (u's top 5 bits) and three Newton steps x <- x (3 - u x^2) / 2 in Q30, truncating (relative
+ *    error < 2^-28); a = var_shift / 2 + h - 9 (at most 30), and for V = 0 (a constant row: every c_i is 0) r31 = 0;
+ *  - c'_i = c_i << a, or (c_i + 2^(-a-1)) >> -a (|c'_i| < 2^31); y_i = (c'_i * r31 + 2^29) >> 30: the normalized
+ *    value in Q22, |y_i| <= 2^22 sqrt(cols);
+ *  - out_i = clamp((y_i * weight[i] + bias[i]) >> shift, act_min, act_max) (int64, arithmetic shift), where the
+ *    compiler folds the affine parameters and the output quantization into weight[i] = round(gamma_i / s_out *
+ *    2^(shift - 22)) (int32) and bias[i] = round(beta_i / s_out * 2^shift) + zp_out * 2^shift + 2^(shift - 1)
+ *    (int64, |bias| <= 2^61): one rounding, ties up.
+ * shift in [32, 62]. cols <= 65536 (s8) or 16384 (s16). Twins: mcu.codegen.twins.norm. Against the float reference
+ * (torch's layer_norm / rms_norm of the dequantized input, in output LSBs) the output is within 0.51 LSB before its
+ * rounding, so within 1 LSB of the rounded reference (tests/test_norm_kernels.py). output may alias input exactly. */
+typedef struct {
+    int32_t rows;          /* independent rows */
+    int32_t cols;          /* normalized length (the last dims), 1 .. 65536 (s8), 1 .. 16384 (s16) */
+    int32_t input_offset;  /* -zp_in (0 for int16) */
+    int32_t shift;         /* 32 .. 62 */
+    int32_t var_shift;     /* even, 0 .. 60, see above */
+    int64_t eps;           /* 1 .. 2^62 */
+    int32_t act_min, act_max;
+} mcu_norm_params_t;
+
+mcu_status_t mcu_layer_norm_s8(const mcu_norm_params_t *params, const int8_t *input, const int32_t *weight,
+                               const int64_t *bias, int8_t *output);
+mcu_status_t mcu_rms_norm_s8(const mcu_norm_params_t *params, const int8_t *input, const int32_t *weight,
+                             const int64_t *bias, int8_t *output);
+mcu_status_t mcu_layer_norm_s16(const mcu_norm_params_t *params, const int16_t *input, const int32_t *weight,
+                                const int64_t *bias, int16_t *output);
+mcu_status_t mcu_rms_norm_s16(const mcu_norm_params_t *params, const int16_t *input, const int32_t *weight,
+                              const int64_t *bias, int16_t *output);
 
 /* ==== Float32 kernels (quantize="none") ============================================================
  * The float model compiled as it is: float32 NHWC activations, float32 weights in the int8 layouts (OHWI;
