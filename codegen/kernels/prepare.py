@@ -180,6 +180,11 @@ def prepare_dw_dsp(node, tensors, wide: bool = False):
     return (prepared.with_call(kernel=DW_DSP_WIDE) if wide else prepared), new
 
 
+def prepare_dw_dsp_wide(node, tensors, wide: bool = True):
+    """The int16-weight stream of DW_DSP_WIDE (prepare_dw_dsp, wide)."""
+    return prepare_dw_dsp(node, tensors, wide=True)
+
+
 def prepare_dw_mve(node, tensors):
     """Helium depthwise: int8 weights [9][C8] (the kernel widens them as it loads them, VLDRB.S16); folded bias,
     multiplier and shift in lane order per 8 channels (even channels, then odd), padded to C8."""

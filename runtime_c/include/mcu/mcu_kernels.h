@@ -828,6 +828,11 @@ static inline int32_t mcu_dwconv2d_3x3_s8_dsp_scratch_bytes(const mcu_conv2d_par
     return mcu_dw3x3_scratch_bytes(params);
 }
 
+static inline int32_t mcu_dwconv2d_3x3_s8_dsp_wide_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return mcu_dw3x3_scratch_bytes(params);
+}
+
 static inline int32_t mcu_dwconv2d_3x3_s8_fast_scratch_bytes(const mcu_conv2d_params_t *params)
 {
     return mcu_dw3x3_scratch_bytes(params);

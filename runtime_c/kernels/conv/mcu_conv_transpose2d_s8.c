@@ -1,5 +1,6 @@
-/* Reference int8 2-d transposed convolution (groups 1) in gather form: each output pixel sums only the taps that
- * land on an input pixel, so the work is the true MACs (no zero-stuffed input). */
+/* Reference int8 2-d transposed convolution (groups 1), gather form: only the taps that land on an input. */
+/* Each output pixel sums only the taps that land on an input pixel, so the work is the true MACs (no zero-stuffed
+ * input). */
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,6 +1,6 @@
-/* DSP (SIMD32) int8 transposed convolution (groups 1), gather form as mcu_conv_transpose2d_s8: per output pixel
- * and 4 channels, each real tap's inputs 4 at a time widened once (SXTAB16 adds the input offset) and shared by the
- * 4 channels' SMLADs (the last 1..3 channels one at a time). */
+/* DSP (SIMD32) int8 transposed convolution (groups 1), gather form as mcu_conv_transpose2d_s8. */
+/* Per output pixel and 4 channels, each real tap's inputs 4 at a time widened once (SXTAB16 adds the input offset)
+ * and shared by the 4 channels' SMLADs (the last 1..3 channels one at a time). */
 #include <stddef.h>
 #include <stdint.h>
 

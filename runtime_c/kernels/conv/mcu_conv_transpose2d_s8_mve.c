@@ -1,6 +1,6 @@
-/* Helium int8 transposed convolution (groups 1), gather form as mcu_conv_transpose2d_s8: per output pixel and
- * 4 channels, each real tap's C_in products as 16-lane VMLADAVA (input offset through the weights' sums, VADDVA),
- * the 4 sums requantized as one vector (the last 1..3 channels' sums one at a time). */
+/* Helium int8 transposed convolution (groups 1), gather form as mcu_conv_transpose2d_s8. */
+/* Per output pixel and 4 channels, each real tap's C_in products as 16-lane VMLADAVA (input offset through the
+ * weights' sums, VADDVA), the 4 sums requantized as one vector (the last 1..3 channels' sums one at a time). */
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,4 +1,4 @@
-/* Integer layer normalization over the last axis, int8 activations, no float (steps in mcu_norm.h). */
+/* Integer layer normalization over the last axis, int8 activations, all integer (steps in mcu_norm.h). */
 #include <stddef.h>
 #include <stdint.h>
 
