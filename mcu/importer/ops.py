@@ -54,7 +54,10 @@ COMPOSITE_OPS = {
     aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar, aten.atan2.default,
     aten.gather.default, aten.scatter.src, aten.slice_scatter.default, aten.select_scatter.default,
     aten.diagonal.default, aten.scatter_add.default, aten.isnan.default, aten.isinf.default,
-    aten.adaptive_max_pool2d.default, aten.im2col.default,
+    aten.adaptive_max_pool2d.default, aten.im2col.default, aten.scatter_reduce.two, aten.as_strided.default,
+    aten.masked_scatter.default, aten.embedding_bag.padding_idx, aten.embedding_bag.default,
+    aten._embedding_bag.default, aten.avg_pool3d.default, aten.adaptive_avg_pool3d.default,
+    aten.grid_sampler_2d.default,
     aten.gt.Tensor, aten.gt.Scalar, aten.lt.Tensor, aten.lt.Scalar, aten.ge.Tensor, aten.ge.Scalar, aten.le.Tensor,
     aten.le.Scalar, aten.eq.Tensor, aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar,
     # constants (mcu.importer.decompose.CONSTANT_OPS), folded at compile time
