@@ -214,6 +214,20 @@ def _masked_scatter(b, n):
     return _picks(b, [x, source], picks, shape)
 
 
+def _integer_constant(b, node) -> torch.Tensor | None:
+    """The value of an integer tensor computed from constants alone (fold_constants keeps those as they are: the
+    arange offsets and flattened indices of a 2-d embedding_bag), else None."""
+    value = b.tensor(node)
+    if value is not None or not isinstance(node, torch.fx.Node) or node.op != "call_function":
+        return value
+    known = []
+    args = torch.fx.node.map_arg((node.args, node.kwargs), lambda a: known.append(_integer_constant(b, a)) or known[-1])
+    if any(k is None for k in known):
+        return None
+    kwargs = {k: v for k, v in args[1].items() if k not in ("device", "pin_memory")}
+    return node.target(*args[0], **kwargs)
+
+
 def _embedding_bag(b, n):
     """embedding_bag(weight, indices, offsets, ..., mode, ..., per_sample_weights, include_last_offset) with
     constant indices and offsets: sum and mean as a linear layer over the table's rows (W[bag, row] = the
@@ -223,7 +237,7 @@ def _embedding_bag(b, n):
     mode = int(b.arg(4, "mode", 0))
     psw, last = b.arg(6, "per_sample_weights"), bool(b.arg(7, "include_last_offset", False))
     padding_idx = b.arg(8, "padding_idx")
-    index, offs = b.tensor(idx), b.tensor(offsets) if isinstance(offsets, torch.fx.Node) else None
+    index, offs = _integer_constant(b, idx), _integer_constant(b, offsets) if offsets is not None else None
     if index is None or (offsets is not None and offs is None):
         raise b.refuse("embedding_bag with indices computed by the model", "make indices and offsets constants")
     rows, dim = b.shape(weight)

@@ -237,5 +237,5 @@ DECOMPOSITIONS = {
     aten.upsample_bilinear2d.vec: resample, aten.upsample_bicubic2d.vec: resample,
     aten.adaptive_max_pool2d.default: _adaptive_max_pool2d, aten.im2col.default: _im2col,
     aten.avg_pool3d.default: _pool3d, aten.adaptive_avg_pool3d.default: _pool3d,
-    aten.grid_sampler_2d.default: _grid_sampler_2d,
+    aten.grid_sampler_2d.default: _grid_sampler_2d, aten.grid_sampler.default: _grid_sampler_2d,
 }
