@@ -1,5 +1,5 @@
 """Core ATen ops that run as composites (mcu.importer.composites): 3-d average pools, embedding_bag, index_put with
-constant indices, masked_scatter, scatter_reduce, as_strided and grid_sampler_2d; and int8 tables of ops whose input
+constant indices, masked_scatter, scatter_reduce, as_strided, grid_sampler_2d, sort and topk; and int8 tables of ops whose input
 steps reach outside their domain (asin, atanh).
 
 - float32: the numpy reference within 1e-5 relative of torch on hand-picked values;
@@ -126,3 +126,24 @@ def test_run_time_indices_are_refused_naming_the_op(tmp_path):
 
     with pytest.raises(UnsupportedOpError, match="embedding_bag.*make indices and offsets constants"):
         mcu.compile(Bag().eval(), (torch.tensor([1, 2, 3, 4]),), quantize="none", out_dir=tmp_path / "p")
+
+
+class SortTopk(nn.Module):
+    def forward(self, x):
+        values, index = torch.sort(x, dim=0, descending=True, stable=True)
+        top, where = torch.topk(x, 2, dim=-1, largest=False)
+        return values, index, top, where
+
+
+def test_sort_and_topk_values_and_indices_equal_torch(tmp_path):
+    """Ties (the 1.0s, the 0.0s) keep index order as torch's stable sort; topk of the smallest along the last dim."""
+    x = torch.tensor([[1.0, -2.0, 0.0, 3.5], [1.0, 4.0, 0.0, -1.0], [-3.0, 4.5, 2.0, 0.25]])
+    pkg = mcu.compile(SortTopk().eval(), (x,), quantize="none", out_dir=tmp_path / "p")
+    for got, want in zip(pkg.reference((x,)), SortTopk()(x)):
+        assert np.array_equal(np.asarray(got).reshape(want.shape), want.float().numpy())
+
+
+def test_sort_of_a_long_dim_is_refused_naming_the_limit(tmp_path):
+    model = Fn(lambda x: torch.sort(x)[0])
+    with pytest.raises(UnsupportedOpError, match="sort.*300 elements.*sort a shorter dim"):
+        mcu.compile(model.eval(), (torch.randn(300),), quantize="none", out_dir=tmp_path / "p")

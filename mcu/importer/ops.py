@@ -57,7 +57,7 @@ COMPOSITE_OPS = {
     aten.adaptive_max_pool2d.default, aten.im2col.default, aten.scatter_reduce.two, aten.as_strided.default,
     aten.masked_scatter.default, aten.embedding_bag.padding_idx, aten.embedding_bag.default,
     aten._embedding_bag.default, aten.avg_pool3d.default, aten.adaptive_avg_pool3d.default,
-    aten.grid_sampler_2d.default, aten.grid_sampler.default,
+    aten.grid_sampler_2d.default, aten.grid_sampler.default, aten.sort.default, aten.sort.stable, aten.topk.default,
     aten.gt.Tensor, aten.gt.Scalar, aten.lt.Tensor, aten.lt.Scalar, aten.ge.Tensor, aten.ge.Scalar, aten.le.Tensor,
     aten.le.Scalar, aten.eq.Tensor, aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar,
     # constants (mcu.importer.decompose.CONSTANT_OPS), folded at compile time
