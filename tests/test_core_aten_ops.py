@@ -147,3 +147,18 @@ def test_sort_of_a_long_dim_is_refused_naming_the_limit(tmp_path):
     model = Fn(lambda x: torch.sort(x)[0])
     with pytest.raises(UnsupportedOpError, match="sort.*300 elements.*sort a shorter dim"):
         mcu.compile(model.eval(), (torch.randn(300),), quantize="none", out_dir=tmp_path / "p")
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_constant_output_is_copied_from_the_weights(quantize, tmp_path):
+    """slice_scatter over all of its input returns the scattered constant: the output is that constant (float32,
+    also in int8), the unread input stays the model's input, and the device equals the reference."""
+    src = torch.randn(4, 3)
+    model = Fn(lambda x, s: torch.slice_scatter(x, s, 0, 0, 4), src).eval()
+    x = torch.randn(4, 3)
+    pkg = mcu.compile(model, (x,), quantize=quantize, calibration=None if quantize == "none" else [(x,)],
+                      out_dir=tmp_path / "p")
+    ref = pkg.reference((x,))
+    assert np.array_equal(np.asarray(ref[0], np.float32).reshape(4, 3), src.numpy())
+    assert np.array_equal(mcu.run(pkg, (x,)).raw_outputs[0], ref[0])
