@@ -27,7 +27,7 @@ from mcu.importer.batch_norms import fold_batch_norms
 FLOAT_OPS = ("conv2d", "conv1d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d", "max_pool1d",
              "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "amax", "amin", "prod", "reshape", "slice", "pad", "softmax", "clamp", "permute", "lut", "concat", "layer_norm",
              "div", "minimum", "maximum", "pow", "matmul", "upsample_nearest", "upsample_nearest1d", "argmax", "argmin",
-             "gather", "scatter")
+             "gather", "scatter", "argsort")
 
 
 def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:
@@ -110,7 +110,8 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
                 raise _unsupported(n)
             ins = _node_inputs(n, op, value)
             name = f"t{len(tensors)}"
-            tensors[name] = Tensor(name, fx_shape(n), "int32" if op in ("argmax", "argmin") else "float32")
+            index = op in ("argmax", "argmin", "argsort") or (op == "reshape" and tensors[ins[0]].dtype == "int32")
+            tensors[name] = Tensor(name, fx_shape(n), "int32" if index else "float32")
             value[n] = name
             nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), {**attrs, "float_node": n.name},
                               source_line(n)))

@@ -307,7 +307,8 @@ class _Importer:
         if op in UNARY_IR_OPS:
             ins = ins[:1]
         name = f"t{len(self.tensors)}"
-        self.tensors[name] = Tensor(name, fx_shape(n), "int32" if op in ("argmax", "argmin") else "float32")
+        index = op in ("argmax", "argmin", "argsort") or (op == "reshape" and self.tensors[ins[0]].dtype == "int32")
+        self.tensors[name] = Tensor(name, fx_shape(n), "int32" if index else "float32")
         self.nodes.append(Node(f"n{len(self.nodes)}_{op}", op, tuple(ins), (name,), {**attrs, "float_node": n.name},
                                source_line(n)))
         return name

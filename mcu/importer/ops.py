@@ -30,7 +30,7 @@ ELEMENTWISE_OPS = {
 # Ops with no integer kernel: in int8 and a16w8 models each runs as a float32 island (dequantize, the float kernel,
 # quantize; mcu.quantization.quantizer marks it float32 as mixed= would), as does a division of two tensors.
 FLOAT_ISLAND_OPS = {aten.minimum.default, aten.maximum.default, aten.pow.Tensor_Tensor, aten.amax.default,
-                    aten.argmax.default, aten.argmin.default,
+                    aten.argmax.default, aten.argmin.default, aten.argsort.default, aten.argsort.stable,
                     aten.amin.default, aten.prod.dim_int, aten.prod.default}
 
 # Ops with weights (activation, weight, bias): the quantizer gives them per-channel weights and an int32 bias,

@@ -145,9 +145,12 @@ def _sort_topk(b, n):
         raise b.refuse(f"{n.target.__name__} of a 0-d tensor", "sort a tensor with at least one dim")
     dim %= len(shape)
     size = shape[dim]
-    if size * size * max(1, int(torch.tensor(shape).prod()) // max(size, 1)) > SORT_LIMIT:
+    numel = int(torch.tensor(shape).prod())
+    if size * size * max(1, numel // max(size, 1)) > SORT_LIMIT and numel == size == k:
+        return _argsorted(b, x, dim, first, shape)
+    if size * size * max(1, numel // max(size, 1)) > SORT_LIMIT:
         raise b.refuse(f"{n.target.__name__} over {size} elements of a {shape} tensor (pairwise ranks need "
-                       f"{SORT_LIMIT} elements at most)", "sort a shorter dim, or take topk of a smaller tensor")
+                       f"{SORT_LIMIT} elements at most)", "sort a shorter dim, or a tensor whose other dims are 1")
     b.island = "sort"
     last = dim == len(shape) - 1
     y = x if last else b(aten.transpose.int, x, dim, -1)
@@ -165,6 +168,18 @@ def _sort_topk(b, n):
         "_mcu_sort_positions", torch.arange(size, dtype=torch.float32))), [-1], False)
     if not last:
         values, index = (b(aten.transpose.int, t, dim, -1) for t in (values, index))
+    b.island = None
+    return values, index
+
+
+def _argsorted(b, x, dim: int, first: bool, shape: list[int]):
+    """sort of a tensor with one dim of size > 1: the argsort kernel (mcu_argsort_f32, stable; float32, an
+    island in int8) gives the indices, a gather of the flattened x by them the values."""
+    b.island = "sort"
+    index = b(aten.argsort.default, x, dim, first)
+    flat_index = b(aten.reshape.default, index, [-1])
+    values = b(aten.reshape.default, b(aten.index_select.default, b(aten.reshape.default, x, [-1]), 0, flat_index),
+               shape)
     b.island = None
     return values, index
 
