@@ -143,10 +143,26 @@ def test_sort_and_topk_values_and_indices_equal_torch(tmp_path):
         assert np.array_equal(np.asarray(got).reshape(want.shape), want.float().numpy())
 
 
-def test_sort_of_a_long_dim_is_refused_naming_the_limit(tmp_path):
+def test_sort_of_a_long_dim_of_a_matrix_is_refused_naming_the_limit(tmp_path):
     model = Fn(lambda x: torch.sort(x)[0])
     with pytest.raises(UnsupportedOpError, match="sort.*300 elements.*sort a shorter dim"):
-        mcu.compile(model.eval(), (torch.randn(300),), quantize="none", out_dir=tmp_path / "p")
+        mcu.compile(model.eval(), (torch.randn(2, 300),), quantize="none", out_dir=tmp_path / "p")
+
+
+@pytest.mark.qemu
+def test_long_sort_runs_the_argsort_kernel_on_the_device(tmp_path):
+    """A 1-d sort past the pairwise limit: mcu_argsort_f32 and a gather; ties (rounded values) in index order and a
+    NaN first, as torch's stable descending sort; the device equals the reference."""
+    x = torch.round(torch.randn(1, 400, generator=torch.Generator().manual_seed(3)) * 4)
+    x[0, 17] = float("nan")
+    model = Fn(lambda v: tuple(torch.sort(v, dim=-1, descending=True, stable=True))).eval()
+    pkg = mcu.compile(model, (x,), quantize="none", out_dir=tmp_path / "p")
+    ref = pkg.reference((x,))
+    assert "mcu_argsort_f32" in {n.call.kernel for n in pkg.graph.nodes if n.call is not None}
+    for got, want in zip(ref, model(x)):
+        assert np.array_equal(np.asarray(got).reshape(want.shape), want.float().numpy(), equal_nan=True)
+    dev = mcu.run(pkg, (x,)).raw_outputs
+    assert all(np.array_equal(d, r, equal_nan=True) for d, r in zip(dev, ref))
 
 
 @pytest.mark.qemu
