@@ -58,6 +58,7 @@ COMPOSITE_OPS = {
     aten.masked_scatter.default, aten.embedding_bag.padding_idx, aten.embedding_bag.default,
     aten._embedding_bag.default, aten.avg_pool3d.default, aten.adaptive_avg_pool3d.default,
     aten.grid_sampler_2d.default, aten.grid_sampler.default, aten.sort.default, aten.sort.stable, aten.topk.default,
+    aten.index_put.default,  # with constant indices (run-time ones: mcu_scatter)
     aten.gt.Tensor, aten.gt.Scalar, aten.lt.Tensor, aten.lt.Scalar, aten.ge.Tensor, aten.ge.Scalar, aten.le.Tensor,
     aten.le.Scalar, aten.eq.Tensor, aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar,
     # constants (mcu.importer.decompose.CONSTANT_OPS), folded at compile time
