@@ -105,6 +105,15 @@ def _arg(ctx, node: Node) -> Node:
                                        "op": 0 if node.op == "argmax" else 1}, (x.name,))
 
 
+def _argsort(ctx, node: Node) -> Node:
+    """argsort along one dim as [outer, len, inner]: int32 indices, stable (mcu_argsort_f32)."""
+    x = ctx.tensors[node.inputs[0]]
+    shape, d = tuple(x.shape) or (1,), node.attrs["dim"] if x.shape else 0
+    return _call(node, "mcu_argsort_f32", {"outer": int(np.prod(shape[:d])), "len": int(shape[d]),
+                                           "inner": int(np.prod(shape[d + 1:])),
+                                           "descending": int(node.attrs["descending"])}, (x.name,))
+
+
 # aten overload of a `lut` node -> (MCU_UNARY_* name, (a, b, c) from the op's scalar args and kwargs)
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
 
@@ -200,5 +209,5 @@ FLOAT32: dict[str, Callable] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
     "add": _binary, "sub": _binary, "mul": _binary, "softmax": _softmax, "clamp": _clamp,
     "div": _binary_op, "minimum": _binary_op, "maximum": _binary_op, "pow": _binary_op,
-    "matmul": _matmul, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "gather": INT8["gather"], "scatter": INT8["scatter"], "upsample_nearest": INT8["upsample_nearest"], "pad": INT8["pad"], "mean": _reduce, "sum": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce, "argmax": _arg, "argmin": _arg,
+    "matmul": _matmul, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "gather": INT8["gather"], "scatter": INT8["scatter"], "upsample_nearest": INT8["upsample_nearest"], "pad": INT8["pad"], "mean": _reduce, "sum": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce, "argmax": _arg, "argmin": _arg, "argsort": _argsort,
 }

@@ -76,6 +76,8 @@ EDGE_OPS = [
 ]
 
 RANDOM, BACKWARD, UNINITIALIZED = "random values", "a backward (training) op", "uninitialized memory"
+BITWISE = ("integer and bool tensors only: torch itself refuses the float32 sample (NotImplementedError); mcu's "
+           "tensors are float or quantized, and on bool masks (comparisons) bitwise and/or/not compile as logical ops")
 # Core ATen ops with an OpInfo that no inference model compiled for a microcontroller can hold, each with its reason.
 CORE_EXCLUDED = {
     "randn": RANDOM, "rand": RANDOM, "randperm": RANDOM, "native_dropout": RANDOM,
@@ -83,6 +85,7 @@ CORE_EXCLUDED = {
     "_native_batch_norm_legit": "training-mode batch norm (batch statistics; eval mode is _no_training)",
     "empty": UNINITIALIZED, "empty_strided": UNINITIALIZED,
     "nonzero": "an output size that depends on the values (torch.export needs it bounded, mcu static shapes)",
+    **dict.fromkeys(("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"), BITWISE),
     "_fft_r2c": "FFT", "_fft_c2r": "FFT", "_local_scalar_dense": "a Python scalar out of a tensor (.item())",
 }
 

@@ -223,8 +223,22 @@ def arg_case(seed: int):
     return ({"outer": outer, "len": length, "inner": inner, "op": op}, x), want
 
 
+def argsort_case(seed: int):
+    """argsort along a random dim, ascending or descending, with ties (rounded values) kept in index order and now
+    and then a NaN (last ascending, first descending): torch's stable sort."""
+    rng = np.random.default_rng(seed)
+    outer, length, inner = (int(v) for v in rng.integers(1, 7, size=3))
+    x = np.round(rng.standard_normal((outer, length, inner)) * 2).astype(F32)
+    if seed % 3 == 0:
+        x.reshape(-1)[int(rng.integers(x.size))] = np.nan
+    descending = seed % 2
+    want = torch.sort(torch.from_numpy(x), dim=1, descending=bool(descending), stable=True)[1].numpy().astype(np.int32)
+    return ({"outer": outer, "len": length, "inner": inner, "descending": descending}, x), want
+
+
 CASES = {
     "mcu_arg_f32": (twins.arg_f32, arg_case),
+    "mcu_argsort_f32": (twins.argsort_f32, argsort_case),
     "mcu_pad_f32": (shape_twins.pad_f32, pad_case),
     "mcu_upsample_nearest_f32": (shape_twins.upsample_nearest_f32, upsample_case),
     "mcu_conv2d_f32": (twins.conv2d_f32, conv_case),

@@ -16,7 +16,7 @@ from mcu.codegen.lowering_s8 import INT8
 from mcu.codegen.lowering_float import FLOAT32
 from mcu.codegen.lowering_s16 import CONVERTS, INT16, UNSUPPORTED
 
-INDEX_OPS = ("argmax", "argmin")  # float32 in, int32 indices out
+INDEX_OPS = ("argmax", "argmin", "argsort")  # float32 in, int32 indices out
 TABLES = {"int8": INT8, "int16": INT16, "float32": FLOAT32}
 MISSING = {"int8": "has no int8 kernel", "int16": f"has no int16 kernel {UNSUPPORTED}",
            "float32": "has no float32 kernel"}

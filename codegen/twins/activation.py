@@ -53,7 +53,9 @@ def unary_function(spec):
 def lut_table(fn, input_scale: float, input_zero_point: int, output_scale: float,
               output_zero_point: int) -> np.ndarray:
     """int8[256] with entry q + 128 = clamp(round(fn((q - zp_in) * s_in) / s_out) + zp_out), computed with
-    torch's quantize/dequantize ops exactly as torchao's Q/DQ reference does."""
+    torch's quantize/dequantize ops exactly as torchao's Q/DQ reference does. An input step the rounding put
+    outside fn's domain (asin or atanh of -1.004 when the inputs reach -0.999) takes the entry of the nearest
+    step inside it, as if the input were clamped to the domain."""
     import torch
     from torchao.quantization.pt2e import quantize_pt2e  # noqa: F401  (registers quantized_decomposed ops)
 
@@ -62,6 +64,11 @@ def lut_table(fn, input_scale: float, input_zero_point: int, output_scale: float
     with torch.no_grad():
         x = qd.dequantize_per_tensor(q, float(input_scale), int(input_zero_point), -128, 127, torch.int8)
         y = fn(x).to(torch.float32)
+        bad = torch.isnan(y)
+        if bad.any() and not bad.all():
+            good = (~bad).nonzero().reshape(-1)
+            nearest = good[(torch.arange(256)[:, None] - good[None, :]).abs().argmin(1)]
+            y = y[nearest]
         out = qd.quantize_per_tensor(y, float(output_scale), int(output_zero_point), -128, 127, torch.int8)
     return out.numpy().astype(np.int8)
 

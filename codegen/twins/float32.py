@@ -353,6 +353,27 @@ def matmul_f32(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return _act(p, acc)
 
 
+def argsort_f32(params: dict, input: np.ndarray) -> np.ndarray:
+    """Twin of mcu_argsort_f32: int32 [outer, len, inner] indices sorting each line along len, stably; NaN last
+    ascending, first descending."""
+    p = params
+    if min(p["outer"], p["len"], p["inner"]) < 1 or p["descending"] not in (0, 1):
+        raise ValueError(f"bad argsort params {p}")
+    x = np.asarray(input, F32).reshape(p["outer"], p["len"], p["inner"])
+    nan = np.isnan(x)
+    if p["descending"]:  # a stable descending order: larger first, NaN first, ties in index order
+        key = np.where(nan, -np.inf, -x.astype(np.float64))
+        nan_rank = np.where(nan, 0, 1)
+    else:
+        key = np.where(nan, np.inf, x.astype(np.float64))
+        nan_rank = np.where(nan, 1, 0)
+    out = np.empty(x.shape, np.int32)
+    for o in range(x.shape[0]):
+        for i in range(x.shape[2]):
+            out[o, :, i] = np.lexsort((key[o, :, i], nan_rank[o, :, i])).astype(np.int32)
+    return out
+
+
 def arg_f32(params: dict, input: np.ndarray) -> np.ndarray:
     """Twin of mcu_arg_f32: int32 [outer, inner] indices of the first max (op 0) or min (op 1) along len; NaN wins."""
     p = params

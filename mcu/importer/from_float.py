@@ -27,7 +27,7 @@ from mcu.importer.batch_norms import fold_batch_norms
 FLOAT_OPS = ("conv2d", "conv1d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d", "max_pool1d",
              "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "amax", "amin", "prod", "reshape", "slice", "pad", "softmax", "clamp", "permute", "lut", "concat", "layer_norm",
              "div", "minimum", "maximum", "pow", "matmul", "upsample_nearest", "upsample_nearest1d", "argmax", "argmin",
-             "gather", "scatter")
+             "gather", "scatter", "argsort")
 
 
 def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:
@@ -37,11 +37,15 @@ def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:
                               f"for the others")
 
 
-def _output(o: FxNode, value: dict, tensors: dict) -> str:
+def _output(o: FxNode, value: dict, tensors: dict, nodes: list) -> str:
+    """The IR tensor of one model output; a constant one (slice_scatter over all of its input, x * 0) copied from
+    the weights into the output by a one-input concat."""
     name = value[o]
     if tensors[name].is_const:
-        raise UnsupportedOpError(f"model output {o.name} is a constant (it does not depend on the model's inputs); "
-                                 f"return it from outside the model")
+        const = tensors[name]
+        name = f"t{len(tensors)}"
+        tensors[name] = Tensor(name, const.shape, "float32")
+        nodes.append(Node(f"n{len(nodes)}_concat", "concat", (const.name,), (name,), {"dim": 0}, source_line(o)))
     return name
 
 
@@ -93,7 +97,7 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
         elif n.op == "call_module":
             continue  # torch.export's input guards (_guards_fn), as the int8 importer skips them
         elif n.op == "output":
-            outputs.extend(_output(o, value, tensors) for o in n.args[0])
+            outputs.extend(_output(o, value, tensors, nodes) for o in n.args[0])
         elif n.target in IDENTITY_OPS:
             value[n] = value[n.args[0]]
         elif n.op == "call_function":
@@ -106,7 +110,8 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
                 raise _unsupported(n)
             ins = _node_inputs(n, op, value)
             name = f"t{len(tensors)}"
-            tensors[name] = Tensor(name, fx_shape(n), "int32" if op in ("argmax", "argmin") else "float32")
+            index = op in ("argmax", "argmin", "argsort") or (op == "reshape" and tensors[ins[0]].dtype == "int32")
+            tensors[name] = Tensor(name, fx_shape(n), "int32" if index else "float32")
             value[n] = name
             nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), {**attrs, "float_node": n.name},
                               source_line(n)))

@@ -132,8 +132,8 @@ class _Importer:
             n = next(iter(self.pending))
             raise QuantizationError(f"op '{op_name(n)}' at {source_line(n)} has no quantized output; "
                                     f"it is not supported by the int8 flow")
-        for p, k in self.positions.items():  # an input no op reads stays in its place, as in the float import
-            if not p.users and f"input{k}" not in self.tensors:
+        for p, k in self.positions.items():  # an input no op reads (only export's guards) stays in its place
+            if f"input{k}" not in self.tensors:
                 self.add_input(p, "float32")
         inputs = sorted(self.inputs, key=lambda name: int(name.removeprefix("input")))
         return verify(Graph(self.tensors, tuple(self.nodes), tuple(inputs), tuple(self.outputs)))
@@ -149,9 +149,13 @@ class _Importer:
         """The IR tensor of one model output."""
         if o in self.floats:  # a float op's result is the model's output (mixed precision)
             return self.floats[o]
-        if o.op == "get_attr":
-            raise QuantizationError(f"model output {o.name} is a constant (it does not depend on the model's inputs); "
-                                    f"return it from outside the model")
+        if o.op == "get_attr":  # a constant output (slice_scatter over all of its input): copied, float32
+            const = self.float_const(o)
+            name = f"t{len(self.tensors)}"
+            self.tensors[name] = Tensor(name, self.tensors[const].shape, "float32")
+            self.nodes.append(Node(f"n{len(self.nodes)}_concat", "concat", (const,), (name,), {"dim": 0},
+                                   source_line(o)))
+            return name
         if o not in self.value:
             raise QuantizationError(f"model output {o.name} is not quantized")
         return self.value[o]
@@ -309,7 +313,8 @@ class _Importer:
         if op in UNARY_IR_OPS:
             ins = ins[:1]
         name = f"t{len(self.tensors)}"
-        self.tensors[name] = Tensor(name, fx_shape(n), "int32" if op in ("argmax", "argmin") else "float32")
+        index = op in ("argmax", "argmin", "argsort") or (op == "reshape" and self.tensors[ins[0]].dtype == "int32")
+        self.tensors[name] = Tensor(name, fx_shape(n), "int32" if index else "float32")
         self.nodes.append(Node(f"n{len(self.nodes)}_{op}", op, tuple(ins), (name,), {**attrs, "float_node": n.name},
                                source_line(n)))
         return name

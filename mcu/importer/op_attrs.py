@@ -27,10 +27,11 @@ REDUCE_OPS = {aten.sum.dim_IntList: "sum", aten.sum.default: "sum", aten.mean.de
               aten.prod.default: "prod"}
 # Index results (int32 tensors; torch's int64): float32 kernels only, float islands in int8
 ARG_OPS = {aten.argmax.default: "argmax", aten.argmin.default: "argmin"}
+SORT_OPS = {aten.argsort.default, aten.argsort.stable}  # int32 indices sorting one dim (stably)
 # IR ops that read only their first tensor argument
 UNARY_IR_OPS = ("reshape", "slice", "pad", "softmax", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mean", "clamp",
                 "lut", "permute", "upsample_nearest", "upsample_nearest1d", "upsample_bilinear", "sum", "max_pool1d",
-                "avg_pool1d", "amax", "amin", "prod", "argmax", "argmin")
+                "avg_pool1d", "amax", "amin", "prod", "argmax", "argmin", "argsort")
 
 
 def fx_shape(n: FxNode) -> tuple[int, ...]:
@@ -181,6 +182,10 @@ def _reduction_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] |
         dim = a[1] if len(a) > 1 else n.kwargs.get("dim")
         keepdim = bool(a[2]) if len(a) > 2 else bool(n.kwargs.get("keepdim", False))
         return ARG_OPS[t], {"dim": None if dim is None else int(dim) % max(rank, 1), "keepdim": keepdim}
+    if t in SORT_OPS:  # argsort(x, dim, descending); .stable takes them as keywords
+        dim = a[1] if len(a) > 1 and t == aten.argsort.default else n.kwargs.get("dim", -1)
+        descending = a[2] if len(a) > 2 and t == aten.argsort.default else n.kwargs.get("descending", False)
+        return "argsort", {"dim": int(dim) % max(rank, 1), "descending": bool(descending)}
     if t in REDUCE_OPS:
         dims = a[1] if len(a) > 1 and a[1] not in (None, []) else n.kwargs.get("dim") or list(range(rank))
         dims = [dims] if isinstance(dims, int) else dims

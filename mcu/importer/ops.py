@@ -30,7 +30,7 @@ ELEMENTWISE_OPS = {
 # Ops with no integer kernel: in int8 and a16w8 models each runs as a float32 island (dequantize, the float kernel,
 # quantize; mcu.quantization.quantizer marks it float32 as mixed= would), as does a division of two tensors.
 FLOAT_ISLAND_OPS = {aten.minimum.default, aten.maximum.default, aten.pow.Tensor_Tensor, aten.amax.default,
-                    aten.argmax.default, aten.argmin.default,
+                    aten.argmax.default, aten.argmin.default, aten.argsort.default, aten.argsort.stable,
                     aten.amin.default, aten.prod.dim_int, aten.prod.default}
 
 # Ops with weights (activation, weight, bias): the quantizer gives them per-channel weights and an int32 bias,
@@ -54,7 +54,11 @@ COMPOSITE_OPS = {
     aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar, aten.atan2.default,
     aten.gather.default, aten.scatter.src, aten.slice_scatter.default, aten.select_scatter.default,
     aten.diagonal.default, aten.scatter_add.default, aten.isnan.default, aten.isinf.default,
-    aten.adaptive_max_pool2d.default, aten.im2col.default,
+    aten.adaptive_max_pool2d.default, aten.im2col.default, aten.scatter_reduce.two, aten.as_strided.default,
+    aten.masked_scatter.default, aten.embedding_bag.padding_idx, aten.embedding_bag.default,
+    aten._embedding_bag.default, aten.avg_pool3d.default, aten.adaptive_avg_pool3d.default,
+    aten.grid_sampler_2d.default, aten.grid_sampler.default, aten.sort.default, aten.sort.stable, aten.topk.default,
+    aten.index_put.default,  # with constant indices (run-time ones: mcu_scatter)
     aten.gt.Tensor, aten.gt.Scalar, aten.lt.Tensor, aten.lt.Scalar, aten.ge.Tensor, aten.ge.Scalar, aten.le.Tensor,
     aten.le.Scalar, aten.eq.Tensor, aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar,
     # constants (mcu.importer.decompose.CONSTANT_OPS), folded at compile time

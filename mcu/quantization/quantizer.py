@@ -142,7 +142,7 @@ BATCH_NORMS = {aten.batch_norm.default}
 # Ops with an int8 kernel and no int16 one: float islands in a16w8 (codegen/lowering_s16.py lists what int16 runs)
 NO_INT16_KERNEL = {aten.matmul.default, aten.bmm.default, aten.sum.dim_IntList, aten.upsample_nearest2d.vec,
                    aten.upsample_nearest1d.vec}
-INDEX_OPS = {aten.argmax.default, aten.argmin.default}
+INDEX_OPS = {aten.argmax.default, aten.argmin.default, aten.argsort.default, aten.argsort.stable}
 RECURRENT_FNS = {"gru", "lstm", "rnn_tanh", "rnn_relu"}  # torch_fn of the nodes torch.export unrolls them to
 
 

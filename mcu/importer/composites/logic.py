@@ -1,4 +1,5 @@
-"""Comparisons, logical ops and where as float 0/1 tensors and their products (a float island in int8)."""
+"""Comparisons, logical ops and where as float 0/1 tensors and their products (a float island in int8); sort and
+topk along a short dim as ranks from pairwise comparisons."""
 from __future__ import annotations
 
 import torch
@@ -174,9 +175,70 @@ ANY = {aten.any.default, aten.any.dim, aten.any.dims}
 ALL = {aten.all.default, aten.all.dim, aten.all.dims}
 
 
+SORT_LIMIT = 1 << 16  # elements of the pairwise comparison [..., n, n] a sort or topk may build
+
+
+def _sort_topk(b, n):
+    """sort(x, dim, descending) and topk(x, k, dim, largest, sorted) along a short dim (a float island in int8):
+    the rank of x_i is #{j: x_j before x_i} + #{j < i: x_j == x_i} (comparisons as signs of differences, ties in
+    index order), output k holds the x_i of rank k and its index i (0/1 one-hots of the ranks times x and times
+    i; exact for finite values). The indices are float32 tensors holding whole numbers."""
+    x = n.args[0]
+    shape = b.shape(x)
+    if n.target == aten.topk.default:
+        k, dim, first = int(n.args[1]), b.arg(2, "dim", -1), bool(b.arg(3, "largest", True))
+    else:
+        dim, first = b.arg(1, "dim", -1), bool(b.arg(2, "descending", False))
+        if n.target == aten.sort.stable:
+            dim, first = n.kwargs.get("dim", -1), bool(n.kwargs.get("descending", False))
+        k = shape[dim] if shape else 1
+    if not shape:
+        raise b.refuse(f"{n.target.__name__} of a 0-d tensor", "sort a tensor with at least one dim")
+    dim %= len(shape)
+    size = shape[dim]
+    numel = int(torch.tensor(shape).prod())
+    if size * size * max(1, numel // max(size, 1)) > SORT_LIMIT and numel == size == k:
+        return _argsorted(b, x, dim, first, shape)
+    if size * size * max(1, numel // max(size, 1)) > SORT_LIMIT:
+        raise b.refuse(f"{n.target.__name__} over {size} elements of a {shape} tensor (pairwise ranks need "
+                       f"{SORT_LIMIT} elements at most)", "sort a shorter dim, or a tensor whose other dims are 1")
+    b.island = "sort"
+    last = dim == len(shape) - 1
+    y = x if last else b(aten.transpose.int, x, dim, -1)
+    xi, xj = b(aten.unsqueeze.default, y, -1), b(aten.unsqueeze.default, y, -2)
+    sign = b(aten.sign.default, b(aten.sub.Tensor, xj, xi) if first else b(aten.sub.Tensor, xi, xj))
+    before = b(aten.relu.default, sign)
+    ties = b(aten.mul.Tensor, b(aten.rsub.Scalar, b(aten.abs.default, sign), 1.0),
+             b.const("_mcu_sort_ties", torch.ones(size, size).tril(-1)))
+    rank = b(aten.sum.dim_IntList, b(aten.add.Tensor, before, ties), [-1], False)
+    step = b(aten.sub.Tensor, b(aten.unsqueeze.default, rank, -2),
+             b.const("_mcu_sort_ranks", torch.arange(k, dtype=torch.float32)[:, None]))
+    onehot = b(aten.rsub.Scalar, b(aten.abs.default, b(aten.sign.default, step)), 1.0)
+    values = b(aten.sum.dim_IntList, b(aten.mul.Tensor, onehot, xj), [-1], False)
+    index = b(aten.sum.dim_IntList, b(aten.mul.Tensor, onehot, b.const(
+        "_mcu_sort_positions", torch.arange(size, dtype=torch.float32))), [-1], False)
+    if not last:
+        values, index = (b(aten.transpose.int, t, dim, -1) for t in (values, index))
+    b.island = None
+    return values, index
+
+
+def _argsorted(b, x, dim: int, first: bool, shape: list[int]):
+    """sort of a tensor with one dim of size > 1: the argsort kernel (mcu_argsort_f32, stable; float32, an
+    island in int8) gives the indices, a gather of the flattened x by them the values."""
+    b.island = "sort"
+    index = b(aten.argsort.default, x, dim, first)
+    flat_index = b(aten.reshape.default, index, [-1])
+    values = b(aten.reshape.default, b(aten.index_select.default, b(aten.reshape.default, x, [-1]), 0, flat_index),
+               shape)
+    b.island = None
+    return values, index
+
+
 DECOMPOSITIONS = {
     **{op: _any_all for op in ANY | ALL},
     **{op: _compare for op in COMPARISONS}, **{op: _logical for op in LOGICAL},
     aten.where.self: _where, aten.where.Scalar: _where, aten.where.ScalarSelf: _where, aten.where.ScalarOther: _where,
     aten.masked_fill.Scalar: _where,
+    aten.sort.default: _sort_topk, aten.sort.stable: _sort_topk, aten.topk.default: _sort_topk,
 }

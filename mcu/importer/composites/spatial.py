@@ -1,5 +1,6 @@
 """Transposed convs and resampling (bilinear, bicubic, uneven nearest and adaptive pools) as convs and linears;
-adaptive max pools as max pools or per-bin maxima, im2col as a one-hot conv."""
+adaptive max pools as max pools or per-bin maxima, im2col as a one-hot conv; 3-d average pools (separable: one
+linear layer per axis) and grid sampling with a constant grid (one linear layer per batch element)."""
 from __future__ import annotations
 
 import torch
@@ -165,8 +166,76 @@ def _im2col(b, n):
     return b(aten.reshape.default, y, b.shape(n))
 
 
+def _along(b, y, axis: int, m: torch.Tensor):
+    """y with its axis mapped by the [out, in] matrix m: y viewed as [before, in, after], a linear layer over
+    the axis (moved last), back to y's rank."""
+    shape = b.shape(y)
+    axis %= len(shape)
+    before = int(torch.tensor(shape[:axis]).prod()) if axis else 1
+    after = int(torch.tensor(shape[axis + 1:]).prod()) if axis + 1 < len(shape) else 1
+    t = b(aten.reshape.default, y, [before, shape[axis], after] if after > 1 else [before, shape[axis]])
+    if after > 1:
+        t = b(aten.transpose.int, t, 1, 2)
+    t = b(aten.linear.default, t, b.const("_mcu_pool_axis", m))
+    if after > 1:
+        t = b(aten.transpose.int, t, 1, 2)
+    return b(aten.reshape.default, t, shape[:axis] + [m.shape[0]] + shape[axis + 1:])
+
+
+def _pool3d(b, n):
+    """avg_pool3d and adaptive_avg_pool3d over [N, C, D, H, W] or [C, D, H, W]: both are separable (the window's
+    divisor is the product of its per-axis counts, padded or not), so per axis (W, H, D) one linear layer whose
+    [out, in] matrix is the 1-d pool of an identity, skipped where it is the identity."""
+    x = n.args[0]
+    shape = b.shape(x)
+    if len(shape) not in (4, 5):
+        raise b.refuse(f"{n.target.__name__} of a {len(shape)}-d tensor", "pass [N, C, D, H, W] or [C, D, H, W]")
+    if n.target == aten.adaptive_avg_pool3d.default:
+        out = [s if o is None else int(o) for s, o in zip(shape[-3:], n.args[1])]
+        mats = [torch.nn.functional.adaptive_avg_pool1d(torch.eye(s)[:, None, :], o)[:, 0, :].T
+                for s, o in zip(shape[-3:], out)]
+    else:
+        k = list(n.args[1])
+        stride = list(b.arg(2, "stride", None) or k)
+        padding, ceil, include = list(b.arg(3, "padding", [0] * 3)), b.arg(4, "ceil_mode", False), b.arg(
+            5, "count_include_pad", True)
+        if b.arg(6, "divisor_override") is not None:
+            raise b.refuse("avg_pool3d with divisor_override", "drop divisor_override (or scale the pool after it)")
+        k, stride, padding = ([v[0]] * 3 if len(v) == 1 else v for v in (k, stride, padding))
+        mats = [torch.nn.functional.avg_pool1d(torch.eye(s)[:, None, :], k_, s_, p_, ceil, include)[:, 0, :].T
+                for s, k_, s_, p_ in zip(shape[-3:], k, stride, padding)]
+    y = x
+    for axis, m in zip((-1, -2, -3), reversed(mats)):
+        if not (m.shape[0] == m.shape[1] and torch.equal(m, torch.eye(m.shape[0]))):
+            y = _along(b, y, axis, m.contiguous())
+    return y
+
+
+def _grid_sampler_2d(b, n):
+    """grid_sampler_2d(x, grid, mode, padding_mode, align_corners) with a constant grid: per batch element a
+    linear map of the H * W pixels, its [out, in] matrix torch's own sampling of one-hot images (every mode and
+    padding mode); each channel's pixels through it, the batch elements concatenated."""
+    x, grid = n.args[:2]
+    g = b.tensor(grid)
+    if g is None:
+        raise b.refuse("grid_sampler_2d with a grid computed by the model", "make the grid a constant (a buffer)")
+    nb, c, h, w = b.shape(x)
+    ho, wo = g.shape[1:3]
+    probe = torch.eye(h * w).reshape(h * w, 1, h, w)
+    parts = []
+    for i in range(nb):
+        with torch.no_grad():
+            m = n.target(probe, g[i:i + 1].expand(h * w, ho, wo, 2).contiguous(), *n.args[2:])
+        xi = b(aten.reshape.default, b(aten.slice.Tensor, x, 0, i, i + 1), [c, h * w])
+        yi = b(aten.linear.default, xi, b.const("_mcu_grid_sample", m.reshape(h * w, ho * wo).T.contiguous()))
+        parts.append(b(aten.reshape.default, yi, [1, c, ho, wo]))
+    return parts[0] if nb == 1 else b(aten.cat.default, parts, 0)
+
+
 DECOMPOSITIONS = {
     aten.conv_transpose1d.default: _conv_transpose, aten.conv_transpose2d.input: _conv_transpose,
     aten.upsample_bilinear2d.vec: resample, aten.upsample_bicubic2d.vec: resample,
     aten.adaptive_max_pool2d.default: _adaptive_max_pool2d, aten.im2col.default: _im2col,
+    aten.avg_pool3d.default: _pool3d, aten.adaptive_avg_pool3d.default: _pool3d,
+    aten.grid_sampler_2d.default: _grid_sampler_2d, aten.grid_sampler.default: _grid_sampler_2d,
 }

@@ -667,6 +667,16 @@ typedef struct {
  * for argmax and the smallest for argmin, as in torch. */
 mcu_status_t mcu_arg_f32(const mcu_arg_params_t *params, const float *input, int32_t *output);
 
+typedef struct {
+    int32_t outer, len, inner; /* the input and the output as [outer, len, inner] */
+    int32_t descending;        /* 0: ascending, 1: descending */
+} mcu_argsort_params_t;
+
+/* The indices (into len) that sort each line along len, stably: ties keep index order; a NaN sorts last ascending
+ * and first descending, as torch.sort(stable=True). Insertion sort, O(len^2): for short dims. The output must not
+ * alias the input. */
+mcu_status_t mcu_argsort_f32(const mcu_argsort_params_t *params, const float *input, int32_t *output);
+
 /* mcu_upsample_nearest_s8 on float32 elements. */
 mcu_status_t mcu_upsample_nearest_f32(const mcu_upsample_params_t *params, const float *input, float *output);
 
