@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mcu.codegen.kernels import GEMM2_DSP, GEMM_MVE, kernel, variant
 from mcu.codegen.kernels.geometry import (INT4, dsp_widen_gain, dw_widen_gain, fast_widen_gain, is_1x1, is_dw,
-                                          is_dw3x3, is_dw_any_mve, is_dw_s16, is_groups1, never)
+                                          is_dw3x3, is_dw_any_mve, is_dw_s16, is_groups1)
 from mcu.codegen.kernels.prepare import (prepare_dsp_conv, prepare_dw_dsp, prepare_dw_dsp_wide, prepare_dw_fast,
                                          prepare_dw_mve,
                                          prepare_dwk_dsp, prepare_dwk_mve,
@@ -76,8 +76,9 @@ SPECS = [
     variant("mcu_dwconv2d_3x3_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp,
             dwconv2d_3x3_s8_dsp_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits,
             widen=dw_widen_gain),
-    # ... its weights widened (prepare_dw_dsp(wide=True) picks it; the same source built with MCU_DSP_DW_WIDE)
-    variant("mcu_dwconv2d_3x3_s8_dsp_wide", "conv", "mcu_dwconv2d_s8", DSP, never, prepare_dw_dsp_wide,
+    # ... its weights widened: the same geometry, after it, so select_kernels takes the int8 one and widen_weights
+    # switches (prepare_dw_dsp(wide=True)); the same source built with MCU_DSP_DW_WIDE
+    variant("mcu_dwconv2d_3x3_s8_dsp_wide", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp_wide,
             dwconv2d_3x3_s8_dsp_wide_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_fast", "conv", "mcu_dwconv2d_s8", (), is_dw3x3, prepare_dw_fast,
             dwconv2d_3x3_s8_fast_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),

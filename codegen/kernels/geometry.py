@@ -55,11 +55,6 @@ def dw_widen_gain(params: dict) -> float:
 compact_window = dsp_conv_compact
 
 
-def never(p: dict) -> bool:
-    """A variant select_kernels never picks: another's prepare switches to it (its weights widened)."""
-    return False
-
-
 # A fully connected layer over this many rows or more runs as a GEMM over them, as a 1x1 conv does over its pixels
 # (the DSP GEMM reads each weight once per 3 rows, or per pair; the GEMV once per row). M4, scripts/fc_bench.py:
 # T = 8..32, K, N = 64..256: 0.64-0.72 MAC/instruction one row at a time, 1.00-1.14 as the GEMM.

@@ -1,5 +1,6 @@
-/* Float32 argsort along one dim: a stable insertion sort of indices (ties keep index order, NaN sorts last
- * ascending and first descending, as torch's stable sort). O(len^2) moves: meant for the short dims of an MCU. */
+/* Float32 argsort along one dim: a stable insertion sort of int32 indices, as torch's stable sort. */
+/* Ties keep index order; NaN sorts last ascending and first descending. O(len^2) moves: meant for the short dims
+ * of an MCU. */
 #include <stddef.h>
 #include <stdint.h>
 
