@@ -1,7 +1,7 @@
 /* The DSP (SIMD32) int8 depthwise 3x3 convolution, channel multiplier 1 (4 channels per word, SMLABB/SMLATT,
- * folded bias), written once for both its weight layouts: a kernel source defines MCU_DSP_DW_KERNEL (the function's
- * name) and MCU_DSP_DW_WIDE (0: int8 weights widened in the loop; 1: int16 weights, mcu_opt.h) and includes this
- * file once: mcu_dwconv2d_3x3_s8_dsp.c, mcu_dwconv2d_3x3_s8_dsp_wide.c. Not a public API. */
+ * folded bias), written once for both its weight layouts: a kernel source defines MCU_DSP_DW_WIDE (0: int8 weights widened in
+ * the loop; 1: int16 weights, mcu_opt.h), includes this file once and defines its kernel as a call of
+ * mcu_dw3x3_dsp: mcu_dwconv2d_3x3_s8_dsp.c, mcu_dwconv2d_3x3_s8_dsp_wide.c. Not a public API. */
 #ifndef MCU_DW3X3_DSP_H
 #define MCU_DW3X3_DSP_H
 
@@ -63,9 +63,9 @@ static void window_rows(const mcu_conv2d_params_t *p, const int8_t *in_n, int32_
     }
 }
 
-mcu_status_t MCU_DSP_DW_KERNEL(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
-                               const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *scratch,
-                               int8_t *output)
+static mcu_status_t mcu_dw3x3_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                  const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *scratch,
+                                  int8_t *output)
 {
     const mcu_conv2d_params_t *p = params;
     (void)bias; /* folded into the filter stream */
