@@ -71,6 +71,9 @@ mcu_status_t mcu_conv_transpose2d_s8_dsp(const mcu_conv2d_params_t *params, cons
     if (status != MCU_OK) {
         return status;
     }
+    if (!mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c)) {
+        return MCU_ERR_ARG; /* a variant writes contiguous pixels */
+    }
     const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c, c_out = p->output.c;
     const int32_t kh = p->filter.h, kw = p->filter.w, sh = p->stride_h, sw = p->stride_w;
     const int32_t in_off = p->input_offset, w_chan = kh * kw * c_in;
