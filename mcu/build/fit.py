@@ -52,7 +52,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "conv/mcu_conv2d_s8_fast": 3904,
     "conv/mcu_conv2d_s8_mve": 3456,
     "conv/mcu_conv_transpose2d_s8": 2880,
-    "conv/mcu_conv_transpose2d_s8_dsp": 2240,
+    "conv/mcu_conv_transpose2d_s8_dsp": 2816,
     "conv/mcu_conv_transpose2d_s8_mve": 2496,
     "conv/mcu_dwconv2d_3x3_s8_dsp": 4352,
     "conv/mcu_dwconv2d_3x3_s8_dsp_wide": 4352,
