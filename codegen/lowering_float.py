@@ -10,7 +10,7 @@ import numpy as np
 from mcu.codegen.ir import Node
 from mcu.codegen.lowering import _dims4, call_node, conv_geometry, f32, matmul_dims, pool_geometry
 from mcu.codegen.lowering_s8 import INT8
-from mcu.codegen.twins.float32 import BINARY_OPS, REDUCE_OPS, UNARY_OPS
+from mcu.codegen.twins.float32 import BINARY_OPS, REDUCE_OPS, RNN_CELLS, UNARY_OPS
 from mcu.codegen.errors import LoweringError
 
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -198,6 +198,16 @@ def _concat(ctx, node: Node) -> Node:
     return _call(node, "mcu_concat_f32", params, node.inputs)
 
 
+def _recurrent(ctx, node: Node) -> Node:
+    """rnn (GRU, tanh, ReLU) and lstm over x [B, T, I] from h0 (and c0): mcu_rnn_f32 / mcu_lstm_f32, the time loop
+    inside the kernel. An absent bias is a NULL input."""
+    x, h0 = ctx.tensors[node.inputs[0]], ctx.tensors[node.inputs[1]]
+    cell = RNN_CELLS.index(node.attrs.get("cell", "lstm"))
+    params = {"batches": int(x.shape[0]), "steps": int(x.shape[1]), "input_size": int(x.shape[2]),
+              "hidden": int(h0.shape[-1]), "cell": cell, "reverse": int(node.attrs["reverse"])}
+    return _call(node, "mcu_lstm_f32" if node.op == "lstm" else "mcu_rnn_f32", params, node.inputs)
+
+
 def _layer_norm(ctx, node: Node) -> Node:
     x = ctx.tensors[node.inputs[0]]
     cols = int(np.prod(x.shape[len(x.shape) - node.attrs["normalized"]:]))
@@ -209,5 +219,5 @@ FLOAT32: dict[str, Callable] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
     "add": _binary, "sub": _binary, "mul": _binary, "softmax": _softmax, "clamp": _clamp,
     "div": _binary_op, "minimum": _binary_op, "maximum": _binary_op, "pow": _binary_op,
-    "matmul": _matmul, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "gather": INT8["gather"], "scatter": INT8["scatter"], "upsample_nearest": INT8["upsample_nearest"], "pad": INT8["pad"], "mean": _reduce, "sum": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce, "argmax": _arg, "argmin": _arg, "argsort": _argsort,
+    "matmul": _matmul, "rnn": _recurrent, "lstm": _recurrent, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "gather": INT8["gather"], "scatter": INT8["scatter"], "upsample_nearest": INT8["upsample_nearest"], "pad": INT8["pad"], "mean": _reduce, "sum": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce, "argmax": _arg, "argmin": _arg, "argsort": _argsort,
 }

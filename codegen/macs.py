@@ -16,6 +16,9 @@ def op_macs(kernel: str, params: dict) -> int:
         return int(np.prod(params["output"])) * params["filter"][1] * params["filter"][2]
     if kernel in ("mcu_fully_connected_s8", "mcu_fully_connected_f32"):
         return params["batches"] * params["in_features"] * params["out_features"]
+    if kernel in ("mcu_rnn_f32", "mcu_lstm_f32"):  # per step, every gate's w_ih x and w_hh h
+        gates = 4 if kernel == "mcu_lstm_f32" else 3 if params["cell"] == 1 else 1
+        return params["batches"] * params["steps"] * gates * params["hidden"] * (params["input_size"] + params["hidden"])
     if kernel in ("mcu_matmul_s8", "mcu_matmul_f32"):
         return params["batches"] * params["m"] * params["k"] * params["n"]
     return 0

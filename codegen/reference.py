@@ -48,6 +48,11 @@ def run_reference(graph: Graph, inputs: list[np.ndarray], *, every_tensor: bool 
             continue
         # a variant's prepared constants differ; its twin runs on the portable ones (select_kernels.py)
         quant, inputs = c.reference_args(node.inputs)
-        result = np.asarray(twin(c.portable)(c.params, *map(get, quant), *map(get, inputs))).reshape(out.shape)
+        result = twin(c.portable)(c.params, *map(get, quant), *map(get, inputs))
+        if isinstance(result, tuple):  # several outputs (an LSTM's y and c_n): the first is the call's output
+            for name, value in zip(node.outputs[1:], result[1:]):
+                values[name] = np.asarray(value).reshape(graph.tensors[name].shape)
+            result = result[0]
+        result = np.asarray(result).reshape(out.shape)
         values[out.name] = result if override is None else override(node, result)
     return values if every_tensor else [values[o] for o in graph.outputs]

@@ -69,7 +69,7 @@ def test_block_float32_equals_torch_on_device(name, compiled):
 
 
 @pytest.mark.parametrize("name, board", [(n, b) for n in BLOCKS for b in BOARDS
-                                         if (n, b) != ("gru_kws", "mps2-an385")])  # its 49 unrolled steps: M4, M55
+                                         ])
 def test_block_int8_exact_on_board(name, board, compiled):
     model, example, pkg = compiled(name, "int8", board)
     ref = pkg.reference(example)

@@ -1,4 +1,4 @@
-"""Fully connected layers and matmuls: portable int8, int16 and float32, and the int8 variants (int4 weights,
+"""Fully connected layers, matmuls and recurrent layers (float32 GRU / RNN / LSTM over a sequence): portable int8, int16 and float32, and the int8 variants (int4 weights,
 Helium, DSP, scalar) and int16 DSP variant. Constants: codegen/kernels/prepare.py; C: runtime_c/kernels/fc."""
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ SPECS = [
     kernel("mcu_fully_connected_f32", "float", "mcu_fc_f32_params_t"),
     kernel("mcu_matmul_s8", "fc", "mcu_matmul_params_t"),
     kernel("mcu_matmul_f32", "float", "mcu_matmul_f32_params_t"),
+    # recurrent layers over a whole sequence (mcu.importer.recurrent): the time loop inside the kernel
+    kernel("mcu_rnn_f32", "float", "mcu_rnn_f32_params_t"),
+    kernel("mcu_lstm_f32", "float", "mcu_rnn_f32_params_t"),
     variant("mcu_fully_connected_s4", "fc", "mcu_fully_connected_s8", INT4, prepare=prepare_s4),
     variant("mcu_fully_connected_s8_mve", "fc", "mcu_fully_connected_s8", ("mve",), prepare=prepare_mve,
             links=(GEMM_MVE,)),

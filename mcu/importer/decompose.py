@@ -3,9 +3,10 @@
 Two stages, both before quantization:
 - torch_decompositions (on the exported program, mcu.importer.export): the ops whose Core ATen decomposition lands on
   primitives we run (TORCH_DECOMPOSED: glu, pixel_shuffle, pixel_unshuffle, channel_shuffle, unflatten, movedim,
-  tile, squeeze(), adaptive_avg_pool1d, softmin, GRU, LSTM, the GRU/LSTM/RNN cells, addcmul, addcdiv, lerp by a
+  tile, squeeze(), adaptive_avg_pool1d, softmin, the GRU/LSTM/RNN cells, addcmul, addcdiv, lerp by a
   tensor, true_divide, repeat_interleave, adaptive_max_pool1d) go through `ep.run_decompositions` with a table of
-  just those ops, which also inlines autocast regions (INLINED_HOPS); everything else stays as exported.
+  just those ops, which also inlines autocast regions (INLINED_HOPS); GRU, LSTM and RNN over a sequence become
+  one op per layer and direction (mcu.importer.recurrent: the time loop runs in C); everything else stays as exported.
 - decompose_composites (on the unlifted GraphModule, run by McuQuantizer.transform_for_annotation and by the
   float importer, beside the BatchNorm folds, since some need new constants): constants folded, then every
   COMPOSITES op replaced by the decomposition its family in mcu.importer.composites gives (arith, indexing, norms,
@@ -27,6 +28,7 @@ from torch.fx import GraphModule, Node
 
 from mcu.errors import UnsupportedOpError
 from mcu.importer.composites import arith, indexing, layers, logic, norms, spatial
+from mcu.importer.recurrent import RNN_DECOMPOSITIONS
 from mcu.importer.ops import ELEMENTWISE_OPS, add_constant, const_tensor, source_line
 
 
@@ -35,7 +37,7 @@ aten = torch.ops.aten
 TORCH_DECOMPOSED = {
     aten.glu.default, aten.pixel_shuffle.default, aten.pixel_unshuffle.default, aten.channel_shuffle.default,
     aten.native_channel_shuffle.default, aten.unflatten.int, aten.movedim.intlist, aten.movedim.int,
-    aten.tile.default, aten.squeeze.default, aten.adaptive_avg_pool1d.default, aten.gru.input, aten.lstm.input,
+    aten.tile.default, aten.squeeze.default, aten.adaptive_avg_pool1d.default,
     aten.cosine_similarity.default, aten.pairwise_distance.default, aten.hstack.default, aten.vstack.default,
     aten.atleast_1d.Sequence, aten.atleast_2d.Sequence, aten.atleast_1d.default, aten.atleast_2d.default,
     # recurrent cells (linear, sigmoid, tanh, chunk) and elementwise composites
@@ -48,8 +50,8 @@ INLINED_HOPS = {torch.ops.higher_order.wrap_with_autocast}
 
 
 def needs_torch_decompositions(ep: torch.export.ExportedProgram) -> bool:
-    return any(n.op == "call_function" and (n.target in TORCH_DECOMPOSED or n.target in INLINED_HOPS)
-               for n in ep.graph.nodes)
+    return any(n.op == "call_function" and (n.target in TORCH_DECOMPOSED or n.target in INLINED_HOPS
+                                            or n.target in RNN_DECOMPOSITIONS) for n in ep.graph.nodes)
 
 
 def torch_decompositions(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
@@ -58,7 +60,7 @@ def torch_decompositions(ep: torch.export.ExportedProgram) -> torch.export.Expor
     for op in list(table.keys()):
         if op not in TORCH_DECOMPOSED:
             del table[op]
-    return ep.run_decompositions(table)
+    return ep.run_decompositions({**table, **RNN_DECOMPOSITIONS})
 
 
 class Builder:

@@ -10,6 +10,8 @@ The import of quantize="none": the model compiled as it is.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import torch
 from torch.fx import Node as FxNode
@@ -27,7 +29,7 @@ from mcu.importer.batch_norms import fold_batch_norms
 FLOAT_OPS = ("conv2d", "conv1d", "linear", "add", "sub", "mul", "max_pool2d", "avg_pool2d", "max_pool1d",
              "avg_pool1d", "adaptive_avg_pool2d", "mean", "sum", "amax", "amin", "prod", "reshape", "slice", "pad", "softmax", "clamp", "permute", "lut", "concat", "layer_norm",
              "div", "minimum", "maximum", "pow", "matmul", "upsample_nearest", "upsample_nearest1d", "argmax", "argmin",
-             "gather", "scatter", "argsort")
+             "gather", "scatter", "argsort", "rnn", "lstm")
 
 
 def _unsupported(n: FxNode, why: str = "") -> UnsupportedOpError:
@@ -100,6 +102,8 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
             outputs.extend(_output(o, value, tensors, nodes) for o in n.args[0])
         elif n.target in IDENTITY_OPS:
             value[n] = value[n.args[0]]
+        elif n.target == operator.getitem and isinstance(value.get(n.args[0]), tuple):  # an LSTM's y or c_n
+            value[n] = value[n.args[0]][n.args[1]]
         elif n.op == "call_function":
             shape_in = tensors[value[first_arg(n)]].shape
             try:
@@ -110,6 +114,14 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
                 raise _unsupported(n)
             ins = _node_inputs(n, op, value)
             name = f"t{len(tensors)}"
+            if isinstance(n.meta["val"], (tuple, list)):  # several outputs (an LSTM's y and c_n), read by getitems
+                names = tuple(f"t{len(tensors) + k}" for k in range(len(n.meta["val"])))
+                for out, val in zip(names, n.meta["val"]):
+                    tensors[out] = Tensor(out, tuple(int(d) for d in val.shape), "float32")
+                value[n] = names
+                nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), names, {**attrs, "float_node": n.name},
+                                  source_line(n)))
+                continue
             index = op in ("argmax", "argmin", "argsort") or (op == "reshape" and tensors[ins[0]].dtype == "int32")
             tensors[name] = Tensor(name, fx_shape(n), "int32" if index else "float32")
             value[n] = name

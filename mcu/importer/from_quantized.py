@@ -92,6 +92,7 @@ class _Importer:
         self.outputs: list[str] = []
         self.floats: dict[FxNode, str] = {}  # fx node of a float op (mixed precision) -> its float32 IR tensor
         self.dequantized: dict[str, str] = {}  # integer tensor -> its float32 dequantize
+        self.multi: dict[FxNode, tuple[str, ...]] = {}  # a float op with several outputs -> their float32 tensors
         # forward's parameters in order: placeholder k is the IR tensor input{k}, whichever op reads it first
         self.positions = {n: k for k, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
 
@@ -111,6 +112,8 @@ class _Importer:
             self.value[n] = self.quantize(n)
         elif t in DQ_OPS:
             self.value[n] = self.dequantize(n)
+        elif t == operator.getitem and n.args[0] in self.multi:  # an output of a multi-output float op (an LSTM)
+            self.floats[n] = self.multi[n.args[0]][n.args[1]]
         elif n.op == "call_function" and _is_float_op(n) and t not in Q_OPS | DQ_OPS:
             self.floats[n] = self.float_op(n)
         elif t == operator.getitem:
@@ -313,6 +316,14 @@ class _Importer:
         if op in UNARY_IR_OPS:
             ins = ins[:1]
         name = f"t{len(self.tensors)}"
+        if isinstance(n.meta["val"], (tuple, list)):  # several outputs (an LSTM's y and c_n), read by getitems
+            names = tuple(f"t{len(self.tensors) + k}" for k in range(len(n.meta["val"])))
+            for out, val in zip(names, n.meta["val"]):
+                self.tensors[out] = Tensor(out, tuple(int(d) for d in val.shape), "float32")
+            self.nodes.append(Node(f"n{len(self.nodes)}_{op}", op, tuple(ins), names, {**attrs, "float_node": n.name},
+                                   source_line(n)))
+            self.multi[n] = names
+            return names[0]
         index = op in ("argmax", "argmin", "argsort") or (op == "reshape" and self.tensors[ins[0]].dtype == "int32")
         self.tensors[name] = Tensor(name, fx_shape(n), "int32" if index else "float32")
         self.nodes.append(Node(f"n{len(self.nodes)}_{op}", op, tuple(ins), (name,), {**attrs, "float_node": n.name},

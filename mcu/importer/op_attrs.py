@@ -7,6 +7,7 @@ from torch.fx import Node as FxNode
 
 from mcu.errors import QuantizationError
 from mcu.importer.ops import ELEMENTWISE_OPS, op_name, source_line
+import mcu.importer.recurrent  # noqa: F401  (registers torch.ops.mcu.rnn and .lstm)
 
 aten = torch.ops.aten
 
@@ -109,6 +110,10 @@ def _breadth_attrs(n: FxNode, shape_in: tuple[int, ...]) -> tuple[str, dict] | N
             return found
     if n.target in (aten.matmul.default, aten.bmm.default):
         return "matmul", {}
+    if n.target == torch.ops.mcu.rnn.default:
+        return "rnn", {"cell": str(n.args[6]), "reverse": bool(n.args[7])}
+    if n.target == torch.ops.mcu.lstm.default:
+        return "lstm", {"reverse": bool(n.args[7])}
     if n.target in GATHER_OPS:
         return "gather", {"dim": gather_args(n)[2] % len(shape_in)}
     if n.target in SCATTER_OPS:

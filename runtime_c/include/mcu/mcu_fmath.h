@@ -203,6 +203,12 @@ static inline float mcu_tanhf(float x)
     return x < 0.0f ? -t : t;
 }
 
+/* 1 / (1 + exp(-x)). */
+static inline float mcu_sigmoidf(float x)
+{
+    return 1.0f / (1.0f + mcu_expf(-x));
+}
+
 /* erf(x) (Abramowitz & Stegun 7.1.26): 1 - (a1 t + ... + a5 t^5) exp(-x^2), t = 1 / (1 + p |x|); odd. */
 static inline float mcu_erff(float x)
 {

@@ -581,6 +581,28 @@ typedef struct {
 mcu_status_t mcu_matmul_f32(const mcu_matmul_f32_params_t *params, const float *lhs, const float *rhs,
                             float *output);
 
+/* Cells of mcu_rnn_f32 (mcu_rnn_f32_params_t.cell; mcu_lstm_f32 ignores it). */
+enum { MCU_RNN_GRU = 1, MCU_RNN_TANH = 2, MCU_RNN_RELU = 3 };
+
+typedef struct {
+    int32_t batches, steps;     /* x [batches, steps, input_size], y [batches, steps, hidden] */
+    int32_t input_size, hidden; /* w_ih [gates * hidden, input_size], w_hh [gates * hidden, hidden] */
+    int32_t cell;               /* MCU_RNN_* (mcu_rnn_f32) */
+    int32_t reverse;            /* 1: the steps run from the last to the first */
+} mcu_rnn_f32_params_t;
+
+/* A GRU (gates r, z, n) or an Elman RNN (tanh or ReLU) over a whole sequence, as torch's nn.GRU / nn.RNN define
+ * them: per step t, gi = w_ih x_t + b_ih and gh = w_hh h + b_hh (products summed from 0 up, then the bias), h0 the
+ * first h, y[b, t] the new h. b_ih and b_hh may be NULL. The time loop runs here: code does not grow with it. */
+mcu_status_t mcu_rnn_f32(const mcu_rnn_f32_params_t *params, const float *input, const float *h0,
+                         const float *w_ih, const float *w_hh, const float *b_ih, const float *b_hh, float *output);
+
+/* An LSTM (gates i, f, g, o) over a whole sequence, as torch's nn.LSTM: c = sig(f) c + sig(i) tanh(g),
+ * h = sig(o) tanh(c); c_n is the last c (it holds the running c from c0 on). */
+mcu_status_t mcu_lstm_f32(const mcu_rnn_f32_params_t *params, const float *input, const float *h0, const float *c0,
+                          const float *w_ih, const float *w_hh, const float *b_ih, const float *b_hh, float *c_n,
+                          float *output);
+
 enum { MCU_BINARY_DIV, MCU_BINARY_MINIMUM, MCU_BINARY_MAXIMUM, MCU_BINARY_POW, MCU_BINARY_COUNT };
 
 typedef struct {

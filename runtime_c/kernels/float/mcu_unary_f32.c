@@ -5,11 +5,6 @@
 #include "mcu/mcu_fmath.h"
 #include "mcu/mcu_kernels.h"
 
-static float sigmoid(float x)
-{
-    return 1.0f / (1.0f + mcu_expf(-x));
-}
-
 /* log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|)). */
 static float softplus(float x)
 {
@@ -30,7 +25,7 @@ static float apply(int32_t op, float x, float a, float b, float c)
     case MCU_UNARY_SQUARE: return x * x;
     case MCU_UNARY_SIN: return mcu_sincosf(x, 0);
     case MCU_UNARY_COS: return mcu_sincosf(x, 1);
-    case MCU_UNARY_SIGMOID: return sigmoid(x);
+    case MCU_UNARY_SIGMOID: return mcu_sigmoidf(x);
     case MCU_UNARY_TANH: return mcu_tanhf(x);
     case MCU_UNARY_FLOOR: return mcu_floorf(x);
     case MCU_UNARY_CEIL: return mcu_ceilf(x);
@@ -50,7 +45,7 @@ static float apply(int32_t op, float x, float a, float b, float c)
         t = t < 0.0f ? 0.0f : (t > 6.0f ? 6.0f : t);
         return t / 6.0f;
     }
-    case MCU_UNARY_SILU: return x * sigmoid(x);
+    case MCU_UNARY_SILU: return x * mcu_sigmoidf(x);
     case MCU_UNARY_MISH: return x * mcu_tanhf(softplus(x));
     case MCU_UNARY_SOFTPLUS: return x * a > b ? x : softplus(x * a) / a;
     case MCU_UNARY_GELU: return 0.5f * x * (1.0f + mcu_erff(x * 0.707106781f));
