@@ -68,8 +68,7 @@ def test_block_float32_equals_torch_on_device(name, compiled):
     assert np.array_equal(dev, got)
 
 
-@pytest.mark.parametrize("name, board", [(n, b) for n in BLOCKS for b in BOARDS
-                                         ])
+@pytest.mark.parametrize("name, board", [(n, b) for n in BLOCKS for b in BOARDS])
 def test_block_int8_exact_on_board(name, board, compiled):
     model, example, pkg = compiled(name, "int8", board)
     ref = pkg.reference(example)

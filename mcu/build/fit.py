@@ -91,6 +91,8 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "float/mcu_conv2d_f32": 1536,
     "float/mcu_dwconv2d_f32": 1280,
     "float/mcu_fully_connected_f32": 576,
+    "float/mcu_lstm_f32": 5056,
+    "float/mcu_rnn_f32": 4672,
     "float/mcu_maxpool2d_f32": 960,
     "float/mcu_mul_f32": 960,
     "float/mcu_reduce_f32": 896,
