@@ -9,7 +9,7 @@ onto two ops of our own, one call per layer and direction:
 - mcu::lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse) -> (y, c_n [B, H]).
 Layers chain, a bidirectional layer concatenates its two directions' y, the final hidden state is y's last step
 (the first, backwards). Both ops are float islands in the integer flows (mcu.importer.ops.FLOAT_ISLAND_OPS),
-as the unrolled cells were; codegen lowers them to mcu_gru_f32, mcu_rnn_f32 and mcu_lstm_f32.
+as the unrolled cells were; codegen lowers them to mcu_rnn_f32 and mcu_lstm_f32.
 The eager implementations below are the cell equations torch documents (nn.GRU, nn.LSTM, nn.RNN).
 """
 from __future__ import annotations

@@ -143,7 +143,7 @@ BATCH_NORMS = {aten.batch_norm.default}
 NO_INT16_KERNEL = {aten.matmul.default, aten.bmm.default, aten.sum.dim_IntList, aten.upsample_nearest2d.vec,
                    aten.upsample_nearest1d.vec}
 INDEX_OPS = {aten.argmax.default, aten.argmin.default, aten.argsort.default, aten.argsort.stable}
-RECURRENT_FNS = {"gru", "lstm", "rnn_tanh", "rnn_relu"}  # torch_fn of the nodes torch.export unrolls them to
+RECURRENT_FNS = {"gru", "lstm", "rnn_tanh", "rnn_relu"}  # torch_fn of the nodes a cell (nn.GRUCell, ...) decomposes to
 
 
 def float_island(node: Node, precision: str) -> bool:
@@ -153,7 +153,7 @@ def float_island(node: Node, precision: str) -> bool:
     if node.meta.get("mcu_float"):  # a composite's statistic (mcu.importer.decompose): one float island
         return True
     if str((node.meta.get("torch_fn") or ("", ""))[1]).rsplit(".", 1)[-1] in RECURRENT_FNS:
-        return True  # a GRU / LSTM cell, unrolled by torch's decomposition: its state stays float
+        return True  # a GRU / LSTM cell, decomposed by torch: its state stays float
     two = len(node.args) >= 2 and all(isinstance(a, Node) for a in node.args[:2])
     if node.target in FLOAT_ISLAND_OPS or (two and node.target in (aten.div.Tensor, aten.div_.Tensor)):
         return True
