@@ -76,4 +76,69 @@ static inline int32_t mcu_norm_out(int32_t c, int32_t r31, int32_t weight, int64
     return o < act_min ? act_min : (o > act_max ? act_max : o);
 }
 
+/* Element i of an int8 (wide 0) or int16 (wide 1) row. */
+#define MCU_NORM_AT(p, i, wide) ((wide) ? (int32_t)((const int16_t *)(p))[i] : (int32_t)((const int8_t *)(p))[i])
+
+static inline void mcu_norm_store(void *output, size_t at, int wide, int32_t v)
+{
+    if (wide) {
+        ((int16_t *)output)[at] = (int16_t)v;
+    } else {
+        ((int8_t *)output)[at] = (int8_t)v;
+    }
+}
+
+/* The four integer norms in one body: int8 or int16 elements (wide), the mean subtracted (layer norm) or not
+ * (RMSNorm, rms). Each kernel source calls it with constants, so it compiles to that kernel's loop alone. */
+static inline mcu_status_t mcu_norm_run(const mcu_norm_params_t *params, const void *input, const int32_t *weight,
+                                        const int64_t *bias, void *output, int wide, int rms)
+{
+    const mcu_status_t status = mcu_norm_check(params, input, weight, bias, output, wide ? 16384 : 65536,
+                                               (uint64_t)1 << (wide ? 30 : 16));
+    if (status != MCU_OK) {
+        return status;
+    }
+    const int32_t rows = params->rows, cols = params->cols, offset = params->input_offset;
+    const int32_t shift32 = params->shift - 32, act_min = params->act_min, act_max = params->act_max;
+    const int32_t var_shift = params->var_shift;
+    const int64_t eps = params->eps;
+    for (int32_t r = 0; r < rows; ++r) {
+        const size_t at = (size_t)r * (size_t)cols;
+        const void *x = wide ? (const void *)((const int16_t *)input + at) : (const void *)((const int8_t *)input + at);
+        int32_t sum = 0;
+        int64_t sq = 0;
+        for (int32_t i = 0; i < cols; ++i) {
+            const int32_t v = MCU_NORM_AT(x, i, wide);
+            sum += v;
+            sq += (int64_t)v * v;
+        }
+        int64_t var;
+        int32_t k;
+        if (rms) { /* d = x + offset: sum d^2 = sum x^2 + 2 offset sum x + cols offset^2; c_i = cols x_i + cols offset */
+            var = (int64_t)cols * (sq + 2 * (int64_t)offset * sum + (int64_t)cols * offset * offset);
+            k = cols * offset;
+        } else { /* the offset cancels: c_i = cols * x_i - sum, V = cols * sum x^2 - sum^2 */
+            var = (int64_t)cols * sq - (int64_t)sum * sum;
+            k = -sum;
+        }
+        const mcu_norm_row_t row = mcu_norm_row(var, eps, var_shift);
+        if (row.a >= 0) { /* c << a = (cols << a) x + (k << a), exact modulo 2^32 and |c << a| < 2^31 */
+            const uint32_t n2 = (uint32_t)cols << row.a, k2 = (uint32_t)k << row.a;
+            for (int32_t i = 0; i < cols; ++i) {
+                const int32_t c = (int32_t)(n2 * (uint32_t)MCU_NORM_AT(x, i, wide) + k2);
+                mcu_norm_store(output, at + (size_t)i, wide,
+                               mcu_norm_out(c, row.r31, weight[i], bias[i], shift32, act_min, act_max));
+            }
+        } else {
+            const int32_t s = -row.a, half = (int32_t)1 << (s - 1);
+            for (int32_t i = 0; i < cols; ++i) {
+                const int32_t c = (cols * MCU_NORM_AT(x, i, wide) + k + half) >> s;
+                mcu_norm_store(output, at + (size_t)i, wide,
+                               mcu_norm_out(c, row.r31, weight[i], bias[i], shift32, act_min, act_max));
+            }
+        }
+    }
+    return MCU_OK;
+}
+
 #endif
