@@ -1,5 +1,5 @@
-"""The int16-activation DSP variants (mcu_conv2d_s16_dsp, mcu_dwconv2d_s16_dsp, mcu_fully_connected_s16_dsp) equal
-their portable twins bit for bit.
+"""The int16-activation DSP variants (mcu_conv2d_s16_dsp, mcu_dwconv2d_s16_dsp, mcu_fully_connected_s16_dsp on int8
+weights and mcu_fully_connected_s16_dsp_wide on int16 ones) equal their portable twins bit for bit.
 
 - Host tier: the C stand-ins (no DSP extension) on the host compiler, fed the prepared constants select_kernels
   builds (pack_taps_s16, prepare_s16_dw_dsp's layout) and a garbage-filled scratch, against the numpy twins on
@@ -19,7 +19,7 @@ from torch import nn
 
 import hostc
 import mcu
-from mcu.codegen.kernels.packing import pack_taps_s16
+from mcu.codegen.kernels.packing import pack_quads_s8_sxtb16, pack_taps_s16
 from mcu.codegen.twins import s16
 from test_kernels_host import assert_equal_int, fc_params
 from test_kernels_s16_host import conv16, _conv_case, _rand16, _rand_act, _rand_bias, _rand_quant
@@ -54,6 +54,11 @@ def _run(lib, kernel, twin, args, packed, scratch):
     assert_equal_int(out, expected)
 
 
+# the fully connected layer's two weight layouts: int8 quads for SXTB16, int16 (widened by the flash budget)
+FC_FORMS = {"mcu_fully_connected_s16_dsp": pack_quads_s8_sxtb16,
+            "mcu_fully_connected_s16_dsp_wide": lambda w: pack_taps_s16(w, 4)}
+
+
 def _conv_case_g1(seed):
     """_conv_case with groups 1 (the variant's domain): re-drawn until the case has one group."""
     for s in range(seed * 1000, seed * 1000 + 1000):
@@ -80,14 +85,15 @@ def test_dwconv_dsp_host(lib, seed):
     _run(lib, "mcu_dwconv2d_s16_dsp", s16.dwconv2d_s16, args, _dw_pack(args[4]), None)
 
 
+@pytest.mark.parametrize("kernel", FC_FORMS)
 @pytest.mark.parametrize("seed", range(20))
-def test_fc_dsp_host(lib, seed):
+def test_fc_dsp_host(lib, seed, kernel):
     rng = np.random.default_rng(seed)
     b, k, n = rng.integers(1, 4), rng.choice([rng.integers(1, 80), 1500]), rng.integers(1, 17)
     std = math.sqrt(k) * 18900 * 73
     args = (fc_params(b, k, n, act=_rand_act(rng)), *_rand_quant(rng, n, std), _rand16(rng, (b, k)),
             rng.integers(-128, 128, size=(n, k)).astype(np.int8), _rand_bias(rng, n, std))
-    _run(lib, "mcu_fully_connected_s16_dsp", s16.fully_connected_s16, args, pack_taps_s16(args[4], 4),
+    _run(lib, kernel, s16.fully_connected_s16, args, FC_FORMS[kernel](args[4]),
          _garbage(s16.fully_connected_s16_dsp_scratch_bytes(args[0])))
 
 
@@ -104,8 +110,9 @@ def test_extremes_and_long_windows_host(lib):
         w = np.full((5, k), -128, np.int8)
         w[2] = rng.integers(-128, 128, size=k)
         bias = np.array([0, 1 << 40, -(1 << 45), 5, -7], np.int64)
-        _run(lib, "mcu_fully_connected_s16_dsp", s16.fully_connected_s16, (p, mult, sh, x, w, bias),
-             pack_taps_s16(w, 4), _garbage(s16.fully_connected_s16_dsp_scratch_bytes(p)))
+        for kernel, pack in FC_FORMS.items():
+            _run(lib, kernel, s16.fully_connected_s16, (p, mult, sh, x, w, bias), pack(w),
+                 _garbage(s16.fully_connected_s16_dsp_scratch_bytes(p)))
 
 
 def test_conv_long_window_host(lib):
@@ -195,7 +202,10 @@ def test_a16w8_dsp_variants_on_m4(tmp_path, model, shape):
     calib = [(torch.randn(*shape, generator=g),) for _ in range(8)]
     pkg = mcu.compile(net, calib[0], calibration=calib, quantize="a16w8", board="mps2-an386", out_dir=tmp_path / "p")
     model_c = (tmp_path / "p" / "model.c").read_text()
-    for kernel in ("mcu_conv2d_s16_dsp", "mcu_dwconv2d_s16_dsp", "mcu_fully_connected_s16_dsp"):
+    # the fully connected layer stores int8 weights, int16 where the default flash budget pays (3 rows: 21 / 16
+    # instructions a weight saved per extra byte; one row: 7 / 16, below MIN_WIDEN_GAIN)
+    fc = "mcu_fully_connected_s16_dsp_wide" if shape[0] == 3 else "mcu_fully_connected_s16_dsp"
+    for kernel in ("mcu_conv2d_s16_dsp", "mcu_dwconv2d_s16_dsp", fc):
         assert kernel + "(" in model_c, f"{kernel} not picked"
     for x in calib[:3]:
         got, want = mcu.run(pkg, x).raw_outputs[0], pkg.reference(x)[0]

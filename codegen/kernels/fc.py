@@ -3,9 +3,9 @@ Helium, DSP, scalar) and int16 DSP variant. Constants: codegen/kernels/prepare.p
 from __future__ import annotations
 
 from mcu.codegen.kernels import GEMM2_DSP, GEMM3_DSP, GEMM_MVE, kernel, variant
-from mcu.codegen.kernels.geometry import INT4, dsp_widen_gain, fast_widen_gain, is_fc_gemm
+from mcu.codegen.kernels.geometry import INT4, dsp_widen_gain, fast_widen_gain, is_fc_gemm, s16_fc_widen_gain
 from mcu.codegen.kernels.prepare import (prepare_dsp, prepare_dsp_gemm, prepare_fast, prepare_mve, prepare_s4,
-                                         prepare_s16_fc_dsp)
+                                         prepare_s16_fc_dsp, prepare_s16_fc_dsp_wide)
 from mcu.codegen.twins.fc import fully_connected_gemm_s8_dsp_scratch_bytes
 from mcu.codegen.twins.s16 import fully_connected_s16_dsp_scratch_bytes
 
@@ -32,6 +32,9 @@ SPECS = [
             widen=fast_widen_gain),
     variant("mcu_matmul_s8_mve", "fc", "mcu_matmul_s8", ("mve",)),
     variant("mcu_matmul_s8_dsp", "fc", "mcu_matmul_s8", ("dsp",)),
+    # int8 weights widened in the loop; stored int16 (_wide) where the flash budget pays (widen_weights)
     variant("mcu_fully_connected_s16_dsp", "s16", "mcu_fully_connected_s16", ("dsp",), prepare=prepare_s16_fc_dsp,
-            scratch=fully_connected_s16_dsp_scratch_bytes),
+            scratch=fully_connected_s16_dsp_scratch_bytes, widen=s16_fc_widen_gain),
+    variant("mcu_fully_connected_s16_dsp_wide", "s16", "mcu_fully_connected_s16", ("dsp",),
+            prepare=prepare_s16_fc_dsp_wide, scratch=fully_connected_s16_dsp_scratch_bytes),
 ]

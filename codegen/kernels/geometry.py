@@ -44,6 +44,12 @@ def dsp_widen_gain(params: dict) -> float:
     return output_rows(params) / 4
 
 
+def s16_fc_widen_gain(params: dict) -> float:
+    """Instructions per inference the int16-activation DSP fully connected layer saves per flash byte of int16
+    weights: 7 per 4 taps of 4 features (16 more bytes) per row."""
+    return 7 * params["batches"] / 16
+
+
 def dw_widen_gain(params: dict) -> float:
     """Instructions per inference the DSP 3x3 depthwise saves per flash byte of int16 weights: 2 a tap of 4
     channels (4 more bytes) per output pixel."""

@@ -126,6 +126,13 @@ def pack_groups_s8(w_rows: np.ndarray, group: int, chunk: int) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(-1, group, k_pad // chunk, chunk).transpose(0, 2, 1, 3)).reshape(-1)
 
 
+def pack_quads_s8_sxtb16(w_rows: np.ndarray) -> np.ndarray:
+    """int8 [C, K] -> [C4 / 4][K4 / 4][4 channels][taps k, k+2, k+1, k+3] (zeros padding C and K to 4): the
+    int16-activation DSP fully connected layer's int8 weights, which SXTB16 splits into the tap pairs (k, k+1) and
+    (k+2, k+3) of the input's int16 words."""
+    return np.ascontiguousarray(pack_groups_s8(w_rows, 4, 4).reshape(-1, 4)[:, [0, 2, 1, 3]]).reshape(-1)
+
+
 SPLIT = 1 << 24  # mcu_fast_split: two channels per 32-bit weight word, the low one's sum within +-2^23
 
 

@@ -116,6 +116,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "s16/mcu_dwconv2d_s16_dsp": 4608,
     "s16/mcu_fully_connected_s16": 896,
     "s16/mcu_fully_connected_s16_dsp": 1984,
+    "s16/mcu_fully_connected_s16_dsp_wide": 1984,
     "s16/mcu_lut_s16": 128,
     "s16/mcu_maxpool2d_s16": 832,
     "s16/mcu_mul_s16": 1216,

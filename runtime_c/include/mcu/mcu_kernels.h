@@ -1176,7 +1176,9 @@ mcu_status_t mcu_concat_s16(const mcu_concat_params_t *params, const int16_t *co
  *    little-endian bytes, 4-byte aligned, padded with zero channels and zero taps:
  *      conv2d_s16_dsp:          [C2/2][K4/2][2 channels][2 taps], C2 = C_out rounded up to 2, K = KH*KW*C_in
  *                               in OHWI order, K4 = K rounded up to 4;
- *      fully_connected_s16_dsp: [N4/4][K4/2][4 features][2 taps], N4 = out_features rounded up to 4;
+ *      fully_connected_s16_dsp_wide: [N4/4][K4/2][4 features][2 taps], N4 = out_features rounded up to 4;
+ *      fully_connected_s16_dsp: int8, not widened: [N4/4][K4/4][4 features][taps k, k+2, k+1, k+3]
+ *                               (pack_quads_s8_sxtb16), widened in the loop by SXTB16;
  *      dwconv2d_s16_dsp:        [C2/2][KH*KW][2 channels], the taps of channels (2j, 2j+1) as one word each.
  *    bias (int64, may be NULL), multiplier and shift are the portable arrays.
  *  - scratch (conv, fully connected): at least `<kernel>_scratch_bytes(params)` bytes, 4-byte aligned, any
@@ -1195,6 +1197,9 @@ mcu_status_t mcu_dwconv2d_s16_dsp(const mcu_conv2d_params_t *params, const mcu_p
 mcu_status_t mcu_fully_connected_s16_dsp(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
                                          const int16_t *input, const int8_t *weights, const int64_t *bias,
                                          int8_t *scratch, int16_t *output);
+mcu_status_t mcu_fully_connected_s16_dsp_wide(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
+                                              const int16_t *input, const int8_t *weights, const int64_t *bias,
+                                              int8_t *scratch, int16_t *output);
 
 /* Scratch twins: codegen/twins/s16.py. */
 static inline int32_t mcu_conv2d_s16_dsp_scratch_bytes(const mcu_conv2d_params_t *params)

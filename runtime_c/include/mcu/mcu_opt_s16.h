@@ -154,4 +154,110 @@ MCU_INLINE void mcu_s16_dot_1x4(const uint32_t *x, const uint32_t *w, int32_t st
     }
 }
 
+/* mcu_s16_dot_1x4 on int8 weights: per 4 taps one word per channel c0..c3 of bytes w(k), w(k+2), w(k+1), w(k+3)
+ * (mcu_fully_connected_s16_dsp's layout), which SXTB16 splits into the halfword pairs (k, k+1) and (k+2, k+3). */
+MCU_INLINE void mcu_s16_dot_1x4_s8(const uint32_t *x, const uint32_t *w, int32_t steps, int64_t acc[4])
+{
+    while (steps > 0) {
+        int32_t n = steps < MCU_S16_CHUNK / 4 ? steps : MCU_S16_CHUNK / 4;
+        steps -= n;
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+#if MCU_DSP_ASM
+        uint32_t xa, xb, lo;
+        __asm__ volatile(
+            "1:\n\t"
+            "ldrd %[xa], %[xb], [%[x]], #8\n\t"
+            "ldm %[w]!, {r4, r5, r6, r7}\n\t"
+            "sxtb16 %[lo], r4\n\t"
+            "sxtb16 r4, r4, ror #8\n\t"
+            "smlad %[a0], %[xa], %[lo], %[a0]\n\t"
+            "smlad %[a0], %[xb], r4, %[a0]\n\t"
+            "sxtb16 %[lo], r5\n\t"
+            "sxtb16 r5, r5, ror #8\n\t"
+            "smlad %[a1], %[xa], %[lo], %[a1]\n\t"
+            "smlad %[a1], %[xb], r5, %[a1]\n\t"
+            "sxtb16 %[lo], r6\n\t"
+            "sxtb16 r6, r6, ror #8\n\t"
+            "smlad %[a2], %[xa], %[lo], %[a2]\n\t"
+            "smlad %[a2], %[xb], r6, %[a2]\n\t"
+            "sxtb16 %[lo], r7\n\t"
+            "sxtb16 r7, r7, ror #8\n\t"
+            "smlad %[a3], %[xa], %[lo], %[a3]\n\t"
+            "smlad %[a3], %[xb], r7, %[a3]\n\t"
+            "subs %[n], %[n], #1\n\t"
+            "bne 1b\n"
+            : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "+r"(x), [w] "+r"(w), [n] "+r"(n),
+              [xa] "=&r"(xa), [xb] "=&r"(xb), [lo] "=&r"(lo)
+            :
+            : "r4", "r5", "r6", "r7", "cc", "memory");
+#else
+        do {
+            a0 = mcu_smlad(x[1], mcu_sxtb16(mcu_ror8(w[0])), mcu_smlad(x[0], mcu_sxtb16(w[0]), a0));
+            a1 = mcu_smlad(x[1], mcu_sxtb16(mcu_ror8(w[1])), mcu_smlad(x[0], mcu_sxtb16(w[1]), a1));
+            a2 = mcu_smlad(x[1], mcu_sxtb16(mcu_ror8(w[2])), mcu_smlad(x[0], mcu_sxtb16(w[2]), a2));
+            a3 = mcu_smlad(x[1], mcu_sxtb16(mcu_ror8(w[3])), mcu_smlad(x[0], mcu_sxtb16(w[3]), a3));
+            x += 2;
+            w += 4;
+        } while (--n > 0);
+#endif
+        acc[0] += a0;
+        acc[1] += a1;
+        acc[2] += a2;
+        acc[3] += a3;
+    }
+}
+
+/* dst[0..k4) = row[0..k), then zeros; dst word-aligned, row any (the input row the DSP fully connected reads). */
+MCU_INLINE void mcu_s16_load_row(int16_t *dst, const int16_t *row, int32_t k, int32_t k4)
+{
+    int32_t i = 0;
+    uint32_t *d = (uint32_t *)(void *)dst;
+    for (; i + 2 <= k; i += 2) {
+        uint32_t v = mcu_read_u32(row + i);
+        MCU_OPAQUE(v);
+        *d++ = v;
+    }
+    for (; i < k4; ++i) {
+        int32_t v = i < k ? row[i] : 0;
+        MCU_OPAQUE(v);
+        dst[i] = (int16_t)v;
+    }
+}
+
+/* mcu_fully_connected_s16_dsp (int8 weights, wide 0) and mcu_fully_connected_s16_dsp_wide (int16 weights, wide 1):
+ * one row x 4 output features at a time; each source calls this with a constant `wide`. */
+MCU_INLINE mcu_status_t mcu_fc_s16_dsp_run(const mcu_fc_params_t *params, const mcu_per_channel_quant_t *quant,
+                                           const int16_t *input, const int8_t *weights, const int64_t *bias,
+                                           int8_t *scratch, int16_t *output, int wide)
+{
+    const mcu_status_t status = mcu_fc_s16_check(params, quant, input, weights, output);
+    if (status != MCU_OK || scratch == NULL) {
+        return status != MCU_OK ? status : MCU_ERR_ARG;
+    }
+    const mcu_fc_params_t *p = params;
+    const int32_t k = p->in_features, k4 = (k + 3) & ~3, n_out = p->out_features;
+    const int32_t *mult = quant->multiplier, *shift = quant->shift;
+    int16_t *row = (int16_t *)(void *)scratch;
+
+    for (int32_t b = 0; b < p->batches; ++b) {
+        mcu_s16_load_row(row, input + b * k, k, k4);
+        const uint32_t *w = (const uint32_t *)(const void *)weights;
+        int16_t *out = output + b * n_out;
+        for (int32_t o = 0; o < n_out; o += 4, w += (wide ? 2 : 1) * k4) {
+            int64_t acc[4] = {0, 0, 0, 0};
+            if (wide) {
+                mcu_s16_dot_1x4((const uint32_t *)(const void *)row, w, k4 / 4, acc);
+            } else {
+                mcu_s16_dot_1x4_s8((const uint32_t *)(const void *)row, w, k4 / 4, acc);
+            }
+            const int32_t n = n_out - o < 4 ? n_out - o : 4; /* the quad's channels past n are padding */
+            for (int32_t j = 0; j < n; ++j) {
+                const int64_t a = acc[j] + (bias != NULL ? bias[o + j] : 0);
+                out[o + j] = mcu_s16_rq(a, mult[o + j], shift[o + j], p->act_min, p->act_max);
+            }
+        }
+    }
+    return MCU_OK;
+}
+
 #endif /* MCU_OPT_S16_H */

@@ -127,6 +127,22 @@ static inline int mcu_quant_ok(const mcu_per_channel_quant_t *q, int32_t channel
     return 1;
 }
 
+/* int16-activation fully connected pointers and parameters (mcu_fully_connected_s16 and its DSP variants). */
+static inline mcu_status_t mcu_fc_s16_check(const mcu_fc_params_t *p, const mcu_per_channel_quant_t *quant,
+                                            const void *input, const void *weights, const void *output)
+{
+    if (p == NULL || quant == NULL || quant->multiplier == NULL || quant->shift == NULL || input == NULL ||
+        weights == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    if (p->batches < 1 || p->in_features < 1 || p->out_features < 1 ||
+        !mcu_io16_ok(p->input_offset, p->output_offset, p->act_min, p->act_max) ||
+        !mcu_quant_ok(quant, p->out_features)) {
+        return MCU_ERR_ARG;
+    }
+    return MCU_OK;
+}
+
 /* A conv's or pool's window geometry: input and output dims positive, strides and dilations >= 1, paddings >= 0. */
 static inline int mcu_window_ok(const mcu_dims_t *in, const mcu_dims_t *out, int32_t stride_h, int32_t stride_w,
                                 int32_t dilation_h, int32_t dilation_w, int32_t pad_top, int32_t pad_left)

@@ -10,16 +10,11 @@ mcu_status_t mcu_fully_connected_s16(const mcu_fc_params_t *params, const mcu_pe
                                      const int16_t *input, const int8_t *weights, const int64_t *bias,
                                      int16_t *output)
 {
-    if (params == NULL || quant == NULL || quant->multiplier == NULL || quant->shift == NULL || input == NULL ||
-        weights == NULL || output == NULL) {
-        return MCU_ERR_ARG;
+    const mcu_status_t status = mcu_fc_s16_check(params, quant, input, weights, output);
+    if (status != MCU_OK) {
+        return status;
     }
     const mcu_fc_params_t *p = params;
-    if (p->batches < 1 || p->in_features < 1 || p->out_features < 1 ||
-        !mcu_io16_ok(p->input_offset, p->output_offset, p->act_min, p->act_max) ||
-        !mcu_quant_ok(quant, p->out_features)) {
-        return MCU_ERR_ARG;
-    }
 
     const int32_t k_len = p->in_features, n_out = p->out_features;
     int16_t *out = output;
