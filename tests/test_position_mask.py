@@ -1,8 +1,9 @@
 """Attention over a KV cache with a mask computed from the position input (issue #25 item 3: causal
 scaled_dot_product_attention with a mask from a position input), and the 4-d cache it reads.
 
-- `mask = arange(n) <= pos` (an integer constant against a one-element integer input) is row pos of a 0/1 table
-  (mcu.importer.composites.logic._position_compare): a gather whose range the device checks.
+- `mask = arange(n) <= pos` (an integer constant against a one-element integer input) compares the constant with
+  the position gathered as a float from [0 .. n] (mcu.importer.composites.logic._position_compare): a gather whose
+  range the device checks, and constants of n + 1 and n elements, not an (n + 1) x n table.
 - A boolean mask the model computes (a comparison, or a view of one) is an additive mask at run time.
 - A 4-d cache written along dim 2 (`index_copy_`) and read by attention keeps torch's element order
   (codegen/passes/layout.py remaps gather's and scatter's dim to NHWC).
@@ -68,6 +69,8 @@ def test_position_masked_attention_over_a_cache_on_the_device(model, quantize, t
                       calibration=None if quantize == "none" else
                       [t for seed in range(2, 8) for t in _tokens(CACHE, seed)])
     assert pkg.manifest["inputs"][1]["dtype"] == "int32" and pkg.manifest["inputs"][1]["index_range"] == [0, CACHE]
+    shapes = [pkg.graph.tensors[t].shape for t in pkg.graph.used_constants()]
+    assert (CACHE + 1, 1) in shapes and (CACHE + 1, CACHE) not in shapes  # the positions, not a table of masks
     torch_step, device, reference = _fresh(model), mcu.session(pkg), mcu.session(pkg, "reference")
     want, got = [], []
     for x, pos in steps:

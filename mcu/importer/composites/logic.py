@@ -83,22 +83,23 @@ def _int_constant(b, a) -> torch.Tensor | None:
 
 def _position_compare(b, n) -> Node | None:
     """An integer constant vector against an integer model input of one element (a position: `arange(n) <= pos`,
-    a KV cache's mask) as row pos of a 0/1 table holding the comparison for every pos in [0, max + 1]: a gather
-    the device checks against that range (an index error past it). None for any other comparison."""
+    a KV cache's mask): the position as a float, gathered from the table [0, 1, ..., max + 1] (the device checks
+    the index against that range: an index error past it), compared with the constant as _compare does, in the
+    float island. The table grows with the constant's range, not with its square. None for any other comparison."""
     x, y = n.args[:2]
     for const_side, (c, p) in enumerate(((x, y), (y, x))):
         values = _int_constant(b, c)
         if values is None or not isinstance(p, Node) or p.meta["val"].is_floating_point() or \
                 b.tensor(p) is not None or p.meta["val"].numel() != 1 or values.numel() == 0:
             continue
-        positions = torch.arange(int(values.max()) + 2)
-        rows = [n.target(values, q) if const_side == 0 else n.target(q, values) for q in positions]
-        table = torch.stack([r.reshape(-1) for r in rows]).float()
         b.island = "comparison"
         if list(p.meta["val"].shape) != [1]:
             p = b(aten.reshape.default, p, [1], island=False)
-        row = b(aten.index_select.default, b.const("_mcu_compare", table), 0, p)
-        return _masked(b(aten.reshape.default, row, list(n.meta["val"].shape), island=False))
+        positions = torch.arange(int(values.max()) + 2, dtype=torch.float32).reshape(-1, 1)
+        q = b(aten.reshape.default, b(aten.index_select.default, b.const("_mcu_position", positions), 0, p), [1])
+        v = b.const("_mcu_compare", values.reshape(-1).float())
+        out = _comparison(b, n.target, *((v, q) if const_side == 0 else (q, v)))
+        return _masked(b(aten.reshape.default, out, list(n.meta["val"].shape), island=False))
     return None
 
 
@@ -109,20 +110,24 @@ def _compare(b, n):
     looked_up = _position_compare(b, n)
     if looked_up is not None:
         return looked_up
-    kind, swapped = COMPARISONS[n.target]
-    x, y = n.args[:2]
+    b.island = "comparison"
+    return _masked(_comparison(b, n.target, *n.args[:2]))
+
+
+def _comparison(b, target, x, y) -> Node:
+    """Comparison `target` of x and y (nodes, or one a number) as the float 0/1 node _compare describes."""
+    kind, swapped = COMPARISONS[target]
     if swapped:
         x, y = y, x
-    b.island = "comparison"
     if kind == "ge":
         x, y = y, x
     diff = b(aten.sub.Tensor, x, y) if isinstance(x, Node) else b(aten.rsub.Scalar, y, x)
     s = b(aten.sign.default, diff)
     if kind in ("gt", "ge"):
         gt = b(aten.relu.default, s)
-        return _masked(gt if kind == "gt" else b(aten.rsub.Scalar, gt, 1.0))
+        return gt if kind == "gt" else b(aten.rsub.Scalar, gt, 1.0)
     a = b(aten.abs.default, s)
-    return _masked(a if kind == "ne" else b(aten.rsub.Scalar, a, 1.0))
+    return a if kind == "ne" else b(aten.rsub.Scalar, a, 1.0)
 
 
 def _logical(b, n):
