@@ -131,3 +131,33 @@ def test_a_boolean_model_input_as_a_condition_is_still_refused(tmp_path):
     with pytest.raises(McuError, match="boolean model input as a condition .* pass it as a float 0/1 tensor"):
         mcu.compile(BoolInput(), (torch.randn(1, 4), torch.tensor([[True, False, True, True]])), quantize="none",
                     out_dir=tmp_path / "p")
+
+
+class TableMask(nn.Module):
+    """A causal mask as users keep it: a [S, S] buffer (-30 above the diagonal, or `table`), row `pos` of it."""
+
+    def __init__(self, table: torch.Tensor):
+        super().__init__()
+        self.register_buffer("mask", table)
+
+    def forward(self, x, pos):
+        return x + self.mask[pos]
+
+
+@pytest.mark.parametrize("table, computed", [
+    (torch.full((CACHE, CACHE), -30.0).triu(1), True),    # j > p masked: -30 (k j exact: folded in the constants)
+    (torch.full((CACHE, CACHE), 0.25).tril(), True),       # j <= p: 0.25, else 0 (k not an integer: a product)
+    (torch.full((CACHE, CACHE), -2.0).triu() + 1.0, True),  # j >= p: -1, else 1
+    (torch.randn(CACHE, CACHE, generator=torch.Generator().manual_seed(0)), False),  # any table: still gathered
+])
+def test_a_mask_table_row_at_the_position_is_computed_not_stored(table, computed, tmp_path):
+    """Row pos of a two-valued triangular table is a comparison with the position (no [S, S] constant in flash),
+    exact in float32 at every position; any other table stays a gather."""
+    model = TableMask(table)
+    x = torch.randn(1, CACHE, generator=torch.Generator().manual_seed(1))
+    pkg = mcu.compile(model, (x, torch.tensor([0])), quantize="none", out_dir=tmp_path / "p")
+    shapes = [pkg.graph.tensors[t].shape for t in pkg.graph.used_constants()]
+    assert ((CACHE, CACHE) in shapes) is not computed
+    for pos in range(CACHE):
+        inputs = (x, torch.tensor([pos]))
+        assert np.array_equal(pkg.reference(inputs)[0].ravel(), model(*inputs).numpy().ravel())

@@ -7,6 +7,8 @@ import math
 import torch
 from torch.fx import Node
 
+from mcu.importer.composites import logic
+
 aten = torch.ops.aten
 
 
@@ -99,6 +101,11 @@ def _gather(b, n):
     else:
         x, dim, idx = n.args[0], int(n.args[1]), n.args[2]
     index = b.tensor(idx) if isinstance(idx, Node) else torch.as_tensor(idx)
+    table = b.tensor(x)
+    if index is None and dim == 0 and table is not None:  # a causal mask's row at the position: a comparison
+        row = logic.triangular_row(b, table, idx, b.shape(n))
+        if row is not None:
+            return row
     if index is None:
         return n  # indices known at run time only (token ids, a position): one gather kernel (mcu_gather)
     shape = b.shape(x)
