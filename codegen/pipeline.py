@@ -17,11 +17,13 @@ from mcu.codegen.passes.lower import lower
 from mcu.codegen.target import Target
 from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.passes.share_constants import share_constants
+from mcu.codegen.passes.slice_first import slice_first
 from mcu.codegen.passes.widen_weights import widen_weights
 
 
 def passes(target: Target = Target()) -> list:
     return [
+        slice_first,                          # slice(quantize(x)) -> quantize(slice(x)): convert what is kept
         fold_matmul_operands,                 # matmul reads k^T and repeated (grouped-query) heads where they lie
         decompose,                            # 1-d ops -> 2-d ops on views; keepdim reductions; long concats
         canonicalize,                         # adaptive pools / means -> avg_pool2d; grouped convs -> depthwise

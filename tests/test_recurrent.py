@@ -111,3 +111,26 @@ def test_an_lstm_with_a_projection_is_refused_naming_the_fix(tmp_path):
     model = _model("LSTM", proj_size=4)
     with pytest.raises(UnsupportedOpError, match="proj_size.*nn.Linear after the LSTM"):
         mcu.compile(model, _example((3, 1, 6)), quantize="none", out_dir=tmp_path / "pkg")
+
+
+def test_a_slice_of_a_converted_sequence_converts_only_what_it_keeps():
+    """slice_first: quantize then take the last step -> take the last step then quantize (one row, not 49)."""
+    from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
+    from mcu.codegen.passes.slice_first import slice_first
+
+    qp = QParams.tensor(0.1, 3)
+    tensors = {"x": Tensor("x", (1, 49, 8), "float32"), "q": Tensor("q", (1, 49, 8), "int8", qp),
+               "y": Tensor("y", (1, 1, 8), "int8", qp)}
+    graph = verify(Graph(tensors, (Node("n0", "quantize", ("x",), ("q",)),
+                                   Node("n1", "slice", ("q",), ("y",), {"dim": 1, "start": 48, "step": 1})),
+                         ("x",), ("y",)))
+    moved = verify(slice_first(graph))
+    assert [(n.op, n.inputs, n.outputs) for n in moved.nodes] == [("slice", ("x",), ("n1_first",)),
+                                                                  ("quantize", ("n1_first",), ("y",))]
+    assert moved.tensors["n1_first"].shape == (1, 1, 8) and moved.tensors["n1_first"].dtype == "float32"
+    assert "q" not in moved.tensors
+    # the sequence read by another op too: nothing moves
+    tensors["z"] = Tensor("z", (1, 49, 8), "int8", qp)
+    both = Graph(tensors, graph.nodes + (Node("n2", "lut", ("q",), ("z",), {"fn": ("clone.default", (...,), ())}),),
+                 ("x",), ("y", "z"))
+    assert slice_first(verify(both)) == both
