@@ -47,14 +47,17 @@ def _example(shape, seed: int = 1):
     return (torch.randn(shape, generator=torch.Generator().manual_seed(seed)),)
 
 
+@pytest.mark.parametrize("optimize", ["speed", "memory"])
 @pytest.mark.parametrize("name", CASES)
-def test_float32_equals_torch_and_the_c_equals_its_twin(name, tmp_path):
+def test_float32_equals_torch_and_the_c_equals_its_twin(name, optimize, tmp_path):
+    """speed: the _quad variants (weights in quads of rows), memory: the portable kernels; both equal the twin."""
     build, shape = CASES[name]
     model, example = build(), _example(shape)
-    pkg = mcu.compile(model, example, quantize="none", out_dir=tmp_path / "pkg")
+    pkg = mcu.compile(model, example, quantize="none", out_dir=tmp_path / "pkg", optimize=optimize)
     kernels = collections.Counter(n.call.kernel for n in pkg.graph.nodes if n.call)
     layers = model.layer.num_layers * (2 if model.layer.bidirectional else 1)
-    assert kernels["mcu_lstm_f32" if name.startswith("lstm") else "mcu_rnn_f32"] == layers
+    kernel = ("mcu_lstm_f32" if name.startswith("lstm") else "mcu_rnn_f32") + ("_quad" if optimize == "speed" else "")
+    assert kernels[kernel] == layers
     ref = pkg.reference(example)
     with torch.no_grad():
         want = [w.numpy() for w in model(*example)]

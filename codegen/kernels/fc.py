@@ -1,11 +1,13 @@
-"""Fully connected layers, matmuls and recurrent layers (float32 GRU / RNN / LSTM over a sequence): portable int8, int16 and float32, and the int8 variants (int4 weights,
-Helium, DSP, scalar) and int16 DSP variant. Constants: codegen/kernels/prepare.py; C: runtime_c/kernels/fc."""
+"""Fully connected layers, matmuls and recurrent layers (float32 GRU / RNN / LSTM over a sequence): portable int8,
+int16 and float32, the int8 variants (int4 weights, Helium, DSP, scalar), the int16 DSP variants and the recurrent
+layers' quad-weight variants. Constants: codegen/kernels/prepare.py; C: runtime_c/kernels/fc, s16, float."""
 from __future__ import annotations
 
 from mcu.codegen.kernels import GEMM2_DSP, GEMM3_DSP, GEMM_MVE, kernel, variant
 from mcu.codegen.kernels.geometry import INT4, dsp_widen_gain, fast_widen_gain, is_fc_gemm, s16_fc_widen_gain
 from mcu.codegen.kernels.prepare import (prepare_dsp, prepare_dsp_gemm, prepare_fast, prepare_mve, prepare_s4,
-                                         prepare_s16_fc_dsp, prepare_s16_fc_dsp_wide)
+                                         prepare_rnn_quad, prepare_s16_fc_dsp,
+                                         prepare_s16_fc_dsp_wide)
 from mcu.codegen.twins.fc import fully_connected_gemm_s8_dsp_scratch_bytes
 from mcu.codegen.twins.s16 import fully_connected_s16_dsp_scratch_bytes
 
@@ -20,6 +22,8 @@ SPECS = [
     # recurrent layers over a whole sequence (mcu.importer.recurrent): the time loop inside the kernel
     kernel("mcu_rnn_f32", "float", "mcu_rnn_f32_params_t"),
     kernel("mcu_lstm_f32", "float", "mcu_rnn_f32_params_t"),
+    variant("mcu_rnn_f32_quad", "float", "mcu_rnn_f32", prepare=prepare_rnn_quad),
+    variant("mcu_lstm_f32_quad", "float", "mcu_lstm_f32", prepare=prepare_rnn_quad),
     variant("mcu_fully_connected_s4", "fc", "mcu_fully_connected_s8", INT4, prepare=prepare_s4),
     variant("mcu_fully_connected_s8_mve", "fc", "mcu_fully_connected_s8", ("mve",), prepare=prepare_mve,
             links=(GEMM_MVE,)),

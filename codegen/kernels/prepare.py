@@ -284,3 +284,26 @@ def prepare_lut_mve(node, tensors):
     name = f"{node.name}_mve_t"
     rotated = np.concatenate([table[128:], table[:128]]).astype(np.int8)
     return node.replace(inputs=(name, *node.inputs[1:])), {name: _new(name, rotated, "int8")}
+
+
+def rnn_quads(w: np.ndarray, gates: int) -> np.ndarray:
+    """A recurrent layer's weights [gates * H, K] as quads of rows tap by tap: [gates][H4 / 4][K][4], each gate's
+    rows padded with zeros to H4 = H rounded up to 4 (mcu_rnn_f32_quad, mcu_lstm_f32_quad)."""
+    rows, k = w.shape
+    h = rows // gates
+    padded = np.zeros((gates, round_up(h, 4), k), np.float32)
+    padded[:, :h] = w.reshape(gates, h, k)
+    return np.ascontiguousarray(padded.reshape(gates, -1, 4, k).transpose(0, 1, 3, 2)).reshape(-1)
+
+
+def prepare_rnn_quad(node, tensors):
+    """A recurrent layer's w_ih and w_hh in quads (rnn_quads); x, h0 (c0) and the biases as they are."""
+    lstm = node.call.kernel.startswith("mcu_lstm")
+    gates = 4 if lstm else 3 if node.call.params["cell"] == 1 else 1
+    at = 3 if lstm else 2  # w_ih's input position
+    new, names = {}, []
+    for j, suffix in enumerate(("quad_ih", "quad_hh")):
+        name = f"{node.name}_{suffix}"
+        new[name] = _new(name, rnn_quads(_const(tensors, node.inputs[at + j]), gates), "float32")
+        names.append(name)
+    return node.replace(inputs=node.inputs[:at] + tuple(names) + node.inputs[at + 2:]), new

@@ -603,6 +603,16 @@ mcu_status_t mcu_lstm_f32(const mcu_rnn_f32_params_t *params, const float *input
                           const float *w_ih, const float *w_hh, const float *b_ih, const float *b_hh, float *c_n,
                           float *output);
 
+/* The same, on weights stored in quads of 4 rows tap by tap ([gates][H4 / 4][taps][4], H4 = hidden rounded up to
+ * 4, zero rows padding each gate; codegen's prepare_rnn_quad): each input element is read once per 4 rows. Results
+ * equal the portable kernels' bit for bit (every row's products summed in the same order). */
+mcu_status_t mcu_rnn_f32_quad(const mcu_rnn_f32_params_t *params, const float *input, const float *h0,
+                              const float *w_ih, const float *w_hh, const float *b_ih, const float *b_hh,
+                              float *output);
+mcu_status_t mcu_lstm_f32_quad(const mcu_rnn_f32_params_t *params, const float *input, const float *h0,
+                               const float *c0, const float *w_ih, const float *w_hh, const float *b_ih,
+                               const float *b_hh, float *c_n, float *output);
+
 enum { MCU_BINARY_DIV, MCU_BINARY_MINIMUM, MCU_BINARY_MAXIMUM, MCU_BINARY_POW, MCU_BINARY_COUNT };
 
 typedef struct {
