@@ -66,6 +66,20 @@ def is_fc_gemm(p: dict) -> bool:
     return p["batches"] >= FC_GEMM_ROWS
 
 
+def matmul_block_rows(p: dict) -> int:
+    """Lhs rows per rhs batch of a matmul (mcu_matmul_block): the rows that share one packing of the rhs."""
+    per = p["batches"] if p["rhs_batches"] == 1 else p.get("rhs_group", 1)
+    return p["m"] if p["lhs_batches"] == 1 else per * p["m"]
+
+
+MATMUL_GEMM_ROWS = 1  # TODO measured
+
+
+def is_matmul_gemm_dsp(p: dict) -> bool:
+    """Whether a matmul runs on the 2x2 DSP GEMM (mcu_matmul_gemm_s8_dsp): enough rows share each packed rhs."""
+    return matmul_block_rows(p) >= MATMUL_GEMM_ROWS
+
+
 def is_1x1(p: dict) -> bool:
     return p["filter"][1] == 1 and p["filter"][2] == 1 and p["pad_top"] == 0 and p["pad_left"] == 0
 

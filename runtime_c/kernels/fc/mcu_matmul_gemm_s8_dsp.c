@@ -1,0 +1,150 @@
+/* DSP (SIMD32) int8 matmul of two activations on the 2x2 GEMM core: the rhs packed at run time into its stream. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mcu/mcu_kernels.h"
+#include "mcu/mcu_opt.h"
+
+/*  - sum_t (a_t + oa)(b_t + ob) = sum_t a_t (b_t + ob) + oa * sum_t (b_t + ob): with the rhs offset in the weights
+ *    (b + ob fits int16) and oa * sum_t (b_t + ob) as the bias, the lhs rows enter raw, as the convs' pixels do.
+ *  - Each block of rows that reads one rhs batch (mcu_matmul_block) packs its rhs, a block of channels (the rhs
+ *    columns) at a time, into the 2x2 core's int16 stream (mcu_opt.h, mcu_dsp_g2_t; step_bytes 16) in scratch:
+ *    per pair of channels the biases, per 4 taps the words c0 (t0, t2), c0 (t1, t3), c1 (t0, t2), c1 (t1, t3),
+ *    the control words, the records (one requantization for all). Transposes fold into this packing: a
+ *    transposed rhs ([N, K], q @ k^T) gives a channel's 4 taps in one word; a [K, N] one (attn @ v) a pair's
+ *    taps t in one halfword, two of which (t, t + 2) form a word that SXTAB16 widens into both channels' pairs.
+ *  - Then every pair of lhs rows is widened once (mcu_dsp_expand2) and runs the core over the block's channels
+ *    (mcu_dsp_g2_run: 10 instructions per 16 MACs in its loop); an odd last row runs paired with itself.
+ *  - Tail taps (k % 4) and the missing channel of an odd block are zero weights. Integer sums are exact, so the
+ *    result equals mcu_matmul_s8's bit for bit (its twin is the portable one). */
+
+/* (b0 + ob, b2 + ob), (b1 + ob, b3 + ob) of the bytes of v into d[0], d[1]. */
+MCU_INLINE void widen_off(uint32_t v, uint32_t ob2, uint32_t *d)
+{
+    d[0] = mcu_sxtab16(ob2, v);
+    d[1] = mcu_sxtab16(ob2, mcu_ror8(v));
+}
+
+/* sum + the four int16 lanes of x and y. */
+MCU_INLINE int32_t add4(uint32_t x, uint32_t y, int32_t sum)
+{
+    return mcu_smlad(y, 0x00010001u, mcu_smlad(x, 0x00010001u, sum));
+}
+
+MCU_INLINE uint32_t read_u16(const int8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* rhs[t, c] + ob, or 0 for a tap or channel that does not exist. */
+static int32_t tap(const mcu_matmul_params_t *p, const int8_t *rhs, int32_t c, int32_t t, int32_t n_end)
+{
+    if (t >= p->k || c >= n_end) {
+        return 0;
+    }
+    return rhs[p->rhs_transposed ? c * p->k + t : t * p->n + c] + p->rhs_offset;
+}
+
+/* Step s of the pair of channels c, c + 1 (c + 1 < n_end or not) from single taps: the tail or a lone channel. */
+static void step_c(const mcu_matmul_params_t *p, const int8_t *rhs, int32_t c, int32_t s, int32_t n_end, uint32_t *d,
+                   int32_t sum[2])
+{
+    for (int32_t j = 0; j < 2; ++j) {
+        for (int32_t h = 0; h < 2; ++h) { /* word h: taps (h, h + 2) */
+            const int32_t lo = tap(p, rhs, c + j, 4 * s + h, n_end), hi = tap(p, rhs, c + j, 4 * s + h + 2, n_end);
+            d[2 * j + h] = ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
+            sum[j] += lo + hi;
+        }
+    }
+}
+
+/* Channels [c0, c0 + cn) of the block's rhs as the core's stream (header, pairs); records `rec` in every pair. */
+static void pack(const mcu_matmul_params_t *p, const int8_t *rhs, int32_t c0, int32_t cn, int32_t steps,
+                 const int32_t rec[3], int8_t *stream)
+{
+    const int32_t k = p->k, n = p->n, whole = k / 4, pairs = (cn + 1) / 2, last = cn / 2 > 0 ? cn / 2 - 1 : 0;
+    const int32_t first = mcu_dsp_g2_first(steps), n_end = c0 + cn;
+    const uint32_t ob2 = (uint16_t)(int16_t)p->rhs_offset * 0x00010001u;
+    uint32_t *w = (uint32_t *)(void *)stream;
+    *w++ = 16u; /* step bytes: int16 words */
+    for (int32_t pr = 0; pr < pairs; ++pr) {
+        const int32_t c = c0 + 2 * pr, two = c + 1 < n_end;
+        uint32_t *bias = w;
+        int32_t sum[2] = {0, 0}, ctrl = first;
+        w += 2;
+        for (int32_t s = 0; s < steps; ++s) {
+            if (s < whole && two && p->rhs_transposed) { /* both channels' rows: one word of 4 taps each */
+                widen_off(mcu_read_u32(rhs + c * k + 4 * s), ob2, w);
+                widen_off(mcu_read_u32(rhs + (c + 1) * k + 4 * s), ob2, w + 2);
+                sum[0] = add4(w[0], w[1], sum[0]);
+                sum[1] = add4(w[2], w[3], sum[1]);
+            } else if (s < whole && two) { /* rows t..t+3 of the two columns: (t, t + 2) and (t + 1, t + 3) */
+                const int8_t *y = rhs + 4 * s * n + c;
+                uint32_t e[2], f[2]; /* e: c0 (t0, t2), c1 (t0, t2); f: the same of taps t1, t3 */
+                widen_off(read_u16(y) | (read_u16(y + 2 * n) << 16), ob2, e);
+                widen_off(read_u16(y + n) | (read_u16(y + 3 * n) << 16), ob2, f);
+                w[0] = e[0];
+                w[1] = f[0];
+                w[2] = e[1];
+                w[3] = f[1];
+                sum[0] = add4(e[0], f[0], sum[0]);
+                sum[1] = add4(e[1], f[1], sum[1]);
+            } else {
+                step_c(p, rhs, c, s, n_end, w, sum);
+            }
+            w += 4;
+            if (s == ctrl) { /* a control word: 0 inside the pair; at its end 1, or -1 from the last whole pair */
+                *w++ = s < steps - 1 ? 0u : pr < last ? 1u : 0xFFFFFFFFu;
+                ctrl += MCU_DSP_G2_CHUNK;
+            }
+        }
+        bias[0] = (uint32_t)(p->lhs_offset * sum[0]);
+        bias[1] = two ? (uint32_t)(p->lhs_offset * sum[1]) : 0u;
+        memcpy(w, rec, 12);
+        memcpy(w + 3, rec, 12);
+        w += 6;
+    }
+}
+
+mcu_status_t mcu_matmul_gemm_s8_dsp(const mcu_matmul_params_t *params, const int8_t *lhs, const int8_t *rhs,
+                                    int8_t *scratch, int8_t *output)
+{
+    const mcu_status_t status = mcu_matmul_check(params, lhs, rhs, output);
+    if (status != MCU_OK || scratch == NULL) {
+        return status != MCU_OK ? status : MCU_ERR_ARG;
+    }
+    const mcu_matmul_params_t *p = params;
+    const int32_t k = p->k, n = p->n, steps = (k + 3) / 4, blocks = mcu_matmul_blocks(p);
+    const int32_t nb = mcu_matmul_gemm_s8_dsp_channels(p);
+    /* scratch (mcu_matmul_gemm_s8_dsp_scratch_bytes): the entry, 2 rows widened, the state's address; the stream */
+    uint32_t *x = (uint32_t *)(void *)scratch + 1;
+    int8_t *stream = scratch + 4 * (4 * steps + 2);
+    int32_t rec[3];
+    mcu_rq3_record(p->output_multiplier, p->output_shift, p->output_offset, rec);
+    for (int32_t blk = 0; blk < blocks; ++blk) {
+        const mcu_matmul_block_t b = mcu_matmul_block(p, blk, lhs, rhs, output);
+        for (int32_t c0 = 0; c0 < n; c0 += nb) {
+            const int32_t cn = n - c0 < nb ? n - c0 : nb;
+            mcu_rq_mode_t mode;
+            mcu_dsp_g2_t g;
+            pack(p, b.rhs, c0, cn, steps, rec, stream);
+            if (mcu_dsp_g2_open(&g, stream, x, steps, cn, p->output_offset, p->act_min, p->act_max, &mode) != MCU_OK) {
+                return MCU_ERR_ARG;
+            }
+            int32_t i = 0;
+            for (; i + 1 < b.rows; i += 2) {
+                const int8_t *a = b.lhs + i * k;
+                mcu_dsp_expand2(a, a + k, k, g.x);
+                mcu_dsp_g2_run(&g, b.out + i * n + c0, n, cn, &mode);
+            }
+            if (i < b.rows) { /* the last row alone: paired with itself, its second outputs not written */
+                mcu_dsp_expand2(b.lhs + i * k, b.lhs + i * k, k, g.x);
+                mcu_dsp_g2_run(&g, b.out + i * n + c0, 0, cn, &mode);
+            }
+        }
+    }
+    return MCU_OK;
+}
