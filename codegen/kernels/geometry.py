@@ -80,6 +80,12 @@ def is_matmul_gemm_dsp(p: dict) -> bool:
     return matmul_block_rows(p) >= MATMUL_GEMM_ROWS
 
 
+def is_matmul_gemm_mve(p: dict) -> bool:
+    """Whether a matmul runs on the Helium GEMM core (mcu_matmul_gemm_s8_mve): enough rows share each packed rhs,
+    and k within the packing's reach (4096)."""
+    return matmul_block_rows(p) >= MATMUL_GEMM_ROWS and p["k"] <= 4096
+
+
 def is_1x1(p: dict) -> bool:
     return p["filter"][1] == 1 and p["filter"][2] == 1 and p["pad_top"] == 0 and p["pad_left"] == 0
 

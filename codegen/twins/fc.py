@@ -78,3 +78,15 @@ def _g2_pair_bytes(k: int) -> int:
 def matmul_gemm_s8_dsp_scratch_bytes(p: dict) -> int:
     """Twin of mcu_matmul_gemm_s8_dsp_scratch_bytes: two rows widened and 3 words, then the packed rhs stream."""
     return 16 * (-(-p["k"] // 4)) + 12 + (matmul_gemm_s8_dsp_channels(p) + 1) // 2 * _g2_pair_bytes(p["k"])
+
+
+def matmul_gemm_s8_mve_channels(p: dict) -> int:
+    """Twin of mcu_matmul_gemm_s8_mve_channels: rhs columns packed at a time (all, or the multiple of 4 whose
+    weights and biases fit 4 KB, at least 4)."""
+    c = max(4, (4096 // (16 * -(-p["k"] // 16) + 4)) & ~3)
+    return min(c, p["n"])
+
+
+def matmul_gemm_s8_mve_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_matmul_gemm_s8_mve_scratch_bytes: the packed columns' biases and weights."""
+    return (matmul_gemm_s8_mve_channels(p) + 3) // 4 * 4 * (16 * -(-p["k"] // 16) + 4)
