@@ -17,7 +17,7 @@ import hostc
 from mcu.boards import load_board
 from mcu.codegen.ir import Graph, QParams, Tensor, verify
 from mcu.codegen.kernels import KERNELS
-from mcu.codegen.passes.select_kernels import select_kernels
+from mcu.codegen.passes.select_kernels import as_variant, select_kernels
 from mcu.codegen.reference import run_reference
 from mcu.codegen.target import Target
 from mcu.codegen.twins import fc
@@ -70,10 +70,20 @@ def inputs_of(graph: Graph, seed: int) -> list[np.ndarray]:
             for j, t in enumerate(graph.inputs)]
 
 
+def on_board(graph: Graph, board: str) -> Graph:
+    """Every call as the board's GEMM variant, also where the registry would keep the row-pair kernel (few rows or
+    taps on the M55), so each case tests it; the M3 as the registry picks (the portable kernel)."""
+    if board == "mps2-an385":
+        return verify(select_kernels(graph, Target.of_board(load_board(board))))
+    tensors = dict(graph.tensors)
+    nodes = tuple(as_variant(n, KERNELS[PICK[board]], tensors) for n in graph.nodes)
+    return verify(graph.replace(nodes=nodes, tensors=tensors))
+
+
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", sorted(PICK))
 def test_matmul_gemm_equals_portable_twin_on_device(board, tmp_path):
-    graph = verify(select_kernels(matmul_graph(5), Target.of_board(load_board(board))))
+    graph = on_board(matmul_graph(5), board)
     assert {n.call.kernel for n in graph.nodes} == {PICK[board]}
     inputs = inputs_of(graph, 6)
     expected = run_reference(graph, inputs)
@@ -82,6 +92,31 @@ def test_matmul_gemm_equals_portable_twin_on_device(board, tmp_path):
         p = node.call.params
         assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, {p['batches']} x {p['m']} x {p['k']} x {p['n']}, "
                                f"transposed {p['rhs_transposed']}, group {p['rhs_group']})")
+
+
+def test_matmul_picks_the_gemm_where_rows_share_the_rhs():
+    """M4: from 2 rows per rhs batch (a decode step's grouped heads too); M55: 8 rows with 16 taps, or 4 with 32 taps
+    and 16 columns, else the row-pair kernel (decode steps); M3: the portable kernel."""
+    def params(b, rb, g, m, k, n, tr):
+        return {"batches": b, "lhs_batches": b, "rhs_batches": rb, "m": m, "k": k, "n": n, "lhs_offset": 0,
+                "rhs_offset": 0, "output_offset": 0, "output_multiplier": 1 << 30, "output_shift": -8,
+                "act_min": -128, "act_max": 127, "rhs_group": g, "rhs_transposed": tr}
+    decode_qk, decode_av = params(8, 4, 2, 1, 8, 256, 1), params(8, 4, 2, 1, 256, 8, 0)  # tinyllama_step
+    prefill, one_row, narrow = params(4, 4, 1, 32, 16, 32, 1), params(4, 4, 1, 1, 64, 64, 1), params(4, 4, 1, 64, 2, 16, 0)
+    cases = [decode_qk, decode_av, prefill, one_row, narrow, params(4, 4, 1, 4, 32, 64, 1)]
+    want = {"mps2-an386": ["mcu_matmul_gemm_s8_dsp"] * 3 + ["mcu_matmul_s8_dsp"] + ["mcu_matmul_gemm_s8_dsp"] * 2,
+            "mps3-an547": ["mcu_matmul_s8_mve"] * 2 + ["mcu_matmul_gemm_s8_mve"] + ["mcu_matmul_s8_mve"] * 2
+            + ["mcu_matmul_gemm_s8_mve"], "mps2-an385": ["mcu_matmul_s8"] * 6}
+    tensors = {}
+    for i, p in enumerate(cases):
+        tensors[f"a{i}"] = Tensor(f"a{i}", (p["batches"], p["m"], p["k"]), "int8", QParams.tensor(0.05, 0))
+        tensors[f"b{i}"] = Tensor(f"b{i}", (p["rhs_batches"], p["k"] * p["n"]), "int8", QParams.tensor(0.05, 0))
+        tensors[f"y{i}"] = Tensor(f"y{i}", (p["batches"], p["m"], p["n"]), "int8", QParams.tensor(0.05, 0))
+    nodes = tuple(call(f"n{i}", "mcu_matmul_s8", (f"a{i}", f"b{i}"), f"y{i}", p) for i, p in enumerate(cases))
+    graph = Graph(tensors, nodes, tuple(t for n in nodes for t in n.inputs), tuple(n.outputs[0] for n in nodes))
+    for board, kernels in want.items():
+        picked = select_kernels(graph, Target.of_board(load_board(board)))
+        assert [n.call.kernel for n in picked.nodes] == kernels, board
 
 
 @pytest.fixture(scope="module")

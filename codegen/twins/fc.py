@@ -65,8 +65,10 @@ def matmul_s8(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 
 def matmul_gemm_s8_dsp_channels(p: dict) -> int:
     """Twin of mcu_matmul_gemm_s8_dsp_channels: rhs columns packed at a time (all, or the even count whose pairs of
-    the 2x2 core's int16 stream fit 4 KB, at least one pair)."""
-    pairs = max(1, 4096 // _g2_pair_bytes(p["k"]))
+    the 2x2 core's int16 stream fit 4 KB, 1 KB under 8 rows per rhs batch; at least one pair)."""
+    per = p["batches"] if p["rhs_batches"] == 1 else p.get("rhs_group", 1)
+    rows = p["m"] if p["lhs_batches"] == 1 else per * p["m"]
+    pairs = max(1, (4096 if rows >= 8 else 1024) // _g2_pair_bytes(p["k"]))
     return p["n"] if 2 * pairs >= p["n"] else 2 * pairs
 
 

@@ -454,10 +454,13 @@ static inline int32_t mcu_matmul_gemm_s8_dsp_pair_bytes(int32_t k)
     return 32 + 16 * steps + 4 * (steps > 1 ? (steps - 2) / 16 + 1 : 1);
 }
 
-/* Columns packed at a time: all, or the even count whose pairs fit 4 KB (at least one pair). */
+/* Columns packed at a time: all, or the even count whose pairs fit 4 KB (1 KB under 8 rows per rhs batch, where
+ * packing more at once saves little; at least one pair). */
 static inline int32_t mcu_matmul_gemm_s8_dsp_channels(const mcu_matmul_params_t *params)
 {
-    int32_t pairs = 4096 / mcu_matmul_gemm_s8_dsp_pair_bytes(params->k);
+    const int32_t per = params->rhs_batches == 1 ? params->batches : params->rhs_group;
+    const int32_t rows = params->lhs_batches == 1 ? params->m : per * params->m;
+    int32_t pairs = (rows >= 8 ? 4096 : 1024) / mcu_matmul_gemm_s8_dsp_pair_bytes(params->k);
     pairs = pairs < 1 ? 1 : pairs;
     return 2 * pairs >= params->n ? params->n : 2 * pairs;
 }

@@ -34,65 +34,84 @@ static void pack(const mcu_matmul_params_t *p, const int8_t *rhs, int32_t c0, in
 {
     const int32_t k = p->k, n = p->n, c4 = (cn + 3) & ~3, pair_bytes = 32 * chunks2, total = c4 / 2 * pair_bytes;
     const int32_t oa = p->lhs_offset, kab = k * p->lhs_offset * p->rhs_offset;
-    if (p->rhs_transposed) {
+    if (p->rhs_transposed) { /* channel c's row copied, summed on the way */
         for (int32_t c = 0; c < c4; ++c) {
             int8_t *dst = w + (c / 2) * pair_bytes + (c & 1) * 16;
             const int32_t have = c < cn ? k : 0;
             const int8_t *src = rhs + (c0 + (c < cn ? c : 0)) * k;
+            int32_t sum = 0;
             for (int32_t q = 0; q < chunks2; ++q) {
-                vstrbq_s8(dst + 32 * q, vldrbq_z_s8(src + 16 * q, vctp8q((uint32_t)(have > 16 * q ? have - 16 * q : 0))));
+                const int8x16_t v = vldrbq_z_s8(src + 16 * q, vctp8q((uint32_t)(have > 16 * q ? have - 16 * q : 0)));
+                vstrbq_s8(dst + 32 * q, v);
+                sum = vaddvaq_s8(sum, v);
             }
+            bias[c] = c < cn ? oa * sum + kab : 0;
         }
-    } else {
-        for (int32_t i = 0; i < total; i += 16) { /* zero taps beyond k and channels beyond cn */
-            vstrbq_s8(w + i, vdupq_n_s8(0));
-        }
-        /* channel c0 + c + l of tap t at w + (c / 2) * pair_bytes + offs[l] + (t / 16) * 32 + t % 16 */
-        const uint16x8_t offs = vaddq_u16(vmulq_n_u16(vshrq_n_u16(vidupq_n_u16(0u, 1), 1), (uint16_t)pair_bytes),
-                                          vmulq_n_u16(vandq_u16(vidupq_n_u16(0u, 1), vdupq_n_u16(1)), 16));
-        for (int32_t t = 0; t < k; ++t) {
-            const int8_t *row = rhs + t * n + c0;
-            int8_t *dst = w + (t / 16) * 32 + t % 16;
-            for (int32_t c = 0; c < cn; c += 8) {
-                const mve_pred16_t pr = vctp16q((uint32_t)(cn - c));
-                vstrbq_scatter_offset_p_s16(dst + (c / 2) * pair_bytes, offs, vldrbq_z_s16(row + c, pr), pr);
-            }
+        return;
+    }
+    for (int32_t i = 0; i < total; i += 16) { /* zero taps beyond k and channels beyond cn */
+        vstrbq_s8(w + i, vdupq_n_s8(0));
+    }
+    /* channel c0 + c + l of tap t at w + (c / 2) * pair_bytes + offs[l] + (t / 16) * 32 + t % 16 */
+    const uint16x8_t offs = vaddq_u16(vmulq_n_u16(vshrq_n_u16(vidupq_n_u16(0u, 1), 1), (uint16_t)pair_bytes),
+                                      vmulq_n_u16(vandq_u16(vidupq_n_u16(0u, 1), vdupq_n_u16(1)), 16));
+    for (int32_t t = 0; t < k; ++t) {
+        const int8_t *row = rhs + t * n + c0;
+        int8_t *dst = w + (t / 16) * 32 + t % 16;
+        for (int32_t c = 0; c < cn; c += 8) {
+            const mve_pred16_t pr = vctp16q((uint32_t)(cn - c));
+            vstrbq_scatter_offset_p_s16(dst + (c / 2) * pair_bytes, offs, vldrbq_z_s16(row + c, pr), pr);
         }
     }
     for (int32_t c = 0; c < c4; ++c) { /* the sums of the packed channels: their zero taps add nothing */
         const int8_t *src = w + (c / 2) * pair_bytes + (c & 1) * 16;
-        int32_t s = 0;
+        int32_t sum = 0;
         for (int32_t q = 0; q < chunks2; ++q) {
-            s = vaddvaq_s8(s, vldrbq_s8(src + 32 * q));
+            sum = vaddvaq_s8(sum, vldrbq_s8(src + 32 * q));
         }
-        bias[c] = c < cn ? oa * s + kab : 0;
+        bias[c] = oa * sum + kab;
     }
 }
 
 /* Requantize, offset and clamp one row's 4 accumulators plus its row term; store the first channels (p). */
-MCU_INLINE void out4(const int32_t *acc, int32_t row, int32x4_t m, int32x4_t sh, const mcu_mve_gemm_t *g,
-                     mve_pred16_t p, int8_t *out)
+MCU_INLINE void out4(const int32_t *acc, int32_t row, int32x4_t m, int32x4_t sh, int32_t zo, int32x4_t vmin,
+                     int32x4_t vmax, int down, mve_pred16_t p, int8_t *out)
 {
     const int32x4_t a = vaddq_n_s32(vldrwq_s32(acc), row);
-    const int32x4_t y = g->down ? vrshlq_s32(vqdmulhq_s32(a, m), sh) : mcu_mve_requantize(a, m, sh);
-    vstrbq_p_s32(out, vminq_s32(vmaxq_s32(vaddq_n_s32(y, g->zo), vdupq_n_s32(g->act_min)), vdupq_n_s32(g->act_max)),
-                 p);
+    const int32x4_t y = down ? vrshlq_s32(vqdmulhq_s32(a, m), sh) : mcu_mve_requantize(a, m, sh);
+    vstrbq_p_s32(out, vminq_s32(vmaxq_s32(vaddq_n_s32(y, zo), vmin), vmax), p);
 }
 
 /* Up to 3 rows (npix) whose row terms are row[], all of g's channels: as mcu_mve_block_body. */
-static void rows3(const int8_t *const *rows, const int32_t row[3], const mcu_mve_gemm_t *g, int32_t npix,
-                  int32_t n, int8_t *out)
+MCU_INLINE void rows3_body(const int8_t *const *rows, const int32_t row[3], const mcu_mve_gemm_t *g, int32_t npix,
+                           int32_t n, int8_t *out, int down)
 {
     int32_t acc[12] __attribute__((aligned(8)));
     mcu_mve_quad_t s = {rows, 1, g->w, g->bias, g->chunks, acc, g->tail};
     const int tail = g->tail != 0;
+    const int32_t c_out = g->c_out, zo = g->zo, r0 = row[0], r1 = row[1], r2 = row[2];
     const int32x4_t m = vdupq_n_s32(g->mult[0]), sh = vdupq_n_s32(g->shift[0]);
-    for (int32_t c = 0; c < g->c_out; c += 4, s.bias += 4) {
+    const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max);
+    for (int32_t c = 0; c < c_out; c += 4, s.bias += 4) {
         mcu_mve_quad(&s, tail);
-        const mve_pred16_t p = vctp32q((uint32_t)(g->c_out - c));
-        for (int32_t j = 0; j < npix; ++j) {
-            out4(acc + 4 * j, row[j], m, sh, g, p, out + j * n + c);
+        const mve_pred16_t p = vctp32q((uint32_t)(c_out - c));
+        out4(acc, r0, m, sh, zo, vmin, vmax, down, p, out + c);
+        if (npix > 1) {
+            out4(acc + 4, r1, m, sh, zo, vmin, vmax, down, p, out + n + c);
+            if (npix > 2) {
+                out4(acc + 8, r2, m, sh, zo, vmin, vmax, down, p, out + 2 * n + c);
+            }
         }
+    }
+}
+
+static void rows3(const int8_t *const *rows, const int32_t row[3], const mcu_mve_gemm_t *g, int32_t npix,
+                  int32_t n, int8_t *out)
+{
+    if (g->down) {
+        rows3_body(rows, row, g, npix, n, out, 1);
+    } else {
+        rows3_body(rows, row, g, npix, n, out, 0);
     }
 }
 #endif
