@@ -61,45 +61,74 @@ static void step_c(const mcu_matmul_params_t *p, const int8_t *rhs, int32_t c, i
     }
 }
 
-/* Channels [c0, c0 + cn) of the block's rhs as the core's stream (header, pairs); records `rec` in every pair. */
+/* cnt whole steps of a transposed pair (channel rows y0, y1) into w; their sums added to acc[0], acc[1]. */
+static uint32_t *run_nk(const int8_t *y0, const int8_t *y1, int32_t cnt, uint32_t ob2, uint32_t *w, int32_t acc[2])
+{
+    int32_t a = acc[0], b = acc[1];
+    for (; cnt > 0; --cnt, y0 += 4, y1 += 4, w += 4) {
+        const uint32_t u = mcu_read_u32(y0), v = mcu_read_u32(y1);
+        const uint32_t u02 = mcu_sxtab16(ob2, u), u13 = mcu_sxtab16(ob2, mcu_ror8(u));
+        const uint32_t v02 = mcu_sxtab16(ob2, v), v13 = mcu_sxtab16(ob2, mcu_ror8(v));
+        w[0] = u02;
+        w[1] = u13;
+        w[2] = v02;
+        w[3] = v13;
+        a = add4(u02, u13, a);
+        b = add4(v02, v13, b);
+    }
+    acc[0] = a;
+    acc[1] = b;
+    return w;
+}
+
+/* cnt whole steps of a [K, N] pair (y: its columns at the steps' first row, rows n apart) into w, summed. */
+static uint32_t *run_kn(const int8_t *y, int32_t n, int32_t cnt, uint32_t ob2, uint32_t *w, int32_t acc[2])
+{
+    int32_t a = acc[0], b = acc[1];
+    for (; cnt > 0; --cnt, y += 4 * n, w += 4) {
+        const uint32_t u = read_u16(y) | (read_u16(y + 2 * n) << 16);     /* taps t, t + 2 of both columns */
+        const uint32_t v = read_u16(y + n) | (read_u16(y + 3 * n) << 16); /* taps t + 1, t + 3 */
+        const uint32_t c0e = mcu_sxtab16(ob2, u), c0o = mcu_sxtab16(ob2, v);
+        const uint32_t c1e = mcu_sxtab16(ob2, mcu_ror8(u)), c1o = mcu_sxtab16(ob2, mcu_ror8(v));
+        w[0] = c0e;
+        w[1] = c0o;
+        w[2] = c1e;
+        w[3] = c1o;
+        a = add4(c0e, c0o, a);
+        b = add4(c1e, c1o, b);
+    }
+    acc[0] = a;
+    acc[1] = b;
+    return w;
+}
+
+/* Channels [c0, c0 + cn) of the block's rhs as the core's stream (header, pairs); records `rec` in every pair.
+ * Whole steps of whole pairs run in runs between control words; the tail step and a lone channel tap by tap. */
 static void pack(const mcu_matmul_params_t *p, const int8_t *rhs, int32_t c0, int32_t cn, int32_t steps,
                  const int32_t rec[3], int8_t *stream)
 {
-    const int32_t k = p->k, n = p->n, whole = k / 4, pairs = (cn + 1) / 2, last = cn / 2 > 0 ? cn / 2 - 1 : 0;
+    const int32_t k = p->k, n = p->n, pairs = (cn + 1) / 2, last = cn / 2 > 0 ? cn / 2 - 1 : 0;
     const int32_t first = mcu_dsp_g2_first(steps), n_end = c0 + cn;
     const uint32_t ob2 = (uint16_t)(int16_t)p->rhs_offset * 0x00010001u;
     uint32_t *w = (uint32_t *)(void *)stream;
     *w++ = 16u; /* step bytes: int16 words */
     for (int32_t pr = 0; pr < pairs; ++pr) {
-        const int32_t c = c0 + 2 * pr, two = c + 1 < n_end;
+        const int32_t c = c0 + 2 * pr, two = c + 1 < n_end, whole = two ? k / 4 : 0;
         uint32_t *bias = w;
-        int32_t sum[2] = {0, 0}, ctrl = first;
+        int32_t sum[2] = {0, 0};
         w += 2;
-        for (int32_t s = 0; s < steps; ++s) {
-            if (s < whole && two && p->rhs_transposed) { /* both channels' rows: one word of 4 taps each */
-                widen_off(mcu_read_u32(rhs + c * k + 4 * s), ob2, w);
-                widen_off(mcu_read_u32(rhs + (c + 1) * k + 4 * s), ob2, w + 2);
-                sum[0] = add4(w[0], w[1], sum[0]);
-                sum[1] = add4(w[2], w[3], sum[1]);
-            } else if (s < whole && two) { /* rows t..t+3 of the two columns: (t, t + 2) and (t + 1, t + 3) */
-                const int8_t *y = rhs + 4 * s * n + c;
-                uint32_t e[2], f[2]; /* e: c0 (t0, t2), c1 (t0, t2); f: the same of taps t1, t3 */
-                widen_off(read_u16(y) | (read_u16(y + 2 * n) << 16), ob2, e);
-                widen_off(read_u16(y + n) | (read_u16(y + 3 * n) << 16), ob2, f);
-                w[0] = e[0];
-                w[1] = f[0];
-                w[2] = e[1];
-                w[3] = f[1];
-                sum[0] = add4(e[0], f[0], sum[0]);
-                sum[1] = add4(e[1], f[1], sum[1]);
-            } else {
+        for (int32_t s = 0, ctrl = first; s < steps; ctrl += MCU_DSP_G2_CHUNK) {
+            const int32_t end = ctrl + 1 < whole ? ctrl + 1 : whole; /* whole steps up to the control word */
+            if (s < end) {
+                w = p->rhs_transposed ? run_nk(rhs + c * k + 4 * s, rhs + (c + 1) * k + 4 * s, end - s, ob2, w, sum)
+                                      : run_kn(rhs + 4 * s * n + c, n, end - s, ob2, w, sum);
+                s = end;
+            }
+            for (; s <= ctrl; ++s, w += 4) { /* the tail step, or a lone channel's steps */
                 step_c(p, rhs, c, s, n_end, w, sum);
             }
-            w += 4;
-            if (s == ctrl) { /* a control word: 0 inside the pair; at its end 1, or -1 from the last whole pair */
-                *w++ = s < steps - 1 ? 0u : pr < last ? 1u : 0xFFFFFFFFu;
-                ctrl += MCU_DSP_G2_CHUNK;
-            }
+            /* a control word: 0 inside the pair; at its end 1, or -1 from the last whole pair */
+            *w++ = s < steps ? 0u : pr < last ? 1u : 0xFFFFFFFFu;
         }
         bias[0] = (uint32_t)(p->lhs_offset * sum[0]);
         bias[1] = two ? (uint32_t)(p->lhs_offset * sum[1]) : 0u;
