@@ -18,14 +18,14 @@
  *  - The result equals mcu_matmul_s8's bit for bit (its twin is the portable one). */
 
 #if MCU_HAVE_MVE
-/* Sum of the k int8 values at a. */
+/* Sum of the k int8 values at a: whole 16-byte chunks, then a predicated tail. */
 static int32_t raw_sum(const int8_t *a, int32_t k)
 {
-    int32_t s = 0;
-    for (int32_t t = 0; t < k; t += 16) {
-        s = vaddvaq_s8(s, vldrbq_z_s8(a + t, vctp8q((uint32_t)(k - t))));
+    int32_t s = 0, t = 0;
+    for (; t + 16 <= k; t += 16) {
+        s = vaddvaq_s8(s, vldrbq_s8(a + t));
     }
-    return s;
+    return t < k ? vaddvaq_s8(s, vldrbq_z_s8(a + t, vctp8q((uint32_t)(k - t)))) : s;
 }
 
 /* Channels [c0, c0 + cn) of the block's rhs as the core's weights w ([C4 / 2][chunks2][2][16]) and biases. */
@@ -34,18 +34,31 @@ static void pack(const mcu_matmul_params_t *p, const int8_t *rhs, int32_t c0, in
 {
     const int32_t k = p->k, n = p->n, c4 = (cn + 3) & ~3, pair_bytes = 32 * chunks2, total = c4 / 2 * pair_bytes;
     const int32_t oa = p->lhs_offset, kab = k * p->lhs_offset * p->rhs_offset;
-    if (p->rhs_transposed) { /* channel c's row copied, summed on the way */
-        for (int32_t c = 0; c < c4; ++c) {
-            int8_t *dst = w + (c / 2) * pair_bytes + (c & 1) * 16;
-            const int32_t have = c < cn ? k : 0;
-            const int8_t *src = rhs + (c0 + (c < cn ? c : 0)) * k;
+    if (p->rhs_transposed) { /* channel c's row copied, summed on the way: whole chunks, then the tail */
+        const int32_t whole = k >> 4;
+        const mve_pred16_t tail = vctp8q((uint32_t)(k & 15));
+        const int8_t *src = rhs + c0 * k;
+        for (int32_t c = 0; c < cn; ++c, src += k) {
+            int8_t *dst = w + (c >> 1) * pair_bytes + (c & 1) * 16;
             int32_t sum = 0;
-            for (int32_t q = 0; q < chunks2; ++q) {
-                const int8x16_t v = vldrbq_z_s8(src + 16 * q, vctp8q((uint32_t)(have > 16 * q ? have - 16 * q : 0)));
-                vstrbq_s8(dst + 32 * q, v);
+            for (int32_t q = 0; q < whole; ++q, dst += 32) {
+                const int8x16_t v = vldrbq_s8(src + 16 * q);
+                vstrbq_s8(dst, v);
                 sum = vaddvaq_s8(sum, v);
             }
-            bias[c] = c < cn ? oa * sum + kab : 0;
+            if (whole < chunks2) {
+                const int8x16_t v = vldrbq_z_s8(src + 16 * whole, tail);
+                vstrbq_s8(dst, v);
+                sum = vaddvaq_s8(sum, v);
+            }
+            bias[c] = oa * sum + kab;
+        }
+        for (int32_t c = cn; c < c4; ++c) { /* zero channels up to the quad */
+            int8_t *dst = w + (c >> 1) * pair_bytes + (c & 1) * 16;
+            for (int32_t q = 0; q < chunks2; ++q) {
+                vstrbq_s8(dst + 32 * q, vdupq_n_s8(0));
+            }
+            bias[c] = 0;
         }
         return;
     }
@@ -82,7 +95,8 @@ MCU_INLINE void out4(const int32_t *acc, int32_t row, int32x4_t m, int32x4_t sh,
     vstrbq_p_s32(out, vminq_s32(vmaxq_s32(vaddq_n_s32(y, zo), vmin), vmax), p);
 }
 
-/* Up to 3 rows (npix) whose row terms are row[], all of g's channels: as mcu_mve_block_body. */
+/* Up to 3 rows (npix) whose row terms are row[], all of g's channels: as mcu_mve_block_body; a whole triple
+ * (npix 3) without branches in its output stage. */
 MCU_INLINE void rows3_body(const int8_t *const *rows, const int32_t row[3], const mcu_mve_gemm_t *g, int32_t npix,
                            int32_t n, int8_t *out, int down)
 {
@@ -92,14 +106,24 @@ MCU_INLINE void rows3_body(const int8_t *const *rows, const int32_t row[3], cons
     const int32_t c_out = g->c_out, zo = g->zo, r0 = row[0], r1 = row[1], r2 = row[2];
     const int32x4_t m = vdupq_n_s32(g->mult[0]), sh = vdupq_n_s32(g->shift[0]);
     const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max);
-    for (int32_t c = 0; c < c_out; c += 4, s.bias += 4) {
+    int8_t *o0 = out, *o1 = out + n, *o2 = out + 2 * n;
+    int32_t c = 0;
+    if (npix == 3) {
+        for (; c + 4 <= c_out; c += 4, s.bias += 4, o0 += 4, o1 += 4, o2 += 4) {
+            mcu_mve_quad(&s, tail);
+            out4(acc, r0, m, sh, zo, vmin, vmax, down, 0xFFFF, o0);
+            out4(acc + 4, r1, m, sh, zo, vmin, vmax, down, 0xFFFF, o1);
+            out4(acc + 8, r2, m, sh, zo, vmin, vmax, down, 0xFFFF, o2);
+        }
+    }
+    for (; c < c_out; c += 4, s.bias += 4, o0 += 4, o1 += 4, o2 += 4) {
         mcu_mve_quad(&s, tail);
         const mve_pred16_t p = vctp32q((uint32_t)(c_out - c));
-        out4(acc, r0, m, sh, zo, vmin, vmax, down, p, out + c);
+        out4(acc, r0, m, sh, zo, vmin, vmax, down, p, o0);
         if (npix > 1) {
-            out4(acc + 4, r1, m, sh, zo, vmin, vmax, down, p, out + n + c);
+            out4(acc + 4, r1, m, sh, zo, vmin, vmax, down, p, o1);
             if (npix > 2) {
-                out4(acc + 8, r2, m, sh, zo, vmin, vmax, down, p, out + 2 * n + c);
+                out4(acc + 8, r2, m, sh, zo, vmin, vmax, down, p, o2);
             }
         }
     }
