@@ -18,14 +18,25 @@
  *  - The result equals mcu_matmul_s8's bit for bit (its twin is the portable one). */
 
 #if MCU_HAVE_MVE
-/* Sum of the k int8 values at a: whole 16-byte chunks, then a predicated tail. */
-static int32_t raw_sum(const int8_t *a, int32_t k)
+/* ob * the sum of each of 3 rows of k int8 values: whole 16-byte chunks, then a predicated tail. */
+static void sums3(const int8_t *const rows[3], int32_t k, int32_t ob, int32_t out[3])
 {
-    int32_t s = 0, t = 0;
+    const int8_t *a = rows[0], *b = rows[1], *c = rows[2];
+    int32_t sa = 0, sb = 0, sc = 0, t = 0;
     for (; t + 16 <= k; t += 16) {
-        s = vaddvaq_s8(s, vldrbq_s8(a + t));
+        sa = vaddvaq_s8(sa, vldrbq_s8(a + t));
+        sb = vaddvaq_s8(sb, vldrbq_s8(b + t));
+        sc = vaddvaq_s8(sc, vldrbq_s8(c + t));
     }
-    return t < k ? vaddvaq_s8(s, vldrbq_z_s8(a + t, vctp8q((uint32_t)(k - t)))) : s;
+    if (t < k) {
+        const mve_pred16_t p = vctp8q((uint32_t)(k - t));
+        sa = vaddvaq_s8(sa, vldrbq_z_s8(a + t, p));
+        sb = vaddvaq_s8(sb, vldrbq_z_s8(b + t, p));
+        sc = vaddvaq_s8(sc, vldrbq_z_s8(c + t, p));
+    }
+    out[0] = ob * sa;
+    out[1] = ob * sb;
+    out[2] = ob * sc;
 }
 
 /* Channels [c0, c0 + cn) of the block's rhs as the core's weights w ([C4 / 2][chunks2][2][16]) and biases. */
@@ -167,12 +178,10 @@ mcu_status_t mcu_matmul_gemm_s8_mve(const mcu_matmul_params_t *params, const int
             pack(p, b.rhs, c0, g.c_out, chunks2, w, bias);
             for (int32_t i = 0; i < b.rows; i += 3) {
                 const int32_t npix = b.rows - i < 3 ? b.rows - i : 3;
-                const int8_t *rows[3];
+                const int8_t *a = b.lhs + i * k;
+                const int8_t *rows[3] = {a, npix > 1 ? a + k : a, npix > 2 ? a + 2 * k : a}; /* a missing row repeats */
                 int32_t row[3];
-                for (int32_t j = 0; j < 3; ++j) { /* a missing row repeats the last */
-                    rows[j] = b.lhs + (i + (j < npix ? j : npix - 1)) * k;
-                    row[j] = j < npix ? ob * raw_sum(rows[j], k) : 0;
-                }
+                sums3(rows, k, ob, row);
                 rows3(rows, row, &g, npix, n, b.out + i * n + c0);
             }
         }
