@@ -154,6 +154,35 @@ static __attribute__((noinline)) uint32_t *run_kn(const int8_t *y, int32_t n, in
     return w;
 }
 
+/* The common case of pack: k a multiple of 4 and whole pairs, each a run of steps per control word. */
+static void pack_whole(const mcu_matmul_params_t *p, const int8_t *rhs, int32_t c0, int32_t pairs, int32_t steps,
+                       const int32_t rec[3], uint32_t *w)
+{
+    const int32_t k = p->k, n = p->n, first = mcu_dsp_g2_first(steps), oa = p->lhs_offset;
+    const uint32_t ob2 = (uint16_t)(int16_t)p->rhs_offset * 0x00010001u;
+    const int transposed = p->rhs_transposed;
+    for (int32_t pr = 0, c = c0; pr < pairs; ++pr, c += 2) {
+        int32_t sum[2] = {0, 0};
+        uint32_t *bias = w;
+        w += 2;
+        for (int32_t s = 0, ctrl = first;; ctrl += MCU_DSP_G2_CHUNK) {
+            w = transposed ? run_nk(rhs + c * k + 4 * s, rhs + (c + 1) * k + 4 * s, ctrl + 1 - s, ob2, w, sum)
+                           : run_kn(rhs + 4 * s * n + c, n, ctrl + 1 - s, ob2, w, sum);
+            s = ctrl + 1;
+            if (s == steps) {
+                break;
+            }
+            *w++ = 0u;
+        }
+        *w++ = pr < pairs - 1 ? 1u : 0xFFFFFFFFu;
+        bias[0] = (uint32_t)(oa * sum[0]);
+        bias[1] = (uint32_t)(oa * sum[1]);
+        memcpy(w, rec, 12);
+        memcpy(w + 3, rec, 12);
+        w += 6;
+    }
+}
+
 /* Channels [c0, c0 + cn) of the block's rhs as the core's stream (header, pairs); records `rec` in every pair.
  * Whole steps of whole pairs run in runs between control words; the tail step and a lone channel tap by tap. */
 static void pack(const mcu_matmul_params_t *p, const int8_t *rhs, int32_t c0, int32_t cn, int32_t steps,
@@ -164,6 +193,10 @@ static void pack(const mcu_matmul_params_t *p, const int8_t *rhs, int32_t c0, in
     const uint32_t ob2 = (uint16_t)(int16_t)p->rhs_offset * 0x00010001u;
     uint32_t *w = (uint32_t *)(void *)stream;
     *w++ = 16u; /* step bytes: int16 words */
+    if (k % 4 == 0 && cn % 2 == 0) {
+        pack_whole(p, rhs, c0, pairs, steps, rec, w);
+        return;
+    }
     for (int32_t pr = 0; pr < pairs; ++pr) {
         const int32_t c = c0 + 2 * pr, two = c + 1 < n_end, whole = two ? k / 4 : 0;
         uint32_t *bias = w;
