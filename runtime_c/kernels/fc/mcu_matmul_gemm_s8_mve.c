@@ -106,47 +106,54 @@ MCU_INLINE void out4(const int32_t *acc, int32_t row, int32x4_t m, int32x4_t sh,
     vstrbq_p_s32(out, vminq_s32(vmaxq_s32(vaddq_n_s32(y, zo), vmin), vmax), p);
 }
 
-/* Up to 3 rows (npix) whose row terms are row[], all of g's channels: as mcu_mve_block_body; a whole triple
- * (npix 3) without branches in its output stage. */
-MCU_INLINE void rows3_body(const int8_t *const *rows, const int32_t row[3], const mcu_mve_gemm_t *g, int32_t npix,
-                           int32_t n, int8_t *out, int down)
+/* The block's `rows` lhs rows (k apart from a), 3 at a time, over all of g's channels: per triple the row terms,
+ * then the core's quads, each followed by the output stage (a whole triple's without a predicate or branch). */
+MCU_INLINE void rows_body(const int8_t *a, int32_t rows, int32_t k, int32_t ob, const mcu_mve_gemm_t *g, int32_t n,
+                          int8_t *out, int down)
 {
     int32_t acc[12] __attribute__((aligned(8)));
-    mcu_mve_quad_t s = {rows, 1, g->w, g->bias, g->chunks, acc, g->tail};
     const int tail = g->tail != 0;
-    const int32_t c_out = g->c_out, zo = g->zo, r0 = row[0], r1 = row[1], r2 = row[2];
+    const int32_t c_out = g->c_out, zo = g->zo;
     const int32x4_t m = vdupq_n_s32(g->mult[0]), sh = vdupq_n_s32(g->shift[0]);
     const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max);
-    int8_t *o0 = out, *o1 = out + n, *o2 = out + 2 * n;
-    int32_t c = 0;
-    if (npix == 3) {
-        for (; c + 4 <= c_out; c += 4, s.bias += 4, o0 += 4, o1 += 4, o2 += 4) {
-            mcu_mve_quad(&s, tail);
-            out4(acc, r0, m, sh, zo, vmin, vmax, down, 0xFFFF, o0);
-            out4(acc + 4, r1, m, sh, zo, vmin, vmax, down, 0xFFFF, o1);
-            out4(acc + 8, r2, m, sh, zo, vmin, vmax, down, 0xFFFF, o2);
+    for (int32_t i = 0; i < rows; i += 3, a += 3 * k, out += 3 * n) {
+        const int32_t npix = rows - i < 3 ? rows - i : 3;
+        const int8_t *table[3] = {a, npix > 1 ? a + k : a, npix > 2 ? a + 2 * k : a}; /* a missing row repeats */
+        int32_t row[3];
+        sums3(table, k, ob, row);
+        mcu_mve_quad_t s = {table, 1, g->w, g->bias, g->chunks, acc, g->tail};
+        const int32_t r0 = row[0], r1 = row[1], r2 = row[2];
+        int8_t *o0 = out, *o1 = out + n, *o2 = out + 2 * n;
+        int32_t c = 0;
+        if (npix == 3) {
+            for (; c + 4 <= c_out; c += 4, s.bias += 4, o0 += 4, o1 += 4, o2 += 4) {
+                mcu_mve_quad(&s, tail);
+                out4(acc, r0, m, sh, zo, vmin, vmax, down, 0xFFFF, o0);
+                out4(acc + 4, r1, m, sh, zo, vmin, vmax, down, 0xFFFF, o1);
+                out4(acc + 8, r2, m, sh, zo, vmin, vmax, down, 0xFFFF, o2);
+            }
         }
-    }
-    for (; c < c_out; c += 4, s.bias += 4, o0 += 4, o1 += 4, o2 += 4) {
-        mcu_mve_quad(&s, tail);
-        const mve_pred16_t p = vctp32q((uint32_t)(c_out - c));
-        out4(acc, r0, m, sh, zo, vmin, vmax, down, p, o0);
-        if (npix > 1) {
-            out4(acc + 4, r1, m, sh, zo, vmin, vmax, down, p, o1);
-            if (npix > 2) {
-                out4(acc + 8, r2, m, sh, zo, vmin, vmax, down, p, o2);
+        for (; c < c_out; c += 4, s.bias += 4, o0 += 4, o1 += 4, o2 += 4) {
+            mcu_mve_quad(&s, tail);
+            const mve_pred16_t p = vctp32q((uint32_t)(c_out - c));
+            out4(acc, r0, m, sh, zo, vmin, vmax, down, p, o0);
+            if (npix > 1) {
+                out4(acc + 4, r1, m, sh, zo, vmin, vmax, down, p, o1);
+                if (npix > 2) {
+                    out4(acc + 8, r2, m, sh, zo, vmin, vmax, down, p, o2);
+                }
             }
         }
     }
 }
 
-static void rows3(const int8_t *const *rows, const int32_t row[3], const mcu_mve_gemm_t *g, int32_t npix,
-                  int32_t n, int8_t *out)
+static void rows_all(const int8_t *a, int32_t rows, int32_t k, int32_t ob, const mcu_mve_gemm_t *g, int32_t n,
+                     int8_t *out)
 {
     if (g->down) {
-        rows3_body(rows, row, g, npix, n, out, 1);
+        rows_body(a, rows, k, ob, g, n, out, 1);
     } else {
-        rows3_body(rows, row, g, npix, n, out, 0);
+        rows_body(a, rows, k, ob, g, n, out, 0);
     }
 }
 #endif
@@ -176,14 +183,7 @@ mcu_status_t mcu_matmul_gemm_s8_mve(const mcu_matmul_params_t *params, const int
         for (int32_t c0 = 0; c0 < n; c0 += nb) {
             g.c_out = n - c0 < nb ? n - c0 : nb;
             pack(p, b.rhs, c0, g.c_out, chunks2, w, bias);
-            for (int32_t i = 0; i < b.rows; i += 3) {
-                const int32_t npix = b.rows - i < 3 ? b.rows - i : 3;
-                const int8_t *a = b.lhs + i * k;
-                const int8_t *rows[3] = {a, npix > 1 ? a + k : a, npix > 2 ? a + 2 * k : a}; /* a missing row repeats */
-                int32_t row[3];
-                sums3(rows, k, ob, row);
-                rows3(rows, row, &g, npix, n, b.out + i * n + c0);
-            }
+            rows_all(b.lhs, b.rows, k, ob, &g, n, b.out + c0);
         }
     }
     return MCU_OK;
