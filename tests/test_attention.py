@@ -87,8 +87,8 @@ def attention():
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("board, matmul", [("mps2-an386", "mcu_matmul_gemm_s8_dsp"), ("mps3-an547", "mcu_matmul_s8_mve"),
-                                           ("mps2-an385", "mcu_matmul_s8")])
+@pytest.mark.parametrize("board, matmul", [("mps2-an386", "mcu_matmul_gemm_s8_dsp"),
+                                           ("mps3-an547", "mcu_matmul_s8_mve"), ("mps2-an385", "mcu_matmul_s8")])
 def test_cached_attention_on_the_device_equals_the_reference(attention, board, matmul, tmp_path):
     """One query's 8 heads over 4 KV heads: 2 rows per rhs batch, which the M4 runs on its GEMM core and Helium as
     row pairs (codegen/kernels/geometry.py, is_matmul_gemm_*)."""

@@ -27,7 +27,8 @@ from test_kernel_variants_qemu import assert_equal_int, run_on_board
 PICK = {"mps2-an386": "mcu_matmul_gemm_s8_dsp", "mps3-an547": "mcu_matmul_gemm_s8_mve", "mps2-an385": "mcu_matmul_s8"}
 # (batches, lhs_batches, rhs_batches, group, m, k, n, transposed)
 SHAPES = [(4, 4, 4, 1, 16, 8, 16, 1), (4, 4, 4, 1, 16, 16, 8, 0), (8, 8, 4, 2, 9, 16, 24, 1),
-          (8, 8, 2, 4, 7, 24, 16, 0), (3, 1, 3, 1, 5, 37, 11, 1), (3, 3, 1, 1, 6, 13, 7, 0), (2, 2, 2, 1, 33, 64, 40, 0),
+          (8, 8, 2, 4, 7, 24, 16, 0), (3, 1, 3, 1, 5, 37, 11, 1), (3, 3, 1, 1, 6, 13, 7, 0),
+          (2, 2, 2, 1, 33, 64, 40, 0),
           (1, 1, 1, 1, 12, 64, 70, 1), (2, 2, 1, 1, 4, 300, 9, 1), (1, 1, 1, 1, 5, 70, 33, 0), (2, 2, 2, 1, 3, 1, 5, 0),
           (2, 2, 2, 1, 8, 4, 1, 1), (6, 6, 3, 2, 2, 131, 6, 0), (1, 1, 1, 1, 64, 32, 64, 1),
           (1, 1, 1, 1, 7, 64, 70, 0)]
@@ -103,7 +104,8 @@ def test_matmul_picks_the_gemm_where_rows_share_the_rhs():
                 "rhs_offset": 0, "output_offset": 0, "output_multiplier": 1 << 30, "output_shift": -8,
                 "act_min": -128, "act_max": 127, "rhs_group": g, "rhs_transposed": tr}
     decode_qk, decode_av = params(8, 4, 2, 1, 8, 256, 1), params(8, 4, 2, 1, 256, 8, 0)  # tinyllama_step
-    prefill, one_row, narrow = params(4, 4, 1, 32, 16, 32, 1), params(4, 4, 1, 1, 64, 64, 1), params(4, 4, 1, 64, 2, 16, 0)
+    prefill, one_row = params(4, 4, 1, 32, 16, 32, 1), params(4, 4, 1, 1, 64, 64, 1)
+    narrow = params(4, 4, 1, 64, 2, 16, 0)
     cases = [decode_qk, decode_av, prefill, one_row, narrow, params(4, 4, 1, 4, 32, 64, 1)]
     want = {"mps2-an386": ["mcu_matmul_gemm_s8_dsp"] * 3 + ["mcu_matmul_s8_dsp"] + ["mcu_matmul_gemm_s8_dsp"] * 2,
             "mps3-an547": ["mcu_matmul_s8_mve"] * 2 + ["mcu_matmul_gemm_s8_mve"] + ["mcu_matmul_s8_mve"] * 2
@@ -139,7 +141,8 @@ def test_matmul_gemm_dsp_c_equals_twin_on_host(lib, seed):
               "lhs_offset": int(rng.integers(-127, 129)), "rhs_offset": int(rng.integers(-127, 129)),
               "output_offset": zo, "output_multiplier": int(rng.integers(1 << 30, 1 << 31)),
               "output_shift": int(rng.integers(-20, 2)) if seed % 3 else -int(np.log2(k * 200)),
-              "act_min": -128 if seed % 2 else zo, "act_max": 127, "rhs_group": g if rb > 1 else 1, "rhs_transposed": tr}
+              "act_min": -128 if seed % 2 else zo, "act_max": 127, "rhs_group": g if rb > 1 else 1,
+              "rhs_transposed": tr}
     lhs = rng.integers(-128, 128, (lb, m, k)).astype(np.int8)
     rhs = rng.integers(-128, 128, (rb, n, k) if tr else (rb, k, n)).astype(np.int8)
     expected = fc.matmul_s8(params, lhs, rhs)
