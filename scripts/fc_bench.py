@@ -1,9 +1,12 @@
-"""Fully connected speed over T token rows on QEMU: MACs per instruction of the int8 fully connected layer one row at
-a time (mcu_fully_connected_s8_dsp on the M4: before the GEMM variant), as the board's registry picks it
-(mcu_fully_connected_gemm_s8_dsp on the M4, _mve on the M55), and of the 1x1 conv variant on the same GEMM (input
-[1, 1, T, K] -> [1, 1, T, N]), per T, K and N.
+"""Fully connected and attention matmul speed over T token rows on QEMU: MACs per instruction of the int8 fully
+connected layer one row at a time (mcu_fully_connected_s8_dsp on the M4: before the GEMM variant), as the board's
+registry picks it (mcu_fully_connected_gemm_s8_dsp on the M4, _mve on the M55), and of the 1x1 conv variant on the
+same GEMM (input [1, 1, T, K] -> [1, 1, T, N]), per T, K and N; with --matmul, the int8 matmul of two activations
+as attention runs it (q @ k^T reading k's rows, and attn @ v) per heads, T and head dim, the variant the registry
+picks beside the one-row-pair DSP / Helium matmul (mcu_matmul_s8_dsp, _mve).
 
     python scripts/fc_bench.py [--rows 8,16,32] [--sizes 64,128,256] [--boards mps2-an386,mps3-an547]
+    python scripts/fc_bench.py --matmul [--heads 4,8] [--rows 16,32,64] [--head-dims 8,16,32]
 Prints a Markdown table. One profiling firmware (-DMCU_PROFILE, as scripts/dw_bench.py) per board and row count
 runs every shape; the counts are per call, net of the harness.
 """
@@ -34,6 +37,7 @@ FEATURES = {"mps2-an386": {"dsp"}, "mps3-an547": {"dsp", "mve"}}
 ROW = {"mps2-an386": "mcu_fully_connected_s8_dsp"}  # one row at a time, where the board picks a GEMM instead
 CONV1X1 = {"mps2-an386": "mcu_conv2d_1x1_s8_dsp", "mps3-an547": "mcu_conv2d_1x1_s8_mve"}
 KINDS = ("row", "fc", "conv")
+MATMUL = {"mps2-an386": "mcu_matmul_s8_dsp", "mps3-an547": "mcu_matmul_s8_mve"}  # the variants before the GEMM
 
 
 def _consts(tensors: dict, name: str, k: int, n: int, wshape: tuple, rng) -> None:
@@ -104,6 +108,73 @@ def firmware_graph(board: str, t: int, sizes: list[int], kind: str) -> tuple[Gra
     return verify(graph), labels
 
 
+def matmul_node(name: str, tensors: dict, h: int, t: int, d: int, qk: bool) -> Node:
+    """Attention's product for h heads over t tokens of head dim d as the portable call: q @ k^T (lhs [h, t, d],
+    rhs k [h, t, d] read transposed) or attn @ v (lhs [h, t, t], rhs v [h, t, d]); its operands are graph inputs."""
+    q = QParams.tensor(0.05, 3)
+    lhs, rhs, out = (f"{name}_{s}" for s in ("a", "b", "y"))
+    k, n = (d, t) if qk else (t, d)
+    tensors[lhs] = Tensor(lhs, (h, t, k), "int8", q)
+    tensors[rhs] = Tensor(rhs, (h, t, d), "int8", q)
+    tensors[out] = Tensor(out, (h, t, n), "int8", q)
+    mult, shift = quantize_multipliers(np.array([30.0 / (np.sqrt(k) * 74.0 * 74.0)]))
+    params = {"batches": h, "lhs_batches": h, "rhs_batches": h, "m": t, "k": k, "n": n, "lhs_offset": -3,
+              "rhs_offset": -3, "output_offset": 3, "output_multiplier": int(mult[0]), "output_shift": int(shift[0]),
+              "act_min": -128, "act_max": 127, "rhs_group": 1, "rhs_transposed": int(qk)}
+    return Node(name, "call", (lhs, rhs), (out,), call=Call("mcu_matmul_s8", params))
+
+
+def matmul_graph(board: str, t: int, heads: list[int], dims: list[int], kind: str) -> tuple[Graph, list[tuple]]:
+    """Every (heads, head dim, q @ k^T or attn @ v) at t tokens, as selected ("sel") or as the old variant ("old");
+    labels (kernel, h, d, qk, MACs) per call."""
+    tensors, nodes, labels = {}, [], []
+    for h in heads:
+        for d in dims:
+            for qk in (True, False):
+                node = matmul_node(f"n{len(nodes)}", tensors, h, t, d, qk)
+                if kind == "sel":
+                    node = selected(node, board, tensors)
+                else:
+                    node = as_variant(node, KERNELS[MATMUL[board]], tensors)
+                nodes.append(node)
+                labels.append((node.call.kernel, h, d, qk, h * t * t * d))
+    inputs = tuple(t for nd in nodes for t in nd.inputs)
+    graph = Graph(tensors, tuple(nodes), inputs, tuple(nd.outputs[0] for nd in nodes))
+    return verify(graph), labels
+
+
+def matmul_main(args) -> int:
+    boards, rows = args.boards.split(","), [int(t) for t in args.rows.split(",")]
+    heads, dims = [int(h) for h in args.heads.split(",")], [int(d) for d in args.head_dims.split(",")]
+    results: dict[tuple, tuple[float, str]] = {}  # (board, kind, t, h, d, qk) -> (MAC/instruction, kernel)
+    with tempfile.TemporaryDirectory() as tmp:
+        for board in boards:
+            for t in rows:
+                for kind in ("old", "sel"):
+                    graph, labels = matmul_graph(board, t, heads, dims, kind)
+                    out_dir = Path(tmp) / f"{board}-{t}-{kind}"
+                    out_dir.mkdir()
+                    counts, _ = instructions_per_call(graph, board, out_dir)
+                    for (kernel, h, d, qk, macs), count in zip(labels, counts):
+                        results[(board, kind, t, h, d, qk)] = (macs / count, kernel[4:])
+                    print(f"# {board} T={t} {kind}: done", file=sys.stderr)
+    cores = {"mps2-an386": "M4", "mps3-an547": "M55"}
+    head = ["product", "heads", "T", "head dim"] + [f"{cores.get(b, b)} {w}" for b in boards
+                                                     for w in ("before", "after", "kernel")]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for qk in (True, False):
+        for h in heads:
+            for t in rows:
+                for d in dims:
+                    row = ["q @ k^T" if qk else "attn @ v", str(h), str(t), str(d)]
+                    for b in boards:
+                        (old, _), (new, kernel) = results[(b, "old", t, h, d, qk)], results[(b, "sel", t, h, d, qk)]
+                        row += [f"{old:.3f}", f"{new:.3f}", kernel]
+                    print("| " + " | ".join(row) + " |")
+    return 0
+
+
 def instructions_per_call(graph: Graph, board_name: str, out_dir: Path) -> tuple[list[int], int]:
     """Instructions of each call (net of the harness) and the arena bytes, on one profiling firmware."""
     board = load_board(board_name)
@@ -127,7 +198,14 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="64,128,256", help="K and N, each of these")
     ap.add_argument("--boards", default="mps2-an386,mps3-an547")
     ap.add_argument("--no-conv", action="store_true", help="the fully connected layer only")
+    ap.add_argument("--matmul", action="store_true", help="attention's matmuls instead (--rows: tokens T)")
+    ap.add_argument("--heads", default="4,8")
+    ap.add_argument("--head-dims", default="8,16,32")
     args = ap.parse_args(argv)
+    if args.matmul:
+        if args.rows == ap.get_default("rows"):
+            args.rows = "16,32,64"
+        return matmul_main(args)
     boards, rows = args.boards.split(","), [int(t) for t in args.rows.split(",")]
     sizes = [int(s) for s in args.sizes.split(",")]
     kinds = {b: [k for k in KINDS if (k != "row" or b in ROW) and (k != "conv" or not args.no_conv)] for b in boards}

@@ -87,11 +87,14 @@ def attention():
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("board, suffix", [("mps2-an386", "_dsp"), ("mps3-an547", "_mve"), ("mps2-an385", "")])
-def test_cached_attention_on_the_device_equals_the_reference(attention, board, suffix, tmp_path):
+@pytest.mark.parametrize("board, matmul", [("mps2-an386", "mcu_matmul_gemm_s8_dsp"),
+                                           ("mps3-an547", "mcu_matmul_s8_mve"), ("mps2-an385", "mcu_matmul_s8")])
+def test_cached_attention_on_the_device_equals_the_reference(attention, board, matmul, tmp_path):
+    """One query's 8 heads over 4 KV heads: 2 rows per rhs batch, which the M4 runs on its GEMM core and Helium as
+    row pairs (codegen/kernels/geometry.py, is_matmul_gemm_*)."""
     pkg = mcu.compile(attention, _stream(1, 0)[0], board=board, calibration=_stream(24, 1), out_dir=tmp_path / "p")
     kernels = [n.call.kernel for n in pkg.graph.nodes if n.call]
-    assert kernels.count(f"mcu_matmul_s8{suffix}") == 2, kernels
+    assert kernels.count(matmul) == 2, kernels
     assert not any("concat" in k or "transpose" in k for k in kernels), kernels  # no copy of the cache
     assert any(k.startswith("mcu_fully_connected_s8") for k in kernels[-1:]), kernels  # the tied projection
     xs = _stream(12, 2)
@@ -104,6 +107,37 @@ def test_cached_attention_on_the_device_equals_the_reference(attention, board, s
     with torch.no_grad():
         ref = np.concatenate([fresh(*x).numpy() for x in xs])
     assert sqnr_db(ref, np.concatenate([w.outputs[0] for w in want])) > 20
+
+
+class PrefillAttention(nn.Module):
+    """Self-attention over 16 tokens: 4 query heads of 8 dims over 2 KV heads (grouped), q @ k^T reading k's rows
+    and attn @ v, both on the GEMM cores (32 rows per rhs batch: 2 heads of 16 tokens share each KV head)."""
+
+    def __init__(self):
+        super().__init__()
+        self.wq, self.wk, self.wv = nn.Linear(32, 32), nn.Linear(32, 16), nn.Linear(32, 16)
+
+    def forward(self, x):
+        q = self.wq(x).view(16, 4, 8).transpose(0, 1)
+        k = self.wk(x).view(16, 2, 8).transpose(0, 1).repeat_interleave(2, dim=0)
+        v = self.wv(x).view(16, 2, 8).transpose(0, 1).repeat_interleave(2, dim=0)
+        attn = torch.softmax(q @ k.transpose(-1, -2) * 8 ** -0.5, -1) @ v
+        return attn.transpose(0, 1).reshape(16, 32)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board, matmul", [("mps2-an386", "mcu_matmul_gemm_s8_dsp"),
+                                           ("mps3-an547", "mcu_matmul_gemm_s8_mve"), ("mps2-an385", "mcu_matmul_s8")])
+def test_prefill_attention_on_the_gemm_cores_equals_the_reference(board, matmul, tmp_path):
+    torch.manual_seed(5)
+    model = PrefillAttention().eval()
+    g = torch.Generator().manual_seed(6)
+    calib = [(torch.randn(16, 32, generator=g),) for _ in range(8)]
+    pkg = mcu.compile(model, calib[0], board=board, calibration=calib, out_dir=tmp_path / "p")
+    kernels = [n.call.kernel for n in pkg.graph.nodes if n.call]
+    assert kernels.count(matmul) == 2, kernels
+    for x in calib[:3]:
+        np.testing.assert_array_equal(mcu.run(pkg, x).raw_outputs[0], pkg.reference(x)[0])
 
 
 def test_float_attention_folds_too(attention, tmp_path):

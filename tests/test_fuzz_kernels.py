@@ -786,6 +786,11 @@ def _prepare_variant(variant, case: Case) -> tuple:
     return (node.call.params, tensors[q[0]].data, tensors[q[1]].data, x, *data)
 
 
+def _garbage(size: int) -> np.ndarray:
+    """Scratch of `size` bytes (at least one, as with_scratch plans it) filled with garbage."""
+    return np.random.default_rng(size).integers(-128, 128, max(1, size), dtype=np.int8)
+
+
 def fuzz_target(kernel: str):
     """(twin, strategy, how to turn twin args into C args) for a kernel, or a reason it is not fuzzed."""
     if kernel in VARIANT_OF:
@@ -801,6 +806,8 @@ def fuzz_target(kernel: str):
             strategy = strategy.map(lambda c: dataclasses.replace(
                 c, args=(*c.args[:4], (c.args[4].astype(np.int8) >> 4).astype(np.int8), *c.args[5:])))
         to_c = (lambda c: _prepare_variant(variant, c)) if variant.prepare else (lambda c: c.args)
+        if variant.scratch is not None and not variant.prepare:  # scratch sized from the params, filled with garbage
+            to_c = (lambda c: (*c.args, _garbage(variant.scratch(c.args[0]))))
         return TWINS[base], strategy, to_c
     if kernel not in TWINS:
         return f"{kernel} has no numpy twin in mcu.codegen.twins"

@@ -12,6 +12,7 @@ import torch
 import hostc
 import mcu.quantization.quantizer  # noqa: F401  (torchao registers torch.ops.quantized_decomposed)
 from mcu.codegen.twins import activation, conv, elementwise, fallback, fc, quant, reduce, shape
+from mcu.codegen.kernels import KERNELS
 from test_kernels_host import (Q30, assert_equal_int, conv_params, rand_act, rand_bias, rand_int8, rand_offsets,
                                rand_quant)
 
@@ -322,6 +323,33 @@ def test_int8_kernel_matches_twin(lib, kernel):
             assert_equal_int(out, expected)
         except AssertionError as exc:
             raise AssertionError(f"seed {seed}: {exc}") from None
+
+
+@pytest.mark.host_c
+@pytest.mark.parametrize("variant", ["mcu_matmul_s8_dsp", "mcu_matmul_gemm_s8_dsp"])
+def test_matmul_dsp_variants_match_twin(lib, variant):
+    """The DSP matmuls (the row-pair one and the GEMM core's, its scratch exactly sized, garbage-filled) on the
+    portable cases: broadcast lhs or rhs, grouped heads, both layouts."""
+    spec = KERNELS[variant]
+    for seed in SEEDS:
+        params, lhs, rhs = matmul_case(seed)
+        expected = fc.matmul_s8(params, lhs, rhs)
+        rng = np.random.default_rng(seed)
+        out = rng.integers(-128, 128, size=expected.shape, dtype=np.int8)
+        scratch = () if spec.scratch is None else (rng.integers(-128, 128, max(1, spec.scratch(params)), np.int8),)
+        assert hostc.call(lib, variant, params, lhs, rhs, *scratch, out=out) == hostc.MCU_OK, f"seed {seed}"
+        try:
+            assert_equal_int(out, expected)
+        except AssertionError as exc:
+            raise AssertionError(f"seed {seed}: {exc}") from None
+
+
+@pytest.mark.host_c
+def test_matmul_gemm_rejects_null_scratch_before_writing(lib):
+    params, lhs, rhs = matmul_case(0)
+    out = np.zeros(fc.matmul_s8(params, lhs, rhs).shape, np.int8)
+    assert hostc.call(lib, "mcu_matmul_gemm_s8_dsp", params, lhs, rhs, None, out=out) == hostc.MCU_ERR_ARG
+    assert not out.any()
 
 
 def test_grouped_conv_twin_equals_per_group_conv():

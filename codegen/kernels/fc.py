@@ -4,11 +4,12 @@ layers' quad-weight variants. Constants: codegen/kernels/prepare.py; C: runtime_
 from __future__ import annotations
 
 from mcu.codegen.kernels import GEMM2_DSP, GEMM3_DSP, GEMM_MVE, kernel, variant
-from mcu.codegen.kernels.geometry import INT4, dsp_widen_gain, fast_widen_gain, is_fc_gemm, s16_fc_widen_gain
-from mcu.codegen.kernels.prepare import (prepare_dsp, prepare_dsp_gemm, prepare_fast, prepare_mve, prepare_s4,
-                                         prepare_rnn_quad, prepare_s16_fc_dsp,
-                                         prepare_s16_fc_dsp_wide)
-from mcu.codegen.twins.fc import fully_connected_gemm_s8_dsp_scratch_bytes
+from mcu.codegen.kernels.geometry import (INT4, dsp_widen_gain, fast_widen_gain, is_fc_gemm, is_matmul_gemm_dsp,
+                                          is_matmul_gemm_mve, s16_fc_widen_gain)
+from mcu.codegen.kernels.prepare import (prepare_dsp, prepare_dsp_gemm, prepare_fast, prepare_mve, prepare_rnn_quad,
+                                         prepare_s4, prepare_s16_fc_dsp, prepare_s16_fc_dsp_wide)
+from mcu.codegen.twins.fc import (fully_connected_gemm_s8_dsp_scratch_bytes, matmul_gemm_s8_dsp_scratch_bytes,
+                                  matmul_gemm_s8_mve_scratch_bytes)
 from mcu.codegen.twins.s16 import fully_connected_s16_dsp_scratch_bytes
 
 FC = "mcu_fc_params_t"
@@ -34,7 +35,13 @@ SPECS = [
     variant("mcu_fully_connected_s8_dsp", "fc", "mcu_fully_connected_s8", ("dsp",), prepare=prepare_dsp),
     variant("mcu_fully_connected_s8_fast", "fc", "mcu_fully_connected_s8", prepare=prepare_fast,
             widen=fast_widen_gain),
+    # rows sharing an rhs batch: its columns packed into the Helium GEMM core's weights (is_matmul_gemm_mve)
+    variant("mcu_matmul_gemm_s8_mve", "fc", "mcu_matmul_s8", ("mve",), is_matmul_gemm_mve,
+            scratch=matmul_gemm_s8_mve_scratch_bytes, links=(GEMM_MVE,)),
     variant("mcu_matmul_s8_mve", "fc", "mcu_matmul_s8", ("mve",)),
+    # rows sharing an rhs batch: its columns packed into the 2x2 GEMM's stream (is_matmul_gemm_dsp), else row pairs
+    variant("mcu_matmul_gemm_s8_dsp", "fc", "mcu_matmul_s8", ("dsp",), is_matmul_gemm_dsp,
+            scratch=matmul_gemm_s8_dsp_scratch_bytes, links=(GEMM2_DSP,)),
     variant("mcu_matmul_s8_dsp", "fc", "mcu_matmul_s8", ("dsp",)),
     # int8 weights widened in the loop; stored int16 (_wide) where the flash budget pays (widen_weights)
     variant("mcu_fully_connected_s16_dsp", "s16", "mcu_fully_connected_s16", ("dsp",), prepare=prepare_s16_fc_dsp,

@@ -72,6 +72,30 @@ def is_fc_gemm(p: dict) -> bool:
     return p["batches"] >= FC_GEMM_ROWS
 
 
+def matmul_block_rows(p: dict) -> int:
+    """Lhs rows per rhs batch of a matmul (mcu_matmul_block): the rows that share one packing of the rhs."""
+    per = p["batches"] if p["rhs_batches"] == 1 else p.get("rhs_group", 1)
+    return p["m"] if p["lhs_batches"] == 1 else per * p["m"]
+
+
+def is_matmul_gemm_dsp(p: dict) -> bool:
+    """Whether a matmul runs on the 2x2 DSP GEMM (mcu_matmul_gemm_s8_dsp): at least 2 rows share each packed rhs
+    (measured on the M4, scripts/fc_bench.py --matmul: from 2 rows it beats the row-pair kernel at every k and n,
+    by 15-25 % at 2 rows (a decode step's grouped heads) and 2-4x from 8)."""
+    return matmul_block_rows(p) >= 2
+
+
+def is_matmul_gemm_mve(p: dict) -> bool:
+    """Whether a matmul runs on the Helium GEMM core (mcu_matmul_gemm_s8_mve), as measured on the M55 against
+    mcu_matmul_s8_mve: 8 rows sharing each packed rhs with k >= 16, or k >= 8 and k * n >= 128; 4 rows with
+    k >= 32 and n >= 16. Fewer rows (decode steps) or fewer taps keep the row-pair kernel, whose per-row cost has
+    no packing to amortize; k <= 4096 (the packing's 16-bit offsets)."""
+    rows, k, n = matmul_block_rows(p), p["k"], p["n"]
+    if k > 4096:
+        return False
+    return (rows >= 8 and k >= 8 and (k >= 16 or k * n >= 128)) or (rows >= 4 and k >= 32 and n >= 16)
+
+
 def is_1x1(p: dict) -> bool:
     return p["filter"][1] == 1 and p["filter"][2] == 1 and p["pad_top"] == 0 and p["pad_left"] == 0
 

@@ -61,3 +61,34 @@ def matmul_s8(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     out = requantize(np.broadcast_to(acc, (b, m, n)), p["output_multiplier"], p["output_shift"]) + p["output_offset"]
     return saturate(out, p["act_min"], p["act_max"])
 
+
+
+def matmul_gemm_s8_dsp_channels(p: dict) -> int:
+    """Twin of mcu_matmul_gemm_s8_dsp_channels: rhs columns packed at a time (all, or the even count whose pairs of
+    the 2x2 core's int16 stream fit 4 KB, 1 KB under 8 rows per rhs batch; at least one pair)."""
+    per = p["batches"] if p["rhs_batches"] == 1 else p.get("rhs_group", 1)
+    rows = p["m"] if p["lhs_batches"] == 1 else per * p["m"]
+    pairs = max(1, (4096 if rows >= 8 else 1024) // _g2_pair_bytes(p["k"]))
+    return p["n"] if 2 * pairs >= p["n"] else 2 * pairs
+
+
+def _g2_pair_bytes(k: int) -> int:
+    steps = -(-k // 4)
+    return 32 + 16 * steps + 4 * ((steps - 2) // 16 + 1 if steps > 1 else 1)
+
+
+def matmul_gemm_s8_dsp_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_matmul_gemm_s8_dsp_scratch_bytes: two rows widened and 3 words, then the packed rhs stream."""
+    return 16 * (-(-p["k"] // 4)) + 12 + (matmul_gemm_s8_dsp_channels(p) + 1) // 2 * _g2_pair_bytes(p["k"])
+
+
+def matmul_gemm_s8_mve_channels(p: dict) -> int:
+    """Twin of mcu_matmul_gemm_s8_mve_channels: rhs columns packed at a time (all, or the multiple of 4 whose
+    weights and biases fit 4 KB, at least 4)."""
+    c = max(4, (4096 // (16 * -(-p["k"] // 16) + 4)) & ~3)
+    return min(c, p["n"])
+
+
+def matmul_gemm_s8_mve_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_matmul_gemm_s8_mve_scratch_bytes: the packed columns' biases and weights."""
+    return (matmul_gemm_s8_mve_channels(p) + 3) // 4 * 4 * (16 * -(-p["k"] // 16) + 4)

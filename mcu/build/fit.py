@@ -85,6 +85,8 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "fc/mcu_fully_connected_s8_fast": 2688,
     "fc/mcu_fully_connected_s8_mve": 576,
     "fc/mcu_matmul_s8": 1216,
+    "fc/mcu_matmul_gemm_s8_dsp": 2368,
+    "fc/mcu_matmul_gemm_s8_mve": 6784,
     "float/mcu_add_f32": 1024,
     "float/mcu_avgpool2d_f32": 1024,
     "float/mcu_clamp_f32": 192,

@@ -417,6 +417,60 @@ mcu_status_t mcu_matmul_s8_dsp(const mcu_matmul_params_t *params, const int8_t *
 mcu_status_t mcu_matmul_s8_mve(const mcu_matmul_params_t *params, const int8_t *lhs, const int8_t *rhs,
                                int8_t *output);
 
+/* DSP variant of mcu_matmul_s8 on the convs' 2x2 GEMM core (same params, same result; codegen picks it where each
+ * rhs batch serves several rows): per block of rows sharing an rhs batch, the rhs (+ rhs_offset) is packed into
+ * the core's int16 stream in scratch, mcu_matmul_gemm_s8_dsp_channels columns at a time (at most 4 KB of stream),
+ * then each pair of lhs rows runs over it. Scratch: two rows widened (16 bytes per 4 taps) and 3 words, then the
+ * stream: mcu_matmul_gemm_s8_dsp_scratch_bytes. */
+mcu_status_t mcu_matmul_gemm_s8_dsp(const mcu_matmul_params_t *params, const int8_t *lhs, const int8_t *rhs,
+                                    int8_t *scratch, int8_t *output);
+
+/* Helium variant of mcu_matmul_s8 on the convs' GEMM core (mcu_mve.h; same params, same result, k <= 4096 else
+ * MCU_ERR_SHAPE; codegen picks it where each rhs batch serves several rows): per block of rows sharing an rhs
+ * batch, the rhs is packed into the core's weights in scratch (per pair of channels, per 16 taps, 16 bytes of
+ * each; k padded with zeros) with each channel's bias (its offset terms), mcu_matmul_gemm_s8_mve_channels columns at
+ * a time (at most 4 KB), then 3 lhs rows at a time run over it, read where they lie. Scratch:
+ * mcu_matmul_gemm_s8_mve_scratch_bytes. Built without Helium it returns MCU_ERR_ARG. */
+mcu_status_t mcu_matmul_gemm_s8_mve(const mcu_matmul_params_t *params, const int8_t *lhs, const int8_t *rhs,
+                                    int8_t *scratch, int8_t *output);
+
+/* Columns packed at a time: all, or the multiple of 4 whose weights and biases fit 4 KB (at least 4). */
+static inline int32_t mcu_matmul_gemm_s8_mve_channels(const mcu_matmul_params_t *params)
+{
+    int32_t c = (4096 / (16 * ((params->k + 15) / 16) + 4)) & ~3;
+    c = c < 4 ? 4 : c;
+    return c >= params->n ? params->n : c;
+}
+
+static inline int32_t mcu_matmul_gemm_s8_mve_scratch_bytes(const mcu_matmul_params_t *params)
+{
+    return ((mcu_matmul_gemm_s8_mve_channels(params) + 3) & ~3) * (16 * ((params->k + 15) / 16) + 4);
+}
+
+/* Bytes of one pair of channels in the 2x2 core's int16 stream over k taps (mcu_opt.h, mcu_dsp_g2_pair_bytes). */
+static inline int32_t mcu_matmul_gemm_s8_dsp_pair_bytes(int32_t k)
+{
+    const int32_t steps = (k + 3) / 4;
+    return 32 + 16 * steps + 4 * (steps > 1 ? (steps - 2) / 16 + 1 : 1);
+}
+
+/* Columns packed at a time: all, or the even count whose pairs fit 4 KB (1 KB under 8 rows per rhs batch, where
+ * packing more at once saves little; at least one pair). */
+static inline int32_t mcu_matmul_gemm_s8_dsp_channels(const mcu_matmul_params_t *params)
+{
+    const int32_t per = params->rhs_batches == 1 ? params->batches : params->rhs_group;
+    const int32_t rows = params->lhs_batches == 1 ? params->m : per * params->m;
+    int32_t pairs = (rows >= 8 ? 4096 : 1024) / mcu_matmul_gemm_s8_dsp_pair_bytes(params->k);
+    pairs = pairs < 1 ? 1 : pairs;
+    return 2 * pairs >= params->n ? params->n : 2 * pairs;
+}
+
+static inline int32_t mcu_matmul_gemm_s8_dsp_scratch_bytes(const mcu_matmul_params_t *params)
+{
+    const int32_t c = mcu_matmul_gemm_s8_dsp_channels(params);
+    return 16 * ((params->k + 3) / 4) + 12 + (c + 1) / 2 * mcu_matmul_gemm_s8_dsp_pair_bytes(params->k);
+}
+
 /* ---- Float32 fallback ------------------------------------------------------------------------------
  * An op without an integer kernel would run as dequantize -> float kernel -> quantize, float temporaries in
  * the arena; the converts also serve mixed precision, and mcu_layer_norm_f32 float32 models. float only (soft-float on cores without an FPU); results match the numpy twins in IEEE single
