@@ -49,6 +49,31 @@ static void mcu_rnn_quad(const float *in, const float *w4, int32_t len, const fl
                          float out[4])
 {
     float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+#if defined(__GNUC__) && defined(__thumb2__) && defined(__ARM_FP) && (__ARM_FP & 4) && !defined(__ARM_FEATURE_MVE)
+    /* the same products and sums, the quad's 4 weights in one VLDM: 12 instructions per 4 MACs, not 16 (Helium
+     * cores: GCC runs the C below as one vector multiply and add per tap, lane by lane, the same sums) */
+    const float *end = in + len;
+    __asm__ volatile(
+        "cmp %[in], %[end]\n\t"
+        "bcs 2f\n"
+        "1:\n\t"
+        "vldmia %[in]!, {s8}\n\t"
+        "vldmia %[w]!, {s12-s15}\n\t"
+        "vmul.f32 s12, s8, s12\n\t"
+        "vmul.f32 s13, s8, s13\n\t"
+        "vmul.f32 s14, s8, s14\n\t"
+        "vmul.f32 s15, s8, s15\n\t"
+        "vadd.f32 %[a0], %[a0], s12\n\t"
+        "vadd.f32 %[a1], %[a1], s13\n\t"
+        "vadd.f32 %[a2], %[a2], s14\n\t"
+        "vadd.f32 %[a3], %[a3], s15\n\t"
+        "cmp %[in], %[end]\n\t"
+        "bcc 1b\n"
+        "2:\n"
+        : [a0] "+t"(a0), [a1] "+t"(a1), [a2] "+t"(a2), [a3] "+t"(a3), [in] "+r"(in), [w] "+r"(w4)
+        : [end] "r"(end)
+        : "s8", "s12", "s13", "s14", "s15", "cc", "memory");
+#else
     for (const float *end = in + len; in < end; ++in, w4 += 4) {
         const float x = *in;
         a0 += x * w4[0];
@@ -56,6 +81,7 @@ static void mcu_rnn_quad(const float *in, const float *w4, int32_t len, const fl
         a2 += x * w4[2];
         a3 += x * w4[3];
     }
+#endif
     out[0] = a0;
     out[1] = a1;
     out[2] = a2;
