@@ -43,6 +43,20 @@ static inline void mcu_convt_taps(int32_t o, int32_t pad, int32_t stride, int32_
     *end = k <= last ? last + 1 : k;
 }
 
+/* One output coordinate's taps of a transposed conv: k0, k0 + stride, ... < k1, tap k0 reading input i0 and each
+ * next tap the input before (mcu_convt_taps). */
+typedef struct {
+    int32_t k0, k1, i0;
+} mcu_convt_span_t;
+
+static inline mcu_convt_span_t mcu_convt_span(int32_t o, int32_t pad, int32_t stride, int32_t taps, int32_t in_size)
+{
+    mcu_convt_span_t s;
+    mcu_convt_taps(o, pad, stride, taps, in_size, &s.k0, &s.k1);
+    s.i0 = (o + pad - s.k0) / stride;
+    return s;
+}
+
 /* A bilinear table of `size` (i0, i1, w1) triples indexing an axis of `in_size`, w1 in [0, 2^MCU_BILINEAR_BITS]. */
 static inline int mcu_bilinear_taps_ok(const int16_t *taps, int32_t size, int32_t in_size)
 {
@@ -483,6 +497,17 @@ static inline mcu_status_t mcu_convt_check(const mcu_conv2d_params_t *p, const m
         return MCU_ERR_SHAPE;
     }
     return mcu_quant_ok(quant, p->output.c) ? MCU_OK : MCU_ERR_ARG;
+}
+
+/* mcu_convt_check, and a variant's contiguous output pixels (the _dsp and _mve transposed convs). */
+static inline mcu_status_t mcu_convt_variant_check(const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *quant,
+                                                   const void *input, const void *filter, const void *output)
+{
+    const mcu_status_t status = mcu_convt_check(p, quant, input, filter, output);
+    if (status != MCU_OK) {
+        return status;
+    }
+    return mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c) ? MCU_OK : MCU_ERR_ARG;
 }
 
 #endif /* MCU_UTIL_H */

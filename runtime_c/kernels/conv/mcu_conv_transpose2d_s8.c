@@ -32,13 +32,9 @@ mcu_status_t mcu_conv_transpose2d_s8(const mcu_conv2d_params_t *params, const mc
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c_in;
         for (int32_t y = 0; y < p->output.h; ++y) {
-            int32_t ky0, ky1;
-            mcu_convt_taps(y, p->pad_top, sh, kh, in_h, &ky0, &ky1);
-            const int32_t iy0 = (y + p->pad_top - ky0) / sh;
+            const mcu_convt_span_t sy = mcu_convt_span(y, p->pad_top, sh, kh, in_h);
             for (int32_t x = 0; x < p->output.w; ++x) {
-                int32_t kx0, kx1;
-                mcu_convt_taps(x, p->pad_left, sw, kw, in_w, &kx0, &kx1);
-                const int32_t ix0 = (x + p->pad_left - kx0) / sw;
+                const mcu_convt_span_t sx = mcu_convt_span(x, p->pad_left, sw, kw, in_w);
                 int32_t co = 0;
                 for (; co + 4 <= c_out; co += 4) { /* 4 channels share each input element */
                     const int8_t *w0 = filter + co * w_chan;
@@ -47,8 +43,8 @@ mcu_status_t mcu_conv_transpose2d_s8(const mcu_conv2d_params_t *params, const mc
                         acc[j] = bias != NULL ? bias[co + j] : 0;
                     }
                     int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-                    for (int32_t ky = ky0, iy = iy0; ky < ky1; ky += sh, --iy) {
-                        for (int32_t kx = kx0, ix = ix0; kx < kx1; kx += sw, --ix) {
+                    for (int32_t ky = sy.k0, iy = sy.i0; ky < sy.k1; ky += sh, --iy) {
+                        for (int32_t kx = sx.k0, ix = sx.i0; kx < sx.k1; kx += sw, --ix) {
                             const int8_t *x_t = in_n + (iy * in_w + ix) * c_in;
                             const int8_t *w_t = w0 + (ky * kw + kx) * c_in;
                             for (int32_t ci = 0; ci < c_in; ++ci) {
@@ -68,8 +64,8 @@ mcu_status_t mcu_conv_transpose2d_s8(const mcu_conv2d_params_t *params, const mc
                 for (; co < c_out; ++co) {
                     const int8_t *w_co = filter + co * w_chan;
                     int32_t acc = bias != NULL ? bias[co] : 0;
-                    for (int32_t ky = ky0, iy = iy0; ky < ky1; ky += sh, --iy) {
-                        for (int32_t kx = kx0, ix = ix0; kx < kx1; kx += sw, --ix) {
+                    for (int32_t ky = sy.k0, iy = sy.i0; ky < sy.k1; ky += sh, --iy) {
+                        for (int32_t kx = sx.k0, ix = sx.i0; kx < sx.k1; kx += sw, --ix) {
                             const int8_t *x_t = in_n + (iy * in_w + ix) * c_in;
                             const int8_t *w_t = w_co + (ky * kw + kx) * c_in;
                             for (int32_t ci = 0; ci < c_in; ++ci) {

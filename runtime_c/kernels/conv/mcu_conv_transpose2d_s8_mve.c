@@ -29,12 +29,9 @@ mcu_status_t mcu_conv_transpose2d_s8_mve(const mcu_conv2d_params_t *params, cons
 {
 #if MCU_HAVE_MVE
     const mcu_conv2d_params_t *p = params;
-    const mcu_status_t status = mcu_convt_check(p, quant, input, filter, output);
+    const mcu_status_t status = mcu_convt_variant_check(p, quant, input, filter, output);
     if (status != MCU_OK) {
         return status;
-    }
-    if (!mcu_pixel_stride_contiguous(p->output_pixel_stride, p->output.c)) {
-        return MCU_ERR_ARG; /* a variant writes contiguous pixels */
     }
     const int32_t in_h = p->input.h, in_w = p->input.w, c_in = p->input.c, c_out = p->output.c;
     const int32_t kh = p->filter.h, kw = p->filter.w, sh = p->stride_h, sw = p->stride_w;
@@ -44,19 +41,15 @@ mcu_status_t mcu_conv_transpose2d_s8_mve(const mcu_conv2d_params_t *params, cons
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c_in;
         for (int32_t y = 0; y < p->output.h; ++y) {
-            int32_t ky0, ky1;
-            mcu_convt_taps(y, p->pad_top, sh, kh, in_h, &ky0, &ky1);
-            const int32_t iy0 = (y + p->pad_top - ky0) / sh;
+            const mcu_convt_span_t sy = mcu_convt_span(y, p->pad_top, sh, kh, in_h);
             for (int32_t x = 0; x < p->output.w; ++x, out += os) {
-                int32_t kx0, kx1;
-                mcu_convt_taps(x, p->pad_left, sw, kw, in_w, &kx0, &kx1);
-                const int32_t ix0 = (x + p->pad_left - kx0) / sw;
+                const mcu_convt_span_t sx = mcu_convt_span(x, p->pad_left, sw, kw, in_w);
                 int32_t co = 0;
                 for (; co + 4 <= c_out; co += 4) {
                     const int8_t *w0 = filter + co * w_chan;
                     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-                    for (int32_t ky = ky0, iy = iy0; ky < ky1; ky += sh, --iy) {
-                        for (int32_t kx = kx0, ix = ix0; kx < kx1; kx += sw, --ix) {
+                    for (int32_t ky = sy.k0, iy = sy.i0; ky < sy.k1; ky += sh, --iy) {
+                        for (int32_t kx = sx.k0, ix = sx.i0; kx < sx.k1; kx += sw, --ix) {
                             const int8_t *x_t = in_n + (iy * in_w + ix) * c_in;
                             const int8_t *w_t = w0 + (ky * kw + kx) * c_in;
                             for (int32_t ci = 0; ci < c_in; ci += 16) {
@@ -82,8 +75,8 @@ mcu_status_t mcu_conv_transpose2d_s8_mve(const mcu_conv2d_params_t *params, cons
                     for (int32_t j = 0; co + j < c_out; ++j) {
                         const int8_t *w0 = filter + (co + j) * w_chan;
                         int32_t a = 0, s_w = 0;
-                        for (int32_t ky = ky0, iy = iy0; ky < ky1; ky += sh, --iy) {
-                            for (int32_t kx = kx0, ix = ix0; kx < kx1; kx += sw, --ix) {
+                        for (int32_t ky = sy.k0, iy = sy.i0; ky < sy.k1; ky += sh, --iy) {
+                            for (int32_t kx = sx.k0, ix = sx.i0; kx < sx.k1; kx += sw, --ix) {
                                 const int8_t *x_t = in_n + (iy * in_w + ix) * c_in;
                                 const int8_t *w_t = w0 + (ky * kw + kx) * c_in;
                                 for (int32_t ci = 0; ci < c_in; ci += 16) {
