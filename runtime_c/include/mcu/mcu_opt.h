@@ -1041,6 +1041,48 @@ MCU_INLINE int32x4_t mcu_mve_requantize(int32x4_t acc, int32x4_t mult, int32x4_t
     const int32x4_t down = vrshlq_s32(vqdmulhq_s32(acc, mult), vminq_s32(shift, zero));
     return vpselq_s32(up, down, vcmpgeq_n_s32(shift, 0));
 }
+
+/* The int8 adds' table loop (mcu_add_s8_mve, mcu_add_broadcast_s8_mve) where the requantization only shifts down:
+ * for `blocks` groups of 4 lanes, o = clamp(rshl(qdmulh(t1[a] +sat t2[b], mult), shift) + zo, vmin, vmax), a and b
+ * int8 gather offsets into the tables (entry 0 at t1, t2); 12 instructions per 4 lanes (GCC does not post-increment
+ * these loads). Advances *a, *b and *o past what it wrote. */
+MCU_INLINE void mcu_mve_add_tables_down(const int8_t **a, const int8_t **b, int8_t **o, int32_t blocks,
+                                        const int32_t *t1, const int32_t *t2, int32x4_t mult, int32x4_t shift,
+                                        int32x4_t vmin, int32x4_t vmax, int32_t zo)
+{
+    const int8_t *pa = *a, *pb = *b;
+    int8_t *po = *o;
+    int32_t k[16] __attribute__((aligned(8)));
+    vstrwq_s32(k, mult);
+    vstrwq_s32(k + 4, shift);
+    vstrwq_s32(k + 8, vmin);
+    vstrwq_s32(k + 12, vmax);
+    __asm__ volatile("vldrw.u32 q4, [%[k]]\n\t"
+                     "vldrw.u32 q5, [%[k], #16]\n\t"
+                     "vldrw.u32 q6, [%[k], #32]\n\t"
+                     "vldrw.u32 q7, [%[k], #48]\n\t"
+                     "wls lr, %[n], 2f\n"
+                     "1:\n\t"
+                     "vldrb.s32 q0, [%[a]], #4\n\t"
+                     "vldrb.s32 q1, [%[b]], #4\n\t"
+                     "vldrw.u32 q2, [%[t1], q0, uxtw #2]\n\t"
+                     "vldrw.u32 q3, [%[t2], q1, uxtw #2]\n\t"
+                     "vqadd.s32 q2, q2, q3\n\t"
+                     "vqdmulh.s32 q2, q2, q4\n\t"
+                     "vrshl.s32 q2, q2, q5\n\t"
+                     "vadd.i32 q2, q2, %[zo]\n\t"
+                     "vmax.s32 q2, q2, q6\n\t"
+                     "vmin.s32 q2, q2, q7\n\t"
+                     "vstrb.32 q2, [%[o]], #4\n\t"
+                     "le lr, 1b\n"
+                     "2:\n\t"
+                     : [a] "+l"(pa), [b] "+l"(pb), [o] "+l"(po) /* the widening loads need r0-r7 */
+                     : [k] "r"(k), [n] "r"(blocks), [t1] "r"(t1), [t2] "r"(t2), [zo] "r"(zo)
+                     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
+    *a = pa;
+    *b = pb;
+    *o = po;
+}
 #endif
 
 #endif /* MCU_OPT_H */

@@ -28,34 +28,8 @@ MCU_INLINE void add_run(const mcu_add_params_t *p, const int32_t *t1, const int3
     const int8_t *a = input1, *b = input2;
     int8_t *o = output;
     int32_t n = size >> 2;
-    if (down && n > 0) { /* 12 instructions per 4 lanes (GCC does not post-increment these loads) */
-        int32_t k[16] __attribute__((aligned(8)));
-        vstrwq_s32(k, mult);
-        vstrwq_s32(k + 4, shift);
-        vstrwq_s32(k + 8, vmin);
-        vstrwq_s32(k + 12, vmax);
-        __asm__ volatile("vldrw.u32 q4, [%[k]]\n\t"
-                         "vldrw.u32 q5, [%[k], #16]\n\t"
-                         "vldrw.u32 q6, [%[k], #32]\n\t"
-                         "vldrw.u32 q7, [%[k], #48]\n\t"
-                         "wls lr, %[n], 2f\n"
-                         "1:\n\t"
-                         "vldrb.s32 q0, [%[a]], #4\n\t"
-                         "vldrb.s32 q1, [%[b]], #4\n\t"
-                         "vldrw.u32 q2, [%[t1], q0, uxtw #2]\n\t"
-                         "vldrw.u32 q3, [%[t2], q1, uxtw #2]\n\t"
-                         "vqadd.s32 q2, q2, q3\n\t"
-                         "vqdmulh.s32 q2, q2, q4\n\t"
-                         "vrshl.s32 q2, q2, q5\n\t"
-                         "vadd.i32 q2, q2, %[zo]\n\t"
-                         "vmax.s32 q2, q2, q6\n\t"
-                         "vmin.s32 q2, q2, q7\n\t"
-                         "vstrb.32 q2, [%[o]], #4\n\t"
-                         "le lr, 1b\n"
-                         "2:\n\t"
-                         : [a] "+l"(a), [b] "+l"(b), [o] "+l"(o) /* the widening loads need r0-r7 */
-                         : [k] "r"(k), [n] "r"(n), [t1] "r"(t1), [t2] "r"(t2), [zo] "r"(zo)
-                         : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory");
+    if (down && n > 0) {
+        mcu_mve_add_tables_down(&a, &b, &o, n, t1, t2, mult, shift, vmin, vmax, zo);
         n = 0;
     }
     for (; n > 0; --n, a += 4, b += 4, o += 4) {
