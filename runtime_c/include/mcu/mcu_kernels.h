@@ -635,8 +635,8 @@ typedef struct {
 mcu_status_t mcu_matmul_f32(const mcu_matmul_f32_params_t *params, const float *lhs, const float *rhs,
                             float *output);
 
-/* Cells of mcu_rnn_f32 (mcu_rnn_f32_params_t.cell; mcu_lstm_f32 ignores it). */
-enum { MCU_RNN_GRU = 1, MCU_RNN_TANH = 2, MCU_RNN_RELU = 3 };
+/* Cells of mcu_rnn_f32_params_t.cell: mcu_rnn_f32 runs GRU, TANH and RELU; mcu_lstm_f32 ignores it (LSTM). */
+enum { MCU_RNN_LSTM, MCU_RNN_GRU, MCU_RNN_TANH, MCU_RNN_RELU };
 
 typedef struct {
     int32_t batches, steps;     /* x [batches, steps, input_size], y [batches, steps, hidden] */
