@@ -50,6 +50,7 @@ from mcu.importer.decompose import decompose_composites
 from mcu.importer.composites.spatial import has_int8_kernel
 from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
+from mcu.quantization.decoder import classifier_as_linear, decoder_precision, is_decoder
 from mcu.quantization.mixed import PRECISIONS, check_mixed, op_rule, precision_of
 from mcu.quantization.observers import (FIXED16_QSPEC, SOFTMAX_OUT_QSPEC, TABLE_QSPEC, TANH_OUT_QSPEC, act_qspec,
                                        weight_qspec)
@@ -199,10 +200,13 @@ class McuQuantizer(Quantizer):
         self.qat = qat
         self.precision = precision
         self.mixed = check_mixed(mixed)
+        self.decoder = False  # set by annotate: an int8 run of a decoder step takes mcu.quantization.decoder's defaults
 
     def precision_of(self, node: Node) -> str:
-        """The precision of an op: that of the innermost module the `mixed` rules name, else the run's."""
-        return precision_of(node, self.mixed, self.precision)
+        """The precision of an op: that of the innermost module the `mixed` rules name, else the run's (a decoder
+        step's in an int8 run: mcu.quantization.decoder)."""
+        default = decoder_precision(node) if self.decoder else self.precision
+        return precision_of(node, self.mixed, default)
 
     def _moved_precision(self, node: Node) -> str | None:
         """The integer precision of the op an op that only moves or rescales values (MOVE_OPS, a concat of one
@@ -221,6 +225,7 @@ class McuQuantizer(Quantizer):
         return src.meta.get("mcu_act_precision") if isinstance(src, Node) else None
 
     def annotate(self, model: GraphModule) -> GraphModule:
+        self.decoder = self.precision == "int8" and not self.qat and is_decoder(model, self.states)
         for node in model.graph.nodes:
             if node.op == "call_function" and node.target in INDEX_OPS:  # float in, int32 indices out
                 node.meta["mcu_precision"] = "float32"
@@ -315,6 +320,8 @@ class McuQuantizer(Quantizer):
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         model = decompose_composites(model, tables=True, whole=self._has_int8_kernel)
+        if self.precision == "int8" and not self.qat and is_decoder(model, self.states):
+            model = classifier_as_linear(model)
         return model if self.qat else fold_batch_norms(model)
 
     def validate(self, model: GraphModule) -> None:
