@@ -3,7 +3,7 @@ every op int8) and a16w8: teacher-forced next-token agreement
 with the float model over held-out text (16 windows of 63 positions), greedy generation on the device against
 PyTorch's float greedy tokens, instructions per token, state and arena (issue #28's table).
 
-    .venv/bin/python scripts/tinyllm_accuracy.py [--boards mps2-an386,mps3-an547] [--tokens 60]
+    .venv/bin/python scripts/tinyllm_accuracy.py [--boards mps2-an386,mps3-an547] [--tokens 60] [--rows "int8;a16w8"]
 """
 from __future__ import annotations
 
@@ -64,6 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", default="mps2-an386,mps3-an547")
     parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--rows", default="", help="the rows to run, by label, ';' between (default: all)")
     args = parser.parse_args()
     model, example = trained_tinyllm(log=print)
     texts = windows(16)
@@ -74,10 +75,12 @@ def main() -> None:
           "weights (B) | state (B) | arena (B) | device == reference |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for label, quantize, mixed in PRECISIONS:
+        for k, (label, quantize, mixed) in enumerate(PRECISIONS):
+            if args.rows and label not in args.rows.split(";"):
+                continue
             agreement = None
             for board in args.boards.split(","):
-                pkg = mcu.compile(model, example, board=board, quantize=quantize, out_dir=f"{tmp}/{label}-{board}",
+                pkg = mcu.compile(model, example, board=board, quantize=quantize, out_dir=f"{tmp}/{k}-{board}",
                                   calibration=None if quantize == "none" else calibration(), mixed=mixed)
                 agreement = teacher_forced(pkg, model, texts) if agreement is None else agreement
                 dev = generate(pkg, prompt, args.tokens)
