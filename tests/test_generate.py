@@ -141,21 +141,23 @@ def test_the_sampling_twin_by_hand():
 
 
 def test_the_c_sampler_equals_the_twin_on_tied_logits(llm, tmp_path):
-    """The generated model_sample on the host compiler, on int8 logits full of ties, against codegen/twins/sample.py:
-    temperatures from 1e-3 to 1e3, top_k below 0, 0, 1, 2, 40, vocab - 1, vocab and above."""
+    """The generated model_sample on the host compiler, on logits full of ties (values in int8's range, stored in the
+    logits' type: int16 under the decoder defaults), against codegen/twins/sample.py: temperatures from 1e-3 to 1e3,
+    top_k below 0, 0, 1, 2, 40, vocab - 1, vocab and above."""
     import hostc
     _, pkg = llm
+    out, gen = pkg.manifest["outputs"][0], np.random.default_rng(0)
+    ctype, dtype = {"int8": ("int8_t", np.int8), "int16": ("int16_t", np.int16)}[out["dtype"]]
     wrapper = tmp_path / "sample.c"
     wrapper.write_text('#include "model.c"\n'
-                       "int32_t test_sample(const int8_t *q, float t, int32_t k, uint32_t *rng);\n"
-                       "int32_t test_sample(const int8_t *q, float t, int32_t k, uint32_t *rng)\n"
+                       f"int32_t test_sample(const {ctype} *q, float t, int32_t k, uint32_t *rng);\n"
+                       f"int32_t test_sample(const {ctype} *q, float t, int32_t k, uint32_t *rng)\n"
                        "{\n    return model_sample(q, t, k, rng);\n}\n")
     lib = hostc.build([wrapper, pkg.out_dir / "weights.c", *sorted((pkg.out_dir / "mcu_runtime").rglob("*.c"))],
                       extra_flags=[f"-I{pkg.out_dir}"])
     lib.test_sample.argtypes = [ctypes.c_void_p, ctypes.c_float, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32)]
-    out, gen = pkg.manifest["outputs"][0], np.random.default_rng(0)
     for case in range(400):
-        q = gen.integers(-128, 128 if case % 2 else -120, 512).astype(np.int8)
+        q = gen.integers(-128, 128 if case % 2 else -120, 512).astype(dtype)
         t = float(np.float32(10.0 ** gen.uniform(-3, 3)))
         k = int(gen.choice([-3, 0, 1, 2, 40, 511, 512, 600]))
         state = rng_seed(case + 1)
@@ -167,7 +169,7 @@ def test_the_c_sampler_equals_the_twin_on_tied_logits(llm, tmp_path):
     lib.model_generate_sampled.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32,
                                            ctypes.c_float, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint32),
                                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    prompt, tokens, logits = np.array(PROMPT, np.int32), np.zeros(4, np.int32), np.zeros(512, np.int8)
+    prompt, tokens, logits = np.array(PROMPT, np.int32), np.zeros(4, np.int32), np.zeros(512, dtype)
     for t, state in ((float("nan"), 7), (float("inf"), 7), (0.8, 0)):
         rng = ctypes.c_uint32(state)
         assert lib.model_generate_sampled(prompt.ctypes.data, 3, tokens.ctypes.data, 4, t, 40, ctypes.byref(rng),

@@ -42,6 +42,15 @@ def _op_family(node: Node) -> str:
     return str(name).split(".")[0].lstrip("_")
 
 
+def op_rule(node: Node, rules: tuple) -> str | None:
+    """The precision an op-family rule ('op:softmax') gives `node`, if one names it."""
+    found = None
+    for key, precision in rules:
+        if isinstance(key, str) and key.startswith("op:") and key[3:] == _op_family(node):
+            found = precision
+    return found
+
+
 def precision_of(node: Node, rules: tuple, default: str) -> str:
     """The precision the innermost module of `node` (torch.export's nn_module_stack) gets from `rules`; an op-family
     rule ('op:softmax') wins over module rules for the ops it names."""
@@ -53,7 +62,4 @@ def precision_of(node: Node, rules: tuple, default: str) -> str:
         for key, precision in rules:
             if not (isinstance(key, str) and key.startswith("op:")) and _matches(key, path, type_name):
                 found = precision
-    for key, precision in rules:
-        if isinstance(key, str) and key.startswith("op:") and key[3:] == _op_family(node):
-            found = precision
-    return found
+    return op_rule(node, rules) or found

@@ -18,7 +18,8 @@ Scheme (TFLite-compatible integer semantics):
   names) to "int8", "a16w8" or "float32"; each op takes the precision of the innermost module that names one,
   else the run's. float32 ops are left unannotated (torchao keeps them float) and carry
   meta["mcu_precision"] = "float32" for the importer; where precisions meet, torchao's own Q/DQ pairs become
-  the converts;
+  the converts; an op that only moves values (a view, a copy, a concat of one tensor's copies) or rescales them
+  by a number runs in the integer precision of the op it reads, so values cross precisions where they are used;
 - bias correction (mcu.quantization.bias) between calibration and conversion; the observers and qspecs are in
   mcu.quantization.observers.
 """
@@ -49,7 +50,8 @@ from mcu.importer.decompose import decompose_composites
 from mcu.importer.composites.spatial import has_int8_kernel
 from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
-from mcu.quantization.mixed import PRECISIONS, check_mixed, precision_of
+from mcu.quantization.decoder import classifier_as_linear, decoder_precision, is_decoder
+from mcu.quantization.mixed import PRECISIONS, check_mixed, op_rule, precision_of
 from mcu.quantization.observers import (FIXED16_QSPEC, SOFTMAX_OUT_QSPEC, TABLE_QSPEC, TANH_OUT_QSPEC, act_qspec,
                                        weight_qspec)
 
@@ -85,6 +87,14 @@ SHARED_QPARAM_OPS = {
     aten.upsample_bilinear2d.vec,  # each output a convex sum of inputs: inside the input's range
 } | FUSABLE_ACTIVATIONS
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
+# Ops that copy values unchanged (a subset of SHARED_QPARAM_OPS) and ones that rescale them by a number: in mixed
+# precision they run in their input's integer precision (McuQuantizer._moved_precision).
+MOVE_OPS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten._unsafe_view.default,
+            aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default, aten.permute.default, aten.transpose.int,
+            aten.contiguous.default, aten.dropout.default, aten.clone.default, aten.slice.Tensor,
+            aten.max_pool2d.default, aten.max_pool1d.default, aten.upsample_nearest2d.vec,
+            aten.upsample_nearest1d.vec}
+RESCALE_OPS = {aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar}
 
 
 def _bias_qparams(obs_or_fqs):
@@ -190,19 +200,41 @@ class McuQuantizer(Quantizer):
         self.qat = qat
         self.precision = precision
         self.mixed = check_mixed(mixed)
+        self.decoder = False  # set by annotate: an int8 run of a decoder step takes mcu.quantization.decoder's defaults
 
     def precision_of(self, node: Node) -> str:
-        """The precision of an op: that of the innermost module the `mixed` rules name, else the run's."""
-        return precision_of(node, self.mixed, self.precision)
+        """The precision of an op: that of the innermost module the `mixed` rules name, else the run's (a decoder
+        step's in an int8 run: mcu.quantization.decoder)."""
+        default = decoder_precision(node) if self.decoder else self.precision
+        return precision_of(node, self.mixed, default)
+
+    def _moved_precision(self, node: Node) -> str | None:
+        """The integer precision of the op an op that only moves or rescales values (MOVE_OPS, a concat of one
+        tensor's copies, x * a number) reads, unless an op-family rule names it: moved where they lie and converted
+        where used (a KV cache read in int8 by an int8 product stays int8 through repeat_interleave's copies)."""
+        if op_rule(node, self.mixed) is not None:
+            return None
+        src = node.args[0] if node.args else None
+        if node.target == aten.cat.default:
+            ins = [a for a in node.args[0] if isinstance(a, Node)]
+            src = ins[0] if len(set(ins)) == 1 else None
+        elif node.target in RESCALE_OPS:
+            src = src if len(node.args) == 2 and isinstance(node.args[1], (int, float)) else None
+        elif node.target not in MOVE_OPS:
+            src = None
+        return src.meta.get("mcu_act_precision") if isinstance(src, Node) else None
 
     def annotate(self, model: GraphModule) -> GraphModule:
+        self.decoder = self.precision == "int8" and not self.qat and is_decoder(model, self.states)
         for node in model.graph.nodes:
             if node.op == "call_function" and node.target in INDEX_OPS:  # float in, int32 indices out
                 node.meta["mcu_precision"] = "float32"
                 continue
             if node.op != "call_function" or _is_annotated(node) or not _is_float(node):
                 continue
-            precision = self.precision_of(node)
+            precision = self._moved_precision(node) or self.precision_of(node)
+            if precision != "float32" and not float_island(node, precision):
+                node.meta["mcu_act_precision"] = precision
             if precision == "float32" or float_island(node, precision):
                 node.meta["mcu_precision"] = "float32"
                 continue
@@ -288,6 +320,8 @@ class McuQuantizer(Quantizer):
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         model = decompose_composites(model, tables=True, whole=self._has_int8_kernel)
+        if self.precision == "int8" and not self.qat and is_decoder(model, self.states):
+            model = classifier_as_linear(model)
         return model if self.qat else fold_batch_norms(model)
 
     def validate(self, model: GraphModule) -> None:
