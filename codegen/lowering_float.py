@@ -10,7 +10,8 @@ import numpy as np
 from mcu.codegen.ir import Node
 from mcu.codegen.lowering import _dims4, call_node, conv_geometry, f32, matmul_dims, pool_geometry
 from mcu.codegen.lowering_s8 import INT8
-from mcu.codegen.twins.float32 import BINARY_OPS, REDUCE_OPS, RNN_CELLS, UNARY_OPS
+from mcu.codegen.twins.float32 import BINARY_OPS, REDUCE_OPS, UNARY_OPS
+from mcu.codegen.twins.recurrent import RNN_CELLS
 from mcu.codegen.errors import LoweringError
 
 FLT_MAX = float(np.finfo(np.float32).max)

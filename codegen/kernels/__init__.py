@@ -27,7 +27,7 @@ FAMILIES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce"
 # connected GEMM, the Helium GEMM of the _mve ones
 GEMM2_DSP, GEMM3_DSP, GEMM_MVE = "shared/mcu_gemm2_s8_dsp", "shared/mcu_gemm3_s8_dsp", "shared/mcu_gemm_s8_mve"
 TWIN_MODULES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback", "float32", "s16",
-                "norm")
+                "norm", "recurrent")
 
 
 def always(params: dict) -> bool:

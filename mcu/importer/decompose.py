@@ -28,7 +28,7 @@ from torch.fx import GraphModule, Node
 
 from mcu.errors import UnsupportedOpError
 from mcu.importer.composites import arith, indexing, layers, logic, norms, spatial
-from mcu.importer.recurrent import RNN_DECOMPOSITIONS
+from mcu.importer.recurrent import RNN_DECOMPOSITIONS, projected
 from mcu.importer.ops import ELEMENTWISE_OPS, add_constant, const_tensor, source_line
 
 
@@ -60,6 +60,10 @@ def torch_decompositions(ep: torch.export.ExportedProgram) -> torch.export.Expor
     for op in list(table.keys()):
         if op not in TORCH_DECOMPOSED:
             del table[op]
+    for n in ep.graph.nodes:
+        if n.op == "call_function" and projected(n):
+            raise UnsupportedOpError(f"nn.LSTM with proj_size at {source_line(n) or '(no source line recorded)'} is not "
+                                     f"supported; project the output with an nn.Linear after the LSTM")
     return ep.run_decompositions({**table, **RNN_DECOMPOSITIONS})
 
 

@@ -13,6 +13,7 @@ import torch
 
 from mcu.errors import ExportError, UnsupportedOpError
 from mcu.importer.ops import ALTERNATIVES, SUPPORTED_OPS, op_name, source_line
+from mcu.importer.recurrent import RNN_OPS
 
 aten = torch.ops.aten
 
@@ -20,7 +21,7 @@ aten = torch.ops.aten
 def check_supported(ep: torch.export.ExportedProgram) -> None:
     """Raise UnsupportedOpError naming the first unsupported op, its source line and an alternative."""
     for node in ep.graph.nodes:
-        if node.op != "call_function" or node.target in SUPPORTED_OPS:
+        if node.op != "call_function" or node.target in SUPPORTED_OPS or node.target in RNN_OPS:
             continue
         if getattr(node.target, "__name__", "") == "getitem":
             continue

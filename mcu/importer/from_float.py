@@ -63,6 +63,26 @@ def _node_inputs(n: FxNode, op: str, value: dict) -> list[str | None]:
     return ins[:1] if op in UNARY_IR_OPS else ins
 
 
+def _compute(n: FxNode, value: dict, tensors: dict, nodes: list):
+    """Append the IR node of compute node n (its output tensors into `tensors`); return its output's name, or the
+    tuple of them for a multi-output op (an LSTM's y and c_n, read by getitems)."""
+    shape_in = tensors[value[first_arg(n)]].shape
+    try:
+        op, attrs = op_attrs(n, shape_in)
+    except QuantizationError as exc:
+        raise _unsupported(n, f" ({exc})") from None
+    if op not in FLOAT_OPS:
+        raise _unsupported(n)
+    ins = _node_inputs(n, op, value)
+    vals = n.meta["val"] if isinstance(n.meta["val"], (tuple, list)) else (n.meta["val"],)
+    names = tuple(f"t{len(tensors) + k}" for k in range(len(vals)))
+    index = op in ("argmax", "argmin", "argsort") or (op == "reshape" and tensors[ins[0]].dtype == "int32")
+    for out, val in zip(names, vals):
+        tensors[out] = Tensor(out, tuple(int(d) for d in val.shape), "int32" if index else "float32")
+    nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), names, {**attrs, "float_node": n.name}, source_line(n)))
+    return names if isinstance(n.meta["val"], (tuple, list)) else names[0]
+
+
 def import_float(ep: torch.export.ExportedProgram) -> Graph:
     """Build the float32 IR of an exported float model."""
     gm = fold_batch_norms(decompose_composites(ep.module()), multi_output=True)
@@ -105,28 +125,7 @@ def import_float(ep: torch.export.ExportedProgram) -> Graph:
         elif n.target == operator.getitem and isinstance(value.get(n.args[0]), tuple):  # an LSTM's y or c_n
             value[n] = value[n.args[0]][n.args[1]]
         elif n.op == "call_function":
-            shape_in = tensors[value[first_arg(n)]].shape
-            try:
-                op, attrs = op_attrs(n, shape_in)
-            except QuantizationError as exc:
-                raise _unsupported(n, f" ({exc})") from None
-            if op not in FLOAT_OPS:
-                raise _unsupported(n)
-            ins = _node_inputs(n, op, value)
-            name = f"t{len(tensors)}"
-            if isinstance(n.meta["val"], (tuple, list)):  # several outputs (an LSTM's y and c_n), read by getitems
-                names = tuple(f"t{len(tensors) + k}" for k in range(len(n.meta["val"])))
-                for out, val in zip(names, n.meta["val"]):
-                    tensors[out] = Tensor(out, tuple(int(d) for d in val.shape), "float32")
-                value[n] = names
-                nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), names, {**attrs, "float_node": n.name},
-                                  source_line(n)))
-                continue
-            index = op in ("argmax", "argmin", "argsort") or (op == "reshape" and tensors[ins[0]].dtype == "int32")
-            tensors[name] = Tensor(name, fx_shape(n), "int32" if index else "float32")
-            value[n] = name
-            nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), (name,), {**attrs, "float_node": n.name},
-                              source_line(n)))
+            value[n] = _compute(n, value, tensors, nodes)
         else:
             raise _unsupported(n)
     return verify(Graph(tensors, tuple(nodes), tuple(inputs), tuple(outputs)))

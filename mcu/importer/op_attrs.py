@@ -6,7 +6,7 @@ import torch
 from torch.fx import Node as FxNode
 
 from mcu.errors import QuantizationError
-from mcu.importer.ops import ELEMENTWISE_OPS, op_name, source_line
+from mcu.importer.ops import ELEMENTWISE_OPS, SCATTER_OPS, op_name, source_line
 import mcu.importer.recurrent  # noqa: F401  (registers torch.ops.mcu.rnn and .lstm)
 
 aten = torch.ops.aten
@@ -70,7 +70,6 @@ def gather_args(n: FxNode) -> tuple[FxNode, FxNode, int]:
     return n.args[0], idx, dim
 
 
-SCATTER_OPS = {aten.index_put.default, aten.index_copy.default}  # rows written at run-time indices
 
 
 def scatter_args(n: FxNode) -> tuple[FxNode, FxNode, FxNode, int]:

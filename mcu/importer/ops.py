@@ -9,7 +9,6 @@ from pathlib import Path
 import torch
 from torch.fx import GraphModule, Node
 
-from mcu.importer.recurrent import RNN_OPS
 
 aten = torch.ops.aten
 
@@ -31,10 +30,12 @@ ELEMENTWISE_OPS = {
 
 # Ops with no integer kernel: in int8 and a16w8 models each runs as a float32 island (dequantize, the float kernel,
 # quantize; mcu.quantization.quantizer marks it float32 as mixed= would), as does a division of two tensors. A
-# recurrent layer over a sequence (mcu.importer.recurrent) is one too: its state stays float32 from step to step.
-FLOAT_ISLAND_OPS = {*RNN_OPS, aten.minimum.default, aten.maximum.default, aten.pow.Tensor_Tensor, aten.amax.default,
+# recurrent layer over a sequence (mcu.importer.recurrent.RNN_OPS) is one too: its state stays float32 from step to step.
+FLOAT_ISLAND_OPS = {aten.minimum.default, aten.maximum.default, aten.pow.Tensor_Tensor, aten.amax.default,
                     aten.argmax.default, aten.argmin.default, aten.argsort.default, aten.argsort.stable,
                     aten.amin.default, aten.prod.dim_int, aten.prod.default}
+
+SCATTER_OPS = {aten.index_put.default, aten.index_copy.default}  # rows written at run-time indices (a KV cache)
 
 # Ops with weights (activation, weight, bias): the quantizer gives them per-channel weights and an int32 bias,
 # mcu.quantization.bias corrects their biases.

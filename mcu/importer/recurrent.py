@@ -17,7 +17,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from mcu.errors import UnsupportedOpError
 
 aten = torch.ops.aten
 CELLS = ("gru", "tanh", "relu")  # mcu::rnn's cell argument; its index is mcu_rnn_f32_params_t.cell - 1 (0: LSTM)
@@ -72,9 +71,8 @@ def _layers(kind: str, x, hx, params, has_biases, num_layers, bidirectional, bat
     h0, c0 = (hx[0], hx[1]) if kind == "lstm" else (hx, None)
     per = 4 if has_biases else 2
     dirs = 2 if bidirectional else 1
-    if len(params) != per * num_layers * dirs:  # an LSTM with proj_size carries a fifth weight per layer
-        raise UnsupportedOpError(f"nn.LSTM with proj_size (weights {len(params)}, expected {per * num_layers * dirs})"
-                                 f" is not supported; project the output with an nn.Linear after the LSTM")
+    if len(params) != per * num_layers * dirs:  # refused before (mcu.importer.decompose.check_recurrent)
+        raise ValueError(f"{kind}: {len(params)} weights, expected {per * num_layers * dirs}")
     seq = x if batch_first else x.transpose(0, 1)  # [B, T, I]
     hs, cs = [], []
     for layer in range(num_layers):
@@ -116,3 +114,11 @@ def _lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirection
 RNN_DECOMPOSITIONS = {aten.gru.input: _gru, aten.lstm.input: _lstm, aten.rnn_tanh.input: _elman("tanh"),
                       aten.rnn_relu.input: _elman("relu")}
 RNN_OPS = {torch.ops.mcu.rnn.default, torch.ops.mcu.lstm.default}
+
+
+def projected(n) -> bool:
+    """An aten.lstm.input node with proj_size (a fifth weight per layer and direction), which mcu::lstm does not run."""
+    if n.target != aten.lstm.input:
+        return False
+    per = 4 if n.args[3] else 2
+    return len(n.args[2]) != per * int(n.args[4]) * (2 if n.args[7] else 1)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from mcu.importer.op_attrs import SCATTER_OPS
+from mcu.importer.ops import SCATTER_OPS
 
 aten = torch.ops.aten
 PRODUCTS = {aten.matmul.default, aten.bmm.default}

@@ -42,7 +42,8 @@ from torchao.quantization.pt2e.quantizer import (
 )
 
 from mcu.errors import McuError
-from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS, WEIGHTED_OPS, op_name, source_line
+from mcu.importer.ops import ELEMENTWISE_OPS, FLOAT_ISLAND_OPS, WEIGHTED_OPS
+from mcu.importer.recurrent import RNN_OPS
 from mcu.importer.op_attrs import GATHER_OPS, SCATTER_OPS, gather_args, scatter_args
 from mcu.importer.state import ep_states
 from mcu.quantization.state import share_state_qparams
@@ -50,6 +51,7 @@ from mcu.importer.decompose import decompose_composites
 from mcu.importer.composites.spatial import has_int8_kernel
 from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
+from mcu.quantization.calibration import check_batch, check_finite
 from mcu.quantization.decoder import classifier_as_linear, decoder_precision, is_decoder
 from mcu.quantization.mixed import PRECISIONS, check_mixed, op_rule, precision_of
 from mcu.quantization.observers import (FIXED16_QSPEC, SOFTMAX_OUT_QSPEC, TABLE_QSPEC, TANH_OUT_QSPEC, act_qspec,
@@ -165,7 +167,7 @@ def float_island(node: Node, precision: str) -> bool:
     if str((node.meta.get("torch_fn") or ("", ""))[1]).rsplit(".", 1)[-1] in RECURRENT_FNS:
         return True  # a GRU / LSTM cell, decomposed by torch: its state stays float
     two = len(node.args) >= 2 and all(isinstance(a, Node) for a in node.args[:2])
-    if node.target in FLOAT_ISLAND_OPS or (two and node.target in (aten.div.Tensor, aten.div_.Tensor)):
+    if node.target in FLOAT_ISLAND_OPS or node.target in RNN_OPS or (two and node.target in (aten.div.Tensor, aten.div_.Tensor)):
         return True
     if precision == "a16w8" and node.target in NO_INT16_KERNEL:
         return True
@@ -328,43 +330,6 @@ class McuQuantizer(Quantizer):
         pass
 
 
-def _check_batch(batch, example_inputs, k: int = 0) -> tuple:
-    """Batch k of the calibration set as a tuple of tensors, or an McuError naming what is wrong with it."""
-    if isinstance(batch, torch.Tensor):
-        batch = (batch,)
-    try:
-        batch = tuple(batch)
-    except TypeError:
-        raise McuError(f"calibration batch {k} is a {type(batch).__name__}; pass an iterable of input "
-                       f"tuples") from None
-    if len(batch) != len(example_inputs):
-        raise McuError(f"calibration batch {k} has {len(batch)} inputs but the model takes "
-                       f"{len(example_inputs)}; pass an iterable of input tuples")
-    for i, (b, e) in enumerate(zip(batch, example_inputs)):
-        if not isinstance(b, torch.Tensor) or b.shape != e.shape or b.dtype != e.dtype:
-            got = f"{tuple(b.shape)} {b.dtype}" if isinstance(b, torch.Tensor) else type(b).__name__
-            raise McuError(f"calibration batch {k}: input {i} is {got}, expected {tuple(e.shape)} {e.dtype} "
-                           f"like the example input")
-        if b.is_floating_point() and not torch.isfinite(b).all():
-            raise McuError(f"calibration batch {k}: input {i} contains NaN or Inf; clean the calibration data")
-    return batch
-
-
-def _check_finite(prepared: GraphModule, k: int) -> None:
-    """An McuError naming the first op whose output calibration batch k made NaN (a value outside the op's domain,
-    e.g. log1p below -1): a NaN has no int8 range, and torchao's observer would fail on it only at conversion."""
-    for node in prepared.graph.nodes:
-        observer = prepared.get_submodule(node.target) if node.op == "call_module" else None
-        seen = [getattr(observer, name, None) for name in ("min_val", "max_val")]
-        if not all(isinstance(v, torch.Tensor) and v.numel() for v in seen) or not any(v.isnan().any() for v in seen):
-            continue
-        src = node.args[0]
-        where = source_line(src) or "an unknown source line"
-        raise McuError(f"calibration batch {k} makes {op_name(src)} at {where} output NaN, which has no int8 "
-                       f"range: keep that op's inputs in its domain (clamp them in the model, or fix the "
-                       f"calibration data and example inputs)")
-
-
 # progress(done, total, seconds elapsed) after each calibration batch; total is None for a set without len().
 Progress = Callable[[int, int | None, float], None]
 
@@ -393,10 +358,10 @@ def quantize(exported: torch.export.ExportedProgram, example_inputs: tuple,
     means = InputMeans(prepared) if bias_correction else None
     with torch.no_grad():
         for batch in batches:
-            batch = _check_batch(batch, example_inputs, seen)
+            batch = check_batch(batch, example_inputs, seen)
             outs = means.run(*batch, *state) if means is not None else prepared(*batch, *state)
             state = list(outs[len(outs) - len(state):]) if state else state
-            _check_finite(prepared, seen)
+            check_finite(prepared, seen)
             seen += 1
             if progress is not None:
                 progress(seen, total, time.monotonic() - start)

@@ -103,50 +103,6 @@ def _position_compare(b, n) -> Node | None:
     return None
 
 
-# comparisons of a column j with a row p a constant table's rows can follow (a causal mask: j > p masked)
-ROW_PATTERNS = (aten.gt.Tensor, aten.ge.Tensor, aten.lt.Tensor, aten.le.Tensor)
-
-
-def triangular_row(b, table: torch.Tensor, p: Node, out_shape: list[int]) -> Node | None:
-    """Row p (a one-element integer input) of a constant [P, N] table whose rows hold one value where column j
-    compares with p one way (j > p, say) and another elsewhere (a causal mask `torch.full((S, S), -inf).triu(1)`
-    indexed by the position): computed as that comparison (_position_compare's), scaled and shifted, instead of
-    gathered, so flash holds N + P numbers instead of P x N. None for any other table."""
-    if table.dim() != 2 or p.meta["val"].is_floating_point() or p.meta["val"].numel() != 1:
-        return None
-    rows, cols = table.shape
-    j, q = torch.arange(cols)[None, :], torch.arange(rows)[:, None]
-    for target in ROW_PATTERNS:
-        cond = target(j, q)
-        if cond.all() or not cond.any():
-            continue
-        yes, no = table[cond], table[~cond]
-        if not (bool((yes == yes[0]).all()) and bool((no == no[0]).all())) or not torch.isfinite(table).all():
-            continue
-        b.island = "comparison"
-        if list(p.meta["val"].shape) != [1]:
-            p = b(aten.reshape.default, p, [1], island=False)
-        a, z = float(yes[0]), float(no[0])
-        # k = a - z times the comparison is clamp(k (j - p), ..) for integers j, p: folded into the constants
-        # where every k j is exact (an integer k, |k| max(P, N) < 2^24), else a product after the clamp
-        k = a - z
-        scale = k if k == round(k) and abs(k) * max(rows, cols) < 2 ** 24 else 1.0
-        positions = torch.arange(rows, dtype=torch.float32).reshape(-1, 1) * scale
-        at = b(aten.reshape.default, b(aten.index_select.default, b.const("_mcu_position", positions), 0, p), [1])
-        # j > p is clamp(j - p, 0, 1), j >= p clamp(j + 1 - p, 0, 1); j < p, j <= p likewise from p - j
-        upper, strict = target in (aten.gt.Tensor, aten.ge.Tensor), target in (aten.gt.Tensor, aten.lt.Tensor)
-        columns = (torch.arange(cols, dtype=torch.float32) + (0 if strict else 1 if upper else -1)) * scale
-        v = b.const("_mcu_columns", columns)
-        d = b(aten.sub.Tensor, v, at) if upper else b(aten.sub.Tensor, at, v)
-        row = b(aten.clamp.default, d, min(0.0, scale), max(0.0, scale))
-        if scale != k:
-            row = b(aten.mul.Tensor, row, k)
-        if z != 0.0:
-            row = b(aten.add.Tensor, row, z)
-        return b(aten.reshape.default, row, out_shape, island=False)
-    return None
-
-
 def _compare(b, n):
     """A comparison as a float 0/1 tensor (a float island in int8): gt = relu(sign(x - y)), ge = 1 - gt(y, x),
     eq = 1 - |sign(x - y)|, ne = |sign(x - y)|. Exact for finite values. An integer constant against a position
