@@ -96,7 +96,8 @@ def test_cached_attention_on_the_device_equals_the_reference(attention, board, m
     kernels = [n.call.kernel for n in pkg.graph.nodes if n.call]
     assert kernels.count(matmul) == 2, kernels
     assert not any("concat" in k or "transpose" in k for k in kernels), kernels  # no copy of the cache
-    assert any(k.startswith("mcu_fully_connected_s8") for k in kernels[-1:]), kernels  # the tied projection
+    # the tied projection: a linear layer (int16 logits under the decoder defaults, mcu/quantization/decoder.py)
+    assert any(k.startswith("mcu_fully_connected_s16") for k in kernels[-1:]), kernels
     xs = _stream(12, 2)
     want = mcu.session(pkg, "reference").run_sequence(xs)
     got = mcu.session(pkg).run_sequence(xs)

@@ -83,8 +83,7 @@ def test_cli_generate_run_and_profile_a_loaded_decoder_step(llm):
         res = subprocess.run([sys.executable, "-m", "mcu.cli", *command, str(pkg.out_dir)], capture_output=True,
                              text=True, timeout=600)
         assert res.returncode == 0, res.stderr
-    assert "device == numpy reference: yes" in subprocess.run(
-        [sys.executable, "-m", "mcu.cli", "run", str(pkg.out_dir)], capture_output=True, text=True, timeout=600).stdout
+        assert command != ["run"] or "device == numpy reference: yes" in res.stdout
     np.testing.assert_array_equal(mcu.run(loaded, (torch.tensor([[5]]), torch.tensor([0]))).raw_outputs[0],
                                   loaded.reference((torch.tensor([[5]]), torch.tensor([0])))[0])
 
