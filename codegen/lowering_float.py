@@ -213,12 +213,13 @@ def _layer_norm(ctx, node: Node) -> Node:
     x = ctx.tensors[node.inputs[0]]
     cols = int(np.prod(x.shape[len(x.shape) - node.attrs["normalized"]:]))
     return _call(node, "mcu_layer_norm_f32", {"rows": int(np.prod(x.shape)) // cols, "cols": cols,
-                                              "eps": f32(node.attrs["eps"])}, node.inputs[:3])
+                                              "eps": f32(node.attrs["eps"]), "rms": int(node.op == "rms_norm")},
+                 (*node.inputs, None, None)[:3])  # rms_norm: no bias
 
 
 FLOAT32: dict[str, Callable] = {
     "conv2d": _conv, "depthwise_conv2d": _conv, "linear": _linear, "max_pool2d": _pool, "avg_pool2d": _pool,
     "add": _binary, "sub": _binary, "mul": _binary, "softmax": _softmax, "clamp": _clamp,
     "div": _binary_op, "minimum": _binary_op, "maximum": _binary_op, "pow": _binary_op,
-    "matmul": _matmul, "rnn": _recurrent, "lstm": _recurrent, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "gather": INT8["gather"], "scatter": INT8["scatter"], "upsample_nearest": INT8["upsample_nearest"], "pad": INT8["pad"], "mean": _reduce, "sum": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce, "argmax": _arg, "argmin": _arg, "argsort": _argsort,
+    "matmul": _matmul, "rnn": _recurrent, "lstm": _recurrent, "lut": _unary, "concat": _concat, "layer_norm": _layer_norm, "rms_norm": _layer_norm, "transpose": INT8["transpose"], "reshape": INT8["reshape"], "slice": INT8["slice"], "gather": INT8["gather"], "scatter": INT8["scatter"], "upsample_nearest": INT8["upsample_nearest"], "pad": INT8["pad"], "mean": _reduce, "sum": _reduce, "amax": _reduce, "amin": _reduce, "prod": _reduce, "argmax": _arg, "argmin": _arg, "argsort": _argsort,
 }

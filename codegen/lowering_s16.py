@@ -58,6 +58,8 @@ def _lut(ctx: Ctx, node: Node) -> Node:
 def _convert(ctx: Ctx, node: Node) -> Node:
     """int8 <-> int16, int16 -> int16: out = round((in - zp_in) * s_in / s_out) + zp_out, clamped."""
     x, out = ctx.tensors[node.inputs[0]], ctx.tensors[node.outputs[0]]
+    if out.dtype == "float32":  # into a float island: a dequantize
+        return _dequantize(ctx, node)
     kinds = (x.dtype, out.dtype)
     kernel = {("int8", "int16"): "mcu_convert_s8_s16", ("int16", "int8"): "mcu_convert_s16_s8",
               ("int16", "int16"): "mcu_convert_s16_s16"}.get(kinds)

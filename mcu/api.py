@@ -160,8 +160,8 @@ def _choose_precision(model, ep, example_inputs, calibration, board_info, target
                               quantize=quantize, out_dir=tmp, optimize=optimize, mixed=mixed_, **options)
             except BoardFitError:
                 return float("-inf")  # this mix does not fit the board: as good as none
-            got = [np.concatenate([o.ravel() for o in pkg.dequantize_outputs(pkg.reference(x))])
-                   for x in inputs]
+            got = [np.concatenate([o.ravel() for o in pkg.dequantize_outputs(raw)])
+                   for raw in pkg.reference_sequence(inputs)]
         err = float(np.mean((np.concatenate(got) - np.concatenate(want)) ** 2))
         signal = float(np.mean(np.concatenate(want) ** 2))
         return float("inf") if err == 0 else float(10 * np.log10(signal / err))

@@ -140,8 +140,15 @@ class Package:
     def reference(self, inputs) -> list[np.ndarray]:
         """Raw outputs (torch order) of the numpy reference for float inputs: integer, or float32 for a float
         package (quantize="none"). A model with state runs from its initial state (mcu.session carries it)."""
-        raw, _ = reference_step(self.graph, self.quantize_inputs(inputs), initial_region(self.graph))
-        return [to_torch(r, s) for r, s in zip(raw, self.manifest["outputs"])]
+        return self.reference_sequence([inputs])[0]
+
+    def reference_sequence(self, sequence) -> list[list[np.ndarray]]:
+        """reference() of each input tuple of `sequence` in order, a model's state carried from call to call."""
+        region, out = initial_region(self.graph), []
+        for inputs in sequence:
+            raw, region = reference_step(self.graph, self.quantize_inputs(inputs), region)
+            out.append([to_torch(r, s) for r, s in zip(raw, self.manifest["outputs"])])
+        return out
 
     @property
     def state_bytes(self) -> int:

@@ -88,15 +88,17 @@ def _forbidden(b: Buffer, p: Buffer, off: int, overlaps: Overlaps) -> tuple[int,
 
 def _first_fit(b: Buffer, placed: Sequence[tuple[Buffer, int]], overlaps: Overlaps = {}) -> int:
     """Lowest aligned offset where b fits beside the placed buffers whose lifetimes it meets."""
-    bad = sorted(_forbidden(b, p, off, overlaps) for p, off in placed if p.conflicts(b) and p.size and b.size)
+    if not b.size:
+        return 0
+    first, last = b.first, b.last
+    bad = sorted(_forbidden(b, p, off, overlaps) for p, off in placed
+                 if p.first <= last and first <= p.last and p.size)
     candidate = 0
-    moved = True
-    while moved:  # intervals may overlap each other: sweep until no interval holds the candidate
-        moved = False
-        for lo, hi in bad:
-            if lo < candidate < hi:
-                candidate = _align_up(hi, b.align)
-                moved = True
+    for lo, hi in bad:  # by lo: once an interval starts at or above the candidate, so do the rest
+        if lo >= candidate:
+            break
+        if candidate < hi:
+            candidate = _align_up(hi, b.align)
     return candidate
 
 

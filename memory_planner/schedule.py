@@ -39,12 +39,13 @@ class _Graph:
     def live_after(self, done: frozenset[int]) -> set[str]:
         """Tensors produced by `done` ops that an op outside `done` still reads."""
         return {t for i in done for t in self.ops[i].writes
-                if self.readers.get(t, set()) - done and self.sizes.get(t, 0)}
+                if self.sizes.get(t, 0) and not self.readers.get(t, done) <= done}
 
-    def step_bytes(self, done: frozenset[int], i: int) -> int:
-        """Bytes live while op i runs after `done`: what is live, plus what i writes."""
-        live = self.live_after(done) | {t for t in self.ops[i].writes if self.sizes.get(t, 0)}
-        return sum(self.sizes[t] for t in live)
+    def step_bytes(self, done: frozenset[int], i: int, live: set[str] | None = None) -> int:
+        """Bytes live while op i runs after `done`: what is live (live_after(done), when the caller has it), plus
+        what i writes."""
+        live = self.live_after(done) if live is None else live
+        return sum(self.sizes[t] for t in live) + sum(self.sizes.get(t, 0) for t in set(self.ops[i].writes) - live)
 
     def ready(self, done: frozenset[int]) -> list[int]:
         return [i for i in range(len(self.ops)) if i not in done and self.deps[i] <= done]
@@ -82,9 +83,9 @@ def best_order(ops: Sequence[Op], sizes: dict[str, int], max_states: int = 20000
             raise TooBig
         if len(done) == n:
             return 0, ()
-        best = None
+        best, live = None, g.live_after(done)
         for i in g.ready(done):
-            here = g.step_bytes(done, i)
+            here = g.step_bytes(done, i, live)
             rest, order = solve(done | {i})
             cand = (max(here, rest), (i,) + order)
             if best is None or cand[0] < best[0]:

@@ -727,7 +727,7 @@ def quantize_case(draw):
 @st.composite
 def layer_norm_case(draw):
     rows, cols = draw(st.integers(1, 4)), draw(st.integers(1, 64))
-    params = {"rows": rows, "cols": cols, "eps": draw(st.floats(_f32(1e-12), 1.0, width=32))}
+    params = {"rows": rows, "cols": cols, "eps": draw(st.floats(_f32(1e-12), 1.0, width=32)), "rms": draw(st.sampled_from([0, 1]))}
     weight = draw(st.one_of(st.none(), floats_data(cols, specials=False)))
     bias = draw(st.one_of(st.none(), floats_data(cols, specials=False)))
     return Case((params, draw(floats_data((rows, cols), specials=False)), weight, bias), rows * cols,

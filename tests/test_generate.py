@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import mcu
+from mcu.cli import main as cli_main
 from mcu.errors import BoardFitError, McuError
 from mcu.codegen.twins.sample import logits_f32, rng_seed, sample_token, xorshift32
 from mcu.tools.generate import generate
@@ -65,7 +66,7 @@ def test_generate_refuses_what_the_model_cannot_hold(llm, tmp_path):
         generate(plain, PROMPT, 2)
 
 
-def test_cli_generate_run_and_profile_a_loaded_decoder_step(llm):
+def test_cli_generate_run_and_profile_a_loaded_decoder_step(llm, capsys):
     _, pkg = llm
     loaded = mcu.load(pkg.out_dir)  # the manifest's int32 inputs, state and generate entries pass the checks
     assert loaded.state_bytes == pkg.state_bytes and loaded.manifest["generate"] == {"vocab": 512, "positions": 256}
@@ -74,16 +75,15 @@ def test_cli_generate_run_and_profile_a_loaded_decoder_step(llm):
     assert out.returncode == 0, out.stderr
     want = generate(pkg, PROMPT, 4, target="reference").tokens
     assert f"tokens: {','.join(map(str, want))}" in out.stdout and "state 32,768 B" in out.stdout
-    sampled = subprocess.run([sys.executable, "-m", "mcu.cli", "generate", str(pkg.out_dir), "--prompt", "1,2,3",
-                              "--tokens", "4", "--temperature", "0.8", "--top-k", "40", "--seed", "7", "--reference"],
-                             capture_output=True, text=True, timeout=600)
+    capsys.readouterr()
+    assert cli_main(["generate", str(pkg.out_dir), "--prompt", "1,2,3", "--tokens", "4", "--temperature", "0.8",
+                     "--top-k", "40", "--seed", "7", "--reference"]) == 0
+    sampled = capsys.readouterr().out
     want = generate(pkg, PROMPT, 4, temperature=0.8, top_k=40, seed=7, target="reference").tokens
-    assert f"tokens: {','.join(map(str, want))}" in sampled.stdout and "seed 7" in sampled.stdout, sampled.stderr
+    assert f"tokens: {','.join(map(str, want))}" in sampled and "seed 7" in sampled, sampled
     for command in (["run"], ["profile"]):
-        res = subprocess.run([sys.executable, "-m", "mcu.cli", *command, str(pkg.out_dir)], capture_output=True,
-                             text=True, timeout=600)
-        assert res.returncode == 0, res.stderr
-        assert command != ["run"] or "device == numpy reference: yes" in res.stdout
+        assert cli_main([*command, str(pkg.out_dir)]) == 0
+        assert command != ["run"] or "device == numpy reference: yes" in capsys.readouterr().out
     np.testing.assert_array_equal(mcu.run(loaded, (torch.tensor([[5]]), torch.tensor([0]))).raw_outputs[0],
                                   loaded.reference((torch.tensor([[5]]), torch.tensor([0])))[0])
 

@@ -417,7 +417,7 @@ def layer_norm_case(seed):
     weight = None if seed % 3 == 0 else rng.standard_normal(cols).astype(np.float32)
     bias = None if seed % 4 == 0 else rng.standard_normal(cols).astype(np.float32)
     eps = float(np.float32([1e-5, 1e-6, 0.1][seed % 3]))
-    return {"rows": rows, "cols": cols, "eps": eps}, x, weight, bias
+    return {"rows": rows, "cols": cols, "eps": eps, "rms": int(seed % 7 == 1)}, x, weight, bias
 
 
 @pytest.mark.host_c
@@ -434,6 +434,11 @@ def test_layer_norm_twin_close_to_torch():
     params, x, w, b = layer_norm_case(7)
     ref = torch.nn.functional.layer_norm(torch.from_numpy(x), (params["cols"],), torch.from_numpy(w),
                                          torch.from_numpy(b), params["eps"]).numpy()
+    np.testing.assert_allclose(fallback.layer_norm_f32(params, x, w, b), ref, rtol=1e-5, atol=1e-5)
+    params, x, w, b = layer_norm_case(22)  # rms: torch's RMSNorm (the float island of a16w8 / float32 units)
+    assert params["rms"] == 1
+    ref = torch.nn.functional.rms_norm(torch.from_numpy(x), (params["cols"],), torch.from_numpy(w),
+                                       params["eps"]).numpy() + b
     np.testing.assert_allclose(fallback.layer_norm_f32(params, x, w, b), ref, rtol=1e-5, atol=1e-5)
 
 

@@ -109,3 +109,30 @@ def test_softmax_over_a_middle_dim_is_integer(mode, tmp_path):
         want = model(x).numpy()
     got = np.asarray(pkg.dequantize_outputs(ref)[0], np.float32).reshape(want.shape)
     assert sqnr_db(want, got) >= (25 if mode == "int8" else 35), sqnr_db(want, got)
+
+
+class RmsBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.norm, self.out = nn.Linear(16, 16), nn.RMSNorm(16, eps=1e-5), nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.out(self.norm(self.fc(x)))
+
+
+def test_an_rms_norm_left_float_is_a_float_island_on_the_device(tmp_path):
+    """mixed={"norm": "float32"} (what target_sqnr may pick): mcu_layer_norm_f32 without the mean, device ==
+    reference, the int8 rest around it."""
+    torch.manual_seed(0)
+    model = RmsBlock().eval()
+    with torch.no_grad():
+        model.norm.weight.uniform_(0.5, 1.5)
+    calib = [(torch.randn(1, 16),) for _ in range(16)]
+    pkg = mcu.compile(model, calib[0], calibration=calib, mixed={"norm": "float32"}, out_dir=tmp_path / "p")
+    kernels = [op["kernel"] for op in pkg.manifest["ops"]]
+    assert kernels[1:4] == ["mcu_dequantize_s8_f32", "mcu_layer_norm_f32", "mcu_quantize_f32_s8"], kernels
+    with torch.no_grad():
+        want = np.concatenate([model(*x).numpy() for x in calib])
+    got = np.concatenate([pkg.dequantize_outputs(pkg.reference(x))[0] for x in calib])
+    assert sqnr_db(want, got) >= 35
+    np.testing.assert_array_equal(mcu.run(pkg, calib[1]).raw_outputs[0], pkg.reference(calib[1])[0])

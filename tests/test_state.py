@@ -226,3 +226,23 @@ class DataDependentLoop(nn.Module):
 def test_a_data_dependent_loop_is_one_clear_error(tmp_path):
     with pytest.raises(ExportError, match=r"test_state.py.*while x.sum\(\) > 0.*depends on a tensor's values"):
         mcu.compile(DataDependentLoop(), (torch.randn(1, 4),), out_dir=tmp_path / "loop")
+
+
+def test_target_sqnr_measures_a_stream_with_its_state_carried(tmp_path):
+    """target_sqnr runs the float model, each candidate and the integer reference over the calibration stream in
+    order, the state carried from call to call (as the device does), and reaches the target on that stream."""
+    torch.manual_seed(0)
+    model = StreamingGRU().eval()
+    calib = frames(24, seed=1)
+    want = float_stream(model, calib[:16])
+    base = mcu.compile(model, calib[0], calibration=calib, out_dir=tmp_path / "int8")
+    base_db = sqnr_db(want, [base.dequantize_outputs(r)[0] for r in base.reference_sequence(calib[:16])])
+    pkg = mcu.compile(model, calib[0], calibration=calib, target_sqnr=base_db + 6, out_dir=tmp_path / "auto")
+    got = sqnr_db(want, [pkg.dequantize_outputs(r)[0] for r in pkg.reference_sequence(calib[:16])])
+    assert got == pytest.approx(pkg.precision.sqnr_db, abs=1e-3) and got >= base_db + 6
+    assert pkg.precision.base_db == pytest.approx(base_db, abs=1e-3)
+    # one call from the initial state is the first call of the stream; the device runs the chosen mix call by call
+    assert np.array_equal(pkg.reference(calib[0])[0], pkg.reference_sequence(calib[:2])[0][0])
+    dev = mcu.session(pkg).run_sequence(calib[:6])
+    for k, (d, r) in enumerate(zip(dev, pkg.reference_sequence(calib[:6]))):
+        np.testing.assert_array_equal(d.raw_outputs[0].reshape(-1), r[0].reshape(-1), err_msg=f"call {k}")

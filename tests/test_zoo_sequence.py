@@ -39,8 +39,9 @@ def float_calls(model, calls) -> list[np.ndarray]:
         return [fresh.eval()(*x).numpy() for x in calls]
 
 
-@pytest.mark.parametrize("board", BOARDS)
-@pytest.mark.parametrize("name", SEQUENCE)
+# tinyllama_step on the M4 is tests/test_generate.py's (its tokens, device == reference)
+@pytest.mark.parametrize("name, board", [(n, b) for n in SEQUENCE for b in BOARDS
+                                         if (n, b) != ("tinyllama_step", "mps2-an386")])
 def test_sequence_model_is_bit_exact_on_the_device(compiled, name, board):
     model, pkg = compiled(name, board)
     calls = sequence_calibration(name, 12, seed=5)
@@ -73,7 +74,7 @@ def test_49_streamed_frames_equal_the_whole_utterance(compiled, quantize):
 
 
 def test_tinyllama_step_caches_keys_in_its_state_and_refuses_a_position_past_it(compiled):
-    _, pkg = compiled("tinyllama_step", "mps2-an386")
+    _, pkg = compiled("tinyllama_step", "mps3-an547")
     token, pos = pkg.manifest["inputs"]
     assert (token["dtype"], token["index_range"], pos["dtype"], pos["index_range"]) == ("int32", [0, 512], "int32", [0, 256])
     names = [s["name"] for s in pkg.manifest["state"]]

@@ -53,7 +53,7 @@ def layer_norm_f32(params: dict, input: np.ndarray, weight: np.ndarray | None, b
         raise ValueError(f"input must hold {rows} x {cols} values, got {x.size}")
     x2 = x.reshape(rows, cols)
     n = F32(cols)
-    mean = (_sequential_sum(x2) / n)[:, None]
+    mean = np.zeros((rows, 1), F32) if params.get("rms") else (_sequential_sum(x2) / n)[:, None]
     d = x2 - mean
     var = _sequential_sum(d * d) / n
     rstd = (F32(1) / np.sqrt(var + eps))[:, None]

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch.fx import Node as FxNode
 
-from mcu.importer.op_attrs import IDENTITY_OPS, UNARY_IR_OPS, first_arg, fx_shape, gather_args, op_attrs, scatter_args
+from mcu.importer.op_attrs import IDENTITY_OPS, first_arg, fx_shape, index_result, op_attrs, output_shapes, tensor_args
 from mcu.errors import QuantizationError
 from mcu.codegen.ir import Graph, Node, Tensor, verify
 from mcu.errors import UnsupportedOpError
@@ -51,18 +51,6 @@ def _output(o: FxNode, value: dict, tensors: dict, nodes: list) -> str:
     return name
 
 
-def _node_inputs(n: FxNode, op: str, value: dict) -> list[str | None]:
-    """The IR inputs of compute node n (IR op `op`): its tensor arguments in order, None for an absent one."""
-    if op == "concat":
-        return [value[a] for a in n.args[0]]
-    if op == "gather":
-        return [value[a] for a in gather_args(n)[:2]]
-    if op == "scatter":
-        return [value[a] for a in scatter_args(n)[:3]]
-    ins = [value[a] if isinstance(a, FxNode) else None for a in n.args if isinstance(a, FxNode) or a is None]
-    return ins[:1] if op in UNARY_IR_OPS else ins
-
-
 def _compute(n: FxNode, value: dict, tensors: dict, nodes: list):
     """Append the IR node of compute node n (its output tensors into `tensors`); return its output's name, or the
     tuple of them for a multi-output op (an LSTM's y and c_n, read by getitems)."""
@@ -73,12 +61,12 @@ def _compute(n: FxNode, value: dict, tensors: dict, nodes: list):
         raise _unsupported(n, f" ({exc})") from None
     if op not in FLOAT_OPS:
         raise _unsupported(n)
-    ins = _node_inputs(n, op, value)
-    vals = n.meta["val"] if isinstance(n.meta["val"], (tuple, list)) else (n.meta["val"],)
-    names = tuple(f"t{len(tensors) + k}" for k in range(len(vals)))
-    index = op in ("argmax", "argmin", "argsort") or (op == "reshape" and tensors[ins[0]].dtype == "int32")
-    for out, val in zip(names, vals):
-        tensors[out] = Tensor(out, tuple(int(d) for d in val.shape), "int32" if index else "float32")
+    ins = [None if a is None else value[a] for a in tensor_args(n, op)]
+    shapes = output_shapes(n)
+    names = tuple(f"t{len(tensors) + k}" for k in range(len(shapes)))
+    dtype = "int32" if index_result(op, tensors[ins[0]].dtype) else "float32"
+    for out, shape in zip(names, shapes):
+        tensors[out] = Tensor(out, shape, dtype)
     nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), names, {**attrs, "float_node": n.name}, source_line(n)))
     return names if isinstance(n.meta["val"], (tuple, list)) else names[0]
 

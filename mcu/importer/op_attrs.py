@@ -90,6 +90,29 @@ def first_arg(n: FxNode) -> FxNode:
     return n.args[0][0] if isinstance(n.args[0], (list, tuple)) else n.args[0]
 
 
+def tensor_args(n: FxNode, op: str) -> list[FxNode | None]:
+    """The FX nodes behind compute node n's IR inputs (n lowered as IR op `op`), in order; None for an absent one."""
+    if op == "concat":
+        return list(n.args[0])
+    if op == "gather":
+        return list(gather_args(n)[:2])
+    if op == "scatter":
+        return list(scatter_args(n)[:3])
+    ins = [a for a in n.args if isinstance(a, FxNode) or a is None]
+    return ins[:1] if op in UNARY_IR_OPS else ins
+
+
+def output_shapes(n: FxNode) -> list[tuple[int, ...]]:
+    """The shapes of n's outputs: one, or several for a multi-output op (an LSTM's y and c_n, read by getitems)."""
+    vals = n.meta["val"] if isinstance(n.meta["val"], (tuple, list)) else (n.meta["val"],)
+    return [tuple(int(d) for d in v.shape) for v in vals]
+
+
+def index_result(op: str, first_dtype: str) -> bool:
+    """Whether IR op `op` on a first input of dtype first_dtype gives int32 indices, not float32 values."""
+    return op in ("argmax", "argmin", "argsort") or (op == "reshape" and first_dtype == "int32")
+
+
 def _upsample_factors(n: FxNode, shape_in) -> tuple[int, ...]:
     out = fx_shape(n)
     scales = n.args[2] if len(n.args) > 2 else n.kwargs.get("scale_factors")

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from mcu.errors import McuError
+from mcu.importer.state import ep_states
 from mcu.quantization.units import Unit, rules, units
 
 
@@ -271,16 +272,14 @@ def choose_precision(ep: torch.export.ExportedProgram, example_inputs: tuple, ca
     batches = [tuple(example_inputs)] if calibration is None else [b if isinstance(b, (tuple, list)) else (b,)
                                                                      for b in calibration]
     inputs = batches[:max_inputs]
-    model = ep.module()
-    with torch.no_grad():
-        want = [_flat(model(*x)) for x in inputs]
+    state = tuple(s.init for s in ep_states(ep))
+    want = in_order(ep.module(), inputs, state)
     signal = float(np.mean(np.concatenate(want) ** 2))
 
     def measure(mixed: dict[str, str]) -> float:
         q = quantize(ep, tuple(example_inputs), batches, None, precision=precision,
                      mixed={**mixed, **(pinned or {})}, **qopts)
-        with torch.no_grad():
-            got = np.concatenate([_flat(q(*x)) for x in inputs])
+        got = np.concatenate(in_order(q, inputs, state))
         err = float(np.mean((got - np.concatenate(want)) ** 2))
         return float("inf") if err == 0 else 10 * np.log10(signal / err)
 
@@ -289,6 +288,15 @@ def choose_precision(ep: torch.export.ExportedProgram, example_inputs: tuple, ca
                   flash_budget)
 
 
-def _flat(out) -> np.ndarray:
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    return np.concatenate([o.detach().float().numpy().ravel() for o in outs])
+def in_order(model, inputs: list[tuple], state: tuple = ()) -> list[np.ndarray]:
+    """The user outputs of each input tuple, flat, the calls made in order: a model with state (its trailing inputs
+    and outputs, mcu.importer.state) starts from `state` and carries it from call to call, as on the device."""
+    got = []
+    with torch.no_grad():
+        for x in inputs:
+            out = model(*x, *state)
+            out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+            if state:
+                out, state = out[:len(out) - len(state)], out[len(out) - len(state):]
+            got.append(np.concatenate([o.detach().float().numpy().ravel() for o in out]))
+    return got

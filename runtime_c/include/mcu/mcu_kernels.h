@@ -498,9 +498,10 @@ typedef struct {
     int32_t rows;  /* independent rows */
     int32_t cols;  /* normalized length (the last dims) */
     float eps;     /* > 0 */
+    int32_t rms;   /* 1: RMSNorm (mean taken as 0) */
 } mcu_layer_norm_params_t;
 
-/* Per row, in float and in this order: mean = (sum_i x_i) / cols; var = (sum_i (x_i - mean)^2) / cols;
+/* Per row, in float and in this order: mean = (sum_i x_i) / cols (0 for rms); var = (sum_i (x_i - mean)^2) / cols;
  * r = 1 / sqrt(var + eps) (sqrt correctly rounded); out_i = (x_i - mean) * r * weight_i + bias_i.
  * Sums run from i = 0 up. weight and bias ([cols]) may be NULL (1 and 0). output may alias input. */
 mcu_status_t mcu_layer_norm_f32(const mcu_layer_norm_params_t *params, const float *input, const float *weight,

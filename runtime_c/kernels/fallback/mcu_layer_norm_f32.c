@@ -1,4 +1,4 @@
-/* Float fallback layer normalization over the last axis, with a correctly rounded integer square root. */
+/* Float fallback layer and RMS normalization over the last axis, with a correctly rounded integer square root. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -81,7 +81,7 @@ mcu_status_t mcu_layer_norm_f32(const mcu_layer_norm_params_t *params, const flo
         for (int32_t i = 0; i < cols; ++i) {
             sum += x[i];
         }
-        const float mean = sum / n;
+        const float mean = params->rms ? 0.0f : sum / n;
         float sq = 0.0f;
         for (int32_t i = 0; i < cols; ++i) {
             const float d = x[i] - mean;
