@@ -37,8 +37,8 @@ def test_observers_set_the_range_as_documented():
     """One calibration value in 10,000 is an outlier at 100: minmax and mse (clipping it would cost more
     squared error than the coarser grid) cover it, percentile clips it."""
     g = torch.Generator().manual_seed(0)
-    calib = [(torch.rand(1, 4, generator=g) * 2 - 1,) for _ in range(2500)]
-    calib[7] = (torch.tensor([[100.0, 0.0, 0.0, 0.0]]),)
+    calib = [(torch.rand(25, 4, generator=g) * 2 - 1,) for _ in range(100)]  # 10,000 values in 100 batches
+    calib[7][0][3] = torch.tensor([100.0, 0.0, 0.0, 0.0])
     scales = _identity_scales(calib)
     assert scales["minmax"] == pytest.approx(101.0 / 255, rel=1e-3)  # [-1, 100] in 255 steps
     assert scales["percentile"] < 2.1 / 255  # the 99.99th percentile stops at ~1
