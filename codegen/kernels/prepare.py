@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.codegen.ir import Node, Tensor
+from mcu.codegen.twins.recurrent import RNN_GATES
 from mcu.codegen.kernels.geometry import compact_window, is_1x1
 from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_pair_stream, pack_dw_stream, pack_g2_stream, pack_groups_s8,
                                          pack_quads_s8_sxtb16,
@@ -299,7 +300,7 @@ def rnn_quads(w: np.ndarray, gates: int) -> np.ndarray:
 def prepare_rnn_quad(node, tensors):
     """A recurrent layer's w_ih and w_hh in quads (rnn_quads); x, h0 (c0) and the biases as they are."""
     lstm = node.call.kernel.startswith("mcu_lstm")
-    gates = 4 if lstm else 3 if node.call.params["cell"] == 1 else 1
+    gates = RNN_GATES[0 if lstm else node.call.params["cell"]]
     at = 3 if lstm else 2  # w_ih's input position
     new, names = {}, []
     for j, suffix in enumerate(("quad_ih", "quad_hh")):

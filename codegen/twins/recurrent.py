@@ -10,6 +10,7 @@ from mcu.codegen.twins.fmath import F32, tanh_f32
 
 
 RNN_CELLS = ("lstm", "gru", "tanh", "relu")  # mcu_rnn_f32_params_t.cell (MCU_RNN_*; 0: mcu_lstm_f32)
+RNN_GATES = (4, 3, 1, 1)  # gates of each cell: rows of w_ih and w_hh per hidden unit
 
 
 def _rnn_steps(params: dict, input, h0, w_ih, w_hh, b_ih, b_hh, gates: int):
@@ -40,7 +41,7 @@ def rnn_f32(params: dict, input, h0, w_ih, w_hh, b_ih, b_hh) -> np.ndarray:
     if not 0 < params["cell"] < len(RNN_CELLS):
         raise ValueError(f"cell {params['cell']} is not MCU_RNN_GRU, _TANH or _RELU")
     cell = RNN_CELLS[params["cell"]]
-    x, h, order, gate = _rnn_steps(params, input, h0, w_ih, w_hh, b_ih, b_hh, 3 if cell == "gru" else 1)
+    x, h, order, gate = _rnn_steps(params, input, h0, w_ih, w_hh, b_ih, b_hh, RNN_GATES[params["cell"]])
     y = np.zeros((x.shape[0], x.shape[1], h.shape[1]), F32)
     for t in order:
         if cell == "gru":
@@ -57,7 +58,7 @@ def rnn_f32(params: dict, input, h0, w_ih, w_hh, b_ih, b_hh) -> np.ndarray:
 
 def lstm_f32(params: dict, input, h0, c0, w_ih, w_hh, b_ih, b_hh) -> tuple[np.ndarray, np.ndarray]:
     """Twin of mcu_lstm_f32; returns (y float32 [batches, steps, hidden], c_n [batches, hidden])."""
-    x, h, order, gate = _rnn_steps(params, input, h0, w_ih, w_hh, b_ih, b_hh, 4)
+    x, h, order, gate = _rnn_steps(params, input, h0, w_ih, w_hh, b_ih, b_hh, RNN_GATES[0])
     c = np.asarray(c0, F32).reshape(h.shape)
     y = np.zeros((x.shape[0], x.shape[1], h.shape[1]), F32)
     for t in order:
