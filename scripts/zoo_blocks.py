@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 import mcu
+from mcu.codegen.macs import op_macs
 from mcu.metrics import relative_error, sqnr_db
 from mcu.zoo.blocks import BLOCKS
 
@@ -52,7 +53,8 @@ def row(name: str, board: str, cores: list[str], out: Path) -> dict:
                 continue
         dev = mcu.run(p, example).raw_outputs
         exact.append(all(np.array_equal(d, r) for d, r in zip(dev, p.reference(example))))
-    return {"block": name, "sqnr": sqnr_db(want, got), "rel_f32": rel, "instructions": res.instructions,
+    macs = sum(op_macs(n.call.portable, n.call.params) for n in pkg.graph.nodes if n.call is not None)
+    return {"block": name, "sqnr": sqnr_db(want, got), "rel_f32": rel, "instructions": res.instructions, "macs": macs,
             "arena": pkg.arena_bytes, "weights": size.flash_weights, "code": size.flash_kernels + size.flash_generated,
             "exact": f"{sum(exact)}/{len(exact)}" + (f" (does not fit {', '.join(too_big)})" if too_big else "")
             + (f" ({', '.join(memory)}: optimize='memory')" if memory else "")}
@@ -65,13 +67,14 @@ def main(argv=None) -> int:
     ap.add_argument("--blocks", default=",".join(BLOCKS))
     args = ap.parse_args(argv)
     cores = [c for c in args.exact_on.split(",") if c]
-    print(f"| block | int8 SQNR dB | float32 rel. error | instructions ({args.board}) | arena B | weights B | "
-          f"code B | device == reference ({', '.join(cores)}) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    print(f"| block | int8 SQNR dB | float32 rel. error | instructions ({args.board}) | MACs | MAC/instruction | "
+          f"arena B | weights B | code B | device == reference ({', '.join(cores)}) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.blocks.split(","):
             r = row(name, args.board, cores, Path(tmp))
-            print(f"| {r['block']} | {r['sqnr']:.1f} | {r['rel_f32']:.1e} | {r['instructions']:,} | {r['arena']:,} | "
+            print(f"| {r['block']} | {r['sqnr']:.1f} | {r['rel_f32']:.1e} | {r['instructions']:,} | {r['macs']:,} | "
+                  f"{r['macs'] / r['instructions']:.3f} | {r['arena']:,} | "
                   f"{r['weights']:,} | {r['code']:,} | {r['exact']} |", flush=True)
     return 0
 
