@@ -10,7 +10,7 @@ import mcu
 from mcu.errors import McuError
 from mcu.importer.export import export
 from mcu.metrics import sqnr_db
-from mcu.quantization.precision import search
+from mcu.quantization.precision import relative_costs, search
 from mcu.quantization.units import Unit, rules, units
 
 
@@ -195,3 +195,24 @@ def test_the_flash_budget_leaves_out_raises_the_board_has_no_room_for():
     with pytest.raises(McuError, match=r"out of reach: 29\.6 dB at int8, 30\.0 dB with the best mixed choice found"):
         search(measure, 1.0, us, 35.0, "int8", frozenset({"fpu"}), flash_budget=2_999)
     assert search(measure, 1.0, us, 35.0, "int8", frozenset({"fpu"}), flash_budget=3_000).mixed == {"a": "float32"}
+
+
+class _Scores(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, q, k):
+        return self.proj(q) @ k.transpose(-1, -2)
+
+
+def test_products_of_two_activations_are_priced_as_float32_at_a16w8():
+    """q @ k^T has MACs of its own (no longer one element each), and no int16 kernel: raising it to a16w8 costs
+    what float32 does; a product with a constant (a tied projection) is a weighted layer's MACs."""
+    found = {u.name: u for u in units(export(_Scores().eval(), (torch.randn(1, 4, 8), torch.randn(1, 6, 8))).graph)}
+    root, proj = found["_Scores"], found["proj"]
+    assert (root.products, root.macs, root.elements) == (4 * 6 * 8, 0, 0) and proj.macs == 4 * 8 * 8
+    cost = relative_costs(list(found.values()), frozenset({"dsp", "fpu"}))
+    assert cost(root, "int8", "a16w8")[0] == pytest.approx(cost(root, "int8", "float32")[0])
+    assert cost(root, "int8", "a16w8")[0] > 0
+    assert cost(proj, "int8", "a16w8")[0] < cost(proj, "int8", "float32")[0]

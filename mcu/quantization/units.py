@@ -19,6 +19,7 @@ WEIGHTED = {aten.conv1d.default, aten.conv2d.default, aten.linear.default, aten.
             aten.conv_transpose2d.input}
 FOLLOWERS = {"batch_norm", "_native_batch_norm_legit_no_training", "relu", "relu_", "relu6", "hardtanh",
              "hardtanh_"}  # ops that fold or fuse into the conv / linear before them
+PRODUCTS = {"matmul", "bmm", "mm"}
 VIEWS = {"view", "reshape", "flatten", "permute", "squeeze", "unsqueeze", "contiguous", "clone", "dropout",
          "_unsafe_view", "expand", "t", "transpose", "alias", "detach"}
 
@@ -32,6 +33,7 @@ class Unit:
     ops: int
     keys: tuple[str, ...] = ()  # the mixed= keys that set it: its name, and siblings it took (BatchNorm, ReLU)
     elements: int = 0  # outputs of its ops without MACs (adds, pools, gates, softmax): priced one MAC each
+    products: int = 0  # MACs of products of two activations (q @ k^T, attention @ v): no int16 kernel runs them
     root: bool = False  # the ops of the model's own forward, keyed by its class name, which covers every module
 
 
@@ -69,7 +71,7 @@ def units(graph: torch.fx.Graph) -> list[Unit]:
     keys = _keys(ops, unit_of)
     roots = {_root_name(n) for n in ops if not _paths(n)[-1]}
     return [Unit(name, *row[:4], elements=row[4], keys=tuple(sorted(keys[name], key=lambda k: (k != name, k))),
-                 root=name in roots) for name, row in found.items()]
+                 root=name in roots, products=row[5]) for name, row in found.items()]
 
 
 def _holds(inner: list[str], path: str) -> int:
@@ -130,21 +132,33 @@ def _views_only(unit_of: dict[Node, str]) -> set[str]:
 
 
 def _sizes(ops: list[Node], unit_of: dict[Node, str]) -> dict[str, list[int]]:
-    """Per unit, in graph order: [MACs, parameters, bias entries, ops, outputs of its ops without MACs]."""
+    """Per unit, in graph order: [MACs, parameters, bias entries, ops, outputs of its ops without MACs, MACs of
+    products of two activations]."""
     found: dict[str, list[int]] = {}
     for n in ops:
-        macs = params = channels = 0
+        macs = params = channels = products = 0
         if n.target in WEIGHTED:  # conv / linear: MACs = outputs x weights per output; transposed: per input
             w = n.args[1]
             params, channels = _numel(w), int(w.meta["val"].shape[0])
             macs = _numel(n.args[0] if "transpose" in str(n.target) else n) * (params // channels)
-        row = found.setdefault(unit_of[n], [0, 0, 0, 0, 0])
+        elif _op(n) in PRODUCTS:
+            k = _numel(n) * int(n.args[0].meta["val"].shape[-1])
+            macs, products = (k, 0) if any(_is_constant(a) for a in n.args[:2]) else (0, k)
+        row = found.setdefault(unit_of[n], [0, 0, 0, 0, 0, 0])
         row[0] += macs
         row[1] += params
         row[2] += channels
         row[3] += 1
-        row[4] += 0 if macs or _op(n) in VIEWS else _numel(n)
+        row[4] += 0 if macs or products or _op(n) in VIEWS else _numel(n)
+        row[5] += products
     return found
+
+
+def _is_constant(node) -> bool:
+    """A parameter, buffer or constant of the exported program (torch.export names them p_, b_, c_), through views."""
+    while isinstance(node, Node) and node.op == "call_function" and _op(node) in VIEWS:
+        node = node.args[0]
+    return isinstance(node, Node) and node.op in ("placeholder", "get_attr") and node.name[:2] in ("p_", "b_", "c_")
 
 
 def _keys(ops: list[Node], unit_of: dict[Node, str]) -> dict[str, set[str]]:
