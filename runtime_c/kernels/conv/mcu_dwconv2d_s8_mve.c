@@ -1,12 +1,19 @@
 /* Helium (MVE) int8 depthwise convolution, any window, stride and dilation, channel multiplier 1. */
 
-/*  - 8 channels per vector (VLDRB.S16 widens as it loads; VMULLB/VMULLT into even and odd int32 lanes), 2 output
- *    pixels per weight load.
- *  - Why 8 channels and not 16: Helium has no per-lane integer multiply-accumulate of two vectors (VMLA takes a
- *    scalar, VMLADAV sums across lanes), and int8 products summed in int16 lanes overflow after two taps; so a
- *    tap of 8 channels is one widening load, two VMULL and two VADD into int32, 4 channels a VMULL.
- *  - Per tap of a pair of pixels: the weight load, two input loads, four VMULL, four VADD, two pointer steps
- *    (VLDR has no register offset): 13 instructions for 16 MACs before the row, requantization and loop costs.
+/*  - A tap of 8 channels: VLDRB.S16 widens as it loads, VMULLB/VMULLT multiply into even and odd int32 lanes and
+ *    two VADDs accumulate (Helium has no per-lane integer multiply-accumulate of two vectors; int8 products
+ *    summed in int16 lanes overflow after two taps). A pixel takes 16 channels (two groups) a pass: 4
+ *    accumulators, an input, a weight and a product fill 7 of the 8 Q registers.
+ *  - Each output row (in chunks of columns) first gets a table of column pointers, window row by window row:
+ *    the input pixel's channel 0, or the C bytes of the zero point where the tap lies in the padding (the bias
+ *    is folded). Columns are ordered by residue modulo the dilation, so a pixel's taps in a window row are
+ *    consecutive entries. Before each pass the table moves on by the pass's channels.
+ *  - The tap loop is inline assembly (GCC does not keep 4 accumulators, 2 pointers into the weights and the
+ *    table pointer in registers itself): per tap of 16 MACs the table load, 2 input and 2 weight loads,
+ *    4 VMULL, 4 VADD; a window row of 3 is unrolled.
+ *  - Requantization narrows early: VQDMULH and VRSHL in int32, VQMOVN to int16, then the offset (saturating)
+ *    and the clamp in int16 lanes: exact, as a saturated value lies outside [act_min, act_max] either way.
+ *  - A window whose table would not fit DW_TABLE entries even for one pixel runs tap by tap (dw_slow).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -15,93 +22,251 @@
 #include "mcu/mcu_opt.h"
 
 #if MCU_HAVE_MVE
-typedef struct {
-    int32x4_t e, o; /* channels 0, 2, 4, 6 and 1, 3, 5, 7 of a group */
-} acc8_t;
+#define DW_TABLE 512 /* column pointers on the stack */
 
-MCU_INLINE void mac8(acc8_t *a, int16x8_t x, int16x8_t w)
+typedef struct {
+    const int8_t *pad; /* C bytes of the input zero point */
+    int32_t c, kh, kw, s, d, wq, wt;  /* wt = d * wq: entries a window row of the table */
+    int32_t zo, lo, hi;
+} dwk_t;
+
+/* Accumulate 16 channels (two groups; T: the second's input loads predicated by p0) of n window rows of kw
+ * taps: input pointers from the table at tp (post-incremented, then rowstep bytes to the next row), weights
+ * from wa and wb. */
+#define DW_LD(T, OFF) "vldrb" T ".s16 q4, [%[p], #" OFF "]\n\t"
+#define DW_MAC(E, O)                                                                                             \
+    "vmullb.s16 q7, q4, q6\n\t"                                                                                 \
+    "vadd.i32 %q[" E "], %q[" E "], q7\n\t"                                                                     \
+    "vmullt.s16 q7, q4, q6\n\t"                                                                                 \
+    "vadd.i32 %q[" O "], %q[" O "], q7\n\t"
+#define DW_TAP16(PST, T)                                                                                         \
+    "ldr %[p], [%[tp]], #4\n\t"                                                                                 \
+    "vldrb.s16 q6, [%[wa]], #8\n\t" DW_LD("", "0") DW_MAC("ea", "oa")                                          \
+    "vldrb.s16 q6, [%[wb]], #8\n\t" PST DW_LD(T, "8") DW_MAC("eb", "ob")
+#define DW_TAP8(PST, T)                                                                                          \
+    "ldr %[p], [%[tp]], #4\n\t"                                                                                 \
+    "vldrb.s16 q6, [%[wa]], #8\n\t" PST DW_LD(T, "0") DW_MAC("ea", "oa")
+#define DW_ROWS(TAP)                                                                                             \
+    "1:\n\t"                                                                                                    \
+    "dls lr, %[kw]\n"                                                                                           \
+    "3:\n\t" TAP "le lr, 3b\n\t"                                                                                \
+    "add %[tp], %[tp], %[rowstep]\n\t"                                                                          \
+    "subs %[n], %[n], #1\n\t"                                                                                   \
+    "bne 1b\n\t"
+#define DW_ROWS3(TAP)                                                                                            \
+    "1:\n\t" TAP TAP TAP "add %[tp], %[tp], %[rowstep]\n\t"                                                     \
+    "subs %[n], %[n], #1\n\t"                                                                                   \
+    "bne 1b\n\t"
+
+MCU_INLINE void taps16(const uint32_t *tp, const int8_t *wa, const int8_t *wb, int32_t n, int32_t kw,
+                       int32_t rowstep, uint32_t vpr, const int tail, int32x4_t a[4])
 {
-    a->e = vaddq_s32(a->e, vmullbq_int_s16(x, w));
-    a->o = vaddq_s32(a->o, vmulltq_int_s16(x, w));
+    int32x4_t ea = a[0], oa = a[1], eb = a[2], ob = a[3];
+    const int8_t *p;
+#define DW_OPERANDS                                                                                              \
+    : [ea] "+w"(ea), [oa] "+w"(oa), [eb] "+w"(eb), [ob] "+w"(ob), [tp] "+r"(tp), [wa] "+l"(wa), [wb] "+l"(wb), \
+      [n] "+r"(n), [p] "=&l"(p)                                                                                 \
+    : [kw] "r"(kw), [rowstep] "r"(rowstep), [vpr] "r"(vpr)                                                      \
+    : "lr", "q4", "q6", "q7", "cc", "memory"
+    if (tail) {
+        __asm__ volatile("vmsr p0, %[vpr]\n\t" DW_ROWS(DW_TAP16("vpst\n\t", "t")) DW_OPERANDS);
+    } else if (kw == 3) {
+        __asm__ volatile(DW_ROWS3(DW_TAP16("", "")) DW_OPERANDS);
+    } else {
+        __asm__ volatile(DW_ROWS(DW_TAP16("", "")) DW_OPERANDS);
+    }
+    a[0] = ea, a[1] = oa, a[2] = eb, a[3] = ob;
 }
 
-/* Requantize (lane-ordered params at q + 0, + 4), offset, clamp, interleave back and store the channels of pr. */
-MCU_INLINE void out8(acc8_t a, const int32_t *m, const int32_t *sh, int down, const mcu_conv2d_params_t *p,
-                     mve_pred16_t pr, int8_t *out)
+/* As taps16, one group (8 channels; tail: its input loads predicated by p0). */
+MCU_INLINE void taps8(const uint32_t *tp, const int8_t *wa, int32_t n, int32_t kw, int32_t rowstep, uint32_t vpr,
+                      const int tail, int32x4_t a[4])
+{
+    int32x4_t ea = a[0], oa = a[1], eb = a[2], ob = a[3]; /* eb, ob untouched */
+    const int8_t *p, *wb = wa;
+    if (tail) {
+        __asm__ volatile("vmsr p0, %[vpr]\n\t" DW_ROWS(DW_TAP8("vpst\n\t", "t")) DW_OPERANDS);
+    } else if (kw == 3) {
+        __asm__ volatile(DW_ROWS3(DW_TAP8("", "")) DW_OPERANDS);
+    } else {
+        __asm__ volatile(DW_ROWS(DW_TAP8("", "")) DW_OPERANDS);
+    }
+    a[0] = ea, a[1] = oa;
+}
+#undef DW_OPERANDS
+#undef DW_ROWS
+#undef DW_ROWS3
+#undef DW_TAP8
+#undef DW_TAP16
+#undef DW_MAC
+#undef DW_LD
+
+/* Requantize, when every shift is negative, one group's accumulators E, O (lane-ordered multipliers at m + OFF,
+ * m + OFF + 16 bytes, shifts likewise at sh): VQDMULH then VRSHL, one rounding as mcu_requantize. */
+#define DW_REQ(E, O, OFF)                                                                                        \
+    "vldrw.u32 q4, [%[m], #" OFF "]\n\t"                                                                        \
+    "vldrw.u32 q5, [%[m], #" OFF "+16]\n\t"                                                                     \
+    "vldrw.u32 q6, [%[sh], #" OFF "]\n\t"                                                                       \
+    "vldrw.u32 q7, [%[sh], #" OFF "+16]\n\t"                                                                    \
+    "vqdmulh.s32 %q[" E "], %q[" E "], q4\n\t"                                                                  \
+    "vqdmulh.s32 %q[" O "], %q[" O "], q5\n\t"                                                                  \
+    "vrshl.s32 %q[" E "], %q[" E "], q6\n\t"                                                                    \
+    "vrshl.s32 %q[" O "], %q[" O "], q7\n\t"
+/* Narrow E, O to int16 lanes in channel order in Q (saturating), offset (saturating) and clamp (q6, q7). */
+#define DW_NARROW(Q, E, O)                                                                                       \
+    "vqmovnb.s32 " Q ", %q[" E "]\n\t"                                                                          \
+    "vqmovnt.s32 " Q ", %q[" O "]\n\t"                                                                          \
+    "vqadd.s16 " Q ", " Q ", %[zo]\n\t"                                                                         \
+    "vmax.s16 " Q ", " Q ", q6\n\t"                                                                             \
+    "vmin.s16 " Q ", " Q ", q7\n\t"
+#define DW_CLAMP                                                                                                 \
+    "vdup.16 q6, %[lo]\n\t"                                                                                     \
+    "vdup.16 q7, %[hi]\n\t"
+#define DW_OUT_OPERANDS                                                                                          \
+    : [ea] "+w"(a[0]), [oa] "+w"(a[1]), [eb] "+w"(a[2]), [ob] "+w"(a[3])                                        \
+    : [m] "r"(m), [sh] "r"(sh), [zo] "r"(k->zo), [lo] "r"(k->lo), [hi] "r"(k->hi), [out] "l"(out), [vpr] "r"(vpr) \
+    : "q4", "q5", "q6", "q7", "memory"
+
+/* Requantize (every shift negative), offset, clamp and store 16 channels (tail: the second 8 under p0 = vpr). */
+MCU_INLINE void out16_down(int32x4_t a[4], const int32_t *m, const int32_t *sh, const dwk_t *k, uint32_t vpr,
+                           const int tail, int8_t *out)
+{
+    if (tail) {
+        __asm__ volatile(DW_REQ("ea", "oa", "0") DW_REQ("eb", "ob", "32") DW_CLAMP DW_NARROW("q4", "ea", "oa")
+                             DW_NARROW("q5", "eb", "ob") "vstrb.16 q4, [%[out]]\n\t"
+                                                         "vmsr p0, %[vpr]\n\t"
+                                                         "vpst\n\t"
+                                                         "vstrbt.16 q5, [%[out], #8]\n\t" DW_OUT_OPERANDS);
+    } else {
+        __asm__ volatile(DW_REQ("ea", "oa", "0") DW_REQ("eb", "ob", "32") DW_CLAMP DW_NARROW("q4", "ea", "oa")
+                             DW_NARROW("q5", "eb", "ob") "vstrb.16 q4, [%[out]]\n\t"
+                                                         "vstrb.16 q5, [%[out], #8]\n\t" DW_OUT_OPERANDS);
+    }
+}
+
+/* As out16_down, 8 channels (tail: under p0 = vpr). */
+MCU_INLINE void out8_down(int32x4_t a[4], const int32_t *m, const int32_t *sh, const dwk_t *k, uint32_t vpr,
+                          const int tail, int8_t *out)
+{
+    if (tail) {
+        __asm__ volatile(DW_REQ("ea", "oa", "0") DW_CLAMP DW_NARROW("q4", "ea", "oa") "vmsr p0, %[vpr]\n\t"
+                                                                                      "vpst\n\t"
+                                                                                      "vstrbt.16 q4, [%[out]]\n\t"
+                             DW_OUT_OPERANDS);
+    } else {
+        __asm__ volatile(DW_REQ("ea", "oa", "0") DW_CLAMP DW_NARROW("q4", "ea", "oa") "vstrb.16 q4, [%[out]]\n\t"
+                             DW_OUT_OPERANDS);
+    }
+}
+#undef DW_OUT_OPERANDS
+#undef DW_CLAMP
+#undef DW_NARROW
+#undef DW_REQ
+
+/* Requantize one group's accumulators e, o (lane-ordered params at m, m + 4, sh, sh + 4) to int16 lanes in
+ * channel order, any shifts (mcu_mve_requantize). */
+MCU_INLINE int16x8_t narrow8(int32x4_t e, int32x4_t o, const int32_t *m, const int32_t *sh)
 {
     const int32x4_t me = vldrwq_s32(m), mo = vldrwq_s32(m + 4), se = vldrwq_s32(sh), so = vldrwq_s32(sh + 4);
-    int32x4_t ye = down ? vrshlq_s32(vqdmulhq_s32(a.e, me), se) : mcu_mve_requantize(a.e, me, se);
-    int32x4_t yo = down ? vrshlq_s32(vqdmulhq_s32(a.o, mo), so) : mcu_mve_requantize(a.o, mo, so);
-    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
-    ye = vminq_s32(vmaxq_s32(vaddq_n_s32(ye, p->output_offset), lo), hi);
-    yo = vminq_s32(vmaxq_s32(vaddq_n_s32(yo, p->output_offset), lo), hi);
-    int16x8_t y = vdupq_n_s16(0);
-    y = vmovntq_s32(vmovnbq_s32(y, ye), yo);
+    e = mcu_mve_requantize(e, me, se);
+    o = mcu_mve_requantize(o, mo, so);
+    return vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), e), o);
+}
+
+/* Offset, clamp and store the channels of pr. */
+MCU_INLINE void store8(int16x8_t y, const dwk_t *k, mve_pred16_t pr, int8_t *out)
+{
+    y = vqaddq_n_s16(y, (int16_t)k->zo);
+    y = vminq_s16(vmaxq_s16(y, vdupq_n_s16((int16_t)k->lo)), vdupq_n_s16((int16_t)k->hi));
     vstrbq_p_s16(out, y, pr);
 }
 
-/* One row of taps of 2 pixels ps bytes apart: n taps from x, step bytes apart (step 0, ps 0: a padded row reading
- * the zero point), weights from w; a0, a1 += products. tail: the last, partial group (loads predicated by pr). */
-MCU_INLINE void pair_row(const int8_t *x, int32_t ps, int32_t step, int32_t n, const int8_t *w, mve_pred16_t pr,
-                         const int tail, acc8_t *a0, acc8_t *a1)
+/* Output pixels [0, npx) of a chunk (pixel x's taps from t + idx(x * s) on), channels ch..ch+15 (g2) or
+ * ch..ch+7, the last ones predicated by pr (tail). */
+MCU_INLINE void pass(const dwk_t *k, const uint32_t *t, int32_t npx, const int8_t *w, const int32_t *bias,
+                     const int32_t *m, const int32_t *sh, mve_pred16_t pr, const int g2, const int tail,
+                     const int down, int8_t *out)
 {
-    const int8_t *x1 = x + ps;
-    for (int32_t t = 0; t < n; ++t, w += 8, x += step, x1 += step) {
-        const int16x8_t wv = vldrbq_s16(w);
-        mac8(a0, tail ? vldrbq_z_s16(x, pr) : vldrbq_s16(x), wv);
-        mac8(a1, tail ? vldrbq_z_s16(x1, pr) : vldrbq_s16(x1), wv);
-    }
-}
-
-/* One row of taps of one pixel (as pair_row). */
-MCU_INLINE void one_row(const int8_t *x, int32_t step, int32_t n, const int8_t *w, mve_pred16_t pr, const int tail,
-                        acc8_t *a)
-{
-    for (int32_t t = 0; t < n; ++t, w += 8, x += step) {
-        mac8(a, tail ? vldrbq_z_s16(x, pr) : vldrbq_s16(x), vldrbq_s16(w));
-    }
-}
-
-/* A pair of pixels whose columns lie inside the input, one group (channels ch..ch+7) from weights w: window rows
- * [0, ky0) and [ky1, KH) in the padding (reading the zero point), [ky0, ky1) from x on, row_bytes apart. */
-MCU_INLINE void pair_group(const int8_t *x, const int8_t *pad, int32_t row_bytes, int32_t ky0, int32_t ky1,
-                           int32_t kh, int32_t kw, int32_t cs, int32_t ps, const int8_t *w, mve_pred16_t pr,
-                           const int tail, acc8_t *a0, acc8_t *a1)
-{
-    int32_t ky = 0;
-    for (; ky < ky0; ++ky, w += 8 * kw) {
-        pair_row(pad, 0, 0, kw, w, pr, tail, a0, a1);
-    }
-    for (; ky < ky1; ++ky, w += 8 * kw, x += row_bytes) {
-        pair_row(x, ps, cs, kw, w, pr, tail, a0, a1);
-    }
-    for (; ky < kh; ++ky, w += 8 * kw) {
-        pair_row(pad, 0, 0, kw, w, pr, tail, a0, a1);
-    }
-}
-
-/* One pixel, any window position, one group: window rows [ky0, ky1) inside the input from x on (x at column kx0
- * of row ky0), row_bytes apart, each in up to three runs: padding [0, kx0), inside [kx0, kx1), padding [kx1, KW);
- * the other rows padding. */
-MCU_INLINE void one_group(const int8_t *x, const int8_t *pad, int32_t row_bytes, int32_t ky0, int32_t ky1,
-                          int32_t kh, int32_t kw, int32_t kx0, int32_t kx1, int32_t cs, const int8_t *w,
-                          mve_pred16_t pr, const int tail, acc8_t *a)
-{
-    int32_t ky = 0;
-    for (; ky < ky0; ++ky, w += 8 * kw) {
-        one_row(pad, 0, kw, w, pr, tail, a);
-    }
-    for (; ky < ky1; ++ky, w += 8 * kw, x += row_bytes) {
-        if (kx0 > 0) {
-            one_row(pad, 0, kx0, w, pr, tail, a);
+    const int32_t taps = k->kh * k->kw, rowstep = 4 * (k->wt - k->kw), s = k->s, d = k->d;
+    const uint32_t vpr = pr;
+    int32_t res = 0, q = 0; /* x * s = q * d + res */
+    for (int32_t x = 0; x < npx; ++x, out += k->c) {
+        const uint32_t *tp = d == 1 ? t + x * s : t + res * k->wq + q;
+        int32x4_t a[4] = {vldrwq_s32(bias), vldrwq_s32(bias + 4), vldrwq_s32(bias + 8), vldrwq_s32(bias + 12)};
+        if (g2) {
+            taps16(tp, w, w + 8 * taps, k->kh, k->kw, rowstep, vpr, tail, a);
+        } else {
+            taps8(tp, w, k->kh, k->kw, rowstep, vpr, tail, a);
         }
-        one_row(x, cs, kx1 - kx0, w + 8 * kx0, pr, tail, a);
-        if (kx1 < kw) {
-            one_row(pad, 0, kw - kx1, w + 8 * kx1, pr, tail, a);
+        if (down && g2) {
+            out16_down(a, m, sh, k, vpr, tail, out);
+        } else if (down) {
+            out8_down(a, m, sh, k, vpr, tail, out);
+        } else {
+            store8(narrow8(a[0], a[1], m, sh), k, g2 ? 0xffff : pr, out);
+            if (g2) {
+                store8(narrow8(a[2], a[3], m + 8, sh + 8), k, pr, out + 8);
+            }
+        }
+        for (res += d == 1 ? 0 : s; res >= d && d > 1; res -= d) {
+            ++q;
         }
     }
-    for (; ky < kh; ++ky, w += 8 * kw) {
-        one_row(pad, 0, kw, w, pr, tail, a);
+}
+
+/* The table of a chunk of output row base_y's pixels whose first window starts at input column j0 and whose
+ * windows span wp columns: window row r's column j at t[r * wt + (j % d) * wq + j / d]. */
+static void fill_table(uint32_t *t, const dwk_t *k, const mcu_conv2d_params_t *p, const int8_t *in_n,
+                       int32_t base_y, int32_t j0, int32_t wp)
+{
+    const int32_t in_h = p->input.h, in_w = p->input.w;
+    for (int32_t r = 0; r < k->kh; ++r, t += k->wt) {
+        const int32_t iy = base_y + r * p->dilation_h;
+        const int row_ok = iy >= 0 && iy < in_h;
+        for (int32_t j = 0; j < wp; ++j) {
+            const int32_t ix = j0 + j;
+            const int8_t *src = row_ok && ix >= 0 && ix < in_w ? in_n + (iy * in_w + ix) * k->c : k->pad;
+            t[(j % k->d) * k->wq + j / k->d] = (uint32_t)(uintptr_t)src;
+        }
+    }
+}
+
+/* Every pass over a chunk: 16 channels at a time, then 8, the last predicated. */
+static void chunk(const dwk_t *k, uint32_t *t, int32_t npx, const mcu_per_channel_quant_t *quant,
+                  const int8_t *filter, const int32_t *bias, const int down, int8_t *out)
+{
+    const int32_t c = k->c, taps = k->kh * k->kw, entries = k->kh * k->wt;
+    for (int32_t ch = 0; ch < c;) {
+        const int32_t left = c - ch, g2 = left > 8, step = g2 ? 16 : 8;
+        const mve_pred16_t pr = vctp16q((uint32_t)(g2 ? left - 8 : left));
+        const int tail = left < step;
+        const int8_t *w = filter + ch * taps;
+        const int32_t *b = bias + ch, *m = quant->multiplier + ch, *sh = quant->shift + ch;
+        if (g2 && !tail && down) { /* the common case, and the others */
+            pass(k, t, npx, w, b, m, sh, pr, 1, 0, 1, out + ch);
+        } else if (g2) {
+            pass(k, t, npx, w, b, m, sh, pr, 1, tail, down, out + ch);
+        } else {
+            pass(k, t, npx, w, b, m, sh, pr, 0, tail, down, out + ch);
+        }
+        ch += step;
+        for (int32_t i = 0; i < entries; i += 4) { /* the table moves on to the next pass's channels */
+            vstrwq_u32(t + i, vaddq_n_u32(vldrwq_u32(t + i), (uint32_t)step));
+        }
+    }
+}
+
+/* One output row: chunks of at most `most` pixels, each with its table. */
+static void row(const dwk_t *k, const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *quant,
+                const int8_t *in_n, const int8_t *filter, const int32_t *bias, int32_t base_y, int32_t most,
+                const int down, int8_t *out)
+{
+    uint32_t t[DW_TABLE + 4];
+    for (int32_t xa = 0; xa < p->output.w; xa += most) {
+        const int32_t npx = p->output.w - xa < most ? p->output.w - xa : most;
+        const int32_t wp = (npx - 1) * k->s + (k->kw - 1) * k->d + 1;
+        fill_table(t, k, p, in_n, base_y, xa * k->s - p->pad_left, wp);
+        chunk(k, t, npx, quant, filter, bias, down, out + xa * k->c);
     }
 }
 #endif
@@ -123,74 +288,31 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
     if (mcu_quant_check(quant, (c + 7) & ~7) != MCU_OK) { /* lane order permutes channels, not values */
         return MCU_ERR_ARG;
     }
-    const int32_t c8 = (c + 7) & ~7, taps = kh * kw;
     int down = 1; /* every shift < 0: VQDMULH then a rounding shift is mcu_requantize exactly */
-    for (int32_t ch = 0; ch < c8; ++ch) {
+    for (int32_t ch = 0; ch < ((c + 7) & ~7); ++ch) {
         down = down && quant->shift[ch] < 0;
     }
     int8_t *pad = scratch; /* C bytes: a padded tap reads the zero point (the bias is folded) */
     mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
-    const int32_t dw = p->dilation_w, out_w = p->output.w, cs = dw * c, ps = p->stride_w * c;
-    const int32_t row_bytes = p->dilation_h * in_w * c;
-    /* the output columns whose windows lie inside the input's width: [x0, x1) */
-    int32_t x0 = (p->pad_left + p->stride_w - 1) / p->stride_w, x1 = 0;
-    if (in_w - 1 - (kw - 1) * dw + p->pad_left >= 0) {
-        x1 = (in_w - 1 - (kw - 1) * dw + p->pad_left) / p->stride_w + 1;
+    const int32_t s = p->stride_w, d = p->dilation_w;
+    /* the widest chunk whose table fits: npx pixels span (npx - 1) s + (kw - 1) d + 1 columns, rounded up to d */
+    int32_t most = p->output.w;
+    for (; most > 0; most = most > 8 ? most / 2 : most - 1) {
+        const int32_t wp = (most - 1) * s + (kw - 1) * d + 1;
+        if (kh * d * ((wp + d - 1) / d) <= DW_TABLE) {
+            break;
+        }
     }
-    x1 = x1 < out_w ? x1 : out_w;
-    x0 = x0 < x1 ? x0 : x1;
+    if (most == 0) {
+        return MCU_ERR_SHAPE;
+    }
+    const int32_t wp = (most - 1) * s + (kw - 1) * d + 1, wq = (wp + d - 1) / d;
+    const dwk_t k = {pad, c, kh, kw, s, d, wq, d * wq, p->output_offset, p->act_min, p->act_max};
     mcu_dw_rows_t rows = mcu_dw_rows_open(p, input, output, scratch + c); /* in place: a ring of rows */
     for (int32_t n = 0; n < p->output.n; ++n) {
         const int8_t *in_n = input + n * in_h * in_w * c;
         for (int32_t y = 0; y < p->output.h; ++y, mcu_dw_rows_next(&rows)) {
-            int8_t *out_row = mcu_dw_rows_out(&rows);
-            const int32_t base_y = y * p->stride_h - p->pad_top;
-            int32_t x = x0;
-            int32_t ky0, ky1; /* the window rows inside the input */
-            mcu_tap_range(base_y, p->dilation_h, kh, in_h, &ky0, &ky1);
-            const int8_t *row0 = ky1 > ky0 ? in_n + (base_y + ky0 * p->dilation_h) * in_w * c : pad;
-            const int32_t npairs = (x1 - x0) / 2; /* pairs of pixels inside the width, a group at a time */
-            for (int32_t ch = 0; ch < c && npairs > 0; ch += 8) {
-                const mve_pred16_t pr = vctp16q((uint32_t)(c - ch));
-                const int tail = ch + 8 > c;
-                const int32_t *bq = bias + ch, *mq = quant->multiplier + ch, *sq = quant->shift + ch;
-                const int8_t *w = filter + ch * taps;
-                const int8_t *win = row0 + (x0 * p->stride_w - p->pad_left) * c + ch;
-                int8_t *out = out_row + x0 * c + ch;
-                for (int32_t i = 0; i < npairs; ++i, win += 2 * ps, out += 2 * c) {
-                    const int32x4_t be = vldrwq_s32(bq), bo = vldrwq_s32(bq + 4);
-                    acc8_t a0 = {be, bo}, a1 = {be, bo};
-                    if (tail) {
-                        pair_group(win, pad + ch, row_bytes, ky0, ky1, kh, kw, cs, ps, w, pr, 1, &a0, &a1);
-                    } else {
-                        pair_group(win, pad + ch, row_bytes, ky0, ky1, kh, kw, cs, ps, w, pr, 0, &a0, &a1);
-                    }
-                    out8(a0, mq, sq, down, p, pr, out);
-                    out8(a1, mq, sq, down, p, pr, out + c);
-                }
-            }
-            x = x0 + 2 * npairs;
-            for (int32_t xi = 0; xi < out_w; ++xi) { /* the rest one at a time */
-                if (xi >= x0 && xi < x) {
-                    continue;
-                }
-                const int32_t base_x = xi * p->stride_w - p->pad_left;
-                int32_t kx0, kx1;
-                mcu_tap_range(base_x, dw, kw, in_w, &kx0, &kx1);
-                const int inside = ky1 > ky0 && kx1 > kx0;
-                const int8_t *win = inside ? row0 + (base_x + kx0 * dw) * c : pad;
-                for (int32_t ch = 0; ch < c; ch += 8) {
-                    const mve_pred16_t pr = vctp16q((uint32_t)(c - ch));
-                    acc8_t a = {vldrwq_s32(bias + ch), vldrwq_s32(bias + ch + 4)};
-                    const int8_t *w = filter + ch * taps;
-                    if (ch + 8 <= c) {
-                        one_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, kw, kx0, kx1, cs, w, pr, 0, &a);
-                    } else {
-                        one_group(win + ch, pad + ch, row_bytes, ky0, ky1, kh, kw, kx0, kx1, cs, w, pr, 1, &a);
-                    }
-                    out8(a, quant->multiplier + ch, quant->shift + ch, down, p, pr, out_row + xi * c + ch);
-                }
-            }
+            row(&k, p, quant, in_n, filter, bias, y * p->stride_h - p->pad_top, most, down, mcu_dw_rows_out(&rows));
         }
     }
     mcu_dw_rows_close(&rows);
