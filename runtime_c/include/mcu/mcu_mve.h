@@ -120,6 +120,44 @@ MCU_INLINE void mcu_mve_out4(const int32_t *acc, int32x4_t m, int32x4_t sh, int3
     vstrbq_p_s32(out, vminq_s32(vmaxq_s32(vaddq_n_s32(y, zo), vmin), vmax), p);
 }
 
+/* The common quad: 3 pixels, 4 whole channels, every shift negative: requantize (VQDMULH, VRSHL), offset,
+ * clamp and store the 12 accumulators (pixel j's at acc + 4 j) at out, out + os, out + 2 os. */
+MCU_INLINE void mcu_mve_out12_down(const int32_t *acc, const int32_t *m, const int32_t *sh, int32_t zo, int32_t lo,
+                                   int32_t hi, int8_t *out, int32_t os)
+{
+    __asm__ volatile("vldrw.u32 q0, [%[acc]]\n\t"
+                     "vldrw.u32 q1, [%[acc], #16]\n\t"
+                     "vldrw.u32 q2, [%[acc], #32]\n\t"
+                     "vldrw.u32 q3, [%[m]]\n\t"
+                     "vldrw.u32 q4, [%[sh]]\n\t"
+                     "vqdmulh.s32 q0, q0, q3\n\t"
+                     "vqdmulh.s32 q1, q1, q3\n\t"
+                     "vqdmulh.s32 q2, q2, q3\n\t"
+                     "vdup.32 q5, %[lo]\n\t"
+                     "vdup.32 q6, %[hi]\n\t"
+                     "vrshl.s32 q0, q0, q4\n\t"
+                     "vrshl.s32 q1, q1, q4\n\t"
+                     "vrshl.s32 q2, q2, q4\n\t"
+                     "vadd.i32 q0, q0, %[zo]\n\t"
+                     "vadd.i32 q1, q1, %[zo]\n\t"
+                     "vadd.i32 q2, q2, %[zo]\n\t"
+                     "vmax.s32 q0, q0, q5\n\t"
+                     "vmax.s32 q1, q1, q5\n\t"
+                     "vmax.s32 q2, q2, q5\n\t"
+                     "vmin.s32 q0, q0, q6\n\t"
+                     "vmin.s32 q1, q1, q6\n\t"
+                     "vmin.s32 q2, q2, q6\n\t"
+                     "vstrb.32 q0, [%[out]]\n\t"
+                     "add %[out], %[out], %[os]\n\t"
+                     "vstrb.32 q1, [%[out]]\n\t"
+                     "add %[out], %[out], %[os]\n\t"
+                     "vstrb.32 q2, [%[out]]\n\t"
+                     : [out] "+l"(out)
+                     : [acc] "r"(acc), [m] "r"(m), [sh] "r"(sh), [zo] "r"(zo), [lo] "r"(lo), [hi] "r"(hi),
+                       [os] "r"(os)
+                     : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "memory");
+}
+
 MCU_INLINE void mcu_mve_block_body(const int8_t *const *rows, const mcu_mve_gemm_t *g, int32_t npix, int8_t *out,
                                    int down)
 {
@@ -128,8 +166,15 @@ MCU_INLINE void mcu_mve_block_body(const int8_t *const *rows, const mcu_mve_gemm
     const int32_t c_out = g->c_out, zo = g->zo, os = g->ostride;
     const int tail = g->tail != 0;
     const int32_t *mult = g->mult, *shift = g->shift;
+    int32_t c = 0;
+    if (down && npix == 3) { /* whole quads of 3 pixels: requantized in assembly */
+        for (; c + 4 <= c_out; c += 4, s.bias += 4) {
+            mcu_mve_quad(&s, tail);
+            mcu_mve_out12_down(acc, mult + c, shift + c, zo, g->act_min, g->act_max, out + c, os);
+        }
+    }
     const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max);
-    for (int32_t c = 0; c < c_out; c += 4, s.bias += 4) {
+    for (; c < c_out; c += 4, s.bias += 4) {
         mcu_mve_quad(&s, tail);
         const mve_pred16_t p = vctp32q((uint32_t)(c_out - c));
         const int32x4_t m = vldrwq_s32(mult + c), sh = vldrwq_s32(shift + c);

@@ -219,14 +219,21 @@ MCU_INLINE void pass(const dwk_t *k, const uint32_t *t, int32_t npx, const int8_
 static void fill_table(uint32_t *t, const dwk_t *k, const mcu_conv2d_params_t *p, const int8_t *in_n,
                        int32_t base_y, int32_t j0, int32_t wp)
 {
-    const int32_t in_h = p->input.h, in_w = p->input.w;
+    const int32_t in_h = p->input.h, in_w = p->input.w, c = k->c, d = k->d;
+    const uint32_t pad = (uint32_t)(uintptr_t)k->pad;
+    const int32_t lo = j0 < 0 ? -j0 : 0, hi = in_w - j0 < wp ? in_w - j0 : wp; /* columns [lo, hi) inside */
     for (int32_t r = 0; r < k->kh; ++r, t += k->wt) {
         const int32_t iy = base_y + r * p->dilation_h;
         const int row_ok = iy >= 0 && iy < in_h;
-        for (int32_t j = 0; j < wp; ++j) {
-            const int32_t ix = j0 + j;
-            const int8_t *src = row_ok && ix >= 0 && ix < in_w ? in_n + (iy * in_w + ix) * k->c : k->pad;
-            t[(j % k->d) * k->wq + j / k->d] = (uint32_t)(uintptr_t)src;
+        uint32_t src = (uint32_t)(uintptr_t)(in_n + (iy * in_w + j0 + lo) * c);
+        for (int32_t j = 0, res = 0, q = 0; j < wp; ++j) { /* j = q * d + res */
+            const int inside = row_ok && j >= lo && j < hi;
+            t[res * k->wq + q] = inside ? src : pad;
+            src += inside ? (uint32_t)c : 0u;
+            if (++res == d) {
+                res = 0;
+                ++q;
+            }
         }
     }
 }
