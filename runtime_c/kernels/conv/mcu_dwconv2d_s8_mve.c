@@ -1,167 +1,22 @@
 /* Helium (MVE) int8 depthwise convolution, any window, stride and dilation, channel multiplier 1. */
 
-/*  - A tap of 8 channels: VLDRB.S16 widens as it loads, VMULLB/VMULLT multiply into even and odd int32 lanes and
- *    two VADDs accumulate (Helium has no per-lane integer multiply-accumulate of two vectors; int8 products
- *    summed in int16 lanes overflow after two taps). A pixel takes 16 channels (two groups) a pass: 4
- *    accumulators, an input, a weight and a product fill 7 of the 8 Q registers.
+/*  - 16 channels (two groups of 8) a pixel and pass, the tap loops and requantization in mcu/mcu_dw_mve.h.
  *  - Each output row (in chunks of columns) first gets a table of column pointers, window row by window row:
  *    the input pixel's channel 0, or the C bytes of the zero point where the tap lies in the padding (the bias
  *    is folded). Columns are ordered by residue modulo the dilation, so a pixel's taps in a window row are
- *    consecutive entries. Before each pass the table moves on by the pass's channels.
- *  - The tap loop is inline assembly (GCC does not keep 4 accumulators, 2 pointers into the weights and the
- *    table pointer in registers itself): per tap of 16 MACs the table load, 2 input and 2 weight loads,
- *    4 VMULL, 4 VADD; a window row of 3 is unrolled.
- *  - Requantization narrows early: VQDMULH and VRSHL in int32, VQMOVN to int16, then the offset (saturating)
- *    and the clamp in int16 lanes: exact, as a saturated value lies outside [act_min, act_max] either way.
- *  - A window whose table would not fit DW_TABLE entries even for one pixel runs tap by tap (dw_slow).
+ *    consecutive entries. After each pass the table moves on by the pass's channels.
+ *  - Pixels of 16 whole channels with negative shifts at dilation 1 run in one assembly block (mcu_dw_mve_run16);
+ *    a last 8 or fewer channels, dilation or shifts >= 0 pixel by pixel.
  */
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mcu/mcu_dw_mve.h"
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
 
 #if MCU_HAVE_MVE
 #define DW_TABLE 512 /* column pointers on the stack */
-
-typedef struct {
-    const int8_t *pad; /* C bytes of the input zero point */
-    int32_t c, kh, kw, s, d, wq, wt;  /* wt = d * wq: entries a window row of the table */
-    int32_t zo, lo, hi;
-} dwk_t;
-
-/* Accumulate 16 channels (two groups; T: the second's input loads predicated by p0) of n window rows of kw
- * taps: input pointers from the table at tp (post-incremented, then rowstep bytes to the next row), weights
- * from wa and wb. */
-#define DW_LD(T, OFF) "vldrb" T ".s16 q4, [%[p], #" OFF "]\n\t"
-#define DW_MAC(E, O)                                                                                             \
-    "vmullb.s16 q7, q4, q6\n\t"                                                                                 \
-    "vadd.i32 %q[" E "], %q[" E "], q7\n\t"                                                                     \
-    "vmullt.s16 q7, q4, q6\n\t"                                                                                 \
-    "vadd.i32 %q[" O "], %q[" O "], q7\n\t"
-#define DW_TAP16(PST, T)                                                                                         \
-    "ldr %[p], [%[tp]], #4\n\t"                                                                                 \
-    "vldrb.s16 q6, [%[wa]], #8\n\t" DW_LD("", "0") DW_MAC("ea", "oa")                                          \
-    "vldrb.s16 q6, [%[wb]], #8\n\t" PST DW_LD(T, "8") DW_MAC("eb", "ob")
-#define DW_TAP8(PST, T)                                                                                          \
-    "ldr %[p], [%[tp]], #4\n\t"                                                                                 \
-    "vldrb.s16 q6, [%[wa]], #8\n\t" PST DW_LD(T, "0") DW_MAC("ea", "oa")
-#define DW_ROWS(TAP)                                                                                             \
-    "1:\n\t"                                                                                                    \
-    "dls lr, %[kw]\n"                                                                                           \
-    "3:\n\t" TAP "le lr, 3b\n\t"                                                                                \
-    "add %[tp], %[tp], %[rowstep]\n\t"                                                                          \
-    "subs %[n], %[n], #1\n\t"                                                                                   \
-    "bne 1b\n\t"
-#define DW_ROWS3(TAP)                                                                                            \
-    "1:\n\t" TAP TAP TAP "add %[tp], %[tp], %[rowstep]\n\t"                                                     \
-    "subs %[n], %[n], #1\n\t"                                                                                   \
-    "bne 1b\n\t"
-
-MCU_INLINE void taps16(const uint32_t *tp, const int8_t *wa, const int8_t *wb, int32_t n, int32_t kw,
-                       int32_t rowstep, uint32_t vpr, const int tail, int32x4_t a[4])
-{
-    int32x4_t ea = a[0], oa = a[1], eb = a[2], ob = a[3];
-    const int8_t *p;
-#define DW_OPERANDS                                                                                              \
-    : [ea] "+w"(ea), [oa] "+w"(oa), [eb] "+w"(eb), [ob] "+w"(ob), [tp] "+r"(tp), [wa] "+l"(wa), [wb] "+l"(wb), \
-      [n] "+r"(n), [p] "=&l"(p)                                                                                 \
-    : [kw] "r"(kw), [rowstep] "r"(rowstep), [vpr] "r"(vpr)                                                      \
-    : "lr", "q4", "q6", "q7", "cc", "memory"
-    if (tail) {
-        __asm__ volatile("vmsr p0, %[vpr]\n\t" DW_ROWS(DW_TAP16("vpst\n\t", "t")) DW_OPERANDS);
-    } else if (kw == 3) {
-        __asm__ volatile(DW_ROWS3(DW_TAP16("", "")) DW_OPERANDS);
-    } else {
-        __asm__ volatile(DW_ROWS(DW_TAP16("", "")) DW_OPERANDS);
-    }
-    a[0] = ea, a[1] = oa, a[2] = eb, a[3] = ob;
-}
-
-/* As taps16, one group (8 channels; tail: its input loads predicated by p0). */
-MCU_INLINE void taps8(const uint32_t *tp, const int8_t *wa, int32_t n, int32_t kw, int32_t rowstep, uint32_t vpr,
-                      const int tail, int32x4_t a[4])
-{
-    int32x4_t ea = a[0], oa = a[1], eb = a[2], ob = a[3]; /* eb, ob untouched */
-    const int8_t *p, *wb = wa;
-    if (tail) {
-        __asm__ volatile("vmsr p0, %[vpr]\n\t" DW_ROWS(DW_TAP8("vpst\n\t", "t")) DW_OPERANDS);
-    } else if (kw == 3) {
-        __asm__ volatile(DW_ROWS3(DW_TAP8("", "")) DW_OPERANDS);
-    } else {
-        __asm__ volatile(DW_ROWS(DW_TAP8("", "")) DW_OPERANDS);
-    }
-    a[0] = ea, a[1] = oa;
-}
-#undef DW_OPERANDS
-#undef DW_ROWS
-#undef DW_ROWS3
-#undef DW_TAP8
-#undef DW_TAP16
-#undef DW_MAC
-#undef DW_LD
-
-/* Requantize, when every shift is negative, one group's accumulators E, O (lane-ordered multipliers at m + OFF,
- * m + OFF + 16 bytes, shifts likewise at sh): VQDMULH then VRSHL, one rounding as mcu_requantize. */
-#define DW_REQ(E, O, OFF)                                                                                        \
-    "vldrw.u32 q4, [%[m], #" OFF "]\n\t"                                                                        \
-    "vldrw.u32 q5, [%[m], #" OFF "+16]\n\t"                                                                     \
-    "vldrw.u32 q6, [%[sh], #" OFF "]\n\t"                                                                       \
-    "vldrw.u32 q7, [%[sh], #" OFF "+16]\n\t"                                                                    \
-    "vqdmulh.s32 %q[" E "], %q[" E "], q4\n\t"                                                                  \
-    "vqdmulh.s32 %q[" O "], %q[" O "], q5\n\t"                                                                  \
-    "vrshl.s32 %q[" E "], %q[" E "], q6\n\t"                                                                    \
-    "vrshl.s32 %q[" O "], %q[" O "], q7\n\t"
-/* Narrow E, O to int16 lanes in channel order in Q (saturating), offset (saturating) and clamp (q6, q7). */
-#define DW_NARROW(Q, E, O)                                                                                       \
-    "vqmovnb.s32 " Q ", %q[" E "]\n\t"                                                                          \
-    "vqmovnt.s32 " Q ", %q[" O "]\n\t"                                                                          \
-    "vqadd.s16 " Q ", " Q ", %[zo]\n\t"                                                                         \
-    "vmax.s16 " Q ", " Q ", q6\n\t"                                                                             \
-    "vmin.s16 " Q ", " Q ", q7\n\t"
-#define DW_CLAMP                                                                                                 \
-    "vdup.16 q6, %[lo]\n\t"                                                                                     \
-    "vdup.16 q7, %[hi]\n\t"
-#define DW_OUT_OPERANDS                                                                                          \
-    : [ea] "+w"(a[0]), [oa] "+w"(a[1]), [eb] "+w"(a[2]), [ob] "+w"(a[3])                                        \
-    : [m] "r"(m), [sh] "r"(sh), [zo] "r"(k->zo), [lo] "r"(k->lo), [hi] "r"(k->hi), [out] "l"(out), [vpr] "r"(vpr) \
-    : "q4", "q5", "q6", "q7", "memory"
-
-/* Requantize (every shift negative), offset, clamp and store 16 channels (tail: the second 8 under p0 = vpr). */
-MCU_INLINE void out16_down(int32x4_t a[4], const int32_t *m, const int32_t *sh, const dwk_t *k, uint32_t vpr,
-                           const int tail, int8_t *out)
-{
-    if (tail) {
-        __asm__ volatile(DW_REQ("ea", "oa", "0") DW_REQ("eb", "ob", "32") DW_CLAMP DW_NARROW("q4", "ea", "oa")
-                             DW_NARROW("q5", "eb", "ob") "vstrb.16 q4, [%[out]]\n\t"
-                                                         "vmsr p0, %[vpr]\n\t"
-                                                         "vpst\n\t"
-                                                         "vstrbt.16 q5, [%[out], #8]\n\t" DW_OUT_OPERANDS);
-    } else {
-        __asm__ volatile(DW_REQ("ea", "oa", "0") DW_REQ("eb", "ob", "32") DW_CLAMP DW_NARROW("q4", "ea", "oa")
-                             DW_NARROW("q5", "eb", "ob") "vstrb.16 q4, [%[out]]\n\t"
-                                                         "vstrb.16 q5, [%[out], #8]\n\t" DW_OUT_OPERANDS);
-    }
-}
-
-/* As out16_down, 8 channels (tail: under p0 = vpr). */
-MCU_INLINE void out8_down(int32x4_t a[4], const int32_t *m, const int32_t *sh, const dwk_t *k, uint32_t vpr,
-                          const int tail, int8_t *out)
-{
-    if (tail) {
-        __asm__ volatile(DW_REQ("ea", "oa", "0") DW_CLAMP DW_NARROW("q4", "ea", "oa") "vmsr p0, %[vpr]\n\t"
-                                                                                      "vpst\n\t"
-                                                                                      "vstrbt.16 q4, [%[out]]\n\t"
-                             DW_OUT_OPERANDS);
-    } else {
-        __asm__ volatile(DW_REQ("ea", "oa", "0") DW_CLAMP DW_NARROW("q4", "ea", "oa") "vstrb.16 q4, [%[out]]\n\t"
-                             DW_OUT_OPERANDS);
-    }
-}
-#undef DW_OUT_OPERANDS
-#undef DW_CLAMP
-#undef DW_NARROW
-#undef DW_REQ
 
 /* Requantize one group's accumulators e, o (lane-ordered params at m, m + 4, sh, sh + 4) to int16 lanes in
  * channel order, any shifts (mcu_mve_requantize). */
@@ -249,8 +104,10 @@ static void chunk(const dwk_t *k, uint32_t *t, int32_t npx, const mcu_per_channe
         const int tail = left < step;
         const int8_t *w = filter + ch * taps;
         const int32_t *b = bias + ch, *m = quant->multiplier + ch, *sh = quant->shift + ch;
-        if (g2 && !tail && down) { /* the common case, and the others */
-            pass(k, t, npx, w, b, m, sh, pr, 1, 0, 1, out + ch);
+        if (g2 && !tail && down && k->d == 1) { /* the common case, and the others */
+            const mcu_dw_run_t r = {w, w + 8 * taps, b, m, sh, k->zo, k->lo, k->hi, k->kh, 4 * (k->wt - k->kw),
+                                    4 * k->s, c};
+            mcu_dw_mve_run16(&r, t, npx, k->kw, out + ch);
         } else if (g2) {
             pass(k, t, npx, w, b, m, sh, pr, 1, tail, down, out + ch);
         } else {
