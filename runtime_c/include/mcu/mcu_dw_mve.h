@@ -67,8 +67,8 @@ MCU_INLINE void taps16(const uint32_t *tp, const int8_t *wa, const int8_t *wb, i
     int32x4_t ea = a[0], oa = a[1], eb = a[2], ob = a[3];
     const int8_t *p;
 #define DW_OPERANDS                                                                                              \
-    : [ea] "+w"(ea), [oa] "+w"(oa), [eb] "+w"(eb), [ob] "+w"(ob), [tp] "+r"(tp), [wa] "+l"(wa), [wb] "+l"(wb), \
-      [n] "+r"(n), [p] "=&l"(p)                                                                                 \
+    : [ea] "+&w"(ea), [oa] "+&w"(oa), [eb] "+&w"(eb), [ob] "+&w"(ob), [tp] "+&r"(tp), [wa] "+&l"(wa), [wb] "+&l"(wb), \
+      [n] "+&r"(n), [p] "=&l"(p)                                                                                 \
     : [kw] "r"(kw), [rowstep] "r"(rowstep), [vpr] "r"(vpr)                                                      \
     : "lr", "q4", "q6", "q7", "cc", "memory"
     if (tail) {
@@ -119,7 +119,7 @@ MCU_INLINE void taps8(const uint32_t *tp, const int8_t *wa, int32_t n, int32_t k
     "vdup.16 q6, " LO "\n\t"                                                                                    \
     "vdup.16 q7, " HI "\n\t"
 #define DW_OUT_OPERANDS                                                                                          \
-    : [ea] "+w"(a[0]), [oa] "+w"(a[1]), [eb] "+w"(a[2]), [ob] "+w"(a[3])                                        \
+    : [ea] "+&w"(a[0]), [oa] "+&w"(a[1]), [eb] "+&w"(a[2]), [ob] "+&w"(a[3])                                        \
     : [m] "r"(m), [sh] "r"(sh), [zo] "r"(k->zo), [lo] "r"(k->lo), [hi] "r"(k->hi), [out] "l"(out), [vpr] "r"(vpr) \
     : "q4", "q5", "q6", "q7", "memory"
 
@@ -156,6 +156,51 @@ MCU_INLINE void out8_down(int32x4_t a[4], const int32_t *m, const int32_t *sh, c
 }
 
 
+/* Requantize one group's accumulators e, o (lane-ordered params at m, m + 4, sh, sh + 4) to int16 lanes in
+ * channel order, any shifts (mcu_mve_requantize). */
+MCU_INLINE int16x8_t mcu_dw_mve_narrow8(int32x4_t e, int32x4_t o, const int32_t *m, const int32_t *sh)
+{
+    const int32x4_t me = vldrwq_s32(m), mo = vldrwq_s32(m + 4), se = vldrwq_s32(sh), so = vldrwq_s32(sh + 4);
+    e = mcu_mve_requantize(e, me, se);
+    o = mcu_mve_requantize(o, mo, so);
+    return vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), e), o);
+}
+
+/* Offset, clamp and store the channels of pr. */
+MCU_INLINE void mcu_dw_mve_store8(int16x8_t y, const dwk_t *k, mve_pred16_t pr, int8_t *out)
+{
+    y = vqaddq_n_s16(y, (int16_t)k->zo);
+    y = vminq_s16(vmaxq_s16(y, vdupq_n_s16((int16_t)k->lo)), vdupq_n_s16((int16_t)k->hi));
+    vstrbq_p_s16(out, y, pr);
+}
+
+/* One output pixel, channels 0..15 (g2) or 0..7 of weights w (groups [KH * KW][8]), lane-ordered bias, m, sh;
+ * the last 8 predicated by pr (tail); taps from the table at tp (KW consecutive entries a window row, rowstep
+ * bytes on to the next). */
+MCU_INLINE void mcu_dw_mve_pixel(const dwk_t *k, const uint32_t *tp, int32_t rowstep, const int8_t *w,
+                                 const int32_t *bias, const int32_t *m, const int32_t *sh, mve_pred16_t pr,
+                                 const int g2, const int tail, const int down, int8_t *out)
+{
+    const uint32_t vpr = pr;
+    int32x4_t a[4] = {vldrwq_s32(bias), vldrwq_s32(bias + 4), vdupq_n_s32(0), vdupq_n_s32(0)};
+    if (g2) {
+        a[2] = vldrwq_s32(bias + 8), a[3] = vldrwq_s32(bias + 12);
+        taps16(tp, w, w + 8 * k->kh * k->kw, k->kh, k->kw, rowstep, vpr, tail, a);
+    } else {
+        taps8(tp, w, k->kh, k->kw, rowstep, vpr, tail, a);
+    }
+    if (down && g2) {
+        out16_down(a, m, sh, k, vpr, tail, out);
+    } else if (down) {
+        out8_down(a, m, sh, k, vpr, tail, out);
+    } else {
+        mcu_dw_mve_store8(mcu_dw_mve_narrow8(a[0], a[1], m, sh), k, g2 ? 0xffff : pr, out);
+        if (g2) {
+            mcu_dw_mve_store8(mcu_dw_mve_narrow8(a[2], a[3], m + 8, sh + 8), k, pr, out + 8);
+        }
+    }
+}
+
 /* npx pixels of 16 whole channels (every shift negative): pixel i's table from tp + i * r->tstep bytes, its
  * output at out + i * r->ostep; kw3: the window is 3 wide (rows unrolled), else kw taps a row. */
 #define DW_RUN(ROWS)                                                                                             \
@@ -188,7 +233,7 @@ MCU_INLINE void mcu_dw_mve_run16(const mcu_dw_run_t *r, const uint32_t *tb, int3
     const uint32_t *tp;
     int32_t n, rowstep;
 #define DW_RUN_OPERANDS                                                                                          \
-    : [tb] "+r"(tb), [npx] "+r"(npx), [out] "+l"(out), [wa] "=&l"(wa), [wb] "=&l"(wb), [p] "=&l"(p),            \
+    : [tb] "+&r"(tb), [npx] "+&r"(npx), [out] "+&l"(out), [wa] "=&l"(wa), [wb] "=&l"(wb), [p] "=&l"(p),            \
       [tp] "=&r"(tp), [n] "=&r"(n), [rowstep] "=&r"(rowstep)                                                     \
     : [r] "r"(r), [kw] "r"(kw)                                                                                  \
     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory"

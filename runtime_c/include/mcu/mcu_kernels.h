@@ -1013,8 +1013,8 @@ static inline int32_t mcu_fully_connected_gemm_s8_dsp_scratch_bytes(const mcu_fc
  *   dsp:  stream per 4 channels (C rounded up to 4): folded biases b0..b3; per tap t = ky * 3 + kx the int8
  *         word (w_c0, w_c1, w_c2, w_c3), widened by the kernel; the 4 records (100 bytes); dsp_wide: per
  *         tap the int16 words (w_c0, w_c2), (w_c1, w_c3) (136 bytes);
- *   mve:  fold, int8 [9][C8] (widened by the load); bias, multiplier and shift padded to C8 and stored per 8
- *         channels in lane order 0, 2, 4, 6, 1, 3, 5, 7. */
+ *   mve:  as mcu_dwconv2d_s8_mve's (int8 [C8 / 8][9][8], bias, multiplier and shift per 8 channels in lane
+ *         order 0, 2, 4, 6, 1, 3, 5, 7); pixel by pixel, 16 channels a pass through its tap loops. */
 mcu_status_t mcu_dwconv2d_3x3_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                       const int8_t *input, const int8_t *filter, const int32_t *bias,
                                       int8_t *scratch, int8_t *output);

@@ -152,7 +152,7 @@ MCU_INLINE void mcu_mve_out12_down(const int32_t *acc, const int32_t *m, const i
                      "vstrb.32 q1, [%[out]]\n\t"
                      "add %[out], %[out], %[os]\n\t"
                      "vstrb.32 q2, [%[out]]\n\t"
-                     : [out] "+l"(out)
+                     : [out] "+&l"(out)
                      : [acc] "r"(acc), [m] "r"(m), [sh] "r"(sh), [zo] "r"(zo), [lo] "r"(lo), [hi] "r"(hi),
                        [os] "r"(os)
                      : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "memory");

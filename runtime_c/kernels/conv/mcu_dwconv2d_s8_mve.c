@@ -18,52 +18,17 @@
 #if MCU_HAVE_MVE
 #define DW_TABLE 512 /* column pointers on the stack */
 
-/* Requantize one group's accumulators e, o (lane-ordered params at m, m + 4, sh, sh + 4) to int16 lanes in
- * channel order, any shifts (mcu_mve_requantize). */
-MCU_INLINE int16x8_t narrow8(int32x4_t e, int32x4_t o, const int32_t *m, const int32_t *sh)
-{
-    const int32x4_t me = vldrwq_s32(m), mo = vldrwq_s32(m + 4), se = vldrwq_s32(sh), so = vldrwq_s32(sh + 4);
-    e = mcu_mve_requantize(e, me, se);
-    o = mcu_mve_requantize(o, mo, so);
-    return vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), e), o);
-}
-
-/* Offset, clamp and store the channels of pr. */
-MCU_INLINE void store8(int16x8_t y, const dwk_t *k, mve_pred16_t pr, int8_t *out)
-{
-    y = vqaddq_n_s16(y, (int16_t)k->zo);
-    y = vminq_s16(vmaxq_s16(y, vdupq_n_s16((int16_t)k->lo)), vdupq_n_s16((int16_t)k->hi));
-    vstrbq_p_s16(out, y, pr);
-}
-
 /* Output pixels [0, npx) of a chunk (pixel x's taps from t + idx(x * s) on), channels ch..ch+15 (g2) or
  * ch..ch+7, the last ones predicated by pr (tail). */
 MCU_INLINE void pass(const dwk_t *k, const uint32_t *t, int32_t npx, const int8_t *w, const int32_t *bias,
                      const int32_t *m, const int32_t *sh, mve_pred16_t pr, const int g2, const int tail,
                      const int down, int8_t *out)
 {
-    const int32_t taps = k->kh * k->kw, rowstep = 4 * (k->wt - k->kw), s = k->s, d = k->d;
-    const uint32_t vpr = pr;
+    const int32_t rowstep = 4 * (k->wt - k->kw), s = k->s, d = k->d;
     int32_t res = 0, q = 0; /* x * s = q * d + res */
     for (int32_t x = 0; x < npx; ++x, out += k->c) {
-        const uint32_t *tp = d == 1 ? t + x * s : t + res * k->wq + q;
-        int32x4_t a[4] = {vldrwq_s32(bias), vldrwq_s32(bias + 4), vldrwq_s32(bias + 8), vldrwq_s32(bias + 12)};
-        if (g2) {
-            taps16(tp, w, w + 8 * taps, k->kh, k->kw, rowstep, vpr, tail, a);
-        } else {
-            taps8(tp, w, k->kh, k->kw, rowstep, vpr, tail, a);
-        }
-        if (down && g2) {
-            out16_down(a, m, sh, k, vpr, tail, out);
-        } else if (down) {
-            out8_down(a, m, sh, k, vpr, tail, out);
-        } else {
-            store8(narrow8(a[0], a[1], m, sh), k, g2 ? 0xffff : pr, out);
-            if (g2) {
-                store8(narrow8(a[2], a[3], m + 8, sh + 8), k, pr, out + 8);
-            }
-        }
-        for (res += d == 1 ? 0 : s; res >= d && d > 1; res -= d) {
+        mcu_dw_mve_pixel(k, t + res * k->wq + q, rowstep, w, bias, m, sh, pr, g2, tail, down, out);
+        for (res += s; res >= d; res -= d) {
             ++q;
         }
     }
