@@ -6,7 +6,7 @@
  *    per 16 MACs. GCC does not keep 4 accumulators, 3 pointers and the work registers in place itself.
  *  - Requantization when every shift is negative: VQDMULH, VRSHL (one rounding, as mcu_requantize), VQMOVNB/T
  *    to int16 in channel order, then offset (saturating) and clamp in int16 lanes.
- *  - mcu_dw_mve_run16: a whole run of pixels (16 whole channels, a window 3 wide or any) in one block, its
+ *  - mcu_dw_mve_run: a whole run of pixels (16 or 8 whole channels, a window 3 wide or any) in one block, its
  *    constants read from an mcu_dw_run_t.
  */
 #ifndef MCU_DW_MVE_H
@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
 
 #if MCU_HAVE_MVE
@@ -25,7 +26,7 @@ typedef struct {
     int32_t zo, lo, hi;
 } dwk_t;
 
-/* What mcu_dw_mve_run16 reads (offsets fixed in the assembly). */
+/* What mcu_dw_mve_run reads (offsets fixed in the assembly). */
 typedef struct {
     const int8_t *wa, *wb;           /* 0, 4: the two groups' weights */
     const int32_t *bias, *m, *sh;    /* 8, 12, 16: lane-ordered, 16 channels */
@@ -201,49 +202,70 @@ MCU_INLINE void mcu_dw_mve_pixel(const dwk_t *k, const uint32_t *tp, int32_t row
     }
 }
 
-/* npx pixels of 16 whole channels (every shift negative): pixel i's table from tp + i * r->tstep bytes, its
- * output at out + i * r->ostep; kw3: the window is 3 wide (rows unrolled), else kw taps a row. */
-#define DW_RUN(ROWS)                                                                                             \
+/* npx pixels of 16 (g2) or 8 whole channels (every shift negative): pixel i's table from tb + i * r->tstep
+ * bytes, its output at out + i * r->ostep; a window 3 wide unrolled, else kw taps a row. */
+#define DW_RUN(ROWS, BIAS, REQ, NARROW, STORE)                                                                   \
     "5:\n\t"                                                                                                    \
-    "ldr %[p], [%[r], #8]\n\t"                                                                                  \
-    "vldrw.u32 q0, [%[p]]\n\t"                                                                                  \
-    "vldrw.u32 q1, [%[p], #16]\n\t"                                                                             \
-    "vldrw.u32 q2, [%[p], #32]\n\t"                                                                             \
-    "vldrw.u32 q3, [%[p], #48]\n\t"                                                                             \
+    "ldr %[p], [%[r], #8]\n\t" BIAS                                                                             \
     "ldrd %[wa], %[wb], [%[r]]\n\t"                                                                             \
     "ldr %[n], [%[r], #32]\n\t"                                                                                 \
     "ldr %[rowstep], [%[r], #36]\n\t"                                                                           \
     "mov %[tp], %[tb]\n\t" ROWS                                                                                 \
-    "ldrd %[wa], %[wb], [%[r], #12]\n\t" DW_REQ("q0", "q1", "0", "%[wa]", "%[wb]")                             \
-    DW_REQ("q2", "q3", "32", "%[wa]", "%[wb]")                                                                  \
+    "ldrd %[wa], %[wb], [%[r], #12]\n\t" REQ                                                                    \
     "ldrd %[n], %[tp], [%[r], #24]\n\t"                                                                         \
-    "ldr %[p], [%[r], #20]\n\t" DW_CLAMP("%[n]", "%[tp]") DW_NARROW("q4", "q0", "q1", "%[p]")                   \
-    DW_NARROW("q5", "q2", "q3", "%[p]")                                                                         \
-    "vstrb.16 q4, [%[out]]\n\t"                                                                                 \
-    "vstrb.16 q5, [%[out], #8]\n\t"                                                                             \
+    "ldr %[p], [%[r], #20]\n\t" DW_CLAMP("%[n]", "%[tp]") NARROW STORE                                          \
     "ldrd %[n], %[p], [%[r], #40]\n\t"                                                                          \
     "add %[tb], %[tb], %[n]\n\t"                                                                                \
     "add %[out], %[out], %[p]\n\t"                                                                              \
     "subs %[npx], %[npx], #1\n\t"                                                                               \
     "bne 5b\n\t"
+#define DW_BIAS8                                                                                                 \
+    "vldrw.u32 q0, [%[p]]\n\t"                                                                                  \
+    "vldrw.u32 q1, [%[p], #16]\n\t"
+#define DW_BIAS16 DW_BIAS8                                                                                       \
+    "vldrw.u32 q2, [%[p], #32]\n\t"                                                                             \
+    "vldrw.u32 q3, [%[p], #48]\n\t"
+#define DW_REQ8 DW_REQ("q0", "q1", "0", "%[wa]", "%[wb]")
+#define DW_REQ16 DW_REQ8 DW_REQ("q2", "q3", "32", "%[wa]", "%[wb]")
+#define DW_NARROW8 DW_NARROW("q4", "q0", "q1", "%[p]")
+#define DW_NARROW16 DW_NARROW8 DW_NARROW("q5", "q2", "q3", "%[p]")
+#define DW_STORE8 "vstrb.16 q4, [%[out]]\n\t"
+#define DW_STORE16 DW_STORE8 "vstrb.16 q5, [%[out], #8]\n\t"
+#define DW_T16 DW_TAP16("", "", "q0", "q1", "q2", "q3")
+#define DW_T8 DW_TAP8("", "", "q0", "q1")
 
-MCU_INLINE void mcu_dw_mve_run16(const mcu_dw_run_t *r, const uint32_t *tb, int32_t npx, int32_t kw, int8_t *out)
+MCU_INLINE void mcu_dw_mve_run(const mcu_dw_run_t *r, const uint32_t *tb, int32_t npx, int32_t kw, const int g2,
+                               int8_t *out)
 {
     const int8_t *wa, *wb, *p;
     const uint32_t *tp;
     int32_t n, rowstep;
 #define DW_RUN_OPERANDS                                                                                          \
-    : [tb] "+&r"(tb), [npx] "+&r"(npx), [out] "+&l"(out), [wa] "=&l"(wa), [wb] "=&l"(wb), [p] "=&l"(p),            \
+    : [tb] "+&r"(tb), [npx] "+&r"(npx), [out] "+&l"(out), [wa] "=&l"(wa), [wb] "=&l"(wb), [p] "=&l"(p),        \
       [tp] "=&r"(tp), [n] "=&r"(n), [rowstep] "=&r"(rowstep)                                                     \
     : [r] "r"(r), [kw] "r"(kw)                                                                                  \
     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory"
-    if (kw == 3) {
-        __asm__ volatile(DW_RUN(DW_ROWS3(DW_TAP16("", "", "q0", "q1", "q2", "q3"))) DW_RUN_OPERANDS);
+    if (g2 && kw == 3) {
+        __asm__ volatile(DW_RUN(DW_ROWS3(DW_T16), DW_BIAS16, DW_REQ16, DW_NARROW16, DW_STORE16) DW_RUN_OPERANDS);
+    } else if (g2) {
+        __asm__ volatile(DW_RUN(DW_ROWS(DW_T16), DW_BIAS16, DW_REQ16, DW_NARROW16, DW_STORE16) DW_RUN_OPERANDS);
+    } else if (kw == 3) {
+        __asm__ volatile(DW_RUN(DW_ROWS3(DW_T8), DW_BIAS8, DW_REQ8, DW_NARROW8, DW_STORE8) DW_RUN_OPERANDS);
     } else {
-        __asm__ volatile(DW_RUN(DW_ROWS(DW_TAP16("", "", "q0", "q1", "q2", "q3"))) DW_RUN_OPERANDS);
+        __asm__ volatile(DW_RUN(DW_ROWS(DW_T8), DW_BIAS8, DW_REQ8, DW_NARROW8, DW_STORE8) DW_RUN_OPERANDS);
     }
 #undef DW_RUN_OPERANDS
 }
+#undef DW_T8
+#undef DW_T16
+#undef DW_STORE16
+#undef DW_STORE8
+#undef DW_NARROW16
+#undef DW_NARROW8
+#undef DW_REQ16
+#undef DW_REQ8
+#undef DW_BIAS16
+#undef DW_BIAS8
 #undef DW_RUN
 #undef DW_OPERANDS
 #undef DW_ROWS
@@ -256,6 +278,12 @@ MCU_INLINE void mcu_dw_mve_run16(const mcu_dw_run_t *r, const uint32_t *tb, int3
 #undef DW_CLAMP
 #undef DW_NARROW
 #undef DW_REQ
+/* Every output row of a depthwise call (the checks done): mcu_dwconv2d_s8_mve, or (pixelwise, a window of at
+ * most 12 taps) mcu_dwconv2d_3x3_s8_mve; MCU_ERR_SHAPE where one pixel's table would not fit.
+ * (shared/mcu_dw_s8_mve.c, linked once) */
+mcu_status_t mcu_dw_mve_rows(const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *quant, const int8_t *input,
+                             const int8_t *filter, const int32_t *bias, int8_t *scratch, int8_t *output,
+                             int pixelwise);
 #endif /* MCU_HAVE_MVE */
 
 #endif /* MCU_DW_MVE_H */

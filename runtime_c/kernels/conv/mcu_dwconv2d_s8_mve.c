@@ -1,11 +1,12 @@
 /* Helium (MVE) int8 depthwise convolution, any window, stride and dilation, channel multiplier 1. */
 
-/*  - 16 channels (two groups of 8) a pixel and pass, the tap loops and requantization in mcu/mcu_dw_mve.h.
+/*  - The work is the shared driver's (kernels/shared/mcu_dw_s8_mve.c, mcu/mcu_dw_mve.h): 16 channels (two groups
+ *    of 8) a pixel and pass, output rows in order (the in-place ring of the 3x3 variants).
  *  - Each output row (in chunks of columns) first gets a table of column pointers, window row by window row:
  *    the input pixel's channel 0, or the C bytes of the zero point where the tap lies in the padding (the bias
  *    is folded). Columns are ordered by residue modulo the dilation, so a pixel's taps in a window row are
  *    consecutive entries. After each pass the table moves on by the pass's channels.
- *  - Pixels of 16 whole channels with negative shifts at dilation 1 run in one assembly block (mcu_dw_mve_run16);
+ *  - Pixels of 16 whole channels with negative shifts at dilation 1 run in one assembly block (mcu_dw_mve_run);
  *    a last 8 or fewer channels, dilation or shifts >= 0 pixel by pixel.
  */
 #include <stddef.h>
@@ -14,91 +15,6 @@
 #include "mcu/mcu_dw_mve.h"
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_opt.h"
-
-#if MCU_HAVE_MVE
-#define DW_TABLE 512 /* column pointers on the stack */
-
-/* Output pixels [0, npx) of a chunk (pixel x's taps from t + idx(x * s) on), channels ch..ch+15 (g2) or
- * ch..ch+7, the last ones predicated by pr (tail). */
-MCU_INLINE void pass(const dwk_t *k, const uint32_t *t, int32_t npx, const int8_t *w, const int32_t *bias,
-                     const int32_t *m, const int32_t *sh, mve_pred16_t pr, const int g2, const int tail,
-                     const int down, int8_t *out)
-{
-    const int32_t rowstep = 4 * (k->wt - k->kw), s = k->s, d = k->d;
-    int32_t res = 0, q = 0; /* x * s = q * d + res */
-    for (int32_t x = 0; x < npx; ++x, out += k->c) {
-        mcu_dw_mve_pixel(k, t + res * k->wq + q, rowstep, w, bias, m, sh, pr, g2, tail, down, out);
-        for (res += s; res >= d; res -= d) {
-            ++q;
-        }
-    }
-}
-
-/* The table of a chunk of output row base_y's pixels whose first window starts at input column j0 and whose
- * windows span wp columns: window row r's column j at t[r * wt + (j % d) * wq + j / d]. */
-static void fill_table(uint32_t *t, const dwk_t *k, const mcu_conv2d_params_t *p, const int8_t *in_n,
-                       int32_t base_y, int32_t j0, int32_t wp)
-{
-    const int32_t in_h = p->input.h, in_w = p->input.w, c = k->c, d = k->d;
-    const uint32_t pad = (uint32_t)(uintptr_t)k->pad;
-    const int32_t lo = j0 < 0 ? -j0 : 0, hi = in_w - j0 < wp ? in_w - j0 : wp; /* columns [lo, hi) inside */
-    for (int32_t r = 0; r < k->kh; ++r, t += k->wt) {
-        const int32_t iy = base_y + r * p->dilation_h;
-        const int row_ok = iy >= 0 && iy < in_h;
-        uint32_t src = (uint32_t)(uintptr_t)(in_n + (iy * in_w + j0 + lo) * c);
-        for (int32_t j = 0, res = 0, q = 0; j < wp; ++j) { /* j = q * d + res */
-            const int inside = row_ok && j >= lo && j < hi;
-            t[res * k->wq + q] = inside ? src : pad;
-            src += inside ? (uint32_t)c : 0u;
-            if (++res == d) {
-                res = 0;
-                ++q;
-            }
-        }
-    }
-}
-
-/* Every pass over a chunk: 16 channels at a time, then 8, the last predicated. */
-static void chunk(const dwk_t *k, uint32_t *t, int32_t npx, const mcu_per_channel_quant_t *quant,
-                  const int8_t *filter, const int32_t *bias, const int down, int8_t *out)
-{
-    const int32_t c = k->c, taps = k->kh * k->kw, entries = k->kh * k->wt;
-    for (int32_t ch = 0; ch < c;) {
-        const int32_t left = c - ch, g2 = left > 8, step = g2 ? 16 : 8;
-        const mve_pred16_t pr = vctp16q((uint32_t)(g2 ? left - 8 : left));
-        const int tail = left < step;
-        const int8_t *w = filter + ch * taps;
-        const int32_t *b = bias + ch, *m = quant->multiplier + ch, *sh = quant->shift + ch;
-        if (g2 && !tail && down && k->d == 1) { /* the common case, and the others */
-            const mcu_dw_run_t r = {w, w + 8 * taps, b, m, sh, k->zo, k->lo, k->hi, k->kh, 4 * (k->wt - k->kw),
-                                    4 * k->s, c};
-            mcu_dw_mve_run16(&r, t, npx, k->kw, out + ch);
-        } else if (g2) {
-            pass(k, t, npx, w, b, m, sh, pr, 1, tail, down, out + ch);
-        } else {
-            pass(k, t, npx, w, b, m, sh, pr, 0, tail, down, out + ch);
-        }
-        ch += step;
-        for (int32_t i = 0; i < entries; i += 4) { /* the table moves on to the next pass's channels */
-            vstrwq_u32(t + i, vaddq_n_u32(vldrwq_u32(t + i), (uint32_t)step));
-        }
-    }
-}
-
-/* One output row: chunks of at most `most` pixels, each with its table. */
-static void row(const dwk_t *k, const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *quant,
-                const int8_t *in_n, const int8_t *filter, const int32_t *bias, int32_t base_y, int32_t most,
-                const int down, int8_t *out)
-{
-    uint32_t t[DW_TABLE + 4];
-    for (int32_t xa = 0; xa < p->output.w; xa += most) {
-        const int32_t npx = p->output.w - xa < most ? p->output.w - xa : most;
-        const int32_t wp = (npx - 1) * k->s + (k->kw - 1) * k->d + 1;
-        fill_table(t, k, p, in_n, base_y, xa * k->s - p->pad_left, wp);
-        chunk(k, t, npx, quant, filter, bias, down, out + xa * k->c);
-    }
-}
-#endif
 
 mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                  const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *scratch,
@@ -113,39 +29,10 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
     if (!mcu_dw_shapes_ok(p)) {
         return MCU_ERR_SHAPE;
     }
-    const int32_t c = p->input.c, in_h = p->input.h, in_w = p->input.w, kh = p->filter.h, kw = p->filter.w;
-    if (mcu_quant_check(quant, (c + 7) & ~7) != MCU_OK) { /* lane order permutes channels, not values */
+    if (mcu_quant_check(quant, (p->input.c + 7) & ~7) != MCU_OK) { /* lane order permutes channels, not values */
         return MCU_ERR_ARG;
     }
-    int down = 1; /* every shift < 0: VQDMULH then a rounding shift is mcu_requantize exactly */
-    for (int32_t ch = 0; ch < ((c + 7) & ~7); ++ch) {
-        down = down && quant->shift[ch] < 0;
-    }
-    int8_t *pad = scratch; /* C bytes: a padded tap reads the zero point (the bias is folded) */
-    mcu_fill_s8(pad, (int8_t)(-p->input_offset), c);
-    const int32_t s = p->stride_w, d = p->dilation_w;
-    /* the widest chunk whose table fits: npx pixels span (npx - 1) s + (kw - 1) d + 1 columns, rounded up to d */
-    int32_t most = p->output.w;
-    for (; most > 0; most = most > 8 ? most / 2 : most - 1) {
-        const int32_t wp = (most - 1) * s + (kw - 1) * d + 1;
-        if (kh * d * ((wp + d - 1) / d) <= DW_TABLE) {
-            break;
-        }
-    }
-    if (most == 0) {
-        return MCU_ERR_SHAPE;
-    }
-    const int32_t wp = (most - 1) * s + (kw - 1) * d + 1, wq = (wp + d - 1) / d;
-    const dwk_t k = {pad, c, kh, kw, s, d, wq, d * wq, p->output_offset, p->act_min, p->act_max};
-    mcu_dw_rows_t rows = mcu_dw_rows_open(p, input, output, scratch + c); /* in place: a ring of rows */
-    for (int32_t n = 0; n < p->output.n; ++n) {
-        const int8_t *in_n = input + n * in_h * in_w * c;
-        for (int32_t y = 0; y < p->output.h; ++y, mcu_dw_rows_next(&rows)) {
-            row(&k, p, quant, in_n, filter, bias, y * p->stride_h - p->pad_top, most, down, mcu_dw_rows_out(&rows));
-        }
-    }
-    mcu_dw_rows_close(&rows);
-    return MCU_OK;
+    return mcu_dw_mve_rows(p, quant, input, filter, bias, scratch, output, 0);
 #else
     (void)params, (void)quant, (void)input, (void)filter, (void)bias, (void)scratch, (void)output;
     return MCU_ERR_ARG;
