@@ -25,6 +25,15 @@ MCU_INLINE void pass(const dwk_t *k, const uint32_t *t, int32_t npx, const int8_
     }
 }
 
+/* n table entries first, first + step, ... */
+static void fill_run(uint32_t *t, int32_t n, uint32_t first, uint32_t step)
+{
+    uint32x4_t v = vaddq_n_u32(vmulq_n_u32(vidupq_n_u32(0, 1), step), first);
+    for (int32_t i = 0; i < n; i += 4, v = vaddq_n_u32(v, 4 * step)) {
+        vstrwq_p_u32(t + i, v, vctp32q((uint32_t)(n - i)));
+    }
+}
+
 /* The table of a chunk of output row base_y's pixels whose first window starts at input column j0 and whose
  * windows span wp columns: window row r's column j at t[r * wt + (j % d) * wq + j / d]. */
 static void fill_table(uint32_t *t, const dwk_t *k, const mcu_conv2d_params_t *p, const int8_t *in_n,
@@ -36,15 +45,16 @@ static void fill_table(uint32_t *t, const dwk_t *k, const mcu_conv2d_params_t *p
     for (int32_t r = 0; r < k->kh; ++r, t += k->wt) {
         const int32_t iy = base_y + r * p->dilation_h;
         const int row_ok = iy >= 0 && iy < in_h;
-        uint32_t src = (uint32_t)(uintptr_t)(in_n + (iy * in_w + j0 + lo) * c);
-        for (int32_t j = 0, res = 0, q = 0; j < wp; ++j) { /* j = q * d + res */
-            const int inside = row_ok && j >= lo && j < hi;
-            t[res * k->wq + q] = inside ? src : pad;
-            src += inside ? (uint32_t)c : 0u;
-            if (++res == d) {
-                res = 0;
-                ++q;
-            }
+        for (int32_t res = 0; res < d && res < wp; ++res) { /* columns j = q d + res at t[res wq + q] */
+            const int32_t nq = (wp - res + d - 1) / d;
+            int32_t q0 = lo > res ? (lo - res + d - 1) / d : 0, q1 = hi > res ? (hi - res + d - 1) / d : 0;
+            q1 = row_ok ? (q1 < nq ? q1 : nq) : 0;
+            q0 = q0 < q1 ? q0 : q1;
+            uint32_t *tr = t + res * k->wq;
+            fill_run(tr, q0, pad, 0);
+            fill_run(tr + q0, q1 - q0, (uint32_t)(uintptr_t)(in_n + (iy * in_w + j0 + q0 * d + res) * c),
+                     (uint32_t)(d * c));
+            fill_run(tr + q1, nq - q1, pad, 0);
         }
     }
 }
