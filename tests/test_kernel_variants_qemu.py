@@ -285,11 +285,11 @@ def mve_path_cases(seed: int) -> GraphBuilder:
     g.conv(1, 8, 9, 8, 16, kernel=(1, 1), family="1x1")                               # K <= 16: inputs held
     g.conv(1, 7, 7, 16, 10, kernel=(1, 1), extreme=True, family="1x1")                # ... K 16, C_out 10
     g.conv(1, 5, 8, 3, 8, kernel=(1, 1), mode="ties", family="1x1")                   # ... K 3, ties
-    g.conv(1, 5, 5, 64, 8, kernel=(1, 1), family="1x1")                               # K 17..64, C_out % 4 == 0:
-    g.conv(1, 4, 5, 48, 12, kernel=(1, 1), extreme=True, family="1x1")                # one pixel's chunks held
+    g.conv(1, 5, 5, 64, 16, kernel=(1, 1), family="1x1")                              # K 17..64, C_out 16, 20, ...:
+    g.conv(1, 4, 5, 48, 20, kernel=(1, 1), extreme=True, family="1x1")                # one pixel's chunks held
     g.conv(1, 3, 7, 20, 16, kernel=(1, 1), mode="ties", family="1x1")                 # ... a tail of 4
-    g.conv(1, 6, 5, 33, 4, kernel=(1, 1), stride=(2, 1), extreme=True, family="1x1")  # ... a tail of 1
-    g.fc(4, 40, 8)
+    g.conv(1, 6, 5, 33, 24, kernel=(1, 1), stride=(2, 1), extreme=True, family="1x1")  # ... a tail of 1
+    g.fc(4, 40, 16)
     g.fc(1, 9, 5)
     g.fc(5, 48, 10, mode="slow", extreme=True)
     return g
