@@ -45,6 +45,13 @@ static void fill_table(uint32_t *t, const dwk_t *k, const mcu_conv2d_params_t *p
     for (int32_t r = 0; r < k->kh; ++r, t += k->wt) {
         const int32_t iy = base_y + r * p->dilation_h;
         const int row_ok = iy >= 0 && iy < in_h;
+        if (d == 1) { /* padding, inside, padding */
+            const int32_t a = row_ok && lo < wp ? lo : wp, e = row_ok && hi > a ? hi : a;
+            fill_run(t, a, pad, 0);
+            fill_run(t + a, e - a, (uint32_t)(uintptr_t)(in_n + (iy * in_w + j0 + a) * c), (uint32_t)c);
+            fill_run(t + e, wp - e, pad, 0);
+            continue;
+        }
         for (int32_t res = 0; res < d && res < wp; ++res) { /* columns j = q d + res at t[res wq + q] */
             const int32_t nq = (wp - res + d - 1) / d;
             int32_t q0 = lo > res ? (lo - res + d - 1) / d : 0, q1 = hi > res ? (hi - res + d - 1) / d : 0;
@@ -64,22 +71,19 @@ static void chunk(const dwk_t *k, uint32_t *t, int32_t npx, const mcu_per_channe
                   const int8_t *filter, const int32_t *bias, const int down, int8_t *out)
 {
     const int32_t c = k->c, taps = k->kh * k->kw, entries = k->kh * k->wt;
+    mcu_dw_run_t r = {filter, filter + 8 * taps, bias, quant->multiplier, quant->shift, k->zo, k->lo, k->hi,
+                      k->kh, 4 * (k->wt - k->kw), 4 * k->s, c};
     for (int32_t ch = 0; ch < c;) {
         const int32_t left = c - ch, g2 = left > 8, step = g2 ? 16 : 8;
-        const mve_pred16_t pr = vctp16q((uint32_t)(g2 ? left - 8 : left));
         const int tail = left < step;
-        const int8_t *w = filter + ch * taps;
-        const int32_t *b = bias + ch, *m = quant->multiplier + ch, *sh = quant->shift + ch;
         if (!tail && down && k->d == 1) { /* the common case, and the others */
-            const mcu_dw_run_t r = {w, w + 8 * taps, b, m, sh, k->zo, k->lo, k->hi, k->kh, 4 * (k->wt - k->kw),
-                                    4 * k->s, c};
             mcu_dw_mve_run(&r, t, npx, k->kw, g2, out + ch);
-        } else if (g2) {
-            pass(k, t, npx, w, b, m, sh, pr, 1, tail, down, out + ch);
         } else {
-            pass(k, t, npx, w, b, m, sh, pr, 0, tail, down, out + ch);
+            const mve_pred16_t pr = vctp16q((uint32_t)(g2 ? left - 8 : left));
+            pass(k, t, npx, r.wa, r.bias, r.m, r.sh, pr, g2, tail, down, out + ch);
         }
         ch += step;
+        r.wa += step * taps, r.wb += step * taps, r.bias += step, r.m += step, r.sh += step;
         for (int32_t i = 0; i < entries; i += 4) { /* the table moves on to the next pass's channels */
             vstrwq_u32(t + i, vaddq_n_u32(vldrwq_u32(t + i), (uint32_t)step));
         }
