@@ -234,17 +234,18 @@ MCU_INLINE void mcu_dw_mve_pixel(const dwk_t *k, const uint32_t *tp, int32_t row
 #define DW_T16 DW_TAP16("", "", "q0", "q1", "q2", "q3")
 #define DW_T8 DW_TAP8("", "", "q0", "q1")
 
+#define DW_RUN_OPERANDS                                                                                          \
+    : [tb] "+&r"(tb), [npx] "+&r"(npx), [out] "+&l"(out), [wa] "=&l"(wa), [wb] "=&l"(wb), [p] "=&l"(p),        \
+      [tp] "=&r"(tp), [n] "=&r"(n), [rowstep] "=&r"(rowstep)                                                     \
+    : [r] "r"(r), [kw] "r"(kw)                                                                                  \
+    : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory"
+
 MCU_INLINE void mcu_dw_mve_run(const mcu_dw_run_t *r, const uint32_t *tb, int32_t npx, int32_t kw, const int g2,
                                int8_t *out)
 {
     const int8_t *wa, *wb, *p;
     const uint32_t *tp;
     int32_t n, rowstep;
-#define DW_RUN_OPERANDS                                                                                          \
-    : [tb] "+&r"(tb), [npx] "+&r"(npx), [out] "+&l"(out), [wa] "=&l"(wa), [wb] "=&l"(wb), [p] "=&l"(p),        \
-      [tp] "=&r"(tp), [n] "=&r"(n), [rowstep] "=&r"(rowstep)                                                     \
-    : [r] "r"(r), [kw] "r"(kw)                                                                                  \
-    : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory"
     if (g2 && kw == 3) {
         __asm__ volatile(DW_RUN(DW_ROWS3(DW_T16), DW_BIAS16, DW_REQ16, DW_NARROW16, DW_STORE16) DW_RUN_OPERANDS);
     } else if (g2) {
@@ -254,8 +255,77 @@ MCU_INLINE void mcu_dw_mve_run(const mcu_dw_run_t *r, const uint32_t *tb, int32_
     } else {
         __asm__ volatile(DW_RUN(DW_ROWS(DW_T8), DW_BIAS8, DW_REQ8, DW_NARROW8, DW_STORE8) DW_RUN_OPERANDS);
     }
-#undef DW_RUN_OPERANDS
 }
+
+/* Pairs of pixels of 8 whole channels (every shift negative): npx pairs, pixel 2i's table from tb + 2i tstep
+ * bytes and 2i + 1's tstep on (in wb), each weight load serving both (12 instructions a tap of 16 MACs). */
+#define DW_TAPP                                                                                                  \
+    "vldrb.s16 q6, [%[wa]], #8\n\t"                                                                             \
+    "ldr %[p], [%[tp]], #4\n\t"                                                                                 \
+    "vldrb.s16 q4, [%[p]]\n\t" DW_MAC("q0", "q1") "ldr %[p], [%[wb]], #4\n\t"                                   \
+    "vldrb.s16 q4, [%[p]]\n\t" DW_MAC("q2", "q3")
+#define DW_ROWSP(TAPS)                                                                                           \
+    "1:\n\t" TAPS "add %[tp], %[tp], %[rowstep]\n\t"                                                            \
+    "add %[wb], %[wb], %[rowstep]\n\t"                                                                          \
+    "subs %[n], %[n], #1\n\t"                                                                                   \
+    "bne 1b\n\t"
+#define DW_LOOPP                                                                                                 \
+    "dls lr, %[kw]\n"                                                                                           \
+    "3:\n\t" DW_TAPP "le lr, 3b\n\t"
+#define DW_RUNP(TAPS)                                                                                            \
+    "5:\n\t"                                                                                                    \
+    "ldr %[p], [%[r], #8]\n\t"                                                                                  \
+    "vldrw.u32 q0, [%[p]]\n\t"                                                                                  \
+    "vldrw.u32 q1, [%[p], #16]\n\t"                                                                             \
+    "vmov q2, q0\n\t"                                                                                           \
+    "vmov q3, q1\n\t"                                                                                           \
+    "ldr %[wa], [%[r]]\n\t"                                                                                     \
+    "ldr %[wb], [%[r], #40]\n\t"                                                                                \
+    "ldr %[n], [%[r], #32]\n\t"                                                                                 \
+    "ldr %[rowstep], [%[r], #36]\n\t"                                                                           \
+    "mov %[tp], %[tb]\n\t"                                                                                      \
+    "add %[wb], %[wb], %[tb]\n\t" DW_ROWSP(TAPS)                                                                \
+    "ldrd %[wa], %[wb], [%[r], #12]\n\t"                                                                        \
+    "vldrw.u32 q4, [%[wa]]\n\t"                                                                                 \
+    "vldrw.u32 q5, [%[wa], #16]\n\t"                                                                            \
+    "vldrw.u32 q6, [%[wb]]\n\t"                                                                                 \
+    "vldrw.u32 q7, [%[wb], #16]\n\t"                                                                            \
+    "vqdmulh.s32 q0, q0, q4\n\t"                                                                                \
+    "vqdmulh.s32 q2, q2, q4\n\t"                                                                                \
+    "vqdmulh.s32 q1, q1, q5\n\t"                                                                                \
+    "vqdmulh.s32 q3, q3, q5\n\t"                                                                                \
+    "vrshl.s32 q0, q0, q6\n\t"                                                                                  \
+    "vrshl.s32 q2, q2, q6\n\t"                                                                                  \
+    "vrshl.s32 q1, q1, q7\n\t"                                                                                  \
+    "vrshl.s32 q3, q3, q7\n\t"                                                                                  \
+    "ldrd %[n], %[tp], [%[r], #24]\n\t"                                                                         \
+    "ldr %[p], [%[r], #20]\n\t" DW_CLAMP("%[n]", "%[tp]") DW_NARROW("q4", "q0", "q1", "%[p]")                   \
+    DW_NARROW("q5", "q2", "q3", "%[p]") "vstrb.16 q4, [%[out]]\n\t"                                             \
+    "ldrd %[n], %[p], [%[r], #40]\n\t"                                                                          \
+    "add %[out], %[out], %[p]\n\t"                                                                              \
+    "vstrb.16 q5, [%[out]]\n\t"                                                                                 \
+    "add %[out], %[out], %[p]\n\t"                                                                              \
+    "add %[tb], %[tb], %[n], lsl #1\n\t"                                                                        \
+    "subs %[npx], %[npx], #1\n\t"                                                                               \
+    "bne 5b\n\t"
+
+MCU_INLINE void mcu_dw_mve_run_pairs8(const mcu_dw_run_t *r, const uint32_t *tb, int32_t npx, int32_t kw,
+                                      int8_t *out)
+{
+    const int8_t *wa, *p;
+    const uint32_t *tp, *wb;
+    int32_t n, rowstep;
+    if (kw == 3) {
+        __asm__ volatile(DW_RUNP(DW_TAPP DW_TAPP DW_TAPP) DW_RUN_OPERANDS);
+    } else {
+        __asm__ volatile(DW_RUNP(DW_LOOPP) DW_RUN_OPERANDS);
+    }
+}
+#undef DW_RUNP
+#undef DW_LOOPP
+#undef DW_ROWSP
+#undef DW_TAPP
+#undef DW_RUN_OPERANDS
 #undef DW_T8
 #undef DW_T16
 #undef DW_STORE16

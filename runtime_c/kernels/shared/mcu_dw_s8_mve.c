@@ -76,7 +76,12 @@ static void chunk(const dwk_t *k, uint32_t *t, int32_t npx, const mcu_per_channe
     for (int32_t ch = 0; ch < c;) {
         const int32_t left = c - ch, g2 = left > 8, step = g2 ? 16 : 8;
         const int tail = left < step;
-        if (!tail && down && k->d == 1) { /* the common case, and the others */
+        if (!tail && down && k->d == 1 && !g2 && npx > 1) { /* 8 channels: pixels in pairs */
+            mcu_dw_mve_run_pairs8(&r, t, npx >> 1, k->kw, out + ch);
+            if (npx & 1) {
+                mcu_dw_mve_run(&r, t + (npx - 1) * k->s, 1, k->kw, 0, out + ch + (npx - 1) * c);
+            }
+        } else if (!tail && down && k->d == 1) { /* the common case, and the others */
             mcu_dw_mve_run(&r, t, npx, k->kw, g2, out + ch);
         } else {
             const mve_pred16_t pr = vctp16q((uint32_t)(g2 ? left - 8 : left));
