@@ -6,6 +6,10 @@
  *    in inline assembly (GCC does not keep 6 accumulators, 4 pointers and 2 counters in registers itself).
  *  - A window is `rows` rows of `chunks` whole 16-tap chunks (one row pointer per pixel and row, from a table
  *    rows[r * 3 + j]), then, with one row only, a tail of 1..15 taps read predicated (inactive lanes zero).
+ *  - Short one-row windows skip the pair passes (every shift negative): up to 16 taps the block's 3 inputs stay
+ *    in Q registers across all quads (12 VMLADAVA per 4 weight loads); 17..64 taps (from 16 output channels)
+ *    a pixel's 2..4 chunks stay in Q registers while its quads stream the weights (one load per VMLADAVA, the
+ *    4 sums moved into a vector by 2 VMOV): no per-pair pointer, counter and bias reloads.
  *  - Requantization is vectorised over the quad: the 4 accumulators of a pixel form one vector; when every
  *    shift is negative (nearly every layer) it is VQDMULH then VRSHL (one rounding of acc * mult, exactly
  *    mcu_requantize), else mcu_mve_requantize's both paths.
