@@ -114,9 +114,10 @@ static void row(const dwk_t *k, const mcu_conv2d_params_t *p, const mcu_per_chan
         k1.s = 1, k1.d = 1, k1.wq = k->kw, k1.wt = k->kw;
         for (int32_t x = 0, j = 0; x < npx; ++x, j += k->s) {
             uint32_t t1[16];
-            for (int32_t r = 0; r < k->kh; ++r) {
-                for (int32_t i = 0; i < k->kw; ++i) {
-                    t1[r * k->kw + i] = t[r * k->wt + (j % k->d) * k->wq + j / k->d + i];
+            const uint32_t *src = t + (j % k->d) * k->wq + j / k->d;
+            for (int32_t r = 0, i = 0; r < k->kh; ++r, src += k->wt) {
+                for (int32_t kx = 0; kx < k->kw; ++kx) {
+                    t1[i++] = src[kx];
                 }
             }
             chunk(&k1, t1, 1, quant, filter, bias, down, out + (xa + x) * k->c);
