@@ -109,13 +109,16 @@ def test_any_window_depthwise_equals_portable_twin_on_device(board, cases, witho
 
 def strided_3x3_cases(seed: int) -> GraphBuilder:
     """mcu_dwconv2d_3x3_s8_mve (pixel by pixel through the any-window kernel's tap loops): more than 16 channels
-    (a table of its own per pixel), channel tails, dilation, stride 2 one way only, batch 2, every quant mode."""
+    (a table of its own per pixel; whole 16-channel passes in one run), channel tails, dilation, stride 2 one way
+    only, batch 2, every quant mode."""
     g = GraphBuilder(seed)
     for args, kw in [((1, 10, 9, 40, 40), dict(stride=(2, 2), pad=(1, 1))),
                      ((1, 9, 11, 20, 20), dict(stride=(2, 2), pad=(2, 2), dil=(2, 2))),
                      ((1, 8, 7, 33, 33), dict(stride=(2, 1), pad=(1, 1))),
                      ((2, 6, 6, 24, 24), dict(stride=(2, 2), pad=(1, 1))),
-                     ((1, 9, 9, 12, 12), dict(stride=(2, 2), pad=(1, 1)))]:
+                     ((1, 9, 9, 12, 12), dict(stride=(2, 2), pad=(1, 1))),
+                     ((1, 10, 9, 32, 32), dict(stride=(2, 2), pad=(1, 1))),            # whole 16-channel passes:
+                     ((1, 9, 11, 48, 48), dict(stride=(2, 2), pad=(2, 2), dil=(2, 2)))]:  # a pixel in one run
         for extreme in ("full", True, False):
             g.conv(*args, depthwise=True, extreme=extreme, family="dw", **kw)
     return g

@@ -32,6 +32,7 @@ typedef struct {
     const int32_t *bias, *m, *sh;    /* 8, 12, 16: lane-ordered, 16 channels */
     int32_t zo, lo, hi;              /* 20, 24, 28 */
     int32_t kh, rowstep, tstep, ostep; /* 32, 36, 40 (table bytes pixel to pixel), 44 (output bytes) */
+    int32_t next;                    /* 48: bytes to the next pixel's mcu_dw_run_t (0: the same) */
 } mcu_dw_run_t;
 
 /* Accumulate 16 channels (two groups; T: the second's input loads predicated by p0) of n window rows of kw
@@ -203,7 +204,7 @@ MCU_INLINE void mcu_dw_mve_pixel(const dwk_t *k, const uint32_t *tp, int32_t row
 }
 
 /* npx pixels of 16 (g2) or 8 whole channels (every shift negative): pixel i's table from tb + i * r->tstep
- * bytes, its output at out + i * r->ostep; a window 3 wide unrolled, else kw taps a row. */
+ * bytes, its output at out + i * r->ostep, its constants r->next bytes on from pixel i - 1's; a window 3 wide unrolled, else kw taps a row. */
 #define DW_RUN(ROWS, BIAS, REQ, NARROW, STORE)                                                                   \
     "5:\n\t"                                                                                                    \
     "ldr %[p], [%[r], #8]\n\t" BIAS                                                                             \
@@ -217,6 +218,8 @@ MCU_INLINE void mcu_dw_mve_pixel(const dwk_t *k, const uint32_t *tp, int32_t row
     "ldrd %[n], %[p], [%[r], #40]\n\t"                                                                          \
     "add %[tb], %[tb], %[n]\n\t"                                                                                \
     "add %[out], %[out], %[p]\n\t"                                                                              \
+    "ldr %[n], [%[r], #48]\n\t"                                                                                 \
+    "add %[r], %[r], %[n]\n\t"                                                                                  \
     "subs %[npx], %[npx], #1\n\t"                                                                               \
     "bne 5b\n\t"
 #define DW_BIAS8                                                                                                 \
@@ -236,8 +239,8 @@ MCU_INLINE void mcu_dw_mve_pixel(const dwk_t *k, const uint32_t *tp, int32_t row
 
 #define DW_RUN_OPERANDS                                                                                          \
     : [tb] "+&r"(tb), [npx] "+&r"(npx), [out] "+&l"(out), [wa] "=&l"(wa), [wb] "=&l"(wb), [p] "=&l"(p),        \
-      [tp] "=&r"(tp), [n] "=&r"(n), [rowstep] "=&r"(rowstep)                                                     \
-    : [r] "r"(r), [kw] "r"(kw)                                                                                  \
+      [tp] "=&r"(tp), [n] "=&r"(n), [rowstep] "=&r"(rowstep), [r] "+&r"(r)                                       \
+    : [kw] "r"(kw)                                                                                              \
     : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory"
 
 MCU_INLINE void mcu_dw_mve_run(const mcu_dw_run_t *r, const uint32_t *tb, int32_t npx, int32_t kw, const int g2,

@@ -8,6 +8,7 @@
 
 #if MCU_HAVE_MVE
 #define DW_TABLE 512 /* column pointers on the stack (geometry.DW_MVE_TABLE) */
+#define DW_PASSES 16 /* 16-channel passes of a pixel run together (pixelwise) */
 
 /* Output pixels [0, npx) of a chunk (pixel x's taps from t + idx(x * s) on), channels ch..ch+15 (g2) or
  * ch..ch+7, the last ones predicated by pr (tail). */
@@ -72,7 +73,7 @@ static void chunk(const dwk_t *k, uint32_t *t, int32_t npx, const mcu_per_channe
 {
     const int32_t c = k->c, taps = k->kh * k->kw, entries = k->kh * k->wt;
     mcu_dw_run_t r = {filter, filter + 8 * taps, bias, quant->multiplier, quant->shift, k->zo, k->lo, k->hi,
-                      k->kh, 4 * (k->wt - k->kw), 4 * k->s, c};
+                      k->kh, 4 * (k->wt - k->kw), 4 * k->s, c, 0};
     for (int32_t ch = 0; ch < c;) {
         const int32_t left = c - ch, g2 = left > 8, step = g2 ? 16 : 8;
         const int tail = left < step;
@@ -95,6 +96,43 @@ static void chunk(const dwk_t *k, uint32_t *t, int32_t npx, const mcu_per_channe
     }
 }
 
+/* Pixelwise (the 3x3 variant): each pixel finished before the next, from a table of its own. With every shift
+ * negative and whole 16-channel passes (at most DW_PASSES), one run takes all of a pixel's passes: its table
+ * once per pass, moved on 16 channels each, and the constants of each pass; else chunk() pass by pass. */
+static void pixels(const dwk_t *k, const uint32_t *t, int32_t npx, const mcu_per_channel_quant_t *quant,
+                   const int8_t *filter, const int32_t *bias, const int down, int8_t *out)
+{
+    const int32_t taps = k->kh * k->kw, c = k->c, np = c / 16;
+    const int fast = down && (c & 15) == 0 && np <= DW_PASSES;
+    dwk_t k1 = *k; /* one pixel: its taps consecutive */
+    k1.s = 1, k1.d = 1, k1.wq = k->kw, k1.wt = k->kw;
+    mcu_dw_run_t runs[DW_PASSES];
+    for (int32_t i = 0; fast && i < np; ++i) {
+        const int32_t ch = 16 * i;
+        const mcu_dw_run_t r = {filter + ch * taps, filter + (ch + 8) * taps, bias + ch, quant->multiplier + ch,
+                                quant->shift + ch, k->zo, k->lo, k->hi, k->kh, 0, 4 * taps, 16,
+                                (int32_t)sizeof(mcu_dw_run_t)};
+        runs[i] = r;
+    }
+    for (int32_t x = 0, j = 0; x < npx; ++x, j += k->s, out += c) {
+        uint32_t t1[DW_PASSES * 12];
+        const uint32_t *src = t + (j % k->d) * k->wq + j / k->d;
+        for (int32_t r = 0, i = 0; r < k->kh; ++r, src += k->wt) {
+            for (int32_t kx = 0; kx < k->kw; ++kx) {
+                t1[i++] = src[kx];
+            }
+        }
+        if (!fast) {
+            chunk(&k1, t1, 1, quant, filter, bias, down, out);
+            continue;
+        }
+        for (int32_t i = taps; i < np * taps; ++i) {
+            t1[i] = t1[i - taps] + 16u;
+        }
+        mcu_dw_mve_run(runs, t1, np, k->kw, 1, out);
+    }
+}
+
 /* One output row: chunks of at most `most` pixels, each with its table; pixelwise: every channel of a pixel
  * before the next (its KH * KW <= 12 entries copied to a table of its own), else pass by pass. */
 static void row(const dwk_t *k, const mcu_conv2d_params_t *p, const mcu_per_channel_quant_t *quant,
@@ -110,18 +148,7 @@ static void row(const dwk_t *k, const mcu_conv2d_params_t *p, const mcu_per_chan
             chunk(k, t, npx, quant, filter, bias, down, out + xa * k->c);
             continue;
         }
-        dwk_t k1 = *k; /* one pixel: its taps consecutive */
-        k1.s = 1, k1.d = 1, k1.wq = k->kw, k1.wt = k->kw;
-        for (int32_t x = 0, j = 0; x < npx; ++x, j += k->s) {
-            uint32_t t1[16];
-            const uint32_t *src = t + (j % k->d) * k->wq + j / k->d;
-            for (int32_t r = 0, i = 0; r < k->kh; ++r, src += k->wt) {
-                for (int32_t kx = 0; kx < k->kw; ++kx) {
-                    t1[i++] = src[kx];
-                }
-            }
-            chunk(&k1, t1, 1, quant, filter, bias, down, out + (xa + x) * k->c);
-        }
+        pixels(k, t, npx, quant, filter, bias, down, out + xa * k->c);
     }
 }
 
