@@ -98,9 +98,11 @@ static void chunk(const dwk_t *k, uint32_t *t, int32_t npx, const mcu_per_channe
 
 /* Pixelwise (the 3x3 variant): each pixel finished before the next, from a table of its own. With every shift
  * negative and whole 16-channel passes (at most DW_PASSES), one run takes all of a pixel's passes: its table
- * once per pass, moved on 16 channels each, and the constants of each pass; else chunk() pass by pass. */
-static void pixels(const dwk_t *k, const uint32_t *t, int32_t npx, const mcu_per_channel_quant_t *quant,
-                   const int8_t *filter, const int32_t *bias, const int down, int8_t *out)
+ * once per pass, moved on 16 channels each, and the constants of each pass; else chunk() pass by pass.
+ * (Not inlined: its 1.6 KB of tables stay off the any-window kernel's stack.) */
+__attribute__((noinline)) static void pixels(const dwk_t *k, const uint32_t *t, int32_t npx,
+                                             const mcu_per_channel_quant_t *quant, const int8_t *filter,
+                                             const int32_t *bias, const int down, int8_t *out)
 {
     const int32_t taps = k->kh * k->kw, c = k->c, np = c / 16;
     const int fast = down && (c & 15) == 0 && np <= DW_PASSES;
