@@ -107,6 +107,36 @@ def test_any_window_depthwise_equals_portable_twin_on_device(board, cases, witho
                                f"{node.call.params['stride_h']}, dilation {node.call.params['dilation_h']})")
 
 
+def strided_3x3_cases(seed: int) -> GraphBuilder:
+    """mcu_dwconv2d_3x3_s8_mve (pixel by pixel through the any-window kernel's tap loops): more than 16 channels
+    (a table of its own per pixel; whole 16-channel passes in one run), channel tails, dilation, stride 2 one way
+    only, batch 2, every quant mode."""
+    g = GraphBuilder(seed)
+    for args, kw in [((1, 10, 9, 40, 40), dict(stride=(2, 2), pad=(1, 1))),
+                     ((1, 9, 11, 20, 20), dict(stride=(2, 2), pad=(2, 2), dil=(2, 2))),
+                     ((1, 8, 7, 33, 33), dict(stride=(2, 1), pad=(1, 1))),
+                     ((2, 6, 6, 24, 24), dict(stride=(2, 2), pad=(1, 1))),
+                     ((1, 9, 9, 12, 12), dict(stride=(2, 2), pad=(1, 1))),
+                     ((1, 10, 9, 32, 32), dict(stride=(2, 2), pad=(1, 1))),            # whole 16-channel passes:
+                     ((1, 9, 11, 48, 48), dict(stride=(2, 2), pad=(2, 2), dil=(2, 2)))]:  # a pixel in one run
+        for extreme in ("full", True, False):
+            g.conv(*args, depthwise=True, extreme=extreme, family="dw", **kw)
+    return g
+
+
+@pytest.mark.qemu
+def test_strided_3x3_mve_equals_portable_twin_on_m55(tmp_path):
+    portable = strided_3x3_cases(seed=5).graph()
+    graph = verify(select_kernels(portable, Target.of_board(load_board("mps3-an547"))))
+    assert {n.call.kernel for n in graph.nodes} == {"mcu_dwconv2d_3x3_s8_mve"}
+    rng = np.random.default_rng(11)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    expected = run_reference(graph, inputs)
+    actual = run_on_board(graph, "mps3-an547", inputs, tmp_path)
+    for node, a, e in zip(graph.nodes, actual, expected):
+        assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, C {node.call.params['input'][3]})")
+
+
 def overlap_cases(seed: int) -> GraphBuilder:
     """'same' windows at stride 1 (the in-place geometry: Helium runs there in place, through its ring of rows),
     strided and dilated ones; channel tails; fast mode and a narrow clamp."""

@@ -263,7 +263,7 @@ def mve_path_cases(seed: int) -> GraphBuilder:
     read in place, rows in the vertical padding read as a zero-point row, rows clipped at the sides gathered,
     dilated rows gathered tap by tap; compact windows (rows not whole chunks) gathered through the byte-offset
     table (span <= 256), row by row (a wider span), dilated, at the borders; 1x1 strided, with K tails, batch 2;
-    pixel counts 1 and 2 past a whole block; C_out not a multiple of 4 (1, 2, 5, 7); shifts >= 0 (the general
+    pixel counts 1 and 2 past a whole block; K <= 16 (inputs held across channels), K <= 64 (a pixel's chunks held); C_out not a multiple of 4 (1, 2, 5, 7); shifts >= 0 (the general
     requantization) and ties; narrow clamps."""
     g = GraphBuilder(seed)
     g.conv(1, 9, 8, 16, 8, pad=(1, 1), family="gemm")                                 # rows in place, zp rows
@@ -282,6 +282,14 @@ def mve_path_cases(seed: int) -> GraphBuilder:
     g.conv(1, 7, 7, 20, 9, kernel=(1, 1), stride=(2, 2), mode="slow", family="1x1")   # K tail of 4
     g.conv(2, 4, 5, 40, 6, kernel=(1, 1), extreme=True, family="1x1")                 # batch 2, 40 pixels
     g.conv(1, 2, 2, 7, 5, kernel=(1, 1), mode="ties", family="1x1")                   # 4 pixels: one past a block
+    g.conv(1, 8, 9, 8, 16, kernel=(1, 1), family="1x1")                               # K <= 16: inputs held
+    g.conv(1, 7, 7, 16, 10, kernel=(1, 1), extreme=True, family="1x1")                # ... K 16, C_out 10
+    g.conv(1, 5, 8, 3, 8, kernel=(1, 1), mode="ties", family="1x1")                   # ... K 3, ties
+    g.conv(1, 5, 5, 64, 16, kernel=(1, 1), family="1x1")                              # K 17..64, C_out 16, 20, ...:
+    g.conv(1, 4, 5, 48, 20, kernel=(1, 1), extreme=True, family="1x1")                # one pixel's chunks held
+    g.conv(1, 3, 7, 20, 16, kernel=(1, 1), mode="ties", family="1x1")                 # ... a tail of 4
+    g.conv(1, 6, 5, 33, 24, kernel=(1, 1), stride=(2, 1), extreme=True, family="1x1")  # ... a tail of 1
+    g.fc(4, 40, 16)
     g.fc(1, 9, 5)
     g.fc(5, 48, 10, mode="slow", extreme=True)
     return g

@@ -26,6 +26,7 @@ FAMILIES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce"
 # shared cores (runtime_c/kernels/shared): the DSP 2x2 GEMM of the _dsp convs, the DSP 3x2 GEMM of the fully
 # connected GEMM, the Helium GEMM of the _mve ones
 GEMM2_DSP, GEMM3_DSP, GEMM_MVE = "shared/mcu_gemm2_s8_dsp", "shared/mcu_gemm3_s8_dsp", "shared/mcu_gemm_s8_mve"
+DW_MVE = "shared/mcu_dw_s8_mve"
 TWIN_MODULES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback", "float32", "s16",
                 "norm", "recurrent")
 

@@ -3,11 +3,11 @@ int16 and float32; the int8 variants (int4 weights, Helium, DSP, scalar) and in-
 variants. Constants for the variants: codegen/kernels/prepare.py; C: runtime_c/kernels/conv, s16, float."""
 from __future__ import annotations
 
-from mcu.codegen.kernels import GEMM2_DSP, GEMM_MVE, kernel, variant
+from mcu.codegen.kernels import DW_MVE, GEMM2_DSP, GEMM_MVE, kernel, variant
 from mcu.codegen.kernels.geometry import (INT4, dsp_widen_gain, dw_widen_gain, fast_widen_gain, is_1x1, is_dw,
-                                          is_dw3x3, is_dw_any_mve, is_dw_s16, is_groups1)
+                                          is_dw3x3, is_dw3x3_mve, is_dw_any_mve, is_dw_s16,
+                                          is_groups1)
 from mcu.codegen.kernels.prepare import (prepare_dsp_conv, prepare_dw_dsp, prepare_dw_dsp_wide, prepare_dw_fast,
-                                         prepare_dw_mve,
                                          prepare_dwk_dsp, prepare_dwk_mve,
                                          prepare_fast, prepare_mve, prepare_s4, prepare_s16_conv_dsp,
                                          prepare_s16_dw_dsp)
@@ -70,9 +70,10 @@ SPECS = [
     # depthwise: the any-window Helium one first (every window bar a strided 3x3, is_dw_any_mve), the 3x3 ones, then
     # the any-window DSP one (output rows in order: pixel pairs, then the rest of the row)
     variant("mcu_dwconv2d_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw_any_mve, prepare_dwk_mve,
-            dwconv2d_s8_mve_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
-    variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3, prepare_dw_mve,
-            dwconv2d_3x3_s8_mve_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
+            dwconv2d_s8_mve_scratch_bytes, links=(DW_MVE,), raster=True, raster_block="row",
+            overwrites=dwconv2d_s8_inplace_fits),
+    variant("mcu_dwconv2d_3x3_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw3x3_mve, prepare_dwk_mve,
+            dwconv2d_3x3_s8_mve_scratch_bytes, links=(DW_MVE,), raster=True, overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp,
             dwconv2d_3x3_s8_dsp_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits,
             widen=dw_widen_gain),

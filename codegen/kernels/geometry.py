@@ -100,9 +100,18 @@ def is_1x1(p: dict) -> bool:
     return p["filter"][1] == 1 and p["filter"][2] == 1 and p["pad_top"] == 0 and p["pad_left"] == 0
 
 
+DW_MVE_TABLE = 512  # DW_TABLE in shared/mcu_dw_s8_mve.c: column pointers of a window, KH * dilation_w * KW at least
+
+
 def is_dw3x3(p: dict) -> bool:
     """3x3 depthwise with channel multiplier 1 (any stride, padding, dilation, channel count)."""
     return p["filter"][1] == 3 and p["filter"][2] == 3 and p["output"][3] == p["input"][3]
+
+
+def is_dw3x3_mve(p: dict) -> bool:
+    """A 3x3 depthwise whose one-pixel table of column pointers fits (mcu_dwconv2d_3x3_s8_mve: 9 dilation_w <=
+    DW_MVE_TABLE)."""
+    return is_dw3x3(p) and 9 * p["dilation_w"] <= DW_MVE_TABLE
 
 
 def is_dw(p: dict) -> bool:
@@ -111,10 +120,12 @@ def is_dw(p: dict) -> bool:
 
 
 def is_dw_any_mve(p: dict) -> bool:
-    """Where mcu_dwconv2d_s8_mve runs: any depthwise with channel multiplier 1 bar a 3x3 one off the in-place
-    geometry (strided: mcu_dwconv2d_3x3_s8_mve's output pixels go in blocks of 1, a smaller raster gap than this
-    kernel's rows, so it keeps those, and the arena with them)."""
-    return is_dw(p) and (not is_dw3x3(p) or dwconv2d_s8_inplace_fits(p))
+    """Where mcu_dwconv2d_s8_mve runs: any depthwise with channel multiplier 1 whose one-pixel table of column
+    pointers fits DW_MVE_TABLE, bar a 3x3 one off the in-place geometry (strided: mcu_dwconv2d_3x3_s8_mve's output
+    pixels go in blocks of 1, a smaller raster gap than this kernel's rows, so it keeps those, and the arena with
+    them)."""
+    fits = p["filter"][1] * p["dilation_w"] * p["filter"][2] <= DW_MVE_TABLE
+    return is_dw(p) and fits and (not is_dw3x3(p) or dwconv2d_s8_inplace_fits(p))
 
 
 def is_groups1(p: dict) -> bool:

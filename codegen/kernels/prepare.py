@@ -187,24 +187,6 @@ def prepare_dw_dsp_wide(node, tensors, wide: bool = True):
     return prepare_dw_dsp(node, tensors, wide=True)
 
 
-def prepare_dw_mve(node, tensors):
-    """Helium depthwise: int8 weights [9][C8] (the kernel widens them as it loads them, VLDRB.S16); folded bias,
-    multiplier and shift in lane order per 8 channels (even channels, then odd), padded to C8."""
-    taps = _dw_taps(node, tensors)
-    c8 = round_up(taps.shape[0], 8)
-    bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.call.params["input_offset"])
-    w = np.ascontiguousarray(pad_rows(taps, c8).T).reshape(-1)
-
-    def lanes(a):
-        return pad_rows(np.asarray(a, np.int32), c8).reshape(-1, 8)[:, DW_MVE_LANES].reshape(-1)
-
-    node, new = _prepared(node, tensors, "mve", weights=w, bias=lanes(bias))
-    names = (f"{node.name}_mve_m", f"{node.name}_mve_s")
-    for name, q in zip(names, node.call.quant):
-        new[name] = _new(name, lanes(tensors[q].data), "int32")
-    return node.with_call(quant=names), new
-
-
 def prepare_dwk_dsp(node, tensors):
     """SIMD32 depthwise, any window: one filter stream (pack_dw_pair_stream) of folded biases, weights as int16 pairs
     of neighbouring taps (for SMLAD; a zero weight pads an odd KW) and 3-word records per 4 channels (_streamed):
@@ -221,9 +203,9 @@ def prepare_dwk_dsp(node, tensors):
 
 
 def prepare_dwk_mve(node, tensors):
-    """Helium depthwise, any window: int8 weights [C8 / 8][KH * KW][8] (8 channels a tap, widened by the load,
-    VLDRB.S16); folded bias, multiplier and shift in lane order per 8 channels (even channels, then odd), padded
-    to C8, as prepare_dw_mve: flash grows by the padding of C to 8 only."""
+    """Helium depthwise (any window, and the 3x3 one): int8 weights [C8 / 8][KH * KW][8] (8 channels a tap,
+    widened by the load, VLDRB.S16); folded bias, multiplier and shift in lane order per 8 channels (even
+    channels, then odd), padded to C8: flash grows by the padding of C to 8 only."""
     taps = _dw_taps(node, tensors)
     c8 = round_up(taps.shape[0], 8)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), node.call.params["input_offset"])

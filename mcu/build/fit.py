@@ -57,11 +57,11 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "conv/mcu_dwconv2d_3x3_s8_dsp": 4352,
     "conv/mcu_dwconv2d_3x3_s8_dsp_wide": 4352,
     "conv/mcu_dwconv2d_3x3_s8_fast": 1728,
-    "conv/mcu_dwconv2d_3x3_s8_mve": 2048,
+    "conv/mcu_dwconv2d_3x3_s8_mve": 448,
     "conv/mcu_dwconv2d_s8": 1728,
     "conv/mcu_dwconv2d_s8_dsp": 3456,
     "conv/mcu_dwconv2d_s8_inplace": 1984,
-    "conv/mcu_dwconv2d_s8_mve": 3904,
+    "conv/mcu_dwconv2d_s8_mve": 448,
     "elementwise/mcu_add_broadcast_s8": 2368,
     "elementwise/mcu_add_broadcast_s8_dsp": 6272,
     "elementwise/mcu_add_broadcast_s8_mve": 4480,
@@ -134,7 +134,8 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "shape/mcu_upsample_nearest_s8": 384,
     "shared/mcu_gemm2_s8_dsp": 4224,
     "shared/mcu_gemm3_s8_dsp": 2432,
-    "shared/mcu_gemm_s8_mve": 2880,
+    "shared/mcu_dw_s8_mve": 7680,
+    "shared/mcu_gemm_s8_mve": 4544,
 }
 DEFAULT_CODE_BYTES = 4096
 CALL_BYTES = 64

@@ -1014,8 +1014,8 @@ static inline int32_t mcu_fully_connected_gemm_s8_dsp_scratch_bytes(const mcu_fc
  *   dsp:  stream per 4 channels (C rounded up to 4): folded biases b0..b3; per tap t = ky * 3 + kx the int8
  *         word (w_c0, w_c1, w_c2, w_c3), widened by the kernel; the 4 records (100 bytes); dsp_wide: per
  *         tap the int16 words (w_c0, w_c2), (w_c1, w_c3) (136 bytes);
- *   mve:  fold, int8 [9][C8] (widened by the load); bias, multiplier and shift padded to C8 and stored per 8
- *         channels in lane order 0, 2, 4, 6, 1, 3, 5, 7. */
+ *   mve:  as mcu_dwconv2d_s8_mve's (int8 [C8 / 8][9][8], bias, multiplier and shift per 8 channels in lane
+ *         order 0, 2, 4, 6, 1, 3, 5, 7); pixel by pixel, 16 channels a pass through its tap loops. */
 mcu_status_t mcu_dwconv2d_3x3_s8_fast(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                       const int8_t *input, const int8_t *filter, const int32_t *bias,
                                       int8_t *scratch, int8_t *output);
@@ -1043,11 +1043,12 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
  *        row and group the KH input rows become int16 pairs of neighbouring taps in the scratch (padding: the zero
  *        point), then per pixel and pair of taps of 4 channels: four SMLAD.
  *   mve: int8 weights [C8 / 8][KH * KW][8] (C8 = C rounded up to 8, zero channels); folded bias, multiplier and
- *        shift padded to C8 and stored per 8 channels in lane order 0, 2, 4, 6, 1, 3, 5, 7 (as the 3x3 one). 8
- *        channels per vector (VLDRB.S16; VMULLB/VMULLT into even and odd int32 lanes, narrowed back in order by
- *        VMOVNB/VMOVNT; a channel tail predicated); 2 output pixels whose windows lie inside the input's width
- *        share each weight load, the other pixels one at a time, their rows in runs (padding, inside, padding).
- *        Any quant the portable kernel takes (shifts >= 0 through mcu_mve_requantize). */
+ *        shift padded to C8 and stored per 8 channels in lane order 0, 2, 4, 6, 1, 3, 5, 7 (as the 3x3 one). 16
+ *        channels (two groups of 8) a pixel and pass (VLDRB.S16; VMULLB/VMULLT into even and odd int32 lanes,
+ *        narrowed back in order by VQMOVNB/VQMOVNT; a channel tail predicated), input pointers from a stack
+ *        table of the output row's window columns (the zero point in the padding; at most 512 entries: KH *
+ *        dilation_w * KW <= 512, else MCU_ERR_SHAPE). Any quant the portable kernel takes (shifts >= 0 through
+ *        mcu_mve_requantize). */
 mcu_status_t mcu_dwconv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                  const int8_t *input, const int8_t *filter, const int32_t *bias,
                                  int8_t *scratch, int8_t *output);

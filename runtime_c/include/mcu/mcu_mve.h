@@ -6,6 +6,10 @@
  *    in inline assembly (GCC does not keep 6 accumulators, 4 pointers and 2 counters in registers itself).
  *  - A window is `rows` rows of `chunks` whole 16-tap chunks (one row pointer per pixel and row, from a table
  *    rows[r * 3 + j]), then, with one row only, a tail of 1..15 taps read predicated (inactive lanes zero).
+ *  - Short one-row windows skip the pair passes (every shift negative): up to 16 taps the block's 3 inputs stay
+ *    in Q registers across all quads (12 VMLADAVA per 4 weight loads); 17..64 taps (from 16 output channels)
+ *    a pixel's 2..4 chunks stay in Q registers while its quads stream the weights (one load per VMLADAVA, the
+ *    4 sums moved into a vector by 2 VMOV): no per-pair pointer, counter and bias reloads.
  *  - Requantization is vectorised over the quad: the 4 accumulators of a pixel form one vector; when every
  *    shift is negative (nearly every layer) it is VQDMULH then VRSHL (one rounding of acc * mult, exactly
  *    mcu_requantize), else mcu_mve_requantize's both paths.
@@ -120,6 +124,60 @@ MCU_INLINE void mcu_mve_out4(const int32_t *acc, int32x4_t m, int32x4_t sh, int3
     vstrbq_p_s32(out, vminq_s32(vmaxq_s32(vaddq_n_s32(y, zo), vmin), vmax), p);
 }
 
+/* The common quad: 3 pixels, 4 whole channels, every shift negative: requantize (VQDMULH, VRSHL), offset,
+ * clamp and store the 12 accumulators (pixel j's at acc + 4 j) at out, out + os, out + 2 os. */
+MCU_INLINE void mcu_mve_out12_down(const int32_t *acc, const int32_t *m, const int32_t *sh, int32_t zo, int32_t lo,
+                                   int32_t hi, int8_t *out, int32_t os)
+{
+#define MCU_MVE_OUT4(OFF)                                                                                        \
+    "vldrw.u32 q3, [%[acc], #" OFF "]\n\t"                                                                      \
+    "vqdmulh.s32 q3, q3, q4\n\t"                                                                                \
+    "vrshl.s32 q3, q3, q5\n\t"                                                                                  \
+    "vadd.i32 q3, q3, %[zo]\n\t"                                                                                \
+    "vmax.s32 q3, q3, q6\n\t"                                                                                   \
+    "vmin.s32 q3, q3, q7\n\t"                                                                                   \
+    "vstrb.32 q3, [%[out]]\n\t"
+    __asm__ volatile("vldrw.u32 q4, [%[m]]\n\t"
+                     "vldrw.u32 q5, [%[sh]]\n\t"
+                     "vdup.32 q6, %[lo]\n\t"
+                     "vdup.32 q7, %[hi]\n\t" MCU_MVE_OUT4("0") "add %[out], %[out], %[os]\n\t" MCU_MVE_OUT4("16")
+                     "add %[out], %[out], %[os]\n\t" MCU_MVE_OUT4("32")
+                     : [out] "+&l"(out)
+                     : [acc] "r"(acc), [m] "r"(m), [sh] "r"(sh), [zo] "r"(zo), [lo] "r"(lo), [hi] "r"(hi),
+                       [os] "r"(os)
+                     : "q3", "q4", "q5", "q6", "q7", "memory");
+#undef MCU_MVE_OUT4
+}
+
+/* One window of at most 16 taps (rows 1, chunks + tail 1): 3 pixels' inputs held in x0..x2 across every quad;
+ * a quad's 4 weight vectors (w, post-incremented by 64), 12 VMLADAVA from its biases b, stored at acc. */
+MCU_INLINE void mcu_mve_quad16(int8x16_t x0, int8x16_t x1, int8x16_t x2, const int8_t **w, const int32_t *b,
+                               int32_t *acc)
+{
+    const int8_t *wp = *w;
+#define MCU_MVE_PAIR16(BOFF, A0, A1, A2)                                                                         \
+    "ldrd r0, r2, [%[b], #" BOFF "]\n\t"                                                                        \
+    "ldrd r4, r6, [%[b], #" BOFF "]\n\t"                                                                        \
+    "ldrd r8, r10, [%[b], #" BOFF "]\n\t"                                                                       \
+    "vldrb.u8 q3, [%[w]], #16\n\t"                                                                              \
+    "vmladava.s8 r0, %q[x0], q3\n\t"                                                                            \
+    "vmladava.s8 r4, %q[x1], q3\n\t"                                                                            \
+    "vmladava.s8 r8, %q[x2], q3\n\t"                                                                            \
+    "vldrb.u8 q3, [%[w]], #16\n\t"                                                                              \
+    "vmladava.s8 r2, %q[x0], q3\n\t"                                                                            \
+    "vmladava.s8 r6, %q[x1], q3\n\t"                                                                            \
+    "vmladava.s8 r10, %q[x2], q3\n\t"                                                                           \
+    "strd r0, r2, [%[acc], #" A0 "]\n\t"                                                                        \
+    "strd r4, r6, [%[acc], #" A1 "]\n\t"                                                                        \
+    "strd r8, r10, [%[acc], #" A2 "]\n\t"
+    __asm__ volatile(MCU_MVE_PAIR16("0", "0", "16", "32") MCU_MVE_PAIR16("8", "8", "24", "40")
+                     : [w] "+&r"(wp)
+                     : [x0] "w"(x0), [x1] "w"(x1), [x2] "w"(x2), [b] "r"(b), [acc] "r"(acc)
+                     : "r0", "r2", "r4", "r6", "r8", "r10", "q3", "memory");
+#undef MCU_MVE_PAIR16
+    *w = wp;
+}
+
 MCU_INLINE void mcu_mve_block_body(const int8_t *const *rows, const mcu_mve_gemm_t *g, int32_t npix, int8_t *out,
                                    int down)
 {
@@ -128,8 +186,23 @@ MCU_INLINE void mcu_mve_block_body(const int8_t *const *rows, const mcu_mve_gemm
     const int32_t c_out = g->c_out, zo = g->zo, os = g->ostride;
     const int tail = g->tail != 0;
     const int32_t *mult = g->mult, *shift = g->shift;
+    int32_t c = 0;
+    if (down && npix == 3 && g->rows == 1 && g->chunks + tail == 1) { /* <= 16 taps: inputs held */
+        const mve_pred16_t p = tail ? (mve_pred16_t)g->tail : 0xffff;
+        const int8x16_t x0 = vldrbq_z_s8(rows[0], p), x1 = vldrbq_z_s8(rows[1], p), x2 = vldrbq_z_s8(rows[2], p);
+        for (; c + 4 <= c_out; c += 4, s.bias += 4) {
+            mcu_mve_quad16(x0, x1, x2, &s.w, s.bias, acc);
+            mcu_mve_out12_down(acc, mult + c, shift + c, zo, g->act_min, g->act_max, out + c, os);
+        }
+    }
+    if (down && npix == 3) { /* whole quads of 3 pixels: requantized in assembly */
+        for (; c + 4 <= c_out; c += 4, s.bias += 4) {
+            mcu_mve_quad(&s, tail);
+            mcu_mve_out12_down(acc, mult + c, shift + c, zo, g->act_min, g->act_max, out + c, os);
+        }
+    }
     const int32x4_t vmin = vdupq_n_s32(g->act_min), vmax = vdupq_n_s32(g->act_max);
-    for (int32_t c = 0; c < c_out; c += 4, s.bias += 4) {
+    for (; c < c_out; c += 4, s.bias += 4) {
         mcu_mve_quad(&s, tail);
         const mve_pred16_t p = vctp32q((uint32_t)(c_out - c));
         const int32x4_t m = vldrwq_s32(mult + c), sh = vldrwq_s32(shift + c);
