@@ -172,7 +172,7 @@ def _choose_precision(model, ep, example_inputs, calibration, board_info, target
     budget = board_info.flash_size - 2.5 * params - FLASH_MARGIN
     return choose_precision(ep, tuple(example_inputs), calibration, target_db, target.features, quantize_pt2e,
                             precision=quantize, pinned=pinned, progress=log, verify=verify,
-                            flash_budget=budget, **options)
+                            flash_budget=budget, state=tuple(s.init for s in ep_states(ep)), **options)
 
 
 def _lower(ep, converted, target: Target) -> tuple[Graph, MemoryPlan]:

@@ -24,7 +24,6 @@ import numpy as np
 import torch
 
 from mcu.errors import McuError
-from mcu.importer.state import ep_states
 from mcu.quantization.units import Unit, rules, units
 
 
@@ -266,15 +265,15 @@ def _greedy_order(options: list[Option], flash_budget: float | None = None) -> l
 def choose_precision(ep: torch.export.ExportedProgram, example_inputs: tuple, calibration, target_db: float,
                      features: frozenset, quantize: Callable, precision: str = "int8", pinned: dict | None = None,
                      progress: Callable[[str], None] | None = None, max_inputs: int = 16,
-                     verify: Callable | None = None, flash_budget: float | None = None,
+                     verify: Callable | None = None, flash_budget: float | None = None, state: tuple = (),
                      **qopts) -> PrecisionChoice:
     """target_sqnr for mcu.compile: measures on the calibration data (its first max_inputs batches; the example
     inputs when there is none) against the float model. quantize is mcu.quantization.quantizer.quantize (passed
-    in: the search only measures), qopts its options."""
+    in: the search only measures), qopts its options. A model with state (its trailing inputs and outputs) runs the
+    batches in order from `state`, its initial value, carried from call to call."""
     batches = [tuple(example_inputs)] if calibration is None else [b if isinstance(b, (tuple, list)) else (b,)
                                                                      for b in calibration]
     inputs = batches[:max_inputs]
-    state = tuple(s.init for s in ep_states(ep))
     want = in_order(ep.module(), inputs, state)
     signal = float(np.mean(np.concatenate(want) ** 2))
 
