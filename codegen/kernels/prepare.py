@@ -11,7 +11,8 @@ import numpy as np
 
 from mcu.codegen.ir import Node, Tensor
 from mcu.codegen.kernels.geometry import compact_window, is_1x1
-from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_pair_stream, pack_dw_stream, pack_g2_stream, pack_groups_s8,
+from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_line_stream, pack_dw_pair_stream,
+                                         pack_dw_stream, pack_g2_stream, pack_groups_s8,
                                          pack_quads_s8_sxtb16,
                                          pack_pairs_s32, pack_s4, pack_taps_s16, pad_rows, round_up, rq3_records,
                                          rq_records)
@@ -168,15 +169,18 @@ DW_DSP_WIDE = "mcu_dwconv2d_3x3_s8_dsp_wide"
 
 def prepare_dw_dsp(node, tensors, wide: bool = False):
     """SIMD32 depthwise: one filter stream (pack_dw_stream) of folded biases, int8 weights and 3-word records
-    per 4 channels (_streamed). Wide (where the flash budget pays for it, codegen/passes/widen_weights.py): int16
-    weights, run by the same source built with MCU_DSP_DW_WIDE (DW_DSP_WIDE), which saves 2 instructions a tap
-    of 4 channels per pixel (an LDRD for an LDR and two SXTB16)."""
+    per 4 channels (_streamed). Wide (where the flash budget pays for it, codegen/passes/widen_weights.py): the
+    stream of DW_DSP_WIDE (pack_dw_line_stream: int16 pairs of neighbouring taps per channel, 40 bytes a channel),
+    which runs one channel at a time along a row, each input pair loaded once per window row."""
     taps = _dw_taps(node, tensors)
     p = node.call.params
     c4 = round_up(taps.shape[0], 4)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
     mult, shift = (tensors[q].data for q in node.call.quant)
-    stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4), wide)
+    if wide:  # the wide kernel's own layout: one channel at a time along a row
+        stream = pack_dw_line_stream(taps, bias, rq3_records(mult, shift, p["output_offset"], taps.shape[0]))
+    else:
+        stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4))
     prepared, new = _streamed(node, stream)
     return (prepared.with_call(kernel=DW_DSP_WIDE) if wide else prepared), new
 
