@@ -83,7 +83,7 @@ def random_cases(seed: int) -> GraphBuilder:
 def without_3x3_variants(monkeypatch):
     """The registry with the 3x3 depthwise variants declining every call and the any-window Helium one taking all
     (strided 3x3 too), so the any-window ones run every 3x3."""
-    for name in ("mcu_dwconv2d_3x3_s8_mve", "mcu_dwconv2d_3x3_s8_dsp", "mcu_dwconv2d_3x3_s8_dsp_wide",
+    for name in ("mcu_dwconv2d_3x3_s8_mve", "mcu_dwconv2d_3x3_s8_dsp", "mcu_dwconv2d_3x3_s8_dsp_wide", "mcu_dwconv2d_3x3_s8_dsp_line",
                  "mcu_dwconv2d_3x3_s8_fast"):
         monkeypatch.setitem(registry.KERNELS, name,
                             dataclasses.replace(registry.KERNELS[name], applies=lambda p: False))

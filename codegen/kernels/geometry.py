@@ -96,6 +96,17 @@ def is_matmul_gemm_mve(p: dict) -> bool:
     return (rows >= 8 and k >= 8 and (k >= 16 or k * n >= 128)) or (rows >= 4 and k >= 32 and n >= 16)
 
 
+def dw_line_pays(p: dict) -> bool:
+    """Whether the int16 tap-pair DSP 3x3 depthwise (mcu_dwconv2d_3x3_s8_dsp_line: a channel at a time along a row,
+    its assembly at stride_w 1, dilation_w 1, pad_left <= 1) beats the 4-channel one with int16 weights on this
+    geometry: rows of at least DW_LINE_MIN_W output pixels (its setup is per row and channel). scripts/dw_bench.py."""
+    return (p["filter"][1] == 3 and p["filter"][2] == 3 and p["stride_w"] == 1 and p["dilation_w"] == 1
+            and p["pad_left"] <= 1 and p["output"][2] >= DW_LINE_MIN_W)
+
+
+DW_LINE_MIN_W = 8
+
+
 def is_1x1(p: dict) -> bool:
     return p["filter"][1] == 1 and p["filter"][2] == 1 and p["pad_top"] == 0 and p["pad_left"] == 0
 

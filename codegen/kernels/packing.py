@@ -187,7 +187,7 @@ def pack_dw_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray, wide: bo
 
 
 def pack_dw_line_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
-    """The filter stream of the wide DSP 3x3 depthwise (mcu_dwconv2d_3x3_s8_dsp_wide), from int8 taps [C, 9], the
+    """The filter stream of the tap-pair DSP 3x3 depthwise (mcu_dwconv2d_3x3_s8_dsp_line), from int8 taps [C, 9], the
     folded bias [C] and 3-word records [3 * C]: per channel, per window row r the int16 pairs (w_r0, w_r1) and
     (w_r1, w_r2) (low halfword first, for SMLAD with input pairs of one channel), the folded bias, the record.
     40 bytes a channel; as bytes (int8)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.codegen.ir import Node, Tensor
-from mcu.codegen.kernels.geometry import compact_window, is_1x1
+from mcu.codegen.kernels.geometry import compact_window, dw_line_pays, is_1x1
 from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_line_stream, pack_dw_pair_stream,
                                          pack_dw_stream, pack_g2_stream, pack_groups_s8,
                                          pack_quads_s8_sxtb16,
@@ -164,30 +164,44 @@ def prepare_dw_fast(node, tensors):
     return _prepared(node, tensors, "fast", weights=taps.reshape(-1), bias=bias, records=rq_records)
 
 
-DW_DSP_WIDE = "mcu_dwconv2d_3x3_s8_dsp_wide"
+DW_DSP_WIDE, DW_DSP_LINE = "mcu_dwconv2d_3x3_s8_dsp_wide", "mcu_dwconv2d_3x3_s8_dsp_line"
 
 
-def prepare_dw_dsp(node, tensors, wide: bool = False):
-    """SIMD32 depthwise: one filter stream (pack_dw_stream) of folded biases, int8 weights and 3-word records
-    per 4 channels (_streamed). Wide (where the flash budget pays for it, codegen/passes/widen_weights.py): the
-    stream of DW_DSP_WIDE (pack_dw_line_stream: int16 pairs of neighbouring taps per channel, 40 bytes a channel),
-    which runs one channel at a time along a row, each input pair loaded once per window row."""
+def _dw_dsp(node, tensors, kernel: str | None):
+    """The stream of the DSP 3x3 depthwise `kernel` (None: the int8 one), as _streamed."""
     taps = _dw_taps(node, tensors)
     p = node.call.params
     c4 = round_up(taps.shape[0], 4)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
     mult, shift = (tensors[q].data for q in node.call.quant)
-    if wide:  # the wide kernel's own layout: one channel at a time along a row
+    if kernel == DW_DSP_LINE:
         stream = pack_dw_line_stream(taps, bias, rq3_records(mult, shift, p["output_offset"], taps.shape[0]))
     else:
-        stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4))
+        stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4),
+                                kernel == DW_DSP_WIDE)
     prepared, new = _streamed(node, stream)
-    return (prepared.with_call(kernel=DW_DSP_WIDE) if wide else prepared), new
+    return (prepared.with_call(kernel=kernel) if kernel else prepared), new
+
+
+def prepare_dw_dsp(node, tensors, wide: bool = False):
+    """SIMD32 depthwise: one filter stream (pack_dw_stream) of folded biases, int8 weights and 3-word records
+    per 4 channels (_streamed). Wide (where the flash budget pays for it, codegen/passes/widen_weights.py): int16
+    weights, as DW_DSP_LINE's stream (pack_dw_line_stream: a channel at a time along a row) where that kernel
+    pays (geometry.dw_line_pays), else as DW_DSP_WIDE's (the same source as the int8 one, MCU_DSP_DW_WIDE: an LDRD
+    for an LDR and two SXTB16 a tap of 4 channels)."""
+    if not wide:
+        return _dw_dsp(node, tensors, None)
+    return _dw_dsp(node, tensors, DW_DSP_LINE if dw_line_pays(node.call.params) else DW_DSP_WIDE)
 
 
 def prepare_dw_dsp_wide(node, tensors, wide: bool = True):
-    """The int16-weight stream of DW_DSP_WIDE (prepare_dw_dsp, wide)."""
-    return prepare_dw_dsp(node, tensors, wide=True)
+    """The int16-weight stream of DW_DSP_WIDE (pack_dw_stream, wide)."""
+    return _dw_dsp(node, tensors, DW_DSP_WIDE)
+
+
+def prepare_dw_dsp_line(node, tensors, wide: bool = True):
+    """The int16 tap-pair stream of DW_DSP_LINE (pack_dw_line_stream)."""
+    return _dw_dsp(node, tensors, DW_DSP_LINE)
 
 
 def prepare_dw_mve(node, tensors):

@@ -929,6 +929,11 @@ static inline int32_t mcu_dwconv2d_3x3_s8_dsp_wide_scratch_bytes(const mcu_conv2
     return mcu_dw3x3_scratch_bytes(params);
 }
 
+static inline int32_t mcu_dwconv2d_3x3_s8_dsp_line_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return mcu_dw3x3_scratch_bytes(params);
+}
+
 static inline int32_t mcu_dwconv2d_3x3_s8_fast_scratch_bytes(const mcu_conv2d_params_t *params)
 {
     return mcu_dw3x3_scratch_bytes(params);
@@ -1023,6 +1028,13 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp(const mcu_conv2d_params_t *params, const mc
                                      int8_t *scratch, int8_t *output);
 /* The same with int16 weights in its stream (MCU_DSP_DW_WIDE: where the flash budget pays for them). */
 mcu_status_t mcu_dwconv2d_3x3_s8_dsp_wide(const mcu_conv2d_params_t *params,
+                                          const mcu_per_channel_quant_t *quant, const int8_t *input,
+                                          const int8_t *filter, const int32_t *bias, int8_t *scratch,
+                                          int8_t *output);
+/* The same with int16 pairs of neighbouring taps per channel in its stream (40 bytes a channel: per window row
+ * (w_r0, w_r1), (w_r1, w_r2); the folded bias; the 3-word record): one channel at a time along each output row,
+ * SMLAD on input pairs of that channel (dsp_line; codegen picks it for rows of 8 pixels or more at stride_w 1). */
+mcu_status_t mcu_dwconv2d_3x3_s8_dsp_line(const mcu_conv2d_params_t *params,
                                           const mcu_per_channel_quant_t *quant, const int8_t *input,
                                           const int8_t *filter, const int32_t *bias, int8_t *scratch,
                                           int8_t *output);
