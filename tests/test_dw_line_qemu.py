@@ -1,5 +1,5 @@
-"""The tap-pair DSP 3x3 depthwise (mcu_dwconv2d_3x3_s8_dsp_line) equals the portable twin bit for bit under QEMU
-(M4, M33) and on the host C compiler, on every geometry its assembly takes and the ones it leaves to C.
+"""The tap-pair DSP depthwise kernels (mcu_dwconv2d_3x3_s8_dsp_line, mcu_dwconv2d_s8_dsp_line: 5x5, 7x7) equal the
+portable twin bit for bit under QEMU (M4, M33), on every geometry their assembly takes and the ones they leave to C.
 
 - Widths 1..14 and 48 (steps of 4 outputs plus a last step with 0..3 columns inside the input), 'same' and
   'valid' padding, TF's 'same' (more padding after), padded window rows at the top and bottom, batch 2; channel
@@ -23,7 +23,37 @@ from mcu.codegen.reference import run_reference
 from test_kernel_variants_qemu import GraphBuilder, assert_equal_int, run_on_board
 
 LINE = "mcu_dwconv2d_3x3_s8_dsp_line"
+LINEK = "mcu_dwconv2d_s8_dsp_line"
 MODES = [("normal", "full"), ("normal", True), ("slow", False), ("ties", "full"), ("normal", False)]
+
+
+def as_line(g: GraphBuilder, kernel: str):
+    graph = g.graph()
+    tensors = dict(graph.tensors)
+    nodes = tuple(as_variant(n, KERNELS[kernel], tensors) for n in graph.nodes)
+    return verify(graph.replace(nodes=nodes, tensors=tensors))
+
+
+def linek_cases(seed: int):
+    """5x5 and 7x7: widths from k - 1 up, 'same', 'valid' and TF's 'same' columns, padded rows at the top and
+    bottom, batch 2, every quantization mode; stride 2, dilation 2 and pad_left 1 in C."""
+    g = GraphBuilder(seed)
+    for i, (k, w, kind) in enumerate(itertools.product((5, 7), (4, 5, 6, 7, 8, 9, 12, 13, 30), ("same", "valid", "tf"))):
+        m = k // 2
+        if w < k - 1 or (kind == "valid" and w < k):
+            continue
+        pad = (m, m) if kind != "valid" else (0, 0)
+        end = (m + 1, m + 1) if kind == "tf" else None
+        mode, extreme = MODES[i % len(MODES)]
+        c = (1, 3, 8, 13)[i % 4]
+        h = k + i % 3 - (2 * m if kind != "valid" else 0)
+        g.conv(1 + (i % 11 == 5), max(h, 1), w, c, c, kernel=(k, k), pad=pad, pad_end=end, depthwise=True,
+               mode=mode, extreme=extreme, bias=i % 7 != 3, family="dw")
+    g.conv(1, 9, 11, 8, 8, kernel=(5, 5), stride=(2, 2), pad=(2, 2), depthwise=True, family="dw")    # in C
+    g.conv(1, 9, 14, 8, 8, kernel=(5, 5), pad=(4, 4), dil=(2, 2), depthwise=True, family="dw")
+    g.conv(1, 9, 12, 8, 8, kernel=(7, 7), pad=(3, 1), depthwise=True, family="dw")
+    g.conv(1, 9, 12, 8, 8, kernel=(5, 5), stride=(2, 1), pad=(2, 2), depthwise=True, family="dw")    # asm rows
+    return as_line(g, LINEK)
 
 
 def line_cases(seed: int):
@@ -45,22 +75,20 @@ def line_cases(seed: int):
     g.conv(1, 9, 12, 8, 8, pad=(2, 2), dil=(2, 2), depthwise=True, family="dw")
     g.conv(1, 6, 12, 8, 8, pad=(1, 2), depthwise=True, family="dw")
     g.conv(1, 1, 9, 8, 8, pad=(1, 1), depthwise=True, family="dw")                                 # 2 padded rows
-    graph = g.graph()
-    tensors = dict(graph.tensors)
-    nodes = tuple(as_variant(n, KERNELS[LINE], tensors) for n in graph.nodes)
-    return verify(graph.replace(nodes=nodes, tensors=tensors))
+    return as_line(g, LINE)
 
 
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an386", "mps2-an505"])
-def test_line_depthwise_equals_portable_twin_on_device(board, tmp_path):
-    graph = line_cases(3)
+@pytest.mark.parametrize("cases", [line_cases, linek_cases], ids=["3x3", "5x5-7x7"])
+def test_line_depthwise_equals_portable_twin_on_device(board, cases, tmp_path):
+    graph = cases(3)
     rng = np.random.default_rng(4)
     inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
     expected = run_reference(graph, inputs)
     for node, a, e in zip(graph.nodes, run_on_board(graph, board, inputs, tmp_path), expected):
         p = node.call.params
-        assert_equal_int(a, e, f"{LINE} ({node.name}: {p['input']} stride {p['stride_h']}x{p['stride_w']} pad "
+        assert_equal_int(a, e, f"{node.call.kernel} ({node.name}: {p['input']} stride {p['stride_h']}x{p['stride_w']} pad "
                                f"{p['pad_top']},{p['pad_left']}) on {board}")
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from mcu.codegen.ir import Node, Tensor
 from mcu.codegen.kernels.geometry import compact_window, dw_line_pays, is_1x1
 from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_line_stream, pack_dw_pair_stream,
+                                         pack_dwk_line_stream,
                                          pack_dw_stream, pack_g2_stream, pack_groups_s8,
                                          pack_quads_s8_sxtb16,
                                          pack_pairs_s32, pack_s4, pack_taps_s16, pad_rows, round_up, rq3_records,
@@ -234,6 +235,19 @@ def prepare_dwk_dsp(node, tensors):
     mult, shift = (tensors[q].data for q in node.call.quant)
     stream = pack_dw_pair_stream(taps, p["filter"][1], p["filter"][2], pad_rows(bias, c4),
                                  rq3_records(mult, shift, p["output_offset"], c4))
+    return _streamed(node, stream)
+
+
+def prepare_dwk_line(node, tensors):
+    """Tap-pair DSP depthwise, a k x k window (5x5, 7x7): one filter stream (pack_dwk_line_stream: per channel
+    and window row the pairs of neighbouring taps starting at even and at odd columns, the folded bias, the
+    record), 4 * (k * (k - 1) + 4) flash bytes a channel (a 5x5: 96, against 76 for mcu_dwconv2d_s8_dsp's)."""
+    taps = _dw_taps(node, tensors)
+    p = node.call.params
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
+    mult, shift = (tensors[q].data for q in node.call.quant)
+    stream = pack_dwk_line_stream(taps, p["filter"][2], bias,
+                                  rq3_records(mult, shift, p["output_offset"], taps.shape[0]))
     return _streamed(node, stream)
 
 
