@@ -15,12 +15,17 @@ import itertools
 import numpy as np
 import pytest
 
+from mcu.boards import load_board
+from mcu.build.firmware import build_firmware
+from mcu.codegen.emit import emit
 from mcu.codegen.ir import verify
 from mcu.codegen.kernels import KERNELS
 from mcu.codegen.kernels.geometry import dw_line_pays
+from mcu.codegen.memory import plan_graph
 from mcu.codegen.passes.select_kernels import as_variant
 from mcu.codegen.reference import run_reference
-from test_kernel_variants_qemu import GraphBuilder, assert_equal_int, run_on_board
+from mcu.qemu.runner import run_firmware
+from test_kernel_variants_qemu import GraphBuilder, assert_equal_int, chained, placed_at_the_gap, run_on_board
 
 LINE = "mcu_dwconv2d_3x3_s8_dsp_line"
 LINEK = "mcu_dwconv2d_s8_dsp_line"
@@ -99,3 +104,41 @@ def test_the_line_variant_pays_on_wide_rows_at_stride_1():
                 "stride_w": s, "pad_top": pad, "pad_left": pad, "dilation_h": d, "dilation_w": d}
     assert dw_line_pays(params(24)) and dw_line_pays(params(8))
     assert not dw_line_pays(params(5)) and not dw_line_pays(params(24, s=2)) and not dw_line_pays(params(24, d=2))
+
+
+@pytest.mark.qemu
+def test_line_depthwise_overlapping_its_input_on_device(tmp_path):
+    """Each line variant's output at its derived gap below its dying input (the 3x3 one also exactly in place,
+    through its ring of rows) gives the portable twin's result on the M4."""
+    g = GraphBuilder(7)
+    g.conv(1, 9, 11, 8, 8, kernel=(5, 5), pad=(2, 2), depthwise=True, family="dw")
+    g.conv(1, 8, 13, 13, 13, kernel=(7, 7), pad=(3, 3), depthwise=True, family="dw")
+    g.conv(1, 7, 12, 8, 8, kernel=(5, 5), depthwise=True, family="dw")
+    g.conv(1, 9, 12, 16, 16, pad=(1, 1), depthwise=True, family="dw")
+    g.conv(1, 9, 13, 8, 8, pad=(1, 1), depthwise=True, family="dw")
+    graph = chained(g.graph())
+    tensors = dict(graph.tensors)
+    kernels = [LINEK, LINEK, LINEK, LINE, LINE]
+    calls = iter(kernels)
+    nodes = tuple(as_variant(n, KERNELS[next(calls)], tensors) if n.call.kernel == "mcu_dwconv2d_s8" else n
+                  for n in graph.nodes)
+    graph = verify(graph.replace(nodes=nodes, tensors=tensors))
+    graph, mem = plan_graph(graph)
+    mem, gaps = placed_at_the_gap(graph, mem)
+    rng = np.random.default_rng(12)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    expected = run_reference(graph, inputs)
+    texts, manifest = emit(graph, mem, board="mps2-an386")
+    for name, text in {**texts, "manifest.json": manifest.to_json()}.items():
+        (tmp_path / name).write_text(text)
+    board = load_board("mps2-an386")
+    res = run_firmware(build_firmware(board, tmp_path, tmp_path / "build"), board,
+                       b"".join(x.tobytes() for x in inputs), timeout=60)
+    assert res.status == 0
+    pos = 0
+    for name, e in zip(graph.outputs, expected):
+        n = graph.tensors[name].nbytes
+        node = graph.producer(graph.producer(name).inputs[0])
+        assert_equal_int(np.frombuffer(res.output_bytes[pos:pos + n], np.int8).reshape(e.shape), e,
+                         f"{node.call.kernel} ({node.name}, gap {gaps[node.name]}) on mps2-an386")
+        pos += n
