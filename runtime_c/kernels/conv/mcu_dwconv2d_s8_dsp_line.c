@@ -68,7 +68,8 @@ typedef struct {
     uint32_t zp2;      /* (zp, zp) as int16 */
     uint32_t pad_rows; /* bit r: window row r is padding */
     int32_t tail;      /* outputs after the steps inside */
-    int32_t tail_a;    /* 1: the first step after them has its new pair's first column inside */
+    int32_t tail_a;    /* 1: the first step after them has its new pair's first column inside (stride 2: its
+                        * new columns inside, 0..3) */
     int32_t same;      /* 1: pad_left m, 0: pad_left 0 */
     int32_t ch;        /* the channel (0) */
 } line_args_t;
@@ -217,12 +218,44 @@ typedef struct {
     "cmp r11, #0\n\t" "beq 12f\n\t" L7_STEP(L7_LD_a) L7_TSTORE "12:\n\t" "ldr r11, [sp, #196]\n\t" "cmp r11, #0\n\t" \
     "ble 9f\n\t" L7_STEP(L7_LD_b) L7_TSTORE "b 12b\n\t" "9:\n\t" "ldr r11, [sp, #332]\n\t" "subs r11, r11, #1\n\t"   \
     "str r11, [sp, #332]\n\t" "bne 1b\n\t" "add sp, sp, #364\n\t" "pop {r4-r11, pc}\n\t"
+#define S2_L(r) "ldrsb " r ", [r0, r2]\n\t"
+#define S2_Z(r) "ldr " r ", [sp, #204]\n\t"
+#define S2_ROW(line, F0, F1, F2, F3) "ldr r0, [sp, #" line "]\n\t" "ldmia r3, {r5, r6}\n\t" F0("r7")                 \
+    "add r0, r0, r1\n\t" F1("r11") "pkhbt r7, r7, r11, lsl #16\n\t" "add r0, r0, r1\n\t" F2("r8")                    \
+    "add r0, r0, r1\n\t" F3("r11") "pkhbt r8, r8, r11, lsl #16\n\t" "ldmia r4, {r12, lr}\n\t"                        \
+    "smlad r9, r5, r12, r9\n\t" "smlad r10, r6, r12, r10\n\t" "smlad r9, r6, lr, r9\n\t"                             \
+    "smlad r10, r7, lr, r10\n\t" "ldr r12, [r4, #12]\n\t" "add r4, r4, #16\n\t" "smlabt r9, r7, r12, r9\n\t"         \
+    "smlabt r10, r8, r12, r10\n\t" "stmia r3!, {r7, r8}\n\t"
+#define S2_STEP(F0, F1, F2, F3) "ldrd r9, r10, [sp, #80]\n\t" "add r3, sp, #112\n\t" "mov r4, sp\n\t"                \
+    S2_ROW("152", F0, F1, F2, F3) S2_ROW("156", F0, F1, F2, F3) S2_ROW("160", F0, F1, F2, F3)                        \
+    S2_ROW("164", F0, F1, F2, F3) S2_ROW("168", F0, F1, F2, F3) "ldrd r8, r11, [sp, #88]\n\t"                        \
+    "ldr r12, [sp, #96]\n\t" RQ("r9") RQ("r10") "ldr r8, [sp, #100]\n\t"
+#define S2_TSTORE "strb r9, [r8]\n\t" "ldr r11, [sp, #108]\n\t" "cmp r11, #2\n\t" "blt 13f\n\t"                      \
+    "strb r10, [r8, r1]\n\t" "13:\n\t" "add r8, r8, r1, lsl #1\n\t" "str r8, [sp, #100]\n\t"                         \
+    "add r2, r2, r1, lsl #2\n\t" "subs r11, r11, #2\n\t" "str r11, [sp, #108]\n\t"
+#define S2_LOOP "ldr r11, [sp, #104]\n\t" "cmp r2, r11\n\t" "beq 8f\n\t" "10:\n\t" S2_STEP(S2_L, S2_L, S2_L, S2_L)   \
+    "strb r9, [r8]\n\t" "strb r10, [r8, r1]\n\t" "add r8, r8, r1, lsl #1\n\t" "str r8, [sp, #100]\n\t"               \
+    "add r2, r2, r1, lsl #2\n\t" "ldr r11, [sp, #104]\n\t" "cmp r2, r11\n\t" "bne 10b\n\t" "8:\n\t"                  \
+    "ldr r11, [sp, #212]\n\t" "cmp r11, #0\n\t" "beq 9f\n\t" "str r11, [sp, #108]\n\t" "ldr r11, [sp, #216]\n\t"     \
+    "cmp r11, #2\n\t" "bgt 23f\n\t" "beq 22f\n\t" "cmp r11, #1\n\t" "beq 21f\n\t" "b 25f\n\t" "21:\n\t"              \
+    S2_STEP(S2_L, S2_Z, S2_Z, S2_Z) S2_TSTORE "b 24f\n\t" "22:\n\t" S2_STEP(S2_L, S2_L, S2_Z, S2_Z) S2_TSTORE        \
+    "b 24f\n\t" "23:\n\t" S2_STEP(S2_L, S2_L, S2_L, S2_Z) S2_TSTORE "24:\n\t" "ldr r11, [sp, #108]\n\t"              \
+    "cmp r11, #0\n\t" "ble 9f\n\t" "25:\n\t" S2_STEP(S2_Z, S2_Z, S2_Z, S2_Z) S2_TSTORE "b 24b\n\t" "9:\n\t"          \
+    "ldr r11, [sp, #200]\n\t" "subs r11, r11, #1\n\t" "str r11, [sp, #200]\n\t" "bne 1b\n\t" "add sp, sp, #228\n\t"  \
+    "pop {r4-r11, pc}\n\t"
 
 
 static __attribute__((naked, noinline)) void line5_asm(line_args_t *a)
 {
     (void)a;
     __asm__ volatile(L5_ENTER "1:\n\t" L5_SETUP L5_PRIME L5_LOOP);
+}
+
+/* 5x5 at stride 2: the same frame; new pairs P2, P3 a step, o1 from P1..P3. */
+static __attribute__((naked, noinline)) void line5s2_asm(line_args_t *a)
+{
+    (void)a;
+    __asm__ volatile(L5_ENTER "1:\n\t" L5_SETUP L5_PRIME S2_LOOP);
 }
 
 static __attribute__((naked, noinline)) void line7_asm(line_args_t *a)
@@ -232,24 +265,28 @@ static __attribute__((naked, noinline)) void line7_asm(line_args_t *a)
 }
 #endif
 
-/* Whether the assembly takes every row (fast mode, a 5x5 or 7x7 window, stride_w and dilation_w 1, 'same' or
- * 'valid' columns); the column offsets (from a row's start) of the first new pair and of the one after the
- * steps whose pairs lie inside, the outputs after them and whether the first of those steps' pair starts inside. */
+/* Whether the assembly takes every row (fast mode, a 5x5 or 7x7 window, stride_w 1 (or 2 for 5x5), dilation_w 1,
+ * 'same' or 'valid' columns); the column offsets (from a row's start) of the first new pair and of the one after
+ * the steps whose pairs lie inside, the outputs after them and how many of the first of those steps' new columns
+ * lie inside (stride 1: whether its pair's first does). */
 static int line_plan(const mcu_conv2d_params_t *p, const mcu_rq_mode_t *mode, int32_t *co0, int32_t *co_end,
                      int32_t *tail, int32_t *tail_a)
 {
     const int32_t k = p->filter.w, m = k / 2, in_w = p->input.w, out_w = p->output.w, x0 = -p->pad_left;
-    if (!MCU_DSP_ASM || !mode->fast || (k != 5 && k != 7) || p->stride_w != 1 || p->dilation_w != 1 ||
-        (p->pad_left != 0 && p->pad_left != m) || in_w < 2 * m || out_w < 1) {
+    const int32_t sw = p->stride_w, news = 2 * sw; /* new columns a step */
+    if (!MCU_DSP_ASM || !mode->fast || (k != 5 && k != 7) || (sw != 1 && !(sw == 2 && k == 5)) ||
+        p->dilation_w != 1 || (p->pad_left != 0 && p->pad_left != m) || in_w < 2 * m || out_w < 1) {
         return 0;
     }
-    const int32_t room = in_w - 2 - x0 - 2 * m; /* step s's new pair: columns x0 + 2m + 2s, + 1 */
-    int32_t steps = room < 0 ? 0 : room / 2 + 1;
+    const int32_t first = x0 + 2 * m;         /* step s's new columns: first + news s .. + news - 1 */
+    const int32_t room = in_w - first - news; /* >= 0: step 0's inside */
+    int32_t steps = room < 0 ? 0 : room / news + 1;
     steps = steps < out_w / 2 ? steps : out_w / 2;
-    *co0 = (x0 + 2 * m) * p->input.c;
-    *co_end = *co0 + 2 * steps * p->input.c;
+    *co0 = first * p->input.c;
+    *co_end = *co0 + news * steps * p->input.c;
     *tail = out_w - 2 * steps;
-    *tail_a = x0 + 2 * m + 2 * steps < in_w;
+    const int32_t inside = in_w - (first + news * steps);
+    *tail_a = sw == 1 ? inside > 0 : (inside < 0 ? 0 : inside > 3 ? 3 : inside);
     return 1;
 }
 
@@ -297,7 +334,7 @@ mcu_status_t mcu_dwconv2d_s8_dsp_line(const mcu_conv2d_params_t *params, const m
                 for (int32_t ky = 0; ky < kw; ++ky) {
                     a.line[ky] = a.line[ky] != NULL ? a.line[ky] : any;
                 }
-                (kw == 5 ? line5_asm : line7_asm)(&a);
+                (kw == 7 ? line7_asm : p->stride_w == 2 ? line5s2_asm : line5_asm)(&a);
                 continue;
             }
 #else
