@@ -40,11 +40,11 @@ def as_line(g: GraphBuilder, kernel: str):
 
 
 def linek_cases(seed: int):
-    """5x5 and 7x7 (and 5x5 at stride 2): widths from k - 1 up, 'same', 'valid' and TF's 'same' columns, padded
-    rows at the top and bottom, batch 2, every quantization mode; 7x7 at stride 2, dilation 2 and pad_left 1 in
-    C."""
+    """5x5 and 7x7 at strides 1 and 2: widths from k - 1 up, 'same', 'valid' and TF's 'same' columns, padded
+    rows at the top and bottom, batch 2, every quantization mode; stride 3, dilation 2 and pad_left 1 in C."""
     g = GraphBuilder(seed)
-    geometries = itertools.product(((5, 1), (7, 1), (5, 2)), (4, 5, 6, 7, 8, 9, 12, 13, 30), ("same", "valid", "tf"))
+    geometries = itertools.product(((5, 1), (7, 1), (5, 2), (7, 2)), (4, 5, 6, 7, 8, 9, 12, 13, 30),
+                                   ("same", "valid", "tf"))
     for i, ((k, s), w, kind) in enumerate(geometries):
         m = k // 2
         if w < k - 1 or (kind == "valid" and w < k):
@@ -56,7 +56,7 @@ def linek_cases(seed: int):
         h = k + i % 3 - (2 * m if kind != "valid" else 0)
         g.conv(1 + (i % 11 == 5), max(h, 1), w, c, c, kernel=(k, k), stride=(s, s), pad=pad, pad_end=end, depthwise=True,
                mode=mode, extreme=extreme, bias=i % 7 != 3, family="dw")
-    g.conv(1, 9, 11, 8, 8, kernel=(7, 7), stride=(2, 2), pad=(3, 3), depthwise=True, family="dw")    # in C
+    g.conv(1, 9, 11, 8, 8, kernel=(7, 7), stride=(3, 3), pad=(3, 3), depthwise=True, family="dw")    # in C
     g.conv(1, 9, 14, 8, 8, kernel=(5, 5), pad=(4, 4), dil=(2, 2), depthwise=True, family="dw")
     g.conv(1, 9, 12, 8, 8, kernel=(7, 7), pad=(3, 1), depthwise=True, family="dw")
     g.conv(1, 9, 12, 8, 8, kernel=(5, 5), stride=(2, 1), pad=(2, 2), depthwise=True, family="dw")    # asm rows

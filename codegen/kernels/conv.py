@@ -87,7 +87,7 @@ SPECS = [
             dwconv2d_3x3_s8_dsp_line_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_fast", "conv", "mcu_dwconv2d_s8", (), is_dw3x3, prepare_dw_fast,
             dwconv2d_3x3_s8_fast_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
-    # 5x5 and 7x7 at stride_w 1: int16 tap pairs a channel at a time along each row (output rows in order)
+    # 5x5 and 7x7 at stride_w 1 or 2: int16 tap pairs a channel at a time along each row (output rows in order)
     variant("mcu_dwconv2d_s8_dsp_line", "conv", "mcu_dwconv2d_s8", DSP, is_dwk_line, prepare_dwk_line,
             raster=True, raster_block="row"),
     variant("mcu_dwconv2d_s8_dsp", "conv", "mcu_dwconv2d_s8", DSP, is_dw, prepare_dwk_dsp,

@@ -109,10 +109,10 @@ DW_LINE_MIN_W = 8
 
 def is_dwk_line(p: dict) -> bool:
     """Where mcu_dwconv2d_s8_dsp_line runs its assembly: a 5x5 or 7x7 depthwise (channel multiplier 1) at
-    stride_w 1 (a 5x5 also at 2), dilation_w 1, with 'same' (k // 2) or 'valid' (0) padding on the left, at
-    least k - 1 input columns."""
+    stride_w 1 or 2, dilation_w 1, with 'same' (k // 2) or 'valid' (0) padding on the left, at least k - 1 input
+    columns."""
     k = p["filter"][2]
-    return (is_dw(p) and k in (5, 7) and p["filter"][1] == k and p["stride_w"] in ((1, 2) if k == 5 else (1,))
+    return (is_dw(p) and k in (5, 7) and p["filter"][1] == k and p["stride_w"] in (1, 2)
             and p["dilation_w"] == 1 and p["pad_left"] in (0, k // 2) and p["input"][2] >= k - 1)
 
 

@@ -1059,8 +1059,8 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
  *        VMOVNB/VMOVNT; a channel tail predicated); 2 output pixels whose windows lie inside the input's width
  *        share each weight load, the other pixels one at a time, their rows in runs (padding, inside, padding).
  *        Any quant the portable kernel takes (shifts >= 0 through mcu_mve_requantize). */
-/* 5x5 and 7x7 (KH == KW, channel multiplier 1; other windows return MCU_ERR_SHAPE), stride_w 1 and dilation_w 1
- * with 'same' or 'valid' columns in its assembly (others in C): int16 pairs of neighbouring taps per channel in
+/* 5x5 and 7x7 (KH == KW, channel multiplier 1; other windows return MCU_ERR_SHAPE), stride_w 1 or 2 and
+ * dilation_w 1 with 'same' or 'valid' columns in its assembly (others in C): int16 pairs of neighbouring taps per channel in
  * its stream (per window row the pairs from even columns, then from odd ones; the folded bias; the 3-word
  * record), one channel at a time along each output row. No scratch. */
 mcu_status_t mcu_dwconv2d_s8_dsp_line(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,

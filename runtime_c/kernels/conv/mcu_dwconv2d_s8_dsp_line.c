@@ -1,12 +1,13 @@
-/* DSP (SIMD32) int8 depthwise 5x5 and 7x7, stride 1: int16 tap pairs, one channel at a time along an output row (SMLAD). */
+/* DSP (SIMD32) int8 depthwise 5x5 and 7x7, stride_w 1 or 2: int16 tap pairs, one channel at a time along a row (SMLAD). */
 
 /*  - Stream (packing.pack_dwk_line_stream), per channel: per window row (k = 2m + 1 taps) the int16 pairs
  *    E_j = (w_2j, w_2j+1), j < m, then O_j = (w_2j-1, w_2j), j = 1..m; the folded bias; the 3-word record.
  *  - Along an input row one channel's bytes pair up as P_j = (x[2j], x[2j + 1]) from the window's first column.
- *    Two outputs a step, each window row:
+ *    Two outputs a step, each window row, stride 1:
  *      o0 = sum_{j<m} SMLAD(P_j, E_j) + SMLABT(P_m, O_m)     o1 = SMLATB(P_0, E_0) + sum_{j=1..m} SMLAD(P_j, O_j)
  *    P_m is the one new pair (two LDRSB, PKHBT); P_1..P_m are the next step's P_0..P_m-1 (kept in the frame, one
- *    LDM and one STM a row): 15 instructions a row of 10 MACs (5x5), 18 of 14 (7x7), 20 more a step.
+ *    LDM and one STM a row): 15 instructions a row of 10 MACs (5x5), 18 of 14 (7x7), about 20 more a step.
+ *    Stride 2: o1 is o0's sum over P_1..P_m+1, two new pairs a step: 20 a row of 10 MACs (5x5), 24 of 14 (7x7).
  *  - The channel's weights are copied to the frame; a padded window row's are zeroed there and zp * their sum
  *    added to the bias. 'same' (pad_left m) or 'valid' (0) columns: the first pairs hold the zero point where
  *    the window leaves the input on the left, the last steps past its last column.
@@ -243,6 +244,33 @@ typedef struct {
     "cmp r11, #0\n\t" "ble 9f\n\t" "25:\n\t" S2_STEP(S2_Z, S2_Z, S2_Z, S2_Z) S2_TSTORE "b 24b\n\t" "9:\n\t"          \
     "ldr r11, [sp, #200]\n\t" "subs r11, r11, #1\n\t" "str r11, [sp, #200]\n\t" "bne 1b\n\t" "add sp, sp, #228\n\t"  \
     "pop {r4-r11, pc}\n\t"
+#define T2_L(r) "ldrsb " r ", [r0, r2]\n\t"
+#define T2_Z(r) "ldr " r ", [sp, #336]\n\t"
+#define T2_ROW(line, F0, F1, F2, F3) "ldr r0, [sp, #" line "]\n\t" "ldmia r3, {r5, r6, r7}\n\t" F0("r8")             \
+    "add r0, r0, r1\n\t" F1("r11") "pkhbt r8, r8, r11, lsl #16\n\t" "ldmia r4, {r12, lr}\n\t"                        \
+    "smlad r9, r5, r12, r9\n\t" "smlad r10, r6, r12, r10\n\t" "smlad r9, r6, lr, r9\n\t"                             \
+    "smlad r10, r7, lr, r10\n\t" "add r0, r0, r1\n\t" F2("r5") "add r0, r0, r1\n\t" F3("r11")                        \
+    "pkhbt r5, r5, r11, lsl #16\n\t" "ldr r12, [r4, #8]\n\t" "ldr lr, [r4, #20]\n\t" "add r4, r4, #24\n\t"           \
+    "smlad r9, r7, r12, r9\n\t" "smlad r10, r8, r12, r10\n\t" "smlabt r9, r8, lr, r9\n\t"                            \
+    "smlabt r10, r5, lr, r10\n\t" "stmia r3!, {r7, r8}\n\t" "str r5, [r3], #4\n\t"
+#define T2_STEP(F0, F1, F2, F3) "ldrd r9, r10, [sp, #168]\n\t" "add r3, sp, #200\n\t" "mov r4, sp\n\t"               \
+    T2_ROW("284", F0, F1, F2, F3) T2_ROW("288", F0, F1, F2, F3) T2_ROW("292", F0, F1, F2, F3)                        \
+    T2_ROW("296", F0, F1, F2, F3) T2_ROW("300", F0, F1, F2, F3) T2_ROW("304", F0, F1, F2, F3)                        \
+    T2_ROW("308", F0, F1, F2, F3) "ldrd r8, r11, [sp, #176]\n\t" "ldr r12, [sp, #184]\n\t" RQ("r9") RQ("r10")        \
+    "ldr r8, [sp, #188]\n\t"
+#define T2_TSTORE "strb r9, [r8]\n\t" "ldr r11, [sp, #196]\n\t" "cmp r11, #2\n\t" "blt 13f\n\t"                      \
+    "strb r10, [r8, r1]\n\t" "13:\n\t" "add r8, r8, r1, lsl #1\n\t" "str r8, [sp, #188]\n\t"                         \
+    "add r2, r2, r1, lsl #2\n\t" "subs r11, r11, #2\n\t" "str r11, [sp, #196]\n\t"
+#define T2_LOOP "ldr r11, [sp, #192]\n\t" "cmp r2, r11\n\t" "beq 8f\n\t" "10:\n\t" T2_STEP(T2_L, T2_L, T2_L, T2_L)   \
+    "strb r9, [r8]\n\t" "strb r10, [r8, r1]\n\t" "add r8, r8, r1, lsl #1\n\t" "str r8, [sp, #188]\n\t"               \
+    "add r2, r2, r1, lsl #2\n\t" "ldr r11, [sp, #192]\n\t" "cmp r2, r11\n\t" "bne 10b\n\t" "8:\n\t"                  \
+    "ldr r11, [sp, #344]\n\t" "cmp r11, #0\n\t" "beq 9f\n\t" "str r11, [sp, #196]\n\t" "ldr r11, [sp, #348]\n\t"     \
+    "cmp r11, #2\n\t" "bgt 23f\n\t" "beq 22f\n\t" "cmp r11, #1\n\t" "beq 21f\n\t" "b 25f\n\t" "21:\n\t"              \
+    T2_STEP(T2_L, T2_Z, T2_Z, T2_Z) T2_TSTORE "b 24f\n\t" "22:\n\t" T2_STEP(T2_L, T2_L, T2_Z, T2_Z) T2_TSTORE        \
+    "b 24f\n\t" "23:\n\t" T2_STEP(T2_L, T2_L, T2_L, T2_Z) T2_TSTORE "24:\n\t" "ldr r11, [sp, #196]\n\t"              \
+    "cmp r11, #0\n\t" "ble 9f\n\t" "25:\n\t" T2_STEP(T2_Z, T2_Z, T2_Z, T2_Z) T2_TSTORE "b 24b\n\t" "9:\n\t"          \
+    "ldr r11, [sp, #332]\n\t" "subs r11, r11, #1\n\t" "str r11, [sp, #332]\n\t" "bne 1b\n\t" "add sp, sp, #364\n\t"  \
+    "pop {r4-r11, pc}\n\t"
 
 
 static __attribute__((naked, noinline)) void line5_asm(line_args_t *a)
@@ -263,9 +291,16 @@ static __attribute__((naked, noinline)) void line7_asm(line_args_t *a)
     (void)a;
     __asm__ volatile(L7_ENTER "1:\n\t" L7_SETUP L7_PRIME L7_LOOP);
 }
+
+/* 7x7 at stride 2: new pairs P3, P4 a step (P4 where P0 was), o1 from P1..P4. */
+static __attribute__((naked, noinline)) void line7s2_asm(line_args_t *a)
+{
+    (void)a;
+    __asm__ volatile(L7_ENTER "1:\n\t" L7_SETUP L7_PRIME T2_LOOP);
+}
 #endif
 
-/* Whether the assembly takes every row (fast mode, a 5x5 or 7x7 window, stride_w 1 (or 2 for 5x5), dilation_w 1,
+/* Whether the assembly takes every row (fast mode, a 5x5 or 7x7 window, stride_w 1 or 2, dilation_w 1,
  * 'same' or 'valid' columns); the column offsets (from a row's start) of the first new pair and of the one after
  * the steps whose pairs lie inside, the outputs after them and how many of the first of those steps' new columns
  * lie inside (stride 1: whether its pair's first does). */
@@ -274,7 +309,7 @@ static int line_plan(const mcu_conv2d_params_t *p, const mcu_rq_mode_t *mode, in
 {
     const int32_t k = p->filter.w, m = k / 2, in_w = p->input.w, out_w = p->output.w, x0 = -p->pad_left;
     const int32_t sw = p->stride_w, news = 2 * sw; /* new columns a step */
-    if (!MCU_DSP_ASM || !mode->fast || (k != 5 && k != 7) || (sw != 1 && !(sw == 2 && k == 5)) ||
+    if (!MCU_DSP_ASM || !mode->fast || (k != 5 && k != 7) || (sw != 1 && sw != 2) ||
         p->dilation_w != 1 || (p->pad_left != 0 && p->pad_left != m) || in_w < 2 * m || out_w < 1) {
         return 0;
     }
@@ -334,7 +369,9 @@ mcu_status_t mcu_dwconv2d_s8_dsp_line(const mcu_conv2d_params_t *params, const m
                 for (int32_t ky = 0; ky < kw; ++ky) {
                     a.line[ky] = a.line[ky] != NULL ? a.line[ky] : any;
                 }
-                (kw == 7 ? line7_asm : p->stride_w == 2 ? line5s2_asm : line5_asm)(&a);
+                void (*run)(line_args_t *) = kw == 7 ? (p->stride_w == 2 ? line7s2_asm : line7_asm)
+                                                     : (p->stride_w == 2 ? line5s2_asm : line5_asm);
+                run(&a);
                 continue;
             }
 #else
