@@ -52,7 +52,8 @@ def s16_fc_widen_gain(params: dict) -> float:
 
 def dw_widen_gain(params: dict) -> float:
     """Instructions per inference the DSP 3x3 depthwise saves per flash byte of int16 weights: 2 a tap of 4
-    channels (4 more bytes) per output pixel."""
+    channels (4 more bytes) per output pixel; about the same where the widened call becomes the tap-pair variant
+    (dw_line_pays: some 8 an output pixel and channel for 15 more bytes a channel)."""
     return output_rows(params) / 2
 
 
