@@ -81,10 +81,10 @@ def random_cases(seed: int) -> GraphBuilder:
 
 @pytest.fixture
 def without_3x3_variants(monkeypatch):
-    """The registry with the 3x3 depthwise variants declining every call and the any-window Helium one taking all
-    (strided 3x3 too), so the any-window ones run every 3x3."""
+    """The registry with the 3x3 depthwise variants (and the 5x5/7x7 tap-pair DSP one) declining every call and the
+    any-window Helium one taking all (strided 3x3 too), so the any-window ones run every window."""
     for name in ("mcu_dwconv2d_3x3_s8_mve", "mcu_dwconv2d_3x3_s8_dsp", "mcu_dwconv2d_3x3_s8_dsp_wide",
-                 "mcu_dwconv2d_3x3_s8_fast"):
+                 "mcu_dwconv2d_3x3_s8_dsp_line", "mcu_dwconv2d_s8_dsp_line", "mcu_dwconv2d_3x3_s8_fast"):
         monkeypatch.setitem(registry.KERNELS, name,
                             dataclasses.replace(registry.KERNELS[name], applies=lambda p: False))
     monkeypatch.setitem(registry.KERNELS, "mcu_dwconv2d_s8_mve",
@@ -178,7 +178,8 @@ def test_any_window_depthwise_overlapping_its_input_on_device(board, without_3x3
 
 
 def test_which_depthwise_variant_each_board_picks():
-    """M4: the 3x3 DSP variant for every 3x3 window, the any-window one for the rest. M55: the any-window Helium one
+    """M4: the 3x3 DSP variant for every 3x3 window, the tap-pair one for a 5x5 or 7x7 at stride_w 1 or 2, the
+    any-window one for the rest (tests above). M55: the any-window Helium one
     for every window but a strided 3x3 (the 3x3 variant's smaller raster gap keeps the arena)."""
     g = GraphBuilder(1)
     g.conv(1, 9, 9, 8, 8, kernel=(3, 3), pad=(1, 1), depthwise=True)
@@ -186,8 +187,8 @@ def test_which_depthwise_variant_each_board_picks():
     g.conv(1, 9, 9, 8, 8, kernel=(5, 5), pad=(2, 2), depthwise=True)
     g.conv(1, 9, 9, 8, 8, kernel=(7, 7), stride=(2, 2), pad=(3, 3), depthwise=True)
     g.conv(1, 5, 6, 4, 8, pad=(1, 1), depthwise=True)                          # ch_mult 2: stays portable
-    dsp, mve = VARIANT["mps2-an386"], VARIANT["mps3-an547"]
-    want = {"mps2-an386": ["mcu_dwconv2d_3x3_s8_dsp"] * 2 + [dsp] * 2 + ["mcu_dwconv2d_s8"],
+    mve = VARIANT["mps3-an547"]
+    want = {"mps2-an386": ["mcu_dwconv2d_3x3_s8_dsp"] * 2 + ["mcu_dwconv2d_s8_dsp_line"] * 2 + ["mcu_dwconv2d_s8"],
             "mps3-an547": [mve, "mcu_dwconv2d_3x3_s8_mve", mve, mve, "mcu_dwconv2d_s8"],
             "mps2-an385": ["mcu_dwconv2d_3x3_s8_fast"] * 2 + ["mcu_dwconv2d_s8"] * 3}        # no DSP: portable
     for board, kernels in want.items():

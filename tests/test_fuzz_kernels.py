@@ -411,6 +411,35 @@ def conv_case(draw, kind: str):
 
 
 @st.composite
+def dwk_line_case(draw):
+    """dwconv2d arguments on the geometry mcu_dwconv2d_s8_dsp_line's assembly takes (a 5x5 or 7x7 window, stride_w 1
+    or 2, dilation_w 1, 'same' or 'valid' columns), which conv_case rarely draws; any rows."""
+    k = draw(st.sampled_from([5, 7]))
+    m = k // 2
+    n, h, w, c = draw(st.integers(1, 2)), draw(st.integers(1, 8)), draw(st.integers(k - 1, 14)), draw(st.integers(1, 9))
+    sh, sw, dh = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    eh = (k - 1) * dh + 1
+    pt, pb = draw(st.integers(0, eh - 1)), draw(st.integers(0, eh - 1))
+    pl = draw(st.sampled_from([0, m]))
+    pr = draw(st.integers(0, k - 1))
+    oh, ow = (h + pt + pb - eh) // sh + 1, (w + pl + pr - k) // sw + 1
+    assume(oh >= 1 and ow >= 1)
+    in_off, out_off = draw(IN_OFFSET), draw(OUT_OFFSET)
+    lo, hi = draw(act_range(out_off))
+    params = {"input": (n, h, w, c), "filter": (1, k, k, c), "output": (n, oh, ow, c), "stride_h": sh,
+              "stride_w": sw, "pad_top": pt, "pad_left": pl, "dilation_h": dh, "dilation_w": 1,
+              "input_offset": in_off, "output_offset": out_off, "act_min": lo, "act_max": hi}
+    std = _acc_std(k * k, in_off)
+    mult, shift = draw(per_channel(c, std))
+    return Case((params, mult, shift, draw(ints((n, h, w, c))), draw(ints((1, k, k, c))),
+                 draw(bias_for(c, std, k * k * 255 * 128))), n * oh * ow * c, lowered=True)
+
+
+# Variants whose geometry the portable kernel's strategy rarely draws.
+VARIANT_STRATEGIES = {"mcu_dwconv2d_s8_dsp_line": dwk_line_case()}
+
+
+@st.composite
 def inplace_conv_case(draw, kind: str):
     """mcu_dwconv2d_s8_inplace ("dw": 'same' geometry, stride 1) or mcu_conv2d_1x1_s8_inplace ("1x1": C_out <= C_in,
     any stride) arguments plus an exactly-sized scratch; run in place (the output is the input's buffer) mostly."""
@@ -801,7 +830,8 @@ def fuzz_target(kernel: str):
             return f"no strategy for {base}, the portable kernel of {kernel}"
         # Variants check the geometry the code generator produces (MCU_ERR_SHAPE otherwise), so only those cases.
         # Weights span all of int8, -128 included; where a variant's prepare declines them, the case is skipped.
-        strategy = STRATEGIES[base].filter(lambda c: c.lowered and variant.applies(c.args[0]))
+        strategy = VARIANT_STRATEGIES.get(kernel, STRATEGIES[base]).filter(
+            lambda c: c.lowered and variant.applies(c.args[0]))
         if "int4" in variant.requires:  # int4 weights: the drawn int8 weights >> 4, so -8 and 7 both occur
             strategy = strategy.map(lambda c: dataclasses.replace(
                 c, args=(*c.args[:4], (c.args[4].astype(np.int8) >> 4).astype(np.int8), *c.args[5:])))

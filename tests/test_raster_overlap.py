@@ -43,8 +43,10 @@ def conv_geometry(rng, kernel: str):
         n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 9)), int(rng.integers(1, 9))
         if "1x1" in kernel:
             kh = kw = 1
-        elif "3x3" in kernel or "dwconv" in base and rng.random() < 0.5:
+        elif "3x3" in kernel or "dwconv" in base and rng.random() < 0.5 and "dsp_line" not in kernel:
             kh = kw = 3
+        elif kernel == "mcu_dwconv2d_s8_dsp_line":  # its windows: 5x5, 7x7
+            kh = kw = int(rng.choice([5, 7]))
         else:
             kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
         sh, sw = (int(v) for v in rng.integers(1, 3, size=2))

@@ -261,6 +261,11 @@ def dwconv2d_3x3_s8_dsp_wide_scratch_bytes(p: dict) -> int:
     return dw3x3_scratch_bytes(p)
 
 
+def dwconv2d_3x3_s8_dsp_line_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_dwconv2d_3x3_s8_dsp_line_scratch_bytes: its int8-weight twin's."""
+    return dw3x3_scratch_bytes(p)
+
+
 def dwconv2d_s8_dsp_scratch_bytes(p: dict) -> int:
     """Twin of mcu_dwconv2d_s8_dsp_scratch_bytes: the pair rows of one output row and one group of 4 channels, KH
     rows of cols = (out_w - 1) * stride_w + 2 * (ceil(KW / 2) - 1) * dilation_w + 1 columns rounded up to a

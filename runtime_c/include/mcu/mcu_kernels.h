@@ -930,6 +930,11 @@ static inline int32_t mcu_dwconv2d_3x3_s8_dsp_wide_scratch_bytes(const mcu_conv2
     return mcu_dw3x3_scratch_bytes(params);
 }
 
+static inline int32_t mcu_dwconv2d_3x3_s8_dsp_line_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    return mcu_dw3x3_scratch_bytes(params);
+}
+
 static inline int32_t mcu_dwconv2d_3x3_s8_fast_scratch_bytes(const mcu_conv2d_params_t *params)
 {
     return mcu_dw3x3_scratch_bytes(params);
@@ -1027,6 +1032,13 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp_wide(const mcu_conv2d_params_t *params,
                                           const mcu_per_channel_quant_t *quant, const int8_t *input,
                                           const int8_t *filter, const int32_t *bias, int8_t *scratch,
                                           int8_t *output);
+/* The same with int16 pairs of neighbouring taps per channel in its stream (40 bytes a channel: per window row
+ * (w_r0, w_r1), (w_r1, w_r2); the folded bias; the 3-word record): one channel at a time along each output row,
+ * SMLAD on input pairs of that channel (dsp_line; codegen picks it for rows of 8 pixels or more at stride_w 1). */
+mcu_status_t mcu_dwconv2d_3x3_s8_dsp_line(const mcu_conv2d_params_t *params,
+                                          const mcu_per_channel_quant_t *quant, const int8_t *input,
+                                          const int8_t *filter, const int32_t *bias, int8_t *scratch,
+                                          int8_t *output);
 mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
                                      int8_t *scratch, int8_t *output);
@@ -1049,6 +1061,13 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
  *        table of the output row's window columns (the zero point in the padding; at most 512 entries: KH *
  *        dilation_w * KW <= 512, else MCU_ERR_SHAPE). Any quant the portable kernel takes (shifts >= 0 through
  *        mcu_mve_requantize). */
+/* 5x5 and 7x7 (KH == KW, channel multiplier 1; other windows return MCU_ERR_SHAPE), stride_w 1 or 2 and
+ * dilation_w 1 with 'same' or 'valid' columns in its assembly (others in C): int16 pairs of neighbouring taps per channel in
+ * its stream (per window row the pairs from even columns, then from odd ones; the folded bias; the 3-word
+ * record), one channel at a time along each output row. No scratch. */
+mcu_status_t mcu_dwconv2d_s8_dsp_line(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                      int8_t *output);
 mcu_status_t mcu_dwconv2d_s8_dsp(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                  const int8_t *input, const int8_t *filter, const int32_t *bias,
                                  int8_t *scratch, int8_t *output);
