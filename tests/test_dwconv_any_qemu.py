@@ -24,11 +24,9 @@ from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.reference import run_reference
 from mcu.codegen.target import Target
 from mcu.codegen.twins import conv
-from mcu.build.firmware import build_firmware
-from mcu.codegen.emit import emit
 from mcu.codegen.memory import plan_graph
-from mcu.qemu.runner import run_firmware
-from test_kernel_variants_qemu import GraphBuilder, assert_equal_int, chained, placed_at_the_gap, run_on_board
+from test_kernel_variants_qemu import (GraphBuilder, assert_equal_int, assert_exact_at_the_gap, chained,
+                                       placed_at_the_gap, run_on_board)
 from test_kernels_host import (conv_params, prepared_variant_args, rand_act, rand_bias, rand_int8, rand_offsets,
                                rand_quant)
 
@@ -159,22 +157,7 @@ def test_any_window_depthwise_overlapping_its_input_on_device(board, without_3x3
     graph, mem = plan_graph(graph)
     mem, gaps = placed_at_the_gap(graph, mem)
     assert (sum(g == 0 for g in gaps.values()) == 4) == (board == "mps3-an547")  # the stride-1 "same" ones
-    rng = np.random.default_rng(11)
-    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
-    expected = run_reference(graph, inputs)
-    texts, manifest = emit(graph, mem, board=board)
-    for name, text in {**texts, "manifest.json": manifest.to_json()}.items():
-        (tmp_path / name).write_text(text)
-    res = run_firmware(build_firmware(board, tmp_path, tmp_path / "build"), load_board(board),
-                       b"".join(x.tobytes() for x in inputs), timeout=60)
-    assert res.status == 0
-    pos = 0
-    for name, e in zip(graph.outputs, expected):
-        n = graph.tensors[name].nbytes
-        node = graph.producer(graph.producer(name).inputs[0])
-        assert_equal_int(np.frombuffer(res.output_bytes[pos:pos + n], np.int8).reshape(e.shape), e,
-                         f"{node.call.kernel} ({node.name}, gap {gaps[node.name]}) on {board}")
-        pos += n
+    assert_exact_at_the_gap(graph, mem, gaps, board, tmp_path, seed=11)
 
 
 def test_which_depthwise_variant_each_board_picks():
