@@ -90,9 +90,7 @@ def _first_fit(b: Buffer, placed: Sequence[tuple[Buffer, int]], overlaps: Overla
     """Lowest aligned offset where b fits beside the placed buffers whose lifetimes it meets."""
     if not b.size:
         return 0
-    first, last = b.first, b.last
-    bad = sorted(_forbidden(b, p, off, overlaps) for p, off in placed
-                 if p.first <= last and first <= p.last and p.size)
+    bad = sorted(_forbidden(b, p, off, overlaps) for p, off in placed if p.size and p.conflicts(b))
     candidate = 0
     for lo, hi in bad:  # by lo: once an interval starts at or above the candidate, so do the rest
         if lo >= candidate:
