@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch.fx import Node as FxNode
 
-from mcu.importer.op_attrs import IDENTITY_OPS, first_arg, fx_shape, index_result, op_attrs, output_shapes, tensor_args
+from mcu.importer.op_attrs import IDENTITY_OPS, append_float_node, first_arg, fx_shape, op_attrs, tensor_args
 from mcu.errors import QuantizationError
 from mcu.codegen.ir import Graph, Node, Tensor, verify
 from mcu.errors import UnsupportedOpError
@@ -61,13 +61,8 @@ def _compute(n: FxNode, value: dict, tensors: dict, nodes: list):
         raise _unsupported(n, f" ({exc})") from None
     if op not in FLOAT_OPS:
         raise _unsupported(n)
-    ins = [None if a is None else value[a] for a in tensor_args(n, op)]
-    shapes = output_shapes(n)
-    names = tuple(f"t{len(tensors) + k}" for k in range(len(shapes)))
-    dtype = "int32" if index_result(op, tensors[ins[0]].dtype) else "float32"
-    for out, shape in zip(names, shapes):
-        tensors[out] = Tensor(out, shape, dtype)
-    nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), names, {**attrs, "float_node": n.name}, source_line(n)))
+    names = append_float_node(n, op, attrs, [None if a is None else value[a] for a in tensor_args(n, op)], tensors,
+                              nodes)
     return names if isinstance(n.meta["val"], (tuple, list)) else names[0]
 
 

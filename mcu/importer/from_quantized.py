@@ -27,8 +27,8 @@ from torchao.quantization.pt2e import quantize_pt2e  # noqa: F401  (registers qu
 
 from mcu.codegen.ir import Graph, Node, QParams, Tensor, verify
 from mcu.errors import QuantizationError
-from mcu.importer.op_attrs import (IDENTITY_OPS, UNARY_IR_OPS, act_range, first_arg, fx_shape, gather_args, index_result,
-                                   op_attrs, output_shapes, scatter_args, tensor_args)
+from mcu.importer.op_attrs import (IDENTITY_OPS, UNARY_IR_OPS, act_range, append_float_node, first_arg, fx_shape,
+                                   gather_args, op_attrs, scatter_args, tensor_args)
 from mcu.importer.ops import op_name, source_line
 
 aten = torch.ops.aten
@@ -311,13 +311,7 @@ class _Importer:
             return self.float_input(n.args[0])
         op, attrs = op_attrs(n, self.tensors[self.float_input(first_arg(n))].shape)
         ins = [None if a is None else self.float_input(a) for a in tensor_args(n, op)]
-        shapes = output_shapes(n)
-        names = tuple(f"t{len(self.tensors) + k}" for k in range(len(shapes)))
-        dtype = "int32" if index_result(op, self.tensors[ins[0]].dtype) else "float32"
-        for out, shape in zip(names, shapes):
-            self.tensors[out] = Tensor(out, shape, dtype)
-        self.nodes.append(Node(f"n{len(self.nodes)}_{op}", op, tuple(ins), names, {**attrs, "float_node": n.name},
-                               source_line(n)))
+        names = append_float_node(n, op, attrs, ins, self.tensors, self.nodes)
         if isinstance(n.meta["val"], (tuple, list)):  # several outputs (an LSTM's y and c_n), read by getitems
             self.multi[n] = names
         return names[0]

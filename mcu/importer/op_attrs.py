@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch.fx import Node as FxNode
 
+from mcu.codegen.ir import Node, Tensor
 from mcu.errors import QuantizationError
 from mcu.importer.ops import ELEMENTWISE_OPS, SCATTER_OPS, op_name, source_line
 import mcu.importer.recurrent  # noqa: F401  (registers torch.ops.mcu.rnn and .lstm)
@@ -102,15 +103,17 @@ def tensor_args(n: FxNode, op: str) -> list[FxNode | None]:
     return ins[:1] if op in UNARY_IR_OPS else ins
 
 
-def output_shapes(n: FxNode) -> list[tuple[int, ...]]:
-    """The shapes of n's outputs: one, or several for a multi-output op (an LSTM's y and c_n, read by getitems)."""
+def append_float_node(n: FxNode, op: str, attrs: dict, ins: list, tensors: dict, nodes: list) -> tuple[str, ...]:
+    """Append the float32 IR node of compute node n (IR op `op`) reading `ins`, its output tensors into `tensors`
+    (int32 for an index result: argmax, argmin, argsort, a reshape of indices); returns their names (several for a
+    multi-output op, an LSTM's y and c_n, read by getitems)."""
     vals = n.meta["val"] if isinstance(n.meta["val"], (tuple, list)) else (n.meta["val"],)
-    return [tuple(int(d) for d in v.shape) for v in vals]
-
-
-def index_result(op: str, first_dtype: str) -> bool:
-    """Whether IR op `op` on a first input of dtype first_dtype gives int32 indices, not float32 values."""
-    return op in ("argmax", "argmin", "argsort") or (op == "reshape" and first_dtype == "int32")
+    names = tuple(f"t{len(tensors) + k}" for k in range(len(vals)))
+    index = op in ("argmax", "argmin", "argsort") or (op == "reshape" and tensors[ins[0]].dtype == "int32")
+    for out, val in zip(names, vals):
+        tensors[out] = Tensor(out, tuple(int(d) for d in val.shape), "int32" if index else "float32")
+    nodes.append(Node(f"n{len(nodes)}_{op}", op, tuple(ins), names, {**attrs, "float_node": n.name}, source_line(n)))
+    return names
 
 
 def _upsample_factors(n: FxNode, shape_in) -> tuple[int, ...]:
