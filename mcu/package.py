@@ -146,9 +146,15 @@ class Package:
         """reference() of each input tuple of `sequence` in order, a model's state carried from call to call."""
         region, out = initial_region(self.graph), []
         for inputs in sequence:
-            raw, region = reference_step(self.graph, self.quantize_inputs(inputs), region)
-            out.append([to_torch(r, s) for r, s in zip(raw, self.manifest["outputs"])])
+            raw, region = self.reference_call(inputs, region)
+            out.append(raw)
         return out
+
+    def reference_call(self, inputs, region: bytes) -> tuple[list[np.ndarray], bytes]:
+        """One call of the numpy reference from the state region `region`: (raw outputs in torch order, the region
+        after the call)."""
+        raw, region = reference_step(self.graph, self.quantize_inputs(inputs), region)
+        return [to_torch(r, s) for r, s in zip(raw, self.manifest["outputs"])], region
 
     @property
     def state_bytes(self) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from mcu.errors import McuError, status_name
 from mcu.package import Package, RunResult
-from mcu.state_region import initial_region, reference_step
+from mcu.state_region import initial_region
 
 TARGETS = ("device", "reference")
 
@@ -31,10 +31,7 @@ class Session:
     def run(self, inputs, *, timeout: float = 120.0) -> RunResult:
         """One call: outputs of `inputs` given the state so far; the state moves on."""
         if self.target == "reference":
-            raw, self.state = reference_step(self.pkg.graph, self.pkg.quantize_inputs(inputs), self.state)
-            raw = [r.reshape(-1) for r in raw]
-            from mcu.package import to_torch
-            raw = [to_torch(r, s) for r, s in zip(raw, self.pkg.manifest["outputs"])]
+            raw, self.state = self.pkg.reference_call(inputs, self.state)
             return RunResult(self.pkg.dequantize_outputs(raw), raw, 0, state=self.state)
         from mcu.api import run
         res = run(self.pkg, inputs, timeout=timeout, state=self.state)
