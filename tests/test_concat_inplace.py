@@ -433,7 +433,7 @@ SPEED = {  # (model, board) -> the concat producers' kernels
     ("fire", "mps2-an386"): ["mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_dsp"],
     ("fire", "mps2-an385"): ["mcu_conv2d_1x1_s8_fast", "mcu_conv2d_s8_fast"],
     ("fire", "mps3-an547"): ["mcu_conv2d_1x1_s8_mve", "mcu_conv2d_s8_mve"],
-    ("pooled", "mps2-an386"): ["mcu_conv2d_1x1_s8_dsp", "mcu_avgpool2d_s8_fast"],
+    ("pooled", "mps2-an386"): ["mcu_conv2d_1x1_s8_dsp", "mcu_avgpool2d_s8_dsp"],
     ("pooled", "mps3-an547"): ["mcu_conv2d_1x1_s8_mve", "mcu_avgpool2d_s8_mve"],
 }
 SPEED_MODELS = {"fire": (Fire, FIRE, 128), "pooled": (Pooled, FIRE, 40)}  # class, input shape, C_total

@@ -322,7 +322,7 @@ def expected_kernel(node: Node, family: str, board: str) -> str:
         return base
     stem = {"1x1": "mcu_conv2d_1x1_s8", "gemm": "mcu_conv2d_s8", "fc": "mcu_fully_connected_s8",
             "dw": "mcu_dwconv2d_3x3_s8", "add": "mcu_add_s8", "avgpool": "mcu_avgpool2d_s8"}[family]
-    if (family == "avgpool" and board != "mps3-an547") or (family == "add" and board == "mps2-an386"):
+    if (family == "avgpool" and SUFFIX[board] == "_fast") or (family == "add" and board == "mps2-an386"):
         return stem + "_fast"  # one scalar kernel serves these cores
     if family == "dw" and board == "mps3-an547" and is_dw_any_mve(node.call.params):
         return "mcu_dwconv2d_s8_mve"  # any window, and a 3x3 one on the in-place geometry

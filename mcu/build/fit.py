@@ -107,6 +107,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "float/mcu_transpose_f32": 512,
     "pool/mcu_avgpool2d_s8": 1024,
     "pool/mcu_avgpool2d_s8_fast": 1280,
+    "pool/mcu_avgpool2d_s8_dsp": 1280,
     "pool/mcu_avgpool2d_s8_mve": 2624,
     "pool/mcu_maxpool2d_s8": 832,
     "reduce/mcu_reduce_sum_s8": 1280,

@@ -1132,6 +1132,10 @@ mcu_status_t mcu_lut_s8_mve(const mcu_lut_params_t *params, const int8_t *table,
 /* Average pooling (no constants to prepare): 4 channels per word summed in 16-bit lanes, 64 channels a pass
  * (stack: 512 B), then the portable rounding. */
 mcu_status_t mcu_avgpool2d_s8_fast(const mcu_pool2d_params_t *params, const int8_t *input, int8_t *output);
+/* DSP (SXTAB16; C stand-ins elsewhere): 16 channels a pass in eight lane pairs held in registers, one word load
+ * and two extends per 4 values of a tap, flushed to int32 every 256 taps, then the portable rounding (stack: 64 B
+ * of totals). */
+mcu_status_t mcu_avgpool2d_s8_dsp(const mcu_pool2d_params_t *params, const int8_t *input, int8_t *output);
 /* Helium: 32 channels a pass summed in int16x8 lanes (widening loads, flushed to int32 every 256 taps), then
  * the portable rounding 4 lanes at a time: q = high word of (|acc| + d / 2) * ceil(2^32 / d), exact while
  * (255 * taps + d / 2) * d < 2^32 and d >= 2, else per channel with the portable division (stack: 192 B). */
