@@ -568,6 +568,18 @@ MCU_INLINE void mcu_widen8(uint32_t v, uint32_t out[2])
 #define MCU_DSP_ASM 0
 #endif
 
+/* mcu_sxtab16(a, mcu_ror8(x)) as one SXTAB16 with its rotation. */
+#if MCU_DSP_ASM
+MCU_INLINE uint32_t mcu_sxtab16_ror8(uint32_t a, uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
+#else
+#define mcu_sxtab16_ror8(a, x) mcu_sxtab16((a), mcu_ror8(x))
+#endif
+
 /* ---- DSP 2x2 GEMM (the _dsp conv variants) ---------------------------------------------------------- */
 
 /* Two output pixels times two channels per block, SMLAD on int16 pairs, one step = 4 taps:

@@ -32,20 +32,20 @@ MCU_INLINE void run(const int8_t *px, int32_t c, int32_t n, const int32_t words,
             const uint32_t w0 = mcu_read_u32(px), w1 = mcu_read_u32(px + 4);
             const uint32_t w2 = mcu_read_u32(px + 8), w3 = mcu_read_u32(px + 12);
             a0 = mcu_sxtab16(a0, w0);
-            a1 = mcu_sxtab16(a1, mcu_ror8(w0));
+            a1 = mcu_sxtab16_ror8(a1, w0);
             a2 = mcu_sxtab16(a2, w1);
-            a3 = mcu_sxtab16(a3, mcu_ror8(w1));
+            a3 = mcu_sxtab16_ror8(a3, w1);
             a4 = mcu_sxtab16(a4, w2);
-            a5 = mcu_sxtab16(a5, mcu_ror8(w2));
+            a5 = mcu_sxtab16_ror8(a5, w2);
             a6 = mcu_sxtab16(a6, w3);
-            a7 = mcu_sxtab16(a7, mcu_ror8(w3));
+            a7 = mcu_sxtab16_ror8(a7, w3);
         }
         a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3, a[4] = a4, a[5] = a5, a[6] = a6, a[7] = a7;
     } else {
         for (; n > 0; --n, px += c) {
             const uint32_t w = tail >= 4 ? mcu_read_u32(px) : mcu_read_tail(px, tail);
             a[0] = mcu_sxtab16(a[0], w);
-            a[1] = mcu_sxtab16(a[1], mcu_ror8(w));
+            a[1] = mcu_sxtab16_ror8(a[1], w);
         }
     }
     flush(a, words, tot);
