@@ -31,6 +31,7 @@ NEW = {"mps2-an386": "mcu_dwconv2d_s8_dsp", "mps3-an547": "mcu_dwconv2d_s8_mve"}
 LINEK = {"mps2-an386": "mcu_dwconv2d_s8_dsp_line"}  # 5x5 and 7x7 at stride 1 and 2 (geometry.is_dwk_line)
 OLD3 = {"mps2-an386": "mcu_dwconv2d_3x3_s8_dsp", "mps3-an547": "mcu_dwconv2d_3x3_s8_mve"}
 WIDE3 = {"mps2-an386": ("mcu_dwconv2d_3x3_s8_dsp_wide", "mcu_dwconv2d_3x3_s8_dsp_line")}  # int16 streams
+RING = {"mps2-an386": "mcu_dwconv2d_s8_dsp_ring"}  # 3x3, 5x5, 7x7 at stride 1 (geometry.is_dw_ring)
 GEOMETRIES = [(k, s) for k in (3, 5, 7) for s in (1, 2)]
 _LINE = re.compile(r"^MCU_PROFILE op=(\d+) ticks=(\d+)\s*$", re.MULTILINE)
 
@@ -63,7 +64,7 @@ def firmware_graph(board: str, kernels: str, size: int, c: int, padded: bool = T
     for k, s in GEOMETRIES:
         picks = ["mcu_dwconv2d_s8"] if kernels == "portable" else (
             ([OLD3[board], *WIDE3.get(board, ())] if k == 3 else []) + [NEW[board]]
-            + ([LINEK[board]] if board in LINEK and k > 3 else []))
+            + ([LINEK[board]] if board in LINEK and k > 3 else []) + ([RING[board]] if board in RING and s == 1 else []))
         for kernel in picks:
             node = dw_node(f"n{len(nodes)}", tensors, "x", size, c, k, s, rng, padded)
             if kernel != "mcu_dwconv2d_s8":
@@ -117,13 +118,15 @@ def main(argv=None) -> int:
         head += [f"{cores.get(b, b)} portable", f"{cores.get(b, b)} 3x3 variant"]
         head += [f"{cores.get(b, b)} {w[4:]}" for w in WIDE3.get(b, ())]
         head += [f"{cores.get(b, b)} {NEW[b][4:]}"] + ([f"{cores.get(b, b)} {LINEK[b][4:]}"] if b in LINEK else [])
+        head += [f"{cores.get(b, b)} {RING[b][4:]}"] if b in RING else []
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for k, s in GEOMETRIES:
         for c in channels:
             row = [f"{k}x{k}", str(s), str(c)]
             for b in boards:
-                for kernel in ("mcu_dwconv2d_s8", OLD3[b], *WIDE3.get(b, ()), NEW[b], *([LINEK[b]] if b in LINEK else [])):
+                for kernel in ("mcu_dwconv2d_s8", OLD3[b], *WIDE3.get(b, ()), NEW[b], *([LINEK[b]] if b in LINEK else []),
+                               *([RING[b]] if b in RING else [])):
                     v = results.get((b, kernel, k, s, c))
                     row.append("-" if v is None else f"{v:.3f}")
             print("| " + " | ".join(row) + " |")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from mcu.codegen.kernels import DW_MVE, GEMM2_DSP, GEMM_MVE, kernel, variant
 from mcu.codegen.kernels.geometry import (INT4, dsp_widen_gain, dw_widen_gain, fast_widen_gain, is_1x1, is_dw,
-                                          is_dw3x3, is_dw3x3_mve, is_dw_any_mve, is_dw_s16, is_dwk_line,
+                                          is_dw3x3, is_dw3x3_mve, is_dw_any_mve, is_dw_ring, is_dw_s16, is_dwk_line,
                                           is_groups1)
 from mcu.codegen.kernels.prepare import (prepare_dsp_conv, prepare_dw_dsp, prepare_dw_dsp_line, prepare_dw_dsp_wide,
-                                         prepare_dw_fast, prepare_dwk_dsp, prepare_dwk_line, prepare_dwk_mve,
+                                         prepare_dw_fast, prepare_dwk_dsp, prepare_dwk_line, prepare_dwk_mve, prepare_dwk_ring,
                                          prepare_fast, prepare_mve, prepare_s4, prepare_s16_conv_dsp,
                                          prepare_s16_dw_dsp)
 from mcu.codegen.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_1x1_s8_fast_scratch_bytes,
@@ -18,7 +18,7 @@ from mcu.codegen.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_1x1_
                                     dwconv2d_3x3_s8_dsp_line_scratch_bytes,
                                     dwconv2d_3x3_s8_dsp_scratch_bytes, dwconv2d_3x3_s8_dsp_wide_scratch_bytes,
                                     dwconv2d_3x3_s8_fast_scratch_bytes,
-                                    dwconv2d_s8_dsp_scratch_bytes,
+                                    dwconv2d_s8_dsp_ring_scratch_bytes, dwconv2d_s8_dsp_scratch_bytes,
                                     dwconv2d_s8_inplace_fits, dwconv2d_s8_inplace_scratch_bytes)
 from mcu.codegen.twins.mve import (conv2d_1x1_s8_mve_scratch_bytes, conv2d_s8_mve_scratch_bytes,
                                    dwconv2d_3x3_s8_mve_scratch_bytes, dwconv2d_s8_mve_scratch_bytes)
@@ -87,6 +87,10 @@ SPECS = [
             dwconv2d_3x3_s8_dsp_line_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_fast", "conv", "mcu_dwconv2d_s8", (), is_dw3x3, prepare_dw_fast,
             dwconv2d_3x3_s8_fast_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
+    # 3x3 at stride 1 (as the widened 3x3 DSP one: prepare_dw_dsp): a channel at a time, its input lines widened
+    # once into a ring of 3 int16 lines, along the output's longer axis; in place on the in-place geometry
+    variant("mcu_dwconv2d_s8_dsp_ring", "conv", "mcu_dwconv2d_s8", DSP, is_dw_ring, prepare_dwk_ring,
+            dwconv2d_s8_dsp_ring_scratch_bytes, overwrites=dwconv2d_s8_inplace_fits),
     # 5x5 and 7x7 at stride_w 1 or 2: int16 tap pairs a channel at a time along each row (output rows in order)
     variant("mcu_dwconv2d_s8_dsp_line", "conv", "mcu_dwconv2d_s8", DSP, is_dwk_line, prepare_dwk_line,
             raster=True, raster_block="row"),

@@ -108,6 +108,15 @@ def dw_line_pays(p: dict) -> bool:
 DW_LINE_MIN_W = 8
 
 
+def is_dw_ring(p: dict) -> bool:
+    """Where the compiler runs mcu_dwconv2d_s8_dsp_ring: a 3x3 depthwise (channel multiplier 1) at stride 1 and
+    dilation 1, padded by less than its window on each side, with its weights widened (prepare_dw_dsp). The kernel
+    also takes 5x5 and 7x7 windows, in C: mcu_dwconv2d_s8_dsp_line runs those faster (scripts/dw_bench.py)."""
+    k = p["filter"][2]
+    return (is_dw(p) and k == 3 and p["filter"][1] == k and p["stride_h"] == 1 and p["stride_w"] == 1
+            and p["dilation_h"] == 1 and p["dilation_w"] == 1 and 0 <= p["pad_top"] < k and 0 <= p["pad_left"] < k)
+
+
 def is_dwk_line(p: dict) -> bool:
     """Where mcu_dwconv2d_s8_dsp_line runs its assembly: a 5x5 or 7x7 depthwise (channel multiplier 1) at
     stride_w 1 or 2, dilation_w 1, with 'same' (k // 2) or 'valid' (0) padding on the left, at least k - 1 input

@@ -11,7 +11,7 @@ import numpy as np
 
 from mcu.codegen.ir import Node, Tensor
 from mcu.codegen.twins.recurrent import RNN_GATES
-from mcu.codegen.kernels.geometry import compact_window, dw_line_pays, is_1x1
+from mcu.codegen.kernels.geometry import compact_window, dw_line_pays, is_1x1, is_dw_ring
 from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_line_stream, pack_dw_pair_stream,
                                          pack_dwk_line_stream, pack_dw_stream, pack_g2_stream, pack_groups_s8,
                                          pack_quads_s8_sxtb16,
@@ -166,6 +166,7 @@ def prepare_dw_fast(node, tensors):
 
 
 DW_DSP_WIDE, DW_DSP_LINE = "mcu_dwconv2d_3x3_s8_dsp_wide", "mcu_dwconv2d_3x3_s8_dsp_line"
+DW_DSP_RING = "mcu_dwconv2d_s8_dsp_ring"
 
 
 def _dw_dsp(node, tensors, kernel: str | None):
@@ -192,6 +193,9 @@ def prepare_dw_dsp(node, tensors, wide: bool = False):
     for an LDR and two SXTB16 a tap of 4 channels)."""
     if not wide:
         return _dw_dsp(node, tensors, None)
+    if is_dw_ring(node.call.params):
+        prepared, new = prepare_dwk_ring(node, tensors)
+        return prepared.with_call(kernel=DW_DSP_RING), new
     return _dw_dsp(node, tensors, DW_DSP_LINE if dw_line_pays(node.call.params) else DW_DSP_WIDE)
 
 
@@ -230,6 +234,20 @@ def prepare_dwk_line(node, tensors):
     mult, shift = (tensors[q].data for q in node.call.quant)
     stream = pack_dwk_line_stream(taps, p["filter"][2], bias,
                                   rq3_records(mult, shift, p["output_offset"], taps.shape[0]))
+    return _streamed(node, stream)
+
+
+def prepare_dwk_ring(node, tensors):
+    """Ring DSP depthwise (3x3, 5x5, 7x7 at stride 1): pack_dwk_line_stream's stream, the taps transposed when the
+    output has more rows than columns (the kernel then runs its window along the columns)."""
+    p = node.call.params
+    k = p["filter"][2]
+    taps = _dw_taps(node, tensors)
+    bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
+    if p["output"][1] > p["output"][2]:
+        taps = np.ascontiguousarray(taps.reshape(-1, k, k).transpose(0, 2, 1)).reshape(taps.shape)
+    mult, shift = (tensors[q].data for q in node.call.quant)
+    stream = pack_dwk_line_stream(taps, k, bias, rq3_records(mult, shift, p["output_offset"], taps.shape[0]))
     return _streamed(node, stream)
 
 

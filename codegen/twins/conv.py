@@ -266,6 +266,13 @@ def dwconv2d_3x3_s8_dsp_line_scratch_bytes(p: dict) -> int:
     return dw3x3_scratch_bytes(p)
 
 
+def dwconv2d_s8_dsp_ring_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_dwconv2d_s8_dsp_ring_scratch_bytes: two rings (a channel pair's) of k int16 lines of the
+    output's longer axis plus k (rounded up to 2), and 3 bytes to align them."""
+    k, n = p["filter"][2], max(p["output"][1], p["output"][2])
+    return 4 * k * ((n + k + 1) & ~1) + 3
+
+
 def dwconv2d_s8_dsp_scratch_bytes(p: dict) -> int:
     """Twin of mcu_dwconv2d_s8_dsp_scratch_bytes: the pair rows of one output row and one group of 4 channels, KH
     rows of cols = (out_w - 1) * stride_w + 2 * (ceil(KW / 2) - 1) * dilation_w + 1 columns rounded up to a

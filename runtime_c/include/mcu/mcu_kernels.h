@@ -951,6 +951,14 @@ static inline int32_t mcu_dwconv2d_3x3_s8_mve_scratch_bytes(const mcu_conv2d_par
     return mcu_dw3x3_scratch_bytes(params);
 }
 
+/* The ring depthwise's two rings (a channel pair's) of k lines of int16 (the output's longer axis plus k,
+ * rounded up to 2), 4-byte aligned. */
+static inline int32_t mcu_dwconv2d_s8_dsp_ring_scratch_bytes(const mcu_conv2d_params_t *params)
+{
+    const int32_t len = params->output.h > params->output.w ? params->output.h : params->output.w;
+    return 4 * params->filter.w * ((len + params->filter.w + 1) & ~1) + 3;
+}
+
 /* The any-window DSP depthwise's pair rows: columns of one window row for a whole output row. */
 static inline int32_t mcu_dwk_pair_cols(const mcu_conv2d_params_t *params)
 {
@@ -1061,6 +1069,14 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
  *        table of the output row's window columns (the zero point in the padding; at most 512 entries: KH *
  *        dilation_w * KW <= 512, else MCU_ERR_SHAPE). Any quant the portable kernel takes (shifts >= 0 through
  *        mcu_mve_requantize). */
+/* 3x3, 5x5 and 7x7 at stride 1, dilation 1 (KH == KW, channel multiplier 1; else MCU_ERR_SHAPE): one channel at
+ * a time, each input line of it widened once into a ring of k int16 lines (scratch), the window taken along the
+ * output's longer axis; the stream as mcu_dwconv2d_s8_dsp_line's (taps transposed when the output has more rows
+ * than columns). Two outputs a step: k (k - 1) SMLAD-class instructions for 2 k^2 MACs. The output may be the
+ * input itself. */
+mcu_status_t mcu_dwconv2d_s8_dsp_ring(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                      int8_t *scratch, int8_t *output);
 /* 5x5 and 7x7 (KH == KW, channel multiplier 1; other windows return MCU_ERR_SHAPE), stride_w 1 or 2 and
  * dilation_w 1 with 'same' or 'valid' columns in its assembly (others in C): int16 pairs of neighbouring taps per channel in
  * its stream (per window row the pairs from even columns, then from odd ones; the folded bias; the 3-word
