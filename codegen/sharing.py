@@ -38,9 +38,13 @@ STRIDED_KERNELS = names(strided=True)
 
 # a spec's `inplace` -> the inputs whose bytes the output may take exactly, if one dies at the node: any same-sized
 # input of an elementwise kernel; the residual (last input) of a conv fused with its add (passes/fuse_add.py)
-# (never the conv's input as well: its windows read ahead of the writes)
+# (never the conv's input as well: its windows read ahead of the writes); the input of a depthwise conv whose
+# output has its dims, when it writes each output byte only after reading every input byte at or before it in
+# its own order, not in raster order, so it may not start below its input either (mcu_dwconv2d_s8_dsp_ring)
 IN_PLACE_INPUTS = {"elementwise": lambda n: n.inputs,
-                   "residual": lambda n: n.inputs[-1:] if n.inputs[-1] not in n.inputs[:-1] else ()}
+                   "residual": lambda n: n.inputs[-1:] if n.inputs[-1] not in n.inputs[:-1] else (),
+                   "same_dims": lambda n: n.inputs[:1] if tuple(n.call.params["input"]) == tuple(
+                       n.call.params["output"]) else ()}
 
 
 def inplace_kind(node) -> str:

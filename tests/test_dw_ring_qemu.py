@@ -1,13 +1,15 @@
-"""The ring DSP depthwise (mcu_dwconv2d_s8_dsp_ring: 3x3, 5x5, 7x7 at stride 1, a channel at a time through a ring
-of widened input lines) equals the portable twin bit for bit under QEMU: on the M4 with its DSP instructions and on
+"""The ring DSP depthwise (mcu_dwconv2d_s8_dsp_ring: 3x3 at stride 1, a channel pair at a time through rings of
+widened input lines) equals the portable twin bit for bit under QEMU: on the M4 with its DSP instructions and on
 the M3 with their C stand-ins.
 
-- Windows 3, 5, 7 along rows (W >= H) and along columns (H > W: the taps transposed), 'same', 'valid' and TF's
-  'same' (more padding after), padding up to k - 1 before; odd and even line lengths (a last lone output), a
-  line as short as 1; channel counts 1, 3, 8, 13; every quantization mode, a missing bias, batch 2.
-- Exactly in place over its dying input (the in-place geometry), as the compiler plans KWS's depthwise.
+- Windows along rows (W >= H) and along columns (H > W: the taps transposed), 'same', 'valid' and TF's 'same'
+  (more padding after), padding up to 2 before; odd and even line lengths (a last lone output), a line as short
+  as 1; channel counts 1, 3, 8, 13 (pairs and a last single channel); every quantization mode (slow records and
+  narrow clamps in C), a missing bias, batch 2.
+- Exactly in place over a dying input of its output's dims, as the compiler plans KWS's depthwise (and never
+  below it: it has no raster gap).
 - Where the compiler picks it: 3x3 at stride 1 when its weights are widened (the flash budget pays for its int16
-  pairs), nowhere on a core without the DSP extension; 5x5 and 7x7 (C only here) go to mcu_dwconv2d_s8_dsp_line.
+  pairs), nowhere on a core without the DSP extension; 5x5 and 7x7 go to mcu_dwconv2d_s8_dsp_line.
 """
 from __future__ import annotations
 
@@ -21,11 +23,13 @@ from mcu.boards import load_board
 from mcu.codegen.ir import verify
 from mcu.codegen.kernels import KERNELS
 from mcu.codegen.kernels.geometry import is_dw_ring
+from mcu.codegen.memory import plan_graph
 from mcu.codegen.passes.select_kernels import as_variant, select_kernels
 from mcu.codegen.passes.widen_weights import widen_weights
 from mcu.codegen.reference import run_reference
+from mcu.codegen.sharing import overlap_gap
 from mcu.codegen.target import Target
-from test_kernel_variants_qemu import GraphBuilder, assert_equal_int, run_on_board, selected
+from test_kernel_variants_qemu import GraphBuilder, assert_equal_int, chained, run_on_board, selected
 
 RING = "mcu_dwconv2d_s8_dsp_ring"
 MODES = [("normal", "full"), ("normal", True), ("slow", False), ("ties", "full"), ("normal", False)]
@@ -35,19 +39,16 @@ def ring_cases(seed: int):
     """Every geometry above as calls of the ring variant."""
     g = GraphBuilder(seed)
     shapes = ((1, 9), (3, 1), (4, 7), (7, 4), (6, 6), (25, 5), (5, 12), (12, 3))
-    for i, (k, (h, w), kind) in enumerate(itertools.product((3, 5, 7), shapes, ("same", "valid", "tf"))):
-        m = k // 2
-        if kind == "valid" and (h < k or w < k):
+    for i, ((h, w), kind, _) in enumerate(itertools.product(shapes, ("same", "valid", "tf"), range(2))):
+        if kind == "valid" and (h < 3 or w < 3):
             continue
-        pad = (m, m) if kind != "valid" else (0, 0)
-        if kind == "tf":
-            pad = (max(0, m - 1), m)
-        end = (k - 1 - pad[0], k - 1 - pad[1]) if kind == "tf" else None
+        pad = (1, 1) if kind == "same" else (0, 0) if kind == "valid" else (0, 1)
+        end = (2, 1) if kind == "tf" else None
         mode, extreme = MODES[i % len(MODES)]
         c = (1, 3, 8, 13)[i % 4]
-        g.conv(1 + (i % 11 == 5), h, w, c, c, kernel=(k, k), pad=pad, pad_end=end, depthwise=True, mode=mode,
+        g.conv(1 + (i % 11 == 5), h, w, c, c, pad=pad, pad_end=end, depthwise=True, mode=mode,
                extreme=extreme, bias=i % 7 != 3, family="dw")
-    g.conv(1, 6, 9, 8, 8, kernel=(5, 5), pad=(4, 3), depthwise=True, family="dw")        # pad k - 1, k - 2
+    g.conv(1, 6, 9, 8, 8, pad=(2, 1), pad_end=(0, 1), depthwise=True, family="dw")     # pad k - 1
     graph = g.graph()
     tensors = dict(graph.tensors)
     nodes = tuple(as_variant(n, KERNELS[RING], tensors) for n in graph.nodes)
@@ -85,3 +86,27 @@ def test_the_compiler_takes_the_ring_variant_for_widened_3x3_at_stride_1():
     graph = widen_weights(select_kernels(g.graph(), target), target)
     assert [n.call.kernel for n in graph.nodes] == ["mcu_dwconv2d_s8_dsp_line"] * 2 + [RING]
     assert [n.call.kernel for n in selected(g.graph(), "mps2-an385").nodes][:2] == ["mcu_dwconv2d_s8"] * 2
+
+
+@pytest.mark.qemu
+def test_ring_depthwise_runs_exactly_in_place_on_device(tmp_path):
+    """Over a dying input of its output's dims (same padding, TF's same) the planner gives the output the input's
+    very bytes (sharing.IN_PLACE_INPUTS "same_dims"), never a start below them (no raster gap: channels, not
+    pixels, in order); along rows and along columns, channel pairs and a single last channel, on the M4."""
+    g = GraphBuilder(8)
+    g.conv(1, 25, 5, 13, 13, pad=(1, 1), depthwise=True, extreme="full", family="dw")             # KWS-like
+    g.conv(1, 6, 11, 8, 8, pad=(0, 1), pad_end=(2, 1), depthwise=True, extreme="full", family="dw")
+    g.conv(1, 7, 9, 8, 8, depthwise=True, extreme="full", family="dw")                             # 'valid'
+    graph = chained(g.graph())
+    tensors = dict(graph.tensors)
+    nodes = tuple(as_variant(n, KERNELS[RING], tensors) if n.call.kernel == "mcu_dwconv2d_s8" else n
+                  for n in graph.nodes)
+    graph, mem = plan_graph(verify(graph.replace(nodes=nodes, tensors=tensors)))
+    rings = [n for n in graph.nodes if n.call.kernel == RING]
+    assert [overlap_gap(n) for n in rings] == [None] * 3
+    assert [mem.locations[n.inputs[0]] == mem.locations[n.outputs[0]] for n in rings] == [True, True, False]
+    rng = np.random.default_rng(9)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    for name, got, want in zip(graph.outputs, run_on_board(graph, "mps2-an386", inputs, tmp_path, mem),
+                               run_reference(graph, inputs)):
+        assert_equal_int(got.reshape(want.shape), want, name)

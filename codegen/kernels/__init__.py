@@ -50,7 +50,9 @@ class KernelSpec:
     # params -> instructions per inference saved per extra flash byte when prepare(..., wide=True) stores the
     # weights widened (codegen/passes/widen_weights.py spends the flash budget on the best of these)
     widen: Callable[[dict], float] | None = field(default=None, compare=False)
-    inplace: str = ""                  # "elementwise": any same-sized dying input; "residual": the last input
+    # "elementwise": any same-sized dying input; "residual": the last input; "same_dims": the first, where the
+    # output has its dims (mcu.codegen.sharing.IN_PLACE_INPUTS)
+    inplace: str = ""
     raster: bool = False
     # a raster kernel's unit of order: output pixels in blocks of this many (counted over n, y, x from 0), or
     # "row" (one output row): every read for a block happens before any write of the next block, and a block's

@@ -87,10 +87,11 @@ SPECS = [
             dwconv2d_3x3_s8_dsp_line_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_fast", "conv", "mcu_dwconv2d_s8", (), is_dw3x3, prepare_dw_fast,
             dwconv2d_3x3_s8_fast_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
-    # 3x3 at stride 1 (as the widened 3x3 DSP one: prepare_dw_dsp): a channel at a time, its input lines widened
-    # once into a ring of 3 int16 lines, along the output's longer axis; in place on the in-place geometry
+    # 3x3 at stride 1 (as the widened 3x3 DSP one: prepare_dw_dsp): a channel pair at a time, its input lines
+    # widened once into rings of 3 int16 lines, along the output's longer axis: exactly in place over an input of
+    # its output's dims, or clear of it (channels, not pixels, in order: no raster gap)
     variant("mcu_dwconv2d_s8_dsp_ring", "conv", "mcu_dwconv2d_s8", DSP, is_dw_ring, prepare_dwk_ring,
-            dwconv2d_s8_dsp_ring_scratch_bytes, overwrites=dwconv2d_s8_inplace_fits),
+            dwconv2d_s8_dsp_ring_scratch_bytes, inplace="same_dims"),
     # 5x5 and 7x7 at stride_w 1 or 2: int16 tap pairs a channel at a time along each row (output rows in order)
     variant("mcu_dwconv2d_s8_dsp_line", "conv", "mcu_dwconv2d_s8", DSP, is_dwk_line, prepare_dwk_line,
             raster=True, raster_block="row"),

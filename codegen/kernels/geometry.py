@@ -110,8 +110,7 @@ DW_LINE_MIN_W = 8
 
 def is_dw_ring(p: dict) -> bool:
     """Where the compiler runs mcu_dwconv2d_s8_dsp_ring: a 3x3 depthwise (channel multiplier 1) at stride 1 and
-    dilation 1, padded by less than its window on each side, with its weights widened (prepare_dw_dsp). The kernel
-    also takes 5x5 and 7x7 windows, in C: mcu_dwconv2d_s8_dsp_line runs those faster (scripts/dw_bench.py)."""
+    dilation 1, padded by less than its window on each side, with its weights widened (prepare_dw_dsp)."""
     k = p["filter"][2]
     return (is_dw(p) and k == 3 and p["filter"][1] == k and p["stride_h"] == 1 and p["stride_w"] == 1
             and p["dilation_h"] == 1 and p["dilation_w"] == 1 and 0 <= p["pad_top"] < k and 0 <= p["pad_left"] < k)

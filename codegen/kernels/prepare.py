@@ -238,8 +238,8 @@ def prepare_dwk_line(node, tensors):
 
 
 def prepare_dwk_ring(node, tensors):
-    """Ring DSP depthwise (3x3, 5x5, 7x7 at stride 1): pack_dwk_line_stream's stream, the taps transposed when the
-    output has more rows than columns (the kernel then runs its window along the columns)."""
+    """Ring DSP 3x3 depthwise at stride 1: pack_dwk_line_stream's stream, the taps transposed when the output has
+    more rows than columns (the kernel then runs its window along the columns)."""
     p = node.call.params
     k = p["filter"][2]
     taps = _dw_taps(node, tensors)

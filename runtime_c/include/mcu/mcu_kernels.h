@@ -1069,11 +1069,10 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
  *        table of the output row's window columns (the zero point in the padding; at most 512 entries: KH *
  *        dilation_w * KW <= 512, else MCU_ERR_SHAPE). Any quant the portable kernel takes (shifts >= 0 through
  *        mcu_mve_requantize). */
-/* 3x3, 5x5 and 7x7 at stride 1, dilation 1 (KH == KW, channel multiplier 1; else MCU_ERR_SHAPE): one channel at
- * a time, each input line of it widened once into a ring of k int16 lines (scratch), the window taken along the
- * output's longer axis; the stream as mcu_dwconv2d_s8_dsp_line's (taps transposed when the output has more rows
- * than columns). Two outputs a step: k (k - 1) SMLAD-class instructions for 2 k^2 MACs. The output may be the
- * input itself. */
+/* 3x3 at stride 1, dilation 1 (channel multiplier 1; else MCU_ERR_SHAPE): a channel pair at a time, each input
+ * line widened once into rings of 3 int16 lines (scratch), the window taken along the output's longer axis; the
+ * stream as mcu_dwconv2d_3x3_s8_dsp_line's (taps transposed when the output has more rows than columns). Two
+ * outputs a step: 12 SMLAD-class instructions for 18 MACs, 31 in all. The output may be the input itself. */
 mcu_status_t mcu_dwconv2d_s8_dsp_ring(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                       const int8_t *input, const int8_t *filter, const int32_t *bias,
                                       int8_t *scratch, int8_t *output);

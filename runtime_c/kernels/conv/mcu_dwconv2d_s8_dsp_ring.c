@@ -1,16 +1,17 @@
-/* DSP (SIMD32) int8 depthwise k x k (3, 5, 7), stride 1: a channel at a time, input rows widened once into a ring. */
+/* DSP (SIMD32) int8 depthwise 3x3, stride 1: a channel pair at a time, input lines widened once into rings. */
 
-/*  - Stream (packing.pack_dwk_line_stream), per channel k (k - 1) + 4 words: per window row the int16 pairs
- *    E_j = (w_2j, w_2j+1), j < m, then O_j = (w_2j-1, w_2j), j = 1..m (k = 2m + 1), the folded bias, the
- *    3-word record (mcu_rq3_record). The window is taken along the longer of the output's two axes (its rows,
- *    or its columns when it has more rows than columns: codegen transposes the taps to match).
- *  - Scratch: a ring of k lines of int16, one per input line of the channel (zero point in the padding).
- *    Each input byte is widened once; a line of the ring then serves the k output lines its window covers.
- *  - Two outputs a step from the line pairs W_j = (x[2j], x[2j + 1]) of each window line:
- *      o0 += SMLAD(W_j, E_j) (j < m) + SMLABT(W_m, O_m)    o1 += SMLATB(W_0, E_0) + SMLAD(W_j, O_j) (j = 1..m)
- *    k (k - 1) multiply instructions for 2 k^2 MACs.
+/*  - Stream (packing.pack_dwk_line_stream, k = 3), 10 words a channel: per window row the int16 pairs
+ *    E = (w_0, w_1) and O = (w_1, w_2), the folded bias, the 3-word record (mcu_rq3_record). The window is taken
+ *    along the longer of the output's two axes (its rows, or its columns when it has more rows than columns:
+ *    codegen transposes the taps to match).
+ *  - Scratch: two rings (a channel pair's) of 3 lines of int16, one per input line of the channel (the zero
+ *    point in the padding). Each input byte is widened once; a ring line then serves the 3 output lines its
+ *    window covers.
+ *  - Two outputs a step from a window line's pairs W_0 = (x[0], x[1]), W_1 = (x[2], x[3]):
+ *      o0 += SMLAD(W_0, E) + SMLABT(W_1, O)    o1 += SMLATB(W_0, E) + SMLAD(W_1, O)
+ *    12 multiply instructions for 18 MACs (the step() below is written for any odd window, as the stream is).
  *  - The output may be the input itself: output byte (y, x, c) is written after the input line holding input
- *    byte (y, x, c) is in the ring, and only channel c's bytes are written while channel c is read.
+ *    byte (y, x, c) is in the ring, and only channels c, c + 1 are written while they are read.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -333,27 +334,21 @@ static void channel(const mcu_conv2d_params_t *p, const axes_t *a, const int8_t 
         return;
     }
 #endif
-    int16_t *slot[7];
+    int16_t *slot[3];
     for (int r = 0; r < k; ++r) {
         slot[r] = ring + r * a->ring;
     }
     for (int r = 0; r < k - 1; ++r) { /* input lines -pad .. k - 2 - pad */
         fill(a, in_c, r - a->pad_line, zp, slot[r]);
     }
-    int16_t *row[7];
+    int16_t *row[3];
     for (int32_t y = 0, first = 0; y < a->lines; ++y, out_c += a->out_line) { /* window row r: slot first + r */
         for (int r = 0, i = first; r < k; ++r, i = i + 1 < k ? i + 1 : 0) {
             row[r] = slot[i];
         }
         first = first + 1 < k ? first + 1 : 0;
         fill(a, in_c, y + k - 1 - a->pad_line, zp, row[k - 1]);
-        if (k == 3) {
-            line_out(a, row, w, 3, mode, out_c);
-        } else if (k == 5) {
-            line_out(a, row, w, 5, mode, out_c);
-        } else {
-            line_out(a, row, w, 7, mode, out_c);
-        }
+        line_out(a, row, w, 3, mode, out_c);
     }
 }
 
@@ -368,7 +363,7 @@ mcu_status_t mcu_dwconv2d_s8_dsp_ring(const mcu_conv2d_params_t *params, const m
         return status != MCU_OK ? status : MCU_ERR_ARG;
     }
     const int32_t k = p->filter.w;
-    if (!mcu_dw_shapes_ok(p) || (k != 3 && k != 5 && k != 7) || p->filter.h != k || p->stride_h != 1 ||
+    if (!mcu_dw_shapes_ok(p) || k != 3 || p->filter.h != k || p->stride_h != 1 ||
         p->stride_w != 1 || p->dilation_h != 1 || p->dilation_w != 1) {
         return MCU_ERR_SHAPE;
     }
