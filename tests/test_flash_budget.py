@@ -12,7 +12,7 @@ from torch import nn
 
 from mcu.boards import load_board
 from mcu.build.fit import DEFAULT_FLASH_SHARE, check_flash_budget
-from mcu.codegen.kernels.geometry import WIDEN_GAIN, dsp_widen_gain, dw_line_pays
+from mcu.codegen.kernels.geometry import WIDEN_GAIN, dsp_widen_gain, is_dw_ring
 from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.passes.widen_weights import constant_bytes, widen_weights
 from mcu.codegen.reference import run_reference
@@ -152,8 +152,8 @@ def test_the_cli_reads_byte_counts():
 @pytest.mark.qemu
 def test_widened_depthwise_and_convs_equal_the_portable_twins_on_device(tmp_path):
     """With room in the budget every DSP conv stores int16 weights and every 3x3 depthwise runs its int16 stream
-    (mcu_dwconv2d_3x3_s8_dsp_wide: the asm runs, border tables, C tails, dilation, stride 2 and 3, batch 2; and
-    mcu_dwconv2d_3x3_s8_dsp_line on its rows of 8 pixels or more), bit for bit the portable twins on the M4."""
+    (mcu_dwconv2d_s8_dsp_ring at stride 1; mcu_dwconv2d_3x3_s8_dsp_wide: the asm runs, border tables, C tails,
+    dilation, stride 2 and 3), bit for bit the portable twins on the M4."""
     g = GraphBuilder(9)
     f = "full"
     g.conv(1, 9, 10, 8, 8, pad=(1, 1), depthwise=True, extreme=f, family="dw")
@@ -169,10 +169,10 @@ def test_widened_depthwise_and_convs_equal_the_portable_twins_on_device(tmp_path
     portable = g.graph()
     _, graph = narrow(portable, budget=10**9)
     graph = verify(graph)
-    line = [dw_line_pays(n.call.params) for n in graph.nodes[:8]]
-    assert line == [True, False, False, False, True, False, False, False]
+    ring = [is_dw_ring(n.call.params) for n in graph.nodes[:8]]
+    assert ring == [True, False, True, True, True, False, False, True]
     assert [n.call.kernel for n in graph.nodes] == [
-        "mcu_dwconv2d_3x3_s8_dsp_line" if pays else "mcu_dwconv2d_3x3_s8_dsp_wide" for pays in line] + [
+        "mcu_dwconv2d_s8_dsp_ring" if r else "mcu_dwconv2d_3x3_s8_dsp_wide" for r in ring] + [
         "mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_dsp"]
     assert all(n.call.widened for n in graph.nodes)
     rng = np.random.default_rng(11)

@@ -623,7 +623,7 @@ def test_scratch_variants_are_the_dsp_fast_and_int4_window_kernels():
     assert sorted(SCRATCH_VARIANTS) == ["mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_1x1_s8_fast", "mcu_conv2d_s4",
                                         "mcu_conv2d_s8_dsp", "mcu_conv2d_s8_fast", "mcu_dwconv2d_3x3_s8_dsp",
                                         "mcu_dwconv2d_3x3_s8_dsp_line", "mcu_dwconv2d_3x3_s8_dsp_wide", "mcu_dwconv2d_3x3_s8_fast",
-                                        "mcu_dwconv2d_s8_dsp",
+                                        "mcu_dwconv2d_s8_dsp", "mcu_dwconv2d_s8_dsp_ring",
                                         "mcu_fully_connected_gemm_s8_dsp"]
     for kernel, (_, v) in SCRATCH_VARIANTS.items():
         assert v.scratch is _scratch_twin(kernel), kernel
@@ -658,6 +658,9 @@ def test_variant_scratch_bytes_c_equals_twin():
     assert conv.dwconv2d_s8_dsp_scratch_bytes(dw5) == 16 * 5 * 28
     assert conv.dwconv2d_s8_dsp_scratch_bytes({**dw5, "dilation_w": 2}) == 16 * 5 * 32
     assert conv.conv2d_s4_scratch_bytes(conv_params((1, 8, 8, 160), (8, 1, 1, 160), (1, 8, 8, 8))) == 0
+    # the ring depthwise: KWS's 25x5 runs along its 25 rows: two rings of 3 lines of 25 + 3 (+ 1) int16, aligned
+    kws = conv_params((1, 25, 5, 64), (1, 3, 3, 64), (1, 25, 5, 64), pad=(1, 1))
+    assert conv.dwconv2d_s8_dsp_ring_scratch_bytes(kws) == 2 * 3 * 28 * 2 + 3
     assert conv.conv2d_1x1_s8_dsp_scratch_bytes(conv_params((1, 2, 2, 13), (8, 1, 1, 13), (1, 2, 2, 8))) == 16 * 4 + 8
     assert fc.fully_connected_gemm_s8_dsp_scratch_bytes(fc_params(32, 13, 8)) == 24 * 4 + 8
     # KWS's depthwise: a pixel of padding, then a ring of 2 output rows of 5 pixels (it runs in place)
