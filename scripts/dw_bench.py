@@ -30,7 +30,7 @@ from mcu.qemu.runner import INSTRUCTIONS_PER_SECOND, run_firmware
 NEW = {"mps2-an386": "mcu_dwconv2d_s8_dsp", "mps3-an547": "mcu_dwconv2d_s8_mve"}
 LINEK = {"mps2-an386": "mcu_dwconv2d_s8_dsp_line"}  # 5x5 and 7x7 at stride 1 and 2 (geometry.is_dwk_line)
 OLD3 = {"mps2-an386": "mcu_dwconv2d_3x3_s8_dsp", "mps3-an547": "mcu_dwconv2d_3x3_s8_mve"}
-WIDE3 = {"mps2-an386": ("mcu_dwconv2d_3x3_s8_dsp_wide", "mcu_dwconv2d_3x3_s8_dsp_line")}  # int16 streams
+WIDE3 = {"mps2-an386": ("mcu_dwconv2d_3x3_s8_dsp_wide",)}  # int16 streams
 RING = {"mps2-an386": "mcu_dwconv2d_s8_dsp_ring"}  # 3x3, 5x5, 7x7 at stride 1 (geometry.is_dw_ring)
 GEOMETRIES = [(k, s) for k in (3, 5, 7) for s in (1, 2)]
 _LINE = re.compile(r"^MCU_PROFILE op=(\d+) ticks=(\d+)\s*$", re.MULTILINE)

@@ -82,7 +82,7 @@ def without_3x3_variants(monkeypatch):
     """The registry with the 3x3 depthwise variants (and the 5x5/7x7 tap-pair DSP one) declining every call and the
     any-window Helium one taking all (strided 3x3 too), so the any-window ones run every window."""
     for name in ("mcu_dwconv2d_3x3_s8_mve", "mcu_dwconv2d_3x3_s8_dsp", "mcu_dwconv2d_3x3_s8_dsp_wide",
-                 "mcu_dwconv2d_3x3_s8_dsp_line", "mcu_dwconv2d_s8_dsp_ring", "mcu_dwconv2d_s8_dsp_line",
+                 "mcu_dwconv2d_s8_dsp_ring", "mcu_dwconv2d_s8_dsp_line",
                  "mcu_dwconv2d_3x3_s8_fast"):
         monkeypatch.setitem(registry.KERNELS, name,
                             dataclasses.replace(registry.KERNELS[name], applies=lambda p: False))

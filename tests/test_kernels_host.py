@@ -622,7 +622,7 @@ def test_scratch_variants_are_the_dsp_fast_and_int4_window_kernels():
     GEMM over several rows, which widens three rows (or a pair) as the 1x1 conv does a pixel pair."""
     assert sorted(SCRATCH_VARIANTS) == ["mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_1x1_s8_fast", "mcu_conv2d_s4",
                                         "mcu_conv2d_s8_dsp", "mcu_conv2d_s8_fast", "mcu_dwconv2d_3x3_s8_dsp",
-                                        "mcu_dwconv2d_3x3_s8_dsp_line", "mcu_dwconv2d_3x3_s8_dsp_wide", "mcu_dwconv2d_3x3_s8_fast",
+                                        "mcu_dwconv2d_3x3_s8_dsp_wide", "mcu_dwconv2d_3x3_s8_fast",
                                         "mcu_dwconv2d_s8_dsp", "mcu_dwconv2d_s8_dsp_ring",
                                         "mcu_fully_connected_gemm_s8_dsp"]
     for kernel, (_, v) in SCRATCH_VARIANTS.items():

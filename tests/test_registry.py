@@ -68,13 +68,13 @@ def test_memory_properties():
                                   "mcu_conv2d_add_s8"} | {
         f"mcu_{k}_{v}" for k in ("conv2d_s8", "conv2d_1x1_s8", "dwconv2d_3x3_s8", "dwconv2d_s8", "avgpool2d_s8")
         for v in ("dsp", "mve", "fast") if f"mcu_{k}_{v}" in KERNELS} | {
-        "mcu_dwconv2d_3x3_s8_dsp_wide", "mcu_dwconv2d_3x3_s8_dsp_line", "mcu_dwconv2d_s8_dsp_line"}
+        "mcu_dwconv2d_3x3_s8_dsp_wide", "mcu_dwconv2d_s8_dsp_line"}
     # pixel by pixel, but the Helium convs (blocks of 3 pixels), the DSP convs (pixel pairs, read first) and the
     # DSP depthwise (a row per channel group, or a row a channel at a time), the any-window depthwise (a row:
     # pixel pairs, then the rest)
     assert {k.name: k.raster_block for k in KERNELS.values() if k.raster and k.raster_block != 1} == {
         "mcu_conv2d_1x1_s8_mve": 3, "mcu_conv2d_s8_mve": 3, "mcu_dwconv2d_3x3_s8_dsp": "row",
-        "mcu_dwconv2d_3x3_s8_dsp_wide": "row", "mcu_dwconv2d_3x3_s8_dsp_line": "row", "mcu_dwconv2d_s8_dsp": "row",
+        "mcu_dwconv2d_3x3_s8_dsp_wide": "row", "mcu_dwconv2d_s8_dsp": "row",
         "mcu_dwconv2d_s8_dsp_line": "row", "mcu_dwconv2d_s8_mve": "row",
         "mcu_conv2d_1x1_s8_dsp": 2, "mcu_conv2d_s8_dsp": 2}
     assert names(raster_first=True) == {"mcu_conv2d_1x1_s8_dsp", "mcu_conv2d_s8_dsp", "mcu_conv2d_s8_fast",

@@ -7,7 +7,7 @@ from mcu.codegen.kernels import DW_MVE, GEMM2_DSP, GEMM_MVE, kernel, variant
 from mcu.codegen.kernels.geometry import (INT4, dsp_widen_gain, dw_widen_gain, fast_widen_gain, is_1x1, is_dw,
                                           is_dw3x3, is_dw3x3_mve, is_dw_any_mve, is_dw_ring, is_dw_s16, is_dwk_line,
                                           is_groups1)
-from mcu.codegen.kernels.prepare import (prepare_dsp_conv, prepare_dw_dsp, prepare_dw_dsp_line, prepare_dw_dsp_wide,
+from mcu.codegen.kernels.prepare import (prepare_dsp_conv, prepare_dw_dsp, prepare_dw_dsp_wide,
                                          prepare_dw_fast, prepare_dwk_dsp, prepare_dwk_line, prepare_dwk_mve, prepare_dwk_ring,
                                          prepare_fast, prepare_mve, prepare_s4, prepare_s16_conv_dsp,
                                          prepare_s16_dw_dsp)
@@ -15,7 +15,6 @@ from mcu.codegen.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_1x1_
                                     conv2d_1x1_s8_inplace_fits,
                                     conv2d_1x1_s8_inplace_scratch_bytes, conv2d_s4_scratch_bytes,
                                     conv2d_s8_dsp_scratch_bytes, conv2d_s8_fast_scratch_bytes,
-                                    dwconv2d_3x3_s8_dsp_line_scratch_bytes,
                                     dwconv2d_3x3_s8_dsp_scratch_bytes, dwconv2d_3x3_s8_dsp_wide_scratch_bytes,
                                     dwconv2d_3x3_s8_fast_scratch_bytes,
                                     dwconv2d_s8_dsp_ring_scratch_bytes, dwconv2d_s8_dsp_scratch_bytes,
@@ -79,12 +78,10 @@ SPECS = [
             dwconv2d_3x3_s8_dsp_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits,
             widen=dw_widen_gain),
     # ... its weights widened: the same geometry, after it, so select_kernels takes the int8 one and widen_weights
-    # switches (prepare_dw_dsp(wide=True)): to the same source built with MCU_DSP_DW_WIDE, or, where it pays
-    # (geometry.dw_line_pays), to the int16 tap-pair kernel running a channel at a time along a row
+    # switches (prepare_dw_dsp(wide=True)): at stride 1 to the ring one below (int16 tap pairs), else to the same
+    # source built with MCU_DSP_DW_WIDE
     variant("mcu_dwconv2d_3x3_s8_dsp_wide", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp_wide,
             dwconv2d_3x3_s8_dsp_wide_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
-    variant("mcu_dwconv2d_3x3_s8_dsp_line", "conv", "mcu_dwconv2d_s8", DSP, is_dw3x3, prepare_dw_dsp_line,
-            dwconv2d_3x3_s8_dsp_line_scratch_bytes, raster=True, raster_block="row", overwrites=dwconv2d_s8_inplace_fits),
     variant("mcu_dwconv2d_3x3_s8_fast", "conv", "mcu_dwconv2d_s8", (), is_dw3x3, prepare_dw_fast,
             dwconv2d_3x3_s8_fast_scratch_bytes, raster=True, overwrites=dwconv2d_s8_inplace_fits),
     # 3x3 at stride 1 (as the widened 3x3 DSP one: prepare_dw_dsp): a channel pair at a time, its input lines

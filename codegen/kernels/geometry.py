@@ -52,8 +52,8 @@ def s16_fc_widen_gain(params: dict) -> float:
 
 def dw_widen_gain(params: dict) -> float:
     """Instructions per inference the DSP 3x3 depthwise saves per flash byte of int16 weights: 2 a tap of 4
-    channels (4 more bytes) per output pixel; about the same where the widened call becomes the tap-pair variant
-    (dw_line_pays: some 8 an output pixel and channel for 15 more bytes a channel)."""
+    channels (4 more bytes) per output pixel; more where the widened call becomes the ring variant at stride 1
+    (is_dw_ring: some 10 an output pixel and channel for 31 more bytes a channel)."""
     return output_rows(params) / 2
 
 
@@ -95,17 +95,6 @@ def is_matmul_gemm_mve(p: dict) -> bool:
     if k > 4096:
         return False
     return (rows >= 8 and k >= 8 and (k >= 16 or k * n >= 128)) or (rows >= 4 and k >= 32 and n >= 16)
-
-
-def dw_line_pays(p: dict) -> bool:
-    """Whether the int16 tap-pair DSP 3x3 depthwise (mcu_dwconv2d_3x3_s8_dsp_line: a channel at a time along a row,
-    its assembly at stride_w 1, dilation_w 1, pad_left <= 1) beats the 4-channel one with int16 weights on this
-    geometry: rows of at least DW_LINE_MIN_W output pixels (its setup is per row and channel). scripts/dw_bench.py."""
-    return (p["filter"][1] == 3 and p["filter"][2] == 3 and p["stride_w"] == 1 and p["dilation_w"] == 1
-            and p["pad_left"] <= 1 and p["output"][2] >= DW_LINE_MIN_W)
-
-
-DW_LINE_MIN_W = 8
 
 
 def is_dw_ring(p: dict) -> bool:

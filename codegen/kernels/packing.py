@@ -186,19 +186,6 @@ def pack_dw_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray, wide: bo
          _words(np.asarray(rec, np.int64).reshape(groups, 12))], axis=1)).reshape(-1)
 
 
-def pack_dw_line_stream(taps: np.ndarray, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
-    """The filter stream of the tap-pair DSP 3x3 depthwise (mcu_dwconv2d_3x3_s8_dsp_line), from int8 taps [C, 9], the
-    folded bias [C] and 3-word records [3 * C]: per channel, per window row r the int16 pairs (w_r0, w_r1) and
-    (w_r1, w_r2) (low halfword first, for SMLAD with input pairs of one channel), the folded bias, the record.
-    40 bytes a channel; as bytes (int8)."""
-    c = taps.shape[0]
-    t = np.asarray(taps, np.int64).reshape(c, 3, 3) & 0xFFFF
-    pairs = np.stack([t[:, :, 0] | (t[:, :, 1] << 16), t[:, :, 1] | (t[:, :, 2] << 16)], axis=2).reshape(c, 6)
-    return np.ascontiguousarray(np.concatenate(
-        [_words(pairs), _words(np.asarray(bias, np.int64).reshape(c, 1)),
-         _words(np.asarray(rec, np.int64).reshape(c, 3))], axis=1)).reshape(-1)
-
-
 def pack_dw_pair_stream(taps: np.ndarray, kh: int, kw: int, bias: np.ndarray, rec: np.ndarray) -> np.ndarray:
     """The filter stream of the any-window DSP depthwise (mcu_dwconv2d_s8_dsp), from int8 taps [C, KH * KW], the
     folded bias [C4] and 3-word records [3 * C4] (C4 = C rounded up to 4, zero channels): per group of 4 channels

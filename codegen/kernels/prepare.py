@@ -11,8 +11,8 @@ import numpy as np
 
 from mcu.codegen.ir import Node, Tensor
 from mcu.codegen.twins.recurrent import RNN_GATES
-from mcu.codegen.kernels.geometry import compact_window, dw_line_pays, is_1x1, is_dw_ring
-from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_line_stream, pack_dw_pair_stream,
+from mcu.codegen.kernels.geometry import compact_window, is_1x1, is_dw_ring
+from mcu.codegen.kernels.packing import (DW_MVE_LANES, folded_bias, pack_dw_pair_stream,
                                          pack_dwk_line_stream, pack_dw_stream, pack_g2_stream, pack_groups_s8,
                                          pack_quads_s8_sxtb16,
                                          pack_pairs_s32, pack_s4, pack_taps_s16, pad_rows, round_up, rq3_records,
@@ -165,7 +165,7 @@ def prepare_dw_fast(node, tensors):
     return _prepared(node, tensors, "fast", weights=taps.reshape(-1), bias=bias, records=rq_records)
 
 
-DW_DSP_WIDE, DW_DSP_LINE = "mcu_dwconv2d_3x3_s8_dsp_wide", "mcu_dwconv2d_3x3_s8_dsp_line"
+DW_DSP_WIDE = "mcu_dwconv2d_3x3_s8_dsp_wide"
 DW_DSP_RING = "mcu_dwconv2d_s8_dsp_ring"
 
 
@@ -176,11 +176,8 @@ def _dw_dsp(node, tensors, kernel: str | None):
     c4 = round_up(taps.shape[0], 4)
     bias = folded_bias(taps, _const(tensors, node.inputs[2]), p["input_offset"])
     mult, shift = (tensors[q].data for q in node.call.quant)
-    if kernel == DW_DSP_LINE:
-        stream = pack_dw_line_stream(taps, bias, rq3_records(mult, shift, p["output_offset"], taps.shape[0]))
-    else:
-        stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4),
-                                kernel == DW_DSP_WIDE)
+    stream = pack_dw_stream(taps, pad_rows(bias, c4), rq3_records(mult, shift, p["output_offset"], c4),
+                            kernel == DW_DSP_WIDE)
     prepared, new = _streamed(node, stream)
     return (prepared.with_call(kernel=kernel) if kernel else prepared), new
 
@@ -188,25 +185,20 @@ def _dw_dsp(node, tensors, kernel: str | None):
 def prepare_dw_dsp(node, tensors, wide: bool = False):
     """SIMD32 depthwise: one filter stream (pack_dw_stream) of folded biases, int8 weights and 3-word records
     per 4 channels (_streamed). Wide (where the flash budget pays for it, codegen/passes/widen_weights.py): int16
-    weights, as DW_DSP_LINE's stream (pack_dw_line_stream: a channel at a time along a row) where that kernel
-    pays (geometry.dw_line_pays), else as DW_DSP_WIDE's (the same source as the int8 one, MCU_DSP_DW_WIDE: an LDRD
-    for an LDR and two SXTB16 a tap of 4 channels)."""
+    weights, as DW_DSP_RING's stream (prepare_dwk_ring: int16 tap pairs, a channel pair at a time) at stride 1
+    (geometry.is_dw_ring), else as DW_DSP_WIDE's (the same source as the int8 one, MCU_DSP_DW_WIDE: an LDRD for an
+    LDR and two SXTB16 a tap of 4 channels)."""
     if not wide:
         return _dw_dsp(node, tensors, None)
     if is_dw_ring(node.call.params):
         prepared, new = prepare_dwk_ring(node, tensors)
         return prepared.with_call(kernel=DW_DSP_RING), new
-    return _dw_dsp(node, tensors, DW_DSP_LINE if dw_line_pays(node.call.params) else DW_DSP_WIDE)
+    return _dw_dsp(node, tensors, DW_DSP_WIDE)
 
 
 def prepare_dw_dsp_wide(node, tensors, wide: bool = True):
     """The int16-weight stream of DW_DSP_WIDE (pack_dw_stream, wide)."""
     return _dw_dsp(node, tensors, DW_DSP_WIDE)
-
-
-def prepare_dw_dsp_line(node, tensors, wide: bool = True):
-    """The int16 tap-pair stream of DW_DSP_LINE (pack_dw_line_stream)."""
-    return _dw_dsp(node, tensors, DW_DSP_LINE)
 
 
 def prepare_dwk_dsp(node, tensors):

@@ -261,11 +261,6 @@ def dwconv2d_3x3_s8_dsp_wide_scratch_bytes(p: dict) -> int:
     return dw3x3_scratch_bytes(p)
 
 
-def dwconv2d_3x3_s8_dsp_line_scratch_bytes(p: dict) -> int:
-    """Twin of mcu_dwconv2d_3x3_s8_dsp_line_scratch_bytes: its int8-weight twin's."""
-    return dw3x3_scratch_bytes(p)
-
-
 def dwconv2d_s8_dsp_ring_scratch_bytes(p: dict) -> int:
     """Twin of mcu_dwconv2d_s8_dsp_ring_scratch_bytes: two rings (a channel pair's) of k int16 lines of the
     output's longer axis plus k (rounded up to 2), and 3 bytes to align them."""

@@ -56,7 +56,6 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "conv/mcu_conv_transpose2d_s8_mve": 2496,
     "conv/mcu_dwconv2d_3x3_s8_dsp": 4352,
     "conv/mcu_dwconv2d_3x3_s8_dsp_wide": 4352,
-    "conv/mcu_dwconv2d_3x3_s8_dsp_line": 4352,
     "conv/mcu_dwconv2d_s8_dsp_line": 13312,
     "conv/mcu_dwconv2d_s8_dsp_ring": 5632,
     "conv/mcu_dwconv2d_3x3_s8_fast": 1728,

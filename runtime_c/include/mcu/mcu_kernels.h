@@ -930,11 +930,6 @@ static inline int32_t mcu_dwconv2d_3x3_s8_dsp_wide_scratch_bytes(const mcu_conv2
     return mcu_dw3x3_scratch_bytes(params);
 }
 
-static inline int32_t mcu_dwconv2d_3x3_s8_dsp_line_scratch_bytes(const mcu_conv2d_params_t *params)
-{
-    return mcu_dw3x3_scratch_bytes(params);
-}
-
 static inline int32_t mcu_dwconv2d_3x3_s8_fast_scratch_bytes(const mcu_conv2d_params_t *params)
 {
     return mcu_dw3x3_scratch_bytes(params);
@@ -1040,13 +1035,6 @@ mcu_status_t mcu_dwconv2d_3x3_s8_dsp_wide(const mcu_conv2d_params_t *params,
                                           const mcu_per_channel_quant_t *quant, const int8_t *input,
                                           const int8_t *filter, const int32_t *bias, int8_t *scratch,
                                           int8_t *output);
-/* The same with int16 pairs of neighbouring taps per channel in its stream (40 bytes a channel: per window row
- * (w_r0, w_r1), (w_r1, w_r2); the folded bias; the 3-word record): one channel at a time along each output row,
- * SMLAD on input pairs of that channel (dsp_line; codegen picks it for rows of 8 pixels or more at stride_w 1). */
-mcu_status_t mcu_dwconv2d_3x3_s8_dsp_line(const mcu_conv2d_params_t *params,
-                                          const mcu_per_channel_quant_t *quant, const int8_t *input,
-                                          const int8_t *filter, const int32_t *bias, int8_t *scratch,
-                                          int8_t *output);
 mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                      const int8_t *input, const int8_t *filter, const int32_t *bias,
                                      int8_t *scratch, int8_t *output);
@@ -1071,7 +1059,7 @@ mcu_status_t mcu_dwconv2d_3x3_s8_mve(const mcu_conv2d_params_t *params, const mc
  *        mcu_mve_requantize). */
 /* 3x3 at stride 1, dilation 1 (channel multiplier 1; else MCU_ERR_SHAPE): a channel pair at a time, each input
  * line widened once into rings of 3 int16 lines (scratch), the window taken along the output's longer axis; the
- * stream as mcu_dwconv2d_3x3_s8_dsp_line's (taps transposed when the output has more rows than columns). Two
+ * stream as mcu_dwconv2d_s8_dsp_line's for k = 3 (taps transposed when the output has more rows than columns). Two
  * outputs a step: 12 SMLAD-class instructions for 18 MACs, 31 in all. The output may be the input itself. */
 mcu_status_t mcu_dwconv2d_s8_dsp_ring(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
                                       const int8_t *input, const int8_t *filter, const int32_t *bias,
