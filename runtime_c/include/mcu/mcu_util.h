@@ -290,7 +290,32 @@ static inline void mcu_broadcast_strides(const mcu_dims_t *d, int32_t st[4])
     st[0] = d->n == 1 ? 0 : d->h * d->w * d->c;
 }
 
-/* The copy of mcu_slice_s8 / _s16 / _f32 for elements of `elem` bytes: one run of `inner` elements per kept index. */
+/* dst[0 .. n) = src[0 .. n) a word at a time (GCC expands each 4-byte memcpy to what the core does: an unaligned
+ * LDR/STR, bytes on the M0), not a call of newlib-nano's memcpy, which copies a byte at a time: for the short runs
+ * of a slice or concat along channels. The empty asm keeps GCC from turning the loops back into that call. */
+static inline void mcu_copy_bytes(void *dst, const void *src, size_t n)
+{
+    uint8_t *d = (uint8_t *)dst;
+    const uint8_t *s = (const uint8_t *)src;
+    for (; n >= 4; n -= 4, d += 4, s += 4) {
+        uint32_t v;
+        memcpy(&v, s, sizeof v);
+#if defined(__GNUC__)
+        __asm__("" : "+r"(v));
+#endif
+        memcpy(d, &v, sizeof v);
+    }
+    for (; n > 0; --n) {
+        uint32_t v = *s++;
+#if defined(__GNUC__)
+        __asm__("" : "+r"(v));
+#endif
+        *d++ = (uint8_t)v;
+    }
+}
+
+/* The copy of mcu_slice_s8 / _s16 / _f32 for elements of `elem` bytes: one run of `inner` elements per kept index,
+ * the kept indices' runs as one where they are consecutive (step 1: a slice along the last dim, e.g. channels). */
 static inline mcu_status_t mcu_slice_elems(const mcu_slice_params_t *params, const void *input, void *output,
                                            size_t elem)
 {
@@ -305,11 +330,13 @@ static inline mcu_status_t mcu_slice_elems(const mcu_slice_params_t *params, con
     const size_t run = (size_t)p->inner * elem;
     const uint8_t *in = (const uint8_t *)input + (size_t)p->start * run;
     uint8_t *out = (uint8_t *)output;
+    const int32_t runs = p->step == 1 ? 1 : p->out_len;
+    const size_t bytes = p->step == 1 ? (size_t)p->out_len * run : run;
     for (int32_t o = 0; o < p->outer; ++o) {
         const uint8_t *src = in + (size_t)o * (size_t)p->in_len * run;
-        for (int32_t i = 0; i < p->out_len; ++i) {
-            memcpy(out, src, run);
-            out += run;
+        for (int32_t i = 0; i < runs; ++i) {
+            mcu_copy_bytes(out, src, bytes);
+            out += bytes;
             src += (size_t)p->step * run;
         }
     }

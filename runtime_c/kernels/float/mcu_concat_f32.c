@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "mcu/mcu_kernels.h"
+#include "mcu/mcu_util.h"
 
 mcu_status_t mcu_concat_f32(const mcu_concat_f32_params_t *params, const float *const inputs[], float *output)
 {
@@ -24,7 +25,7 @@ mcu_status_t mcu_concat_f32(const mcu_concat_f32_params_t *params, const float *
     int32_t start = 0;
     for (int32_t i = 0; i < p->num_inputs; ++i) {
         for (int32_t o = 0; o < p->outer; ++o) {
-            memcpy(output + o * row + start, inputs[i] + o * p->sizes[i], (size_t)p->sizes[i] * sizeof *output);
+            mcu_copy_bytes(output + o * row + start, inputs[i] + o * p->sizes[i], (size_t)p->sizes[i] * sizeof *output);
         }
         start += p->sizes[i];
     }

@@ -5,6 +5,7 @@
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_quant.h"
+#include "mcu/mcu_util.h"
 
 mcu_status_t mcu_concat_s16(const mcu_concat_params_t *params, const int16_t *const inputs[], int16_t *output)
 {
@@ -32,7 +33,7 @@ mcu_status_t mcu_concat_s16(const mcu_concat_params_t *params, const int16_t *co
             const int16_t *in = inputs[i] + o * size;
             int16_t *out = output + o * row + start;
             if (copy) {
-                memcpy(out, in, (size_t)size * sizeof *out);
+                mcu_copy_bytes(out, in, (size_t)size * sizeof *out);
                 continue;
             }
             for (int32_t j = 0; j < size; ++j) {

@@ -5,6 +5,7 @@
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_quant.h"
+#include "mcu/mcu_util.h"
 
 mcu_status_t mcu_concat_s8(const mcu_concat_params_t *params, const int8_t *const inputs[], int8_t *output)
 {
@@ -34,7 +35,7 @@ mcu_status_t mcu_concat_s8(const mcu_concat_params_t *params, const int8_t *cons
             const int8_t *in = inputs[i] + o * size;
             int8_t *out = output + o * row + start;
             if (copy) {
-                memcpy(out, in, (size_t)size);
+                mcu_copy_bytes(out, in, (size_t)size);
                 continue;
             }
             for (int32_t j = 0; j < size; ++j) {
