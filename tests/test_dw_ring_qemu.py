@@ -49,6 +49,8 @@ def ring_cases(seed: int):
         g.conv(1 + (i % 11 == 5), h, w, c, c, pad=pad, pad_end=end, depthwise=True, mode=mode,
                extreme=extreme, bias=i % 7 != 3, family="dw")
     g.conv(1, 6, 9, 8, 8, pad=(2, 1), pad_end=(0, 1), depthwise=True, family="dw")     # pad k - 1
+    g.conv(1, 4, 4, 4, 4, pad=(1, 1), depthwise=True, extreme="full", family="dw")     # even lines, pairs only
+    g.conv(1, 16, 16, 48, 48, pad=(1, 1), depthwise=True, extreme="full", family="dw")  # mbv3's
     graph = g.graph()
     tensors = dict(graph.tensors)
     nodes = tuple(as_variant(n, KERNELS[RING], tensors) for n in graph.nodes)

@@ -479,7 +479,9 @@ static inline mcu_status_t mcu_transpose_elems(const mcu_transpose_params_t *par
         }
         seen |= 1u << a;
     }
-    /* st[i] is the input stride (in elements) of output axis i. */
+    /* st[i] / ost[i]: the input / output stride (in elements) of output axis i. The innermost loop runs the
+     * output's last axis, or the input's last one where that is longer (reads in order, writes strided: a
+     * transpose within a pixel, such as a channel shuffle, moves whole runs of channels). */
     const int32_t *d = params->in_dims;
     const int32_t in_stride[4] = {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
     int32_t od[4], st[4];
@@ -487,19 +489,30 @@ static inline mcu_status_t mcu_transpose_elems(const mcu_transpose_params_t *par
         od[i] = d[params->perm[i]];
         st[i] = in_stride[params->perm[i]];
     }
+    const int32_t ost[4] = {od[1] * od[2] * od[3], od[2] * od[3], od[3], 1};
+    int32_t inner = 3, ax[3], k = 0;
+    for (int32_t i = 0; i < 3; ++i) {
+        inner = st[i] == 1 && od[i] > od[inner] ? i : inner;
+    }
+    for (int32_t i = 0; i < 4; ++i) {
+        if (i != inner) {
+            ax[k++] = i;
+        }
+    }
     const uint8_t *in = (const uint8_t *)input;
     uint8_t *out = (uint8_t *)output;
-    for (int32_t i0 = 0; i0 < od[0]; ++i0) {
-        for (int32_t i1 = 0; i1 < od[1]; ++i1) {
-            for (int32_t i2 = 0; i2 < od[2]; ++i2) {
-                const uint8_t *src = in + (size_t)(i0 * st[0] + i1 * st[1] + i2 * st[2]) * elem;
-                if (st[3] == 1) {
-                    memcpy(out, src, (size_t)od[3] * elem);
-                    out += (size_t)od[3] * elem;
-                } else {
-                    for (int32_t i3 = 0; i3 < od[3]; ++i3, out += elem) {
-                        memcpy(out, src + (size_t)(i3 * st[3]) * elem, elem);
-                    }
+    const size_t n = (size_t)od[inner], sin = (size_t)st[inner] * elem, sout = (size_t)ost[inner] * elem;
+    for (int32_t i0 = 0; i0 < od[ax[0]]; ++i0) {
+        for (int32_t i1 = 0; i1 < od[ax[1]]; ++i1) {
+            for (int32_t i2 = 0; i2 < od[ax[2]]; ++i2) {
+                const uint8_t *src = in + (size_t)(i0 * st[ax[0]] + i1 * st[ax[1]] + i2 * st[ax[2]]) * elem;
+                uint8_t *dst = out + (size_t)(i0 * ost[ax[0]] + i1 * ost[ax[1]] + i2 * ost[ax[2]]) * elem;
+                if (sin == elem && sout == elem) {
+                    mcu_copy_bytes(dst, src, n * elem);
+                    continue;
+                }
+                for (size_t i3 = 0; i3 < n; ++i3, src += sin, dst += sout) {
+                    memcpy(dst, src, elem);
                 }
             }
         }

@@ -219,7 +219,7 @@ static __attribute__((naked, noinline)) void ring3_asm(const ring3_t *a)
                      "bne 1b\n"
                      "2:\n\t"
                      "ldr r8, [sp]\n\t"
-                     "ldr r8, [r8, #32]\n\t"
+                     "ldr r8, [r8, #28]\n\t"
                      "cmp r8, #0\n\t"
                      "beq 3f\n\t"
                      MCU_RING_STEP
