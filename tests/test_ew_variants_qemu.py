@@ -137,7 +137,7 @@ def add_cases(c: Cases) -> None:
     c.add((1, 5, 1, 1), (1, 1, 1, 1), subtract=1, out=(2, 5, 2, 300))
     for shift in (-1, 0, -27, -2):
         c.add((1, 5, 4, 21), (1, 1, 1, 21), subtract=shift % 2, shift=shift)
-    for shift in (-22, -21, -20, -19, -18):  # 16-bit multipliers: every SSAT shift of the DSP loops, the rest in C
+    for shift in (-22, -21, -20, -19, -18, -17, -16):  # 16-bit multipliers: every SSAT shift of the DSP loops, the rest in C
         c.add((1, 3, 5, 24), (1, 3, 5, 24), subtract=shift % 2, shift=shift, narrow=shift == -20)
         c.add((1, 1, 1, 1), (1, 3, 5, 21), subtract=1, shift=shift)
 

@@ -62,9 +62,9 @@ MCU_INLINE void h16_run(h16_q_t q, const int8_t *a, int32_t sa, const int8_t *b,
     }
 }
 
-static void add_run(const mcu_add_m16_params_t *p, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb,
-                    int8_t *o, int32_t n)
+static void add_run(const void *ctx, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *o, int32_t n)
 {
+    const mcu_add_m16_params_t *p = ctx;
     const int clamp = p->act_min > MCU_Q7_MIN || p->act_max < MCU_Q7_MAX;
     const h16_q_t q = {(int16_t)p->multiplier1, (int16_t)p->multiplier2, (int16_t)p->bias, -p->shift,
                        (int8_t)p->act_min, (int8_t)p->act_max};
@@ -79,9 +79,9 @@ static void add_run(const mcu_add_m16_params_t *p, const int8_t *a, int32_t sa, 
     }
 }
 #else
-static void add_run(const mcu_add_m16_params_t *p, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb,
-                    int8_t *o, int32_t n)
+static void add_run(const void *ctx, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *o, int32_t n)
 {
+    const mcu_add_m16_params_t *p = ctx;
     for (int32_t i = 0; i < n; ++i) {
         o[i] = h16_one(p, a[i * sa], b[i * sb]);
     }
@@ -98,16 +98,6 @@ mcu_status_t mcu_add_h16_s8_mve(const mcu_add_m16_params_t *params, const int8_t
     const mcu_add_m16_params_t *p = params;
     mcu_ew_runs_t r;
     mcu_ew_runs(&p->input1, &p->input2, &p->output, &r);
-    int8_t *o = output;
-    for (int32_t i0 = 0; i0 < r.count[0]; ++i0) {
-        for (int32_t i1 = 0; i1 < r.count[1]; ++i1) {
-            for (int32_t i2 = 0; i2 < r.count[2]; ++i2) {
-                const int32_t e1 = i0 * r.s1[0] + i1 * r.s1[1] + i2 * r.s1[2];
-                const int32_t e2 = i0 * r.s2[0] + i1 * r.s2[1] + i2 * r.s2[2];
-                add_run(p, input1 + e1, r.step1, input2 + e2, r.step2, o, r.len);
-                o += r.len;
-            }
-        }
-    }
+    mcu_ew_for_runs_s8(&r, input1, input2, output, add_run, p);
     return MCU_OK;
 }

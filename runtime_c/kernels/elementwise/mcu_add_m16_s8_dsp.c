@@ -17,6 +17,7 @@ typedef struct {
     int32_t m, k;     /* m1 | m2 << 16 (the held run: its stepping input's multiplier), bias */
     int32_t lo, hi;   /* act_min, act_max in every byte */
     int32_t mode;     /* 0: no clamp, 1: act_min only, 2: both */
+    const mcu_add_m16_params_t *p;
 } m16_q_t;
 
 MCU_INLINE int8_t m16_one(const mcu_add_m16_params_t *p, int32_t a, int32_t b)
@@ -85,9 +86,10 @@ DEFINE_RUN(run_held, HELD_QUAD)
 #endif
 
 /* n outputs of a (step sa) and b (step sb); the asm loops take whole steps of 8 where an input steps. */
-static void add_run(const mcu_add_m16_params_t *p, const m16_q_t *q, const int8_t *a, int32_t sa, const int8_t *b,
-                    int32_t sb, int8_t *o, int32_t n)
+static void add_run(const void *ctx, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *o, int32_t n)
 {
+    const m16_q_t *q = ctx;
+    const mcu_add_m16_params_t *p = q->p;
     int32_t i = 0;
 #if MCU_DSP_ASM
     const int32_t steps = n >> 3;
@@ -98,13 +100,11 @@ static void add_run(const mcu_add_m16_params_t *p, const m16_q_t *q, const int8_
             const int held_b = sa != 0;
             const int32_t m = held_b ? p->multiplier1 : p->multiplier2;
             const int32_t k = p->bias + (held_b ? *b * p->multiplier2 : *a * p->multiplier1);
-            const m16_q_t h = {m, k, q->lo, q->hi, q->mode};
+            const m16_q_t h = {m, k, q->lo, q->hi, q->mode, p};
             run_held(&h, p->shift, held_b ? a : b, NULL, o, steps);
         }
         i = steps << 3;
     }
-#else
-    (void)q;
 #endif
     for (; i < n; ++i) {
         o[i] = m16_one(p, a[i * sa], b[i * sb]);
@@ -123,17 +123,7 @@ mcu_status_t mcu_add_m16_s8_dsp(const mcu_add_m16_params_t *params, const int8_t
     mcu_ew_runs(&p->input1, &p->input2, &p->output, &r);
     const uint32_t lo = (uint8_t)p->act_min * 0x01010101u, hi = (uint8_t)p->act_max * 0x01010101u;
     const m16_q_t q = {(int32_t)(((uint32_t)p->multiplier1 & 0xFFFFu) | ((uint32_t)p->multiplier2 << 16)), p->bias,
-                       (int32_t)lo, (int32_t)hi, p->act_max < MCU_Q7_MAX ? 2 : p->act_min > MCU_Q7_MIN};
-    int8_t *o = output;
-    for (int32_t i0 = 0; i0 < r.count[0]; ++i0) {
-        for (int32_t i1 = 0; i1 < r.count[1]; ++i1) {
-            for (int32_t i2 = 0; i2 < r.count[2]; ++i2) {
-                const int32_t e1 = i0 * r.s1[0] + i1 * r.s1[1] + i2 * r.s1[2];
-                const int32_t e2 = i0 * r.s2[0] + i1 * r.s2[1] + i2 * r.s2[2];
-                add_run(p, &q, input1 + e1, r.step1, input2 + e2, r.step2, o, r.len);
-                o += r.len;
-            }
-        }
-    }
+                       (int32_t)lo, (int32_t)hi, p->act_max < MCU_Q7_MAX ? 2 : p->act_min > MCU_Q7_MIN, p};
+    mcu_ew_for_runs_s8(&r, input1, input2, output, add_run, &q);
     return MCU_OK;
 }
