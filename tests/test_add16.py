@@ -21,8 +21,8 @@ from mcu.codegen.twins.quant import quantize_multiplier
 from test_ew_variants_qemu import SHAPES
 from test_kernel_variants_qemu import assert_equal_int
 
-BUILDERS = {"m16": (m16_params, add_m16_s8, ("mcu_add_m16_s8", "mcu_add_m16_s8_dsp")),
-            "h16": (h16_params, add_h16_s8, ("mcu_add_h16_s8", "mcu_add_h16_s8_mve"))}
+BUILDERS = {"m16": (m16_params, add_m16_s8, ("mcu_add_m16_s8", "mcu_add_m16_s8_dsp", "mcu_add_m16_flat_s8_dsp")),
+            "h16": (h16_params, add_h16_s8, ("mcu_add_h16_s8", "mcu_add_h16_s8_mve", "mcu_add_h16_flat_s8_mve"))}
 
 
 def tflite_params(sa, za, sb, zb, so, zo, subtract=0, act=(-128, 127), s1=(1, 1, 1, 8), s2=(1, 1, 1, 8)) -> dict:
@@ -135,7 +135,8 @@ def host_cases(rng):
 
 @pytest.mark.host_c
 def test_c_equals_twins_on_host():
-    """Portable C and the variants' C (the DSP's stand-ins, Helium's fallback loop) equal the twins bit for bit."""
+    """Portable C and the variants' C (the DSP's stand-ins, Helium's fallback loop) equal the twins bit for bit; the
+    same-shape (_flat) variants in place too."""
     kernels = [k for _, _, ks in BUILDERS.values() for k in ks]
     lib = hostc.bind(hostc.build([hostc.KERNELS / f"elementwise/{k}.c" for k in kernels]))
     rng = np.random.default_rng(5)
@@ -146,11 +147,17 @@ def test_c_equals_twins_on_host():
             if p is None:
                 continue
             expected = twin(p, x1, x2)
-            for kernel in names:
+            same = list(p["input1"]) == list(p["input2"]) == list(p["output"])
+            for kernel in names if same else names[:2]:  # the _flat kernels take two same-shaped inputs
                 out = np.zeros(p["output"], np.int8)
                 assert hostc.call(lib, kernel, p, x1, x2, out=out) == 0
                 assert_equal_int(out, expected, f"{kernel} {p}")
                 count += 1
+            if same:
+                for kernel in names[2:]:
+                    y = x1.copy()
+                    assert hostc.call(lib, kernel, p, y, x2, out=y) == 0
+                    assert_equal_int(y, expected, f"{kernel} in place {p}")
     assert count >= 100, count
     bad = {**m16_params(tflite_params(0.5, 0, 0.4, 3, 0.5, 0)), "shift": 25}
     out = np.zeros(bad["output"], np.int8)

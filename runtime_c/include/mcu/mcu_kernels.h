@@ -317,6 +317,11 @@ mcu_status_t mcu_add_h16_s8(const mcu_add_m16_params_t *params, const int8_t *in
                             int8_t *output);
 mcu_status_t mcu_add_h16_s8_mve(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
                                 int8_t *output);
+/* The same on two same-shaped tensors (mcu_add_s8's variants: the output may alias an input exactly). */
+mcu_status_t mcu_add_m16_flat_s8_dsp(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
+                                     int8_t *output);
+mcu_status_t mcu_add_h16_flat_s8_mve(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
+                                     int8_t *output);
 
 typedef struct {
     mcu_dims_t input1, input2, output; /* broadcast dims */
