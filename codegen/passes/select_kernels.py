@@ -54,11 +54,14 @@ def as_variant(node: Node, v: KernelSpec, tensors: dict[str, Tensor]) -> Node | 
     return candidate
 
 
-def select_kernels(graph: Graph, target: Target) -> Graph:
+def select_kernels(graph: Graph, target: Target, skip: frozenset[str] = frozenset()) -> Graph:
+    """skip: variants not to pick (scripts/ew_bench.py measures the ones they would replace)."""
     nodes, tensors = [], dict(graph.tensors)
     for node in graph.nodes:
         if node.op == "call" and (target.variants or "int4" in target.features):
             for v in variants_of(node.call.kernel):
+                if v.name in skip:
+                    continue
                 # optimize="memory" keeps the portable kernels, bar the int4 ones the weights are packed for
                 wanted = target.variants or "int4" in v.requires
                 if wanted and v.requires <= target.features and v.applies(node.call.params):
