@@ -84,8 +84,13 @@ MCU_INLINE int8_t m16_one(const mcu_add_m16_params_t *p, int32_t a, int32_t b)
         default: LOOPS(QUAD, "16") break;                                                                     \
         }                                                                                                     \
     }
+#ifndef MCU_ADD16_HELD
+#define MCU_ADD16_HELD 1 /* 0: every run steps both inputs (same shapes): no held-element loops */
+#endif
 DEFINE_RUN(run_both, BOTH_QUAD)
+#if MCU_ADD16_HELD
 DEFINE_RUN(run_held, HELD_QUAD)
+#endif
 #endif
 
 /* n outputs of a (step sa) and b (step sb); the asm loops take whole steps of 8 where an input steps. */
@@ -96,26 +101,28 @@ static void add_run(const void *ctx, const int8_t *a, int32_t sa, const int8_t *
     int32_t i = 0;
 #if MCU_DSP_ASM
     const int32_t steps = n >> 3;
-    if (steps > 0 && p->shift >= 12 && p->shift <= 16 && (sa || sb)) {
-        if (sa && sb) {
-            run_both(q, p->shift, a, b, o, steps);
-        } else {
-            const int held_b = sa != 0;
-            const int32_t m = held_b ? p->multiplier1 : p->multiplier2;
-            const int32_t k = p->bias + (held_b ? *b * p->multiplier2 : *a * p->multiplier1);
-            const m16_q_t h = {m, k, q->lo, q->hi, q->mode, p};
-            run_held(&h, p->shift, held_b ? a : b, NULL, o, steps);
-        }
+    if (steps > 0 && p->shift >= 12 && p->shift <= 16 && sa && sb) {
+        run_both(q, p->shift, a, b, o, steps);
         i = steps << 3;
     }
+#if MCU_ADD16_HELD
+    if (steps > 0 && p->shift >= 12 && p->shift <= 16 && (sa != sb)) {
+        const int held_b = sa != 0;
+        const int32_t m = held_b ? p->multiplier1 : p->multiplier2;
+        const int32_t k = p->bias + (held_b ? *b * p->multiplier2 : *a * p->multiplier1);
+        const m16_q_t h = {m, k, q->lo, q->hi, q->mode, p};
+        run_held(&h, p->shift, held_b ? a : b, NULL, o, steps);
+        i = steps << 3;
+    }
+#endif
 #endif
     for (; i < n; ++i) {
         o[i] = m16_one(p, a[i * sa], b[i * sb]);
     }
 }
 
-static mcu_status_t add16_dsp(const mcu_add_m16_params_t *params, const int8_t *input1,
-                                   const int8_t *input2, int8_t *output)
+static mcu_status_t add16_dsp(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
+                              int8_t *output)
 {
     const mcu_status_t status = mcu_add_m16_check(params, input1, input2, output, 24);
     if (status != MCU_OK) {

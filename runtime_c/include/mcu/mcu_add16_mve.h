@@ -93,8 +93,8 @@ static void add_run(const void *ctx, const int8_t *a, int32_t sa, const int8_t *
 }
 #endif
 
-static mcu_status_t add16_mve(const mcu_add_m16_params_t *params, const int8_t *input1,
-                                   const int8_t *input2, int8_t *output)
+static mcu_status_t add16_mve(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
+                              int8_t *output)
 {
     const mcu_status_t status = mcu_add_m16_check(params, input1, input2, output, 15);
     if (status != MCU_OK) {
