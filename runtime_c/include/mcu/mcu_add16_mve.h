@@ -12,7 +12,8 @@
 /*  - Per 16 elements of a run (mcu_ew.h): VSHLLB / VSHLLT #8 widen a and b into int16 lanes as a << 8, so
  *    VQRDMULH by m1 gives (a*m1 + 64) >> 7 and VQRDMLAH adds (b*m2 + 64) >> 7; VQADD the bias, VQRSHL by -shift,
  *    VQMOVNB / VQMOVNT narrow both halves with saturation into one vector (18 instructions per 16, a clamp 2 more).
- *  - A held element is duplicated into a vector; the last partial step is predicated. */
+ *  - A held element is duplicated into a vector; a run of at least LUT_MIN against it reads a 256-entry output table
+ *    built with that arithmetic (one VLDRB gather per 16). The last partial step is predicated. */
 
 MCU_INLINE int8_t h16_one(const mcu_add_m16_params_t *p, int32_t a, int32_t b)
 {
@@ -65,13 +66,44 @@ MCU_INLINE void h16_run(h16_q_t q, const int8_t *a, int32_t sa, const int8_t *b,
     }
 }
 
+#define LUT_MIN 256 /* a run of at least this many against one held element gets its own output table */
+
+/* n outputs of the stepping input s against a held element: all 256 outputs into a table (the held element's
+ * run over every int8 value), then one VLDRB gather per 16 (index: the value's byte ^ 0x80). */
+static void h16_lut_run(h16_q_t q, const int8_t *a, int32_t sa, const int8_t *b, int8_t *o, int32_t n, int clamp)
+{
+    int8_t values[256], table[256];
+    uint8x16_t u = vidupq_n_u8(0, 1);
+    const uint8x16_t top = vdupq_n_u8(0x80);
+    for (int32_t k = 0; k < 256; k += 16) {
+        vstrbq_s8(values + k, vreinterpretq_s8_u8(veorq_u8(u, top))); /* values[k] = k - 128 */
+        u = vaddq_n_u8(u, 16);
+    }
+    const uint8_t *s = (const uint8_t *)(const void *)(sa ? a : b);
+    if (clamp) {
+        sa ? h16_run(q, values, 1, b, 0, table, 256, 1) : h16_run(q, a, 0, values, 1, table, 256, 1);
+    } else {
+        sa ? h16_run(q, values, 1, b, 0, table, 256, 0) : h16_run(q, a, 0, values, 1, table, 256, 0);
+    }
+    for (; n >= 16; n -= 16) {
+        vstrbq_s8(o, vldrbq_gather_offset_s8(table, veorq_u8(vldrbq_u8(s), top)));
+        s += 16, o += 16;
+    }
+    if (n > 0) {
+        const mve_pred16_t pr = vctp8q((uint32_t)n);
+        vstrbq_p_s8(o, vldrbq_gather_offset_z_s8(table, veorq_u8(vldrbq_z_u8(s, pr), top), pr), pr);
+    }
+}
+
 static void add_run(const void *ctx, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *o, int32_t n)
 {
     const mcu_add_m16_params_t *p = ctx;
     const int clamp = p->act_min > MCU_Q7_MIN || p->act_max < MCU_Q7_MAX;
     const h16_q_t q = {(int16_t)p->multiplier1, (int16_t)p->multiplier2, (int16_t)p->bias, -p->shift,
                        (int8_t)p->act_min, (int8_t)p->act_max};
-    if (sa && sb) {
+    if (sa != sb && n >= LUT_MIN) {
+        h16_lut_run(q, a, sa, b, o, n, clamp);
+    } else if (sa && sb) {
         clamp ? h16_run(q, a, 1, b, 1, o, n, 1) : h16_run(q, a, 1, b, 1, o, n, 0);
     } else if (sa) {
         clamp ? h16_run(q, a, 1, b, 0, o, n, 1) : h16_run(q, a, 1, b, 0, o, n, 0);
