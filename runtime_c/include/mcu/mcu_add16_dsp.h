@@ -2,6 +2,9 @@
  * mcu_add_m16_s8_dsp and mcu_add_m16_flat_s8_dsp include it. */
 #ifndef MCU_ADD16_DSP_H
 #define MCU_ADD16_DSP_H
+#ifndef MCU_ADD16_FLAT
+#define MCU_ADD16_FLAT 0 /* 1: two same-shaped inputs (one run): no held-element loops, no row copies */
+#endif
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,11 +87,8 @@ MCU_INLINE int8_t m16_one(const mcu_add_m16_params_t *p, int32_t a, int32_t b)
         default: LOOPS(QUAD, "16") break;                                                                     \
         }                                                                                                     \
     }
-#ifndef MCU_ADD16_HELD
-#define MCU_ADD16_HELD 1 /* 0: every run steps both inputs (same shapes): no held-element loops */
-#endif
 DEFINE_RUN(run_both, BOTH_QUAD)
-#if MCU_ADD16_HELD
+#if !MCU_ADD16_FLAT
 DEFINE_RUN(run_held, HELD_QUAD)
 #endif
 #endif
@@ -105,7 +105,7 @@ static void add_run(const void *ctx, const int8_t *a, int32_t sa, const int8_t *
         run_both(q, p->shift, a, b, o, steps);
         i = steps << 3;
     }
-#if MCU_ADD16_HELD
+#if !MCU_ADD16_FLAT
     if (steps > 0 && p->shift >= 12 && p->shift <= 16 && (sa != sb)) {
         const int held_b = sa != 0;
         const int32_t m = held_b ? p->multiplier1 : p->multiplier2;
@@ -129,12 +129,20 @@ static mcu_status_t add16_dsp(const mcu_add_m16_params_t *params, const int8_t *
         return status;
     }
     const mcu_add_m16_params_t *p = params;
-    mcu_ew_runs_t r;
-    mcu_ew_runs(&p->input1, &p->input2, &p->output, &r);
     const uint32_t lo = (uint8_t)p->act_min * 0x01010101u, hi = (uint8_t)p->act_max * 0x01010101u;
     const m16_q_t q = {(int32_t)(((uint32_t)p->multiplier1 & 0xFFFFu) | ((uint32_t)p->multiplier2 << 16)), p->bias,
                        (int32_t)lo, (int32_t)hi, p->act_max < MCU_Q7_MAX ? 2 : p->act_min > MCU_Q7_MIN, p};
+#if MCU_ADD16_FLAT
+    const mcu_dims_t *od = &p->output;
+    if (!mcu_ew_same(&p->input1, od) || !mcu_ew_same(&p->input2, od)) {
+        return MCU_ERR_SHAPE;
+    }
+    add_run(&q, input1, 1, input2, 1, output, od->n * od->h * od->w * od->c);
+#else
+    mcu_ew_runs_t r;
+    mcu_ew_runs(&p->input1, &p->input2, &p->output, &r);
     mcu_ew_for_runs_s8(&r, input1, input2, output, add_run, &q);
+#endif
     return MCU_OK;
 }
 

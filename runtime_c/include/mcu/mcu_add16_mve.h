@@ -2,6 +2,9 @@
  * mcu_add_h16_s8_mve and mcu_add_h16_flat_s8_mve include it. */
 #ifndef MCU_ADD16_MVE_H
 #define MCU_ADD16_MVE_H
+#ifndef MCU_ADD16_FLAT
+#define MCU_ADD16_FLAT 0 /* 1: two same-shaped inputs (one run): no output tables, no row copies */
+#endif
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,7 +104,7 @@ static void add_run(const void *ctx, const int8_t *a, int32_t sa, const int8_t *
     const int clamp = p->act_min > MCU_Q7_MIN || p->act_max < MCU_Q7_MAX;
     const h16_q_t q = {(int16_t)p->multiplier1, (int16_t)p->multiplier2, (int16_t)p->bias, -p->shift,
                        (int8_t)p->act_min, (int8_t)p->act_max};
-    if (sa != sb && n >= LUT_MIN) {
+    if (!MCU_ADD16_FLAT && sa != sb && n >= LUT_MIN) {
         h16_lut_run(q, a, sa, b, o, n, clamp);
     } else if (sa && sb) {
         clamp ? h16_run(q, a, 1, b, 1, o, n, 1) : h16_run(q, a, 1, b, 1, o, n, 0);
@@ -133,9 +136,17 @@ static mcu_status_t add16_mve(const mcu_add_m16_params_t *params, const int8_t *
         return status;
     }
     const mcu_add_m16_params_t *p = params;
+#if MCU_ADD16_FLAT
+    const mcu_dims_t *od = &p->output;
+    if (!mcu_ew_same(&p->input1, od) || !mcu_ew_same(&p->input2, od)) {
+        return MCU_ERR_SHAPE;
+    }
+    add_run(p, input1, 1, input2, 1, output, od->n * od->h * od->w * od->c);
+#else
     mcu_ew_runs_t r;
     mcu_ew_runs(&p->input1, &p->input2, &p->output, &r);
     mcu_ew_for_runs_s8(&r, input1, input2, output, add_run, p);
+#endif
     return MCU_OK;
 }
 

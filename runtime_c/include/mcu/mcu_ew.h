@@ -134,6 +134,11 @@ static inline void mcu_add_tables(const mcu_add_broadcast_params_t *p, int32_t *
     mcu_add_table(p->input2_offset, p->left_shift, p->input2_multiplier, p->input2_shift, p->subtract, t2);
 }
 
+static inline int mcu_ew_same(const mcu_dims_t *a, const mcu_dims_t *b)
+{
+    return a->n == b->n && a->h == b->h && a->w == b->w && a->c == b->c;
+}
+
 /* One int8 run: n outputs from a and b, each stepping (1) or holding one element (0). */
 typedef void (*mcu_ew_run_s8_fn)(const void *ctx, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb,
                                  int8_t *o, int32_t n);

@@ -2,7 +2,7 @@
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
-#define MCU_ADD16_HELD 0 /* same shapes: no held elements */
+#define MCU_ADD16_FLAT 1
 #include "mcu/mcu_add16_dsp.h"
 
 mcu_status_t mcu_add_m16_flat_s8_dsp(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
