@@ -21,7 +21,8 @@ from mcu.codegen.twins.quant import quantize_multiplier
 from test_ew_variants_qemu import SHAPES
 from test_kernel_variants_qemu import assert_equal_int
 
-BUILDERS = {"m16": (m16_params, add_m16_s8, ("mcu_add_m16_s8", "mcu_add_m16_s8_dsp", "mcu_add_m16_flat_s8_dsp")),
+BUILDERS = {"m16": (m16_params, add_m16_s8, ("mcu_add_m16_s8", "mcu_add_m16_s8_dsp", "mcu_add_m16_flat_s8_dsp",
+                                            "mcu_add_m16_s8_fast")),
             "h16": (h16_params, add_h16_s8, ("mcu_add_h16_s8", "mcu_add_h16_s8_mve", "mcu_add_h16_flat_s8_mve"))}
 
 
@@ -105,7 +106,8 @@ def _graph(params: dict) -> Graph:
 
 
 @pytest.mark.parametrize("board,fast,old", [("mps2-an386", "mcu_add_m16_s8_dsp", "mcu_add_broadcast_s8_dsp"),
-                                            ("mps3-an547", "mcu_add_h16_s8_mve", "mcu_add_broadcast_s8_mve")])
+                                            ("mps3-an547", "mcu_add_h16_s8_mve", "mcu_add_broadcast_s8_mve"),
+                                            ("mps2-an385", "mcu_add_m16_s8_fast", "mcu_add_broadcast_s8")])
 def test_boards_pick_the_new_arithmetic_only_where_its_bound_holds(board, fast, old):
     target = Target.of_board(load_board(board))
     rng = np.random.default_rng(1)
@@ -148,13 +150,13 @@ def test_c_equals_twins_on_host():
                 continue
             expected = twin(p, x1, x2)
             same = list(p["input1"]) == list(p["input2"]) == list(p["output"])
-            for kernel in names if same else names[:2]:  # the _flat kernels take two same-shaped inputs
+            for kernel in names if same else names[:2] + names[3:]:  # _flat: two same-shaped inputs
                 out = np.zeros(p["output"], np.int8)
                 assert hostc.call(lib, kernel, p, x1, x2, out=out) == 0
                 assert_equal_int(out, expected, f"{kernel} {p}")
                 count += 1
             if same:
-                for kernel in names[2:]:
+                for kernel in names[2:3]:
                     y = x1.copy()
                     assert hostc.call(lib, kernel, p, y, x2, out=y) == 0
                     assert_equal_int(y, expected, f"{kernel} in place {p}")

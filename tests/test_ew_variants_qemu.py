@@ -145,7 +145,8 @@ def add_cases(c: Cases) -> None:
 def pick(node, board: str) -> str:
     """The variant `board` picks for a portable call: an add's 16-bit-multiplier arithmetic where its error bound
     holds (codegen/twins/add16.py), else PICKS."""
-    fast = {"mps2-an386": ("mcu_add_m16_s8_dsp", m16_params), "mps3-an547": ("mcu_add_h16_s8_mve", h16_params)}
+    fast = {"mps2-an386": ("mcu_add_m16_s8_dsp", m16_params), "mps3-an547": ("mcu_add_h16_s8_mve", h16_params),
+            "mps2-an385": ("mcu_add_m16_s8_fast", m16_params)}
     if node.call.kernel == "mcu_add_broadcast_s8" and board in fast and fast[board][1](node.call.params):
         return fast[board][0]
     return PICKS.get((node.call.kernel, board), node.call.kernel)

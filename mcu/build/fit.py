@@ -68,6 +68,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "elementwise/mcu_add_broadcast_s8_dsp": 6272,
     "elementwise/mcu_add_m16_s8_dsp": 7168,
     "elementwise/mcu_add_m16_flat_s8_dsp": 3904,
+    "elementwise/mcu_add_m16_s8_fast": 1728,
     "elementwise/mcu_add_h16_s8_mve": 3776,
     "elementwise/mcu_add_h16_flat_s8_mve": 1024,
     "elementwise/mcu_add_broadcast_s8_mve": 4480,

@@ -306,9 +306,11 @@ typedef struct {
  *  m16: out = clamp((a * multiplier1 + b * multiplier2 + bias) >> shift), in int32.
  *  h16: t = ((a * multiplier1 + 64) >> 7) + ((b * multiplier2 + 64) >> 7) + bias, each step saturated to int16
  *       (Helium's VQRDMULH / VQRDMLAH of a << 8, VQADD); out = clamp((t + 2^(shift-1)) >> shift).
- * Output must not overlap an input. _dsp (m16): 4 elements a step (SXTB16, PKHBT/PKHTB, SMLAD, SSAT with the
- * shift, for shifts 12..16; other shifts and held elements in C); _mve (h16): 16 elements a step in int16 lanes
- * (VSHLLB/T, VQRDMULH, VQRDMLAH, VQADD, VQRSHL, VQMOVNB/T). */
+ * Output must not overlap an input. _fast (m16, any core): runs, a held element folded into the bias. _dsp (m16):
+ * 4 elements a step (SXTB16, PKHBT/PKHTB, SMLAD, SSAT with the shift: shifts 12..16; held elements by SMLABB/SMLATB;
+ * other shifts in C); a repeated row's copies in 512 bytes of stack. _mve (h16): 16 elements a step in int16 lanes
+ * (VSHLLB/T, VQRDMULH, VQRDMLAH, VQADD, VQRSHL, VQMOVNB/T); a long run against a held element through a 256-entry
+ * output table (VLDRB gather). */
 mcu_status_t mcu_add_m16_s8(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
                             int8_t *output);
 mcu_status_t mcu_add_m16_s8_dsp(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
@@ -317,6 +319,8 @@ mcu_status_t mcu_add_h16_s8(const mcu_add_m16_params_t *params, const int8_t *in
                             int8_t *output);
 mcu_status_t mcu_add_h16_s8_mve(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
                                 int8_t *output);
+mcu_status_t mcu_add_m16_s8_fast(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
+                                 int8_t *output);
 /* The same on two same-shaped tensors (mcu_add_s8's variants: the output may alias an input exactly). */
 mcu_status_t mcu_add_m16_flat_s8_dsp(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
                                      int8_t *output);
