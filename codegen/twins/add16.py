@@ -46,7 +46,7 @@ def m16_params(p: dict) -> dict | None:
         s -= 1
     m1, m2 = round(r1 * 2 ** s), round(r2 * 2 ** s)
     k = round(c * 2 ** s)
-    if s < 1 or abs(k) + 128 * (abs(m1) + abs(m2)) + 2 ** s >= 2 ** 31:
+    if s < 1 or abs(k) + 2 ** s > 2 ** 30:  # the C's bias range; then |a*m1 + b*m2 + bias| < 2^30 + 2^23
         return None
     err = (128 * (abs(m1 - r1 * 2 ** s) + abs(m2 - r2 * 2 ** s)) + abs(k - c * 2 ** s)) / 2 ** s
     if err > BOUND:
