@@ -1,10 +1,10 @@
 """Instructions per element of the int8 elementwise and table kernels on QEMU: the portable kernel against the variant
-each board picks (issue #26 item 2).
+each board picks (issue #26 item 2), and for the adds the TFLite-arithmetic variant the 16-bit-multiplier one replaces.
 
     python scripts/ew_bench.py [--boards mps2-an386,mps3-an547] [--size 1,16,16,64]
-Per board, two firmwares (portable calls, and the calls select_kernels gives the board) run every case once under
-the profiler (-DMCU_PROFILE: SysTick around each call, as mcu.tools.profile reads it); prints a Markdown table of
-instructions per output element.
+Per board, three firmwares (portable calls, the calls select_kernels gives the board without the variants in another
+arithmetic, and with them) run every case once under the profiler (-DMCU_PROFILE: SysTick around each call, as
+mcu.tools.profile reads it); prints a Markdown table of instructions per output element.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from mcu.boards import load_board
 from mcu.build.firmware import build_firmware
 from mcu.codegen.emit import emit
 from mcu.codegen.ir import Call, Graph, Node, QParams, Tensor, verify
+from mcu.codegen.kernels import KERNELS
 from mcu.codegen.memory import plan_graph
 from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.target import Target
@@ -43,6 +44,7 @@ def cases(shape: tuple[int, ...]) -> list[tuple[str, str, tuple, tuple, dict]]:
             ("mul, scalar [1,1,1,1]", "mcu_mul_s8", shape, one, mul),
             ("add, row [1,1,1,C]", "mcu_add_broadcast_s8", shape, row, add),
             ("add, same shapes, ReLU", "mcu_add_broadcast_s8", shape, shape, {**add, "act_min": 4}),
+            ("add, same shapes (mcu_add_s8)", "mcu_add_s8", shape, shape, add),
             ("sub, scalar [1,1,1,1]", "mcu_add_broadcast_s8", shape, one, {**add, "subtract": 1}),
             ("table activation (LUT)", "mcu_lut_s8", shape, (), {"size": n * h * w * c})]
 
@@ -55,6 +57,7 @@ def graph_of(shape) -> Graph:
         tensors[name] = Tensor(name, tuple(s), "int8", QParams.tensor(0.05, 0), layout="NHWC")
         return name
 
+    n, h, w, c = shape
     for i, (_, kernel, s1, s2, params) in enumerate(cases(shape)):
         y = io(f"y{i}", shape)
         if kernel == "mcu_lut_s8":
@@ -64,7 +67,10 @@ def graph_of(shape) -> Graph:
             inputs.append(args[1])
         else:
             args = (io(f"x{i}", s1), io(f"z{i}", s2))
-            params = {"input1": s1, "input2": s2, "output": shape, **params}
+            if kernel == "mcu_add_s8":
+                params = {"size": n * h * w * c, **{k: v for k, v in params.items() if k != "subtract"}}
+            else:
+                params = {"input1": s1, "input2": s2, "output": shape, **params}
             inputs += list(args)
         outputs.append(y)
         nodes.append(Node(f"n{i}", "call", args, (y,), call=Call(kernel, params)))
@@ -99,16 +105,18 @@ def main(argv=None) -> int:
     boards = args.boards.split(",")
     portable = graph_of(shape)
     rows = {label: [] for label, *_ in cases(shape)}
+    other = frozenset(k.name for k in KERNELS.values() if k.arithmetic)  # variants in another arithmetic
     with tempfile.TemporaryDirectory() as tmp:
         for board in boards:
-            picked = select_kernels(portable, Target.of_board(load_board(board)))
-            before = profile(portable, board, Path(tmp) / f"{board}-portable")
-            after = profile(picked, board, Path(tmp) / f"{board}-variants")
-            for label, (k0, n0), (k1, n1) in zip(rows, before, after):
-                rows[label].append(f"{n0 / elements:.2f} | {n1 / elements:.2f} ({k1.removeprefix('mcu_')})")
+            target = Target.of_board(load_board(board))
+            runs = [profile(g, board, Path(tmp) / f"{board}-{i}") for i, g in enumerate(
+                (portable, select_kernels(portable, target, skip=other), select_kernels(portable, target)))]
+            for label, (_, n0), (k1, n1), (k2, n2) in zip(rows, *runs):
+                rows[label].append(f"{n0 / elements:.2f} | " + " | ".join(
+                    f"{n / elements:.2f} ({k.removeprefix('mcu_')})" for n, k in ((n1, k1), (n2, k2))))
     print(f"Instructions per output element, output {'x'.join(map(str, shape))} ({elements} elements)\n")
-    print("| op | " + " | ".join(f"{b} portable | {b} variant" for b in boards) + " |")
-    print("|---|" + "---:|---|" * len(boards))
+    print("| op | " + " | ".join(f"{b} portable | {b} TFLite-arithmetic variant | {b} variant" for b in boards) + " |")
+    print("|---|" + "---:|---|---|" * len(boards))
     for label, cells in rows.items():
         print(f"| {label} | " + " | ".join(cells) + " |")
     return 0

@@ -19,6 +19,7 @@ from mcu.codegen.ir import Graph, QParams, Tensor, verify
 from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.reference import run_reference
 from mcu.codegen.target import Target
+from mcu.codegen.twins.add16 import h16_params, m16_params
 from test_kernel_variants_qemu import assert_equal_int, run_on_board
 
 BOARDS = ["mps2-an386", "mps3-an547", "mps2-an385"]
@@ -136,13 +137,26 @@ def add_cases(c: Cases) -> None:
     c.add((1, 5, 1, 1), (1, 1, 1, 1), subtract=1, out=(2, 5, 2, 300))
     for shift in (-1, 0, -27, -2):
         c.add((1, 5, 4, 21), (1, 1, 1, 21), subtract=shift % 2, shift=shift)
+    for shift in (-22, -21, -20, -19, -18, -17, -16):  # 16-bit multipliers: every SSAT shift of the DSP loops, the rest in C
+        c.add((1, 3, 5, 24), (1, 3, 5, 24), subtract=shift % 2, shift=shift, narrow=shift == -20)
+        c.add((1, 1, 1, 1), (1, 3, 5, 21), subtract=1, shift=shift)
+
+
+def pick(node, board: str) -> str:
+    """The variant `board` picks for a portable call: an add's 16-bit-multiplier arithmetic where its error bound
+    holds (codegen/twins/add16.py), else PICKS."""
+    fast = {"mps2-an386": ("mcu_add_m16_s8_dsp", m16_params), "mps3-an547": ("mcu_add_h16_s8_mve", h16_params),
+            "mps2-an385": ("mcu_add_m16_s8_fast", m16_params)}
+    if node.call.kernel == "mcu_add_broadcast_s8" and board in fast and fast[board][1](node.call.params):
+        return fast[board][0]
+    return PICKS.get((node.call.kernel, board), node.call.kernel)
 
 
 def check_on_device(c: Cases, board: str, tmp_path) -> None:
     portable = c.graph()
     graph = verify(select_kernels(portable, Target.of_board(load_board(board))))
     for node, before in zip(graph.nodes, portable.nodes):
-        assert node.call.kernel == PICKS.get((before.call.kernel, board), before.call.kernel), node.name
+        assert node.call.kernel == pick(before, board), node.name
     rng = np.random.default_rng(11)
     inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
     expected = run_reference(graph, inputs)

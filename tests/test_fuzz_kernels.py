@@ -38,6 +38,7 @@ import hostc
 import mcu.codegen.twins
 import mcu.codegen.twins.conv as conv_twins
 from mcu.codegen.ir import Tensor
+from mcu.codegen.twins.add16 import h16_params, m16_params
 import calls
 from mcu.codegen.kernels import KERNELS as REGISTRY
 from mcu.build.host import SANITIZER_ENV, compile_executable
@@ -790,6 +791,15 @@ def _float32_strategies() -> dict:
 STRATEGIES.update(_float32_strategies())
 
 
+def _add16_strategy(build):
+    """add_broadcast_case through an add16 params builder (codegen/twins/add16.py), where it accepts the case."""
+    return add_broadcast_case().map(lambda c: dataclasses.replace(c, args=(build(c.args[0]), *c.args[1:]))).filter(
+        lambda c: c.args[0] is not None)
+
+
+STRATEGIES.update({"mcu_add_m16_s8": _add16_strategy(m16_params), "mcu_add_h16_s8": _add16_strategy(h16_params)})
+
+
 # ---- Variants: the portable case, prepared as the code generator prepares it -----------------------------------
 
 def _prepare_variant(variant, case: Case) -> tuple:
@@ -815,6 +825,12 @@ def _prepare_variant(variant, case: Case) -> tuple:
     return (node.call.params, tensors[q[0]].data, tensors[q[1]].data, x, *data)
 
 
+def _rewritten(variant, args: tuple) -> tuple | None:
+    """(params, inputs...) of a variant in another arithmetic for a portable case, or None where it declines."""
+    prepared = variant.prepare(calls.call("n0", variant.name, ("a", "b"), "y", args[0]), {})
+    return None if prepared is None else (prepared[0].call.params, *args[1:])
+
+
 def _garbage(size: int) -> np.ndarray:
     """Scratch of `size` bytes (at least one, as with_scratch plans it) filled with garbage."""
     return np.random.default_rng(size).integers(-128, 128, max(1, size), dtype=np.int8)
@@ -835,6 +851,10 @@ def fuzz_target(kernel: str):
         if "int4" in variant.requires:  # int4 weights: the drawn int8 weights >> 4, so -8 and 7 both occur
             strategy = strategy.map(lambda c: dataclasses.replace(
                 c, args=(*c.args[:4], (c.args[4].astype(np.int8) >> 4).astype(np.int8), *c.args[5:])))
+        if variant.arithmetic:  # another arithmetic: C and its twin on the params the variant's prepare builds
+            strategy = strategy.filter(lambda c: _rewritten(variant, c.args) is not None)
+            return (lambda *args: variant.twin(*_rewritten(variant, args)), strategy,
+                    lambda c: _rewritten(variant, c.args))
         to_c = (lambda c: _prepare_variant(variant, c)) if variant.prepare else (lambda c: c.args)
         if variant.scratch is not None and not variant.prepare:  # scratch sized from the params, filled with garbage
             to_c = (lambda c: (*c.args, _garbage(variant.scratch(c.args[0]))))

@@ -25,6 +25,7 @@ from mcu.codegen.memory import Location, plan_graph
 from mcu.codegen.plan_verifier import verify_tensor_plan
 from mcu.codegen.sharing import overlap_gap
 from mcu.codegen.target import Target
+from mcu.codegen.twins.add16 import h16_params, m16_params
 from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.passes.widen_weights import widen_weights
 from mcu.codegen.reference import run_reference
@@ -322,6 +323,10 @@ def expected_kernel(node: Node, family: str, board: str) -> str:
         return base
     stem = {"1x1": "mcu_conv2d_1x1_s8", "gemm": "mcu_conv2d_s8", "fc": "mcu_fully_connected_s8",
             "dw": "mcu_dwconv2d_3x3_s8", "add": "mcu_add_s8", "avgpool": "mcu_avgpool2d_s8"}[family]
+    fast_add = {"mps2-an386": ("mcu_add_m16_flat_s8_dsp", m16_params), "mps3-an547": ("mcu_add_h16_flat_s8_mve",
+                                                                                    h16_params)}
+    if family == "add" and board in fast_add and fast_add[board][1](node.call.params):
+        return fast_add[board][0]  # 16-bit multipliers where their error bound holds (codegen/twins/add16.py)
     if (family == "avgpool" and SUFFIX[board] == "_fast") or (family == "add" and board == "mps2-an386"):
         return stem + "_fast"  # one scalar kernel serves these cores
     if family == "dw" and board == "mps3-an547" and is_dw_any_mve(node.call.params):

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import mcu
+from mcu.codegen.kernels import KERNELS
 from mcu.tools.fidelity import op_agreement
 from mcu.metrics import lsb_error, sqnr_db
 from mcu.zoo import MODELS, calibration_set, macs
@@ -83,6 +84,11 @@ def test_zoo_agrees_with_torchao_op_by_op(name, compiled):
     calls = sum(1 for n in pkg.graph.nodes if n.op == "call")
     assert len(rows) >= 3 * (calls - 1)  # every op but a shape-only one (the avg pool before flatten) compared
     assert max(r.max_lsb for r in rows) <= 1
+    # the adds with 16-bit multipliers (codegen/twins/add16.py) land up to ~2^-7 LSB off the exact sum before
+    # rounding (|a| * the multipliers' 2^-16 relative step): a few per mille of their elements round the other way
+    fast = [r for r in rows if KERNELS[r.kernel].arithmetic]
+    assert sum(r.differ for r in fast) <= 5e-3 * sum(r.elements for r in fast)
+    rows = [r for r in rows if not KERNELS[r.kernel].arithmetic]
     assert sum(r.differ for r in rows) <= 1e-4 * sum(r.elements for r in rows)
 
 

@@ -28,7 +28,7 @@ FAMILIES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce"
 GEMM2_DSP, GEMM3_DSP, GEMM_MVE = "shared/mcu_gemm2_s8_dsp", "shared/mcu_gemm3_s8_dsp", "shared/mcu_gemm_s8_mve"
 DW_MVE = "shared/mcu_dw_s8_mve"
 TWIN_MODULES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback", "float32", "s16",
-                "norm", "recurrent")
+                "norm", "recurrent", "add16")
 
 
 def always(params: dict) -> bool:
@@ -70,6 +70,9 @@ class KernelSpec:
     input_array: bool = False          # inputs passed as one `const T *const inputs[]` argument (concat)
     twin_name: str = ""                # the twin's function name when it is not the kernel's without `mcu_`
     links: tuple[str, ...] = ()        # shared cores it calls, e.g. "shared/mcu_gemm2_s8_dsp" (linked once)
+    # a variant computing in another arithmetic than its portable kernel: the registered kernel holding it (its
+    # params struct and twin); its prepare rewrites the params, and the reference runs that kernel's twin
+    arithmetic: str = ""
 
     @property
     def path(self) -> str:
@@ -85,7 +88,7 @@ class KernelSpec:
     def twin(self) -> Callable:
         """The numpy twin: a variant runs its portable kernel's (on the portable constants)."""
         if self.portable:
-            return KERNELS[self.portable].twin
+            return KERNELS[self.arithmetic or self.portable].twin
         return twin_function(self.twin_name or self.name.removeprefix("mcu_"))
 
 
@@ -118,7 +121,8 @@ def _load() -> dict[str, KernelSpec]:
     for k in list(found.values()):
         if k.portable:  # a variant has its portable kernel's signature, and aliasing where it runs elementwise
             base = found[k.portable]
-            found[k.name] = dataclasses.replace(k, params_type=k.params_type or base.params_type,
+            own = found[k.arithmetic] if k.arithmetic else base
+            found[k.name] = dataclasses.replace(k, params_type=k.params_type or own.params_type,
                                                 inplace=k.inplace or (base.inplace if k.mode == "speed" else ""))
     return found
 

@@ -11,7 +11,9 @@
   kernel), `twin_inputs` and `twin_quant` (the portable constants, still in the graph
   but not emitted), and codegen/reference.py runs the portable twin on those. So the device is always
   compared with the unprepared computation, and a wrong `prepare` shows up as a mismatch; no variant
-  needs a twin of its own.
+  needs a twin of its own. The exception is a variant in another arithmetic (the spec's `arithmetic`, e.g. the
+  int8 adds with 16-bit multipliers): its prepare builds that arithmetic's params where its error bound holds,
+  and its twin is the registered kernel holding the arithmetic.
 - Scratch: a variant that needs working memory (the DSP convs' widened pixel pair, the scalar and int4 convs'
   im2col window, the depthwise 3x3 kernels' row of padding)
   names its size, the twin of its C `*_scratch_bytes` (codegen/twins), as its spec's `scratch`: the node gets
@@ -39,7 +41,7 @@ def as_variant(node: Node, v: KernelSpec, tensors: dict[str, Tensor]) -> Node | 
     """`node` (a call of v's portable kernel) as a call of variant v, its constants prepared and its scratch added
     (new constants and the scratch go into `tensors`); None when v's prepare declines these constants."""
     c = node.call
-    candidate = node.with_call(kernel=v.name, twin=c.portable, twin_inputs=c.twin_inputs if c.selected else node.inputs,
+    candidate = node.with_call(kernel=v.name, twin=v.arithmetic or c.portable, twin_inputs=c.twin_inputs if c.selected else node.inputs,
                                twin_quant=c.twin_quant if c.selected else c.quant)
     if v.prepare is not None:
         prepared = v.prepare(candidate, tensors)
@@ -52,11 +54,14 @@ def as_variant(node: Node, v: KernelSpec, tensors: dict[str, Tensor]) -> Node | 
     return candidate
 
 
-def select_kernels(graph: Graph, target: Target) -> Graph:
+def select_kernels(graph: Graph, target: Target, skip: frozenset[str] = frozenset()) -> Graph:
+    """skip: variants not to pick (scripts/ew_bench.py measures the ones they would replace)."""
     nodes, tensors = [], dict(graph.tensors)
     for node in graph.nodes:
         if node.op == "call" and (target.variants or "int4" in target.features):
             for v in variants_of(node.call.kernel):
+                if v.name in skip:
+                    continue
                 # optimize="memory" keeps the portable kernels, bar the int4 ones the weights are packed for
                 wanted = target.variants or "int4" in v.requires
                 if wanted and v.requires <= target.features and v.applies(node.call.params):

@@ -17,11 +17,13 @@
  *    Otherwise (R < 17, or jp > 15) the kernels keep mcu_requantize_round.
  *  - The add's input rescales as two 256-entry int32 tables (input2's negated for a subtraction: |a2| < 2^28), built
  *    per call; a run against one repeated element reads a 256-entry output table built for that element.
+ *  - mcu_ew_for_runs_s8 hands a kernel's run function every run, several at once against a repeated row's copies.
  */
 #ifndef MCU_EW_H
 #define MCU_EW_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu/mcu_kernels.h"
 #include "mcu/mcu_quant.h"
@@ -130,6 +132,51 @@ static inline void mcu_add_tables(const mcu_add_broadcast_params_t *p, int32_t *
 {
     mcu_add_table(p->input1_offset, p->left_shift, p->input1_multiplier, p->input1_shift, 0, t1);
     mcu_add_table(p->input2_offset, p->left_shift, p->input2_multiplier, p->input2_shift, p->subtract, t2);
+}
+
+static inline int mcu_ew_same(const mcu_dims_t *a, const mcu_dims_t *b)
+{
+    return a->n == b->n && a->h == b->h && a->w == b->w && a->c == b->c;
+}
+
+/* One int8 run: n outputs from a and b, each stepping (1) or holding one element (0). */
+typedef void (*mcu_ew_run_s8_fn)(const void *ctx, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb,
+                                 int8_t *o, int32_t n);
+
+#define MCU_EW_ROWS 512 /* bytes of a repeated row's copies (stack) */
+
+/* Every run of r, in output order. Where one input's row repeats run after run (a channel row: a single outer loop
+ * over which that input holds still) and the other steps on contiguously, copies of the row fill MCU_EW_ROWS bytes
+ * so that one call covers several runs. */
+static inline void mcu_ew_for_runs_s8(const mcu_ew_runs_t *r, const int8_t *input1, const int8_t *input2,
+                                      int8_t *output, mcu_ew_run_s8_fn run, const void *ctx)
+{
+    int8_t rows[MCU_EW_ROWS];
+    const int32_t len = r->len;
+    const int row1 = r->s1[2] == 0 && r->s2[2] == len, row2 = r->s2[2] == 0 && r->s1[2] == len;
+    if (r->step1 && r->step2 && r->count[0] == 1 && r->count[1] == 1 && r->count[2] > 1 && (row1 || row2) &&
+        len <= MCU_EW_ROWS / 2) {
+        const int32_t k = MCU_EW_ROWS / len < r->count[2] ? MCU_EW_ROWS / len : r->count[2];
+        for (int32_t j = 0; j < k; ++j) {
+            memcpy(rows + j * len, row1 ? input1 : input2, (size_t)len);
+        }
+        for (int32_t i = 0; i < r->count[2]; i += k) {
+            const int32_t n = (r->count[2] - i < k ? r->count[2] - i : k) * len;
+            run(ctx, row1 ? rows : input1 + i * len, 1, row2 ? rows : input2 + i * len, 1, output + i * len, n);
+        }
+        return;
+    }
+    int8_t *o = output;
+    for (int32_t i0 = 0; i0 < r->count[0]; ++i0) {
+        for (int32_t i1 = 0; i1 < r->count[1]; ++i1) {
+            for (int32_t i2 = 0; i2 < r->count[2]; ++i2) {
+                const int32_t e1 = i0 * r->s1[0] + i1 * r->s1[1] + i2 * r->s1[2];
+                const int32_t e2 = i0 * r->s2[0] + i1 * r->s2[1] + i2 * r->s2[2];
+                run(ctx, input1 + e1, r->step1, input2 + e2, r->step2, o, len);
+                o += len;
+            }
+        }
+    }
 }
 
 #endif /* MCU_EW_H */

@@ -295,6 +295,40 @@ mcu_status_t mcu_add_broadcast_s8(const mcu_add_broadcast_params_t *params, cons
 
 typedef struct {
     mcu_dims_t input1, input2, output; /* broadcast dims */
+    int32_t multiplier1, multiplier2;  /* |m| <= 32767; a subtraction has multiplier2 < 0 */
+    int32_t bias;                      /* both zero points, the output zero point and (m16) the rounding */
+    int32_t shift;                     /* m16: [1, 24]; h16: [1, 15] */
+    int32_t act_min, act_max;
+} mcu_add_m16_params_t;
+
+/* int8 add / subtract with 16-bit multipliers on the raw values a = in1, b = in2 (codegen/twins/add16.py builds
+ * the params where its error bound holds):
+ *  m16: out = clamp((a * multiplier1 + b * multiplier2 + bias) >> shift), in int32.
+ *  h16: t = ((a * multiplier1 + 64) >> 7) + ((b * multiplier2 + 64) >> 7) + bias, each step saturated to int16
+ *       (Helium's VQRDMULH / VQRDMLAH of a << 8, VQADD); out = clamp((t + 2^(shift-1)) >> shift).
+ * Output must not overlap an input. _fast (m16, any core): runs, a held element folded into the bias. _dsp (m16):
+ * 4 elements a step (SXTB16, PKHBT/PKHTB, SMLAD, SSAT with the shift: shifts 12..16; held elements by SMLABB/SMLATB;
+ * other shifts in C); a repeated row's copies in 512 bytes of stack. _mve (h16): 16 elements a step in int16 lanes
+ * (VSHLLB/T, VQRDMULH, VQRDMLAH, VQADD, VQRSHL, VQMOVNB/T); a long run against a held element through a 256-entry
+ * output table (VLDRB gather). */
+mcu_status_t mcu_add_m16_s8(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
+                            int8_t *output);
+mcu_status_t mcu_add_m16_s8_dsp(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
+                                int8_t *output);
+mcu_status_t mcu_add_h16_s8(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
+                            int8_t *output);
+mcu_status_t mcu_add_h16_s8_mve(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
+                                int8_t *output);
+mcu_status_t mcu_add_m16_s8_fast(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
+                                 int8_t *output);
+/* The same on two same-shaped tensors (mcu_add_s8's variants: the output may alias an input exactly). */
+mcu_status_t mcu_add_m16_flat_s8_dsp(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
+                                     int8_t *output);
+mcu_status_t mcu_add_h16_flat_s8_mve(const mcu_add_m16_params_t *params, const int8_t *input1, const int8_t *input2,
+                                     int8_t *output);
+
+typedef struct {
+    mcu_dims_t input1, input2, output; /* broadcast dims */
     int32_t input1_offset, input2_offset, output_offset;
     int32_t output_multiplier, output_shift; /* s1 * s2 / s_out */
     int32_t act_min, act_max;

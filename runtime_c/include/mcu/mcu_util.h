@@ -264,6 +264,23 @@ static inline mcu_status_t mcu_add_broadcast_check(const mcu_add_broadcast_param
     return mcu_broadcasts(&p->input1, o) && mcu_broadcasts(&p->input2, o) ? MCU_OK : MCU_ERR_SHAPE;
 }
 
+/* mcu_add_m16_s8's and mcu_add_h16_s8's argument checks (max_shift 24 and 15; their variants' too). */
+static inline mcu_status_t mcu_add_m16_check(const mcu_add_m16_params_t *p, const void *input1, const void *input2,
+                                             const void *output, int32_t max_shift)
+{
+    if (p == NULL || input1 == NULL || input2 == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_dims_t *o = &p->output;
+    if (o->n < 1 || o->h < 1 || o->w < 1 || o->c < 1 || p->multiplier1 < -32767 || p->multiplier1 > 32767 ||
+        p->multiplier2 < -32767 || p->multiplier2 > 32767 || p->shift < 1 || p->shift > max_shift ||
+        p->bias < -(max_shift > 15 ? 0x40000000 : 32767) || p->bias > (max_shift > 15 ? 0x40000000 : 32767) ||
+        p->act_min < MCU_Q7_MIN || p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
+        return MCU_ERR_ARG;
+    }
+    return mcu_broadcasts(&p->input1, o) && mcu_broadcasts(&p->input2, o) ? MCU_OK : MCU_ERR_SHAPE;
+}
+
 /* mcu_mul_s8's argument checks (its variants' too). */
 static inline mcu_status_t mcu_mul_check(const mcu_mul_params_t *p, const void *input1, const void *input2,
                                          const void *output)
