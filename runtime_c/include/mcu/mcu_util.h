@@ -507,7 +507,7 @@ static inline mcu_status_t mcu_transpose_elems(const mcu_transpose_params_t *par
         st[i] = in_stride[params->perm[i]];
     }
     const int32_t ost[4] = {od[1] * od[2] * od[3], od[2] * od[3], od[3], 1};
-    int32_t inner = 3, ax[3], k = 0;
+    int32_t inner = 3, ax[3] = {0, 1, 2}, k = 0;
     for (int32_t i = 0; i < 3; ++i) {
         inner = st[i] == 1 && od[i] > od[inner] ? i : inner;
     }
