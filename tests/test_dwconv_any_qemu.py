@@ -105,6 +105,42 @@ def test_any_window_depthwise_equals_portable_twin_on_device(board, cases, witho
                                f"{node.call.params['stride_h']}, dilation {node.call.params['dilation_h']})")
 
 
+def planar_cases(seed: int) -> GraphBuilder:
+    """mcu_dwconv2d_s8_mve_planar's own paths: the 3x3 assembly rows at stride 1 and 2 (phases 64 entries apart,
+    and past 64), 5x5 and 7x7, dilation 2, channel counts 12 and 20, narrow images both ways (lanes down the
+    columns), 'valid' and one-sided padding, batch 2, every quant mode (shifts >= 0 run in C)."""
+    g = GraphBuilder(seed)
+    combos = [(3, 1, 1), (3, 2, 1), (5, 1, 1), (5, 2, 1), (7, 1, 1), (7, 2, 1), (3, 1, 2), (5, 2, 2)]
+    for i, (k, s, d) in enumerate(combos):
+        mode, extreme = MODES[i % len(MODES)]
+        pad = (k // 2 * d,) * 2
+        g.conv(1, 11, 13, (12, 20)[i % 2], (12, 20)[i % 2], kernel=(k, k), stride=(s, s), pad=pad, dil=(d, d),
+               depthwise=True, mode=mode, extreme=extreme, bias=i != 3, family="dw")
+        g.conv(1, 25, 5, 20, 20, kernel=(k, k), stride=(s, s), pad=pad, dil=(d, d), depthwise=True,
+               mode=MODES[(i + 2) % len(MODES)][0], extreme=MODES[(i + 2) % len(MODES)][1], family="dw")
+    g.conv(1, 4, 27, 12, 12, kernel=(3, 3), pad=(1, 1), depthwise=True, family="dw")      # lanes along rows
+    g.conv(2, 7, 9, 8, 8, kernel=(3, 3), pad=(1, 1), depthwise=True, extreme="full", family="dw")  # batch 2
+    g.conv(1, 9, 140, 8, 8, kernel=(3, 3), stride=(2, 2), pad=(1, 1), depthwise=True, family="dw")  # 70 lanes
+    g.conv(1, 8, 10, 12, 12, kernel=(3, 3), depthwise=True, extreme=True, family="dw")     # 'valid'
+    g.conv(1, 9, 9, 12, 12, kernel=(3, 3), pad=(2, 0), pad_end=(0, 2), depthwise=True, family="dw")
+    return g
+
+
+@pytest.mark.qemu
+def test_planar_depthwise_equals_portable_twin_on_m55(tmp_path):
+    portable = planar_cases(seed=7).graph()
+    graph = verify(select_kernels(portable, Target.of_board(load_board("mps3-an547"))))
+    assert {n.call.kernel for n in graph.nodes} == {"mcu_dwconv2d_s8_mve_planar"}
+    rng = np.random.default_rng(11)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    expected = run_reference(graph, inputs)
+    actual = run_on_board(graph, "mps3-an547", inputs, tmp_path)
+    for node, a, e in zip(graph.nodes, actual, expected):
+        p = node.call.params
+        assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, input {p['input']}, filter {p['filter']}, "
+                               f"stride {p['stride_h']}, dilation {p['dilation_h']})")
+
+
 def strided_3x3_cases(seed: int) -> GraphBuilder:
     """mcu_dwconv2d_3x3_s8_mve (pixel by pixel through the any-window kernel's tap loops): more than 16 channels
     (a table of its own per pixel; whole 16-channel passes in one run), channel tails, dilation, stride 2 one way

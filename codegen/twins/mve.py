@@ -37,3 +37,42 @@ def dwconv2d_s8_mve_scratch_bytes(p: dict) -> int:
     """Twin of mcu_dwconv2d_s8_mve_scratch_bytes (conv.dw3x3_scratch_bytes: C bytes of the input zero point, then
     on the in-place geometry the ring of output rows)."""
     return dw3x3_scratch_bytes(p)
+
+
+DWP_MAX_K = 7   # MCU_DWP_MAX_K
+DWP_LQ2 = 64    # MCU_DWP_LQ2
+
+
+def dwp_frame(p: dict) -> tuple[bool, int, int, int, int, int, int]:
+    """mcu_dwconv2d_s8_mve_planar's lane frame: (swapped, lanes (output columns), window rows, window columns,
+    row dilation, column stride, column dilation); swapped where the output has fewer columns than rows."""
+    s = p["output"][2] < p["output"][1]
+    ow = p["output"][1] if s else p["output"][2]
+    kh, kw = (p["filter"][2], p["filter"][1]) if s else (p["filter"][1], p["filter"][2])
+    dh, dw = (p["dilation_w"], p["dilation_h"]) if s else (p["dilation_h"], p["dilation_w"])
+    sw = p["stride_h"] if s else p["stride_w"]
+    return s, ow, kh, kw, dh, sw, dw
+
+
+def dwp_phase_entries(p: dict) -> int:
+    """Twin of mcu_dwp_phase_entries: a ring row's entries per stride phase."""
+    _, ow, _, kw, _, sw, dw = dwp_frame(p)
+    lq = (-(-ow // 4) * 4 + (kw - 1) * dw // sw + 1 + 7) // 8 * 8
+    return DWP_LQ2 if sw == 2 and kw == 3 and dw == 1 and lq <= DWP_LQ2 else lq
+
+
+def dwconv2d_s8_mve_planar_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_dwconv2d_s8_mve_planar_scratch_bytes: a zero row and the ring of (KH - 1) * dilation_h + 1 int16
+    rows (stride_w phases each), then the staging output row rounded up to 16 bytes (lane frame)."""
+    _, ow, kh, _, dh, sw, _ = dwp_frame(p)
+    return ((kh - 1) * dh + 2) * sw * dwp_phase_entries(p) * 2 + (ow + 15) // 16 * 16
+
+
+def dwconv2d_s8_mve_planar_overwrites(p: dict) -> bool:
+    """Where mcu_dwconv2d_s8_mve_planar runs in place: the in-place depthwise's geometry (stride 1, output dims ==
+    input dims) with each window reaching its own pixel's row and column (pad before <= (K - 1) * dilation), so
+    an output row is written only after every input row still to be read is in the ring."""
+    return (p["output"][3] == p["input"][3] and tuple(p["output"]) == tuple(p["input"])
+            and p["stride_h"] == 1 and p["stride_w"] == 1
+            and p["pad_top"] <= (p["filter"][1] - 1) * p["dilation_h"]
+            and p["pad_left"] <= (p["filter"][2] - 1) * p["dilation_w"])

@@ -1075,6 +1075,44 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
                                  const int8_t *input, const int8_t *filter, const int32_t *bias,
                                  int8_t *scratch, int8_t *output);
 
+/* Depthwise on Helium a channel at a time (mcu_dwconv2d_s8_mve_planar): channel multiplier 1, a window of at most
+ * MCU_DWP_MAX_K x MCU_DWP_MAX_K, any stride, padding and dilation; the portable kernel's constants (weights
+ * [1, KH, KW, C], bias or NULL, quant). Lanes are 4 output pixels of one channel along the longer output axis
+ * (the "lane frame": rows and columns swapped where output.w < output.h). Runs in place on the in-place
+ * depthwise's geometry when pad_top (lane frame) <= (KH - 1) * dilation_h; contiguous output.
+ * scratch: (ring + 1) rows of int16, ring = (KH - 1) * dilation_h + 1 (lane frame), a row being stride_w phases
+ * of mcu_dwp_phase_entries entries (a zero row, then the ring), then a staging row of the output (the lane
+ * axis rounded up to 16 bytes). */
+#define MCU_DWP_MAX_K 7
+#define MCU_DWP_MAX_TAPS (MCU_DWP_MAX_K * MCU_DWP_MAX_K)
+#define MCU_DWP_LQ2 64 /* a 3x3 window's phases at stride 2 where they fit (an immediate offset apart) */
+static inline int mcu_dwp_swapped(const mcu_conv2d_params_t *p)
+{
+    return p->output.w < p->output.h;
+}
+
+static inline int32_t mcu_dwp_phase_entries(const mcu_conv2d_params_t *p)
+{
+    const int s = mcu_dwp_swapped(p);
+    const int32_t ow = s ? p->output.h : p->output.w, kw = s ? p->filter.h : p->filter.w;
+    const int32_t sw = s ? p->stride_h : p->stride_w, dw = s ? p->dilation_h : p->dilation_w;
+    const int32_t lq = (((ow + 3) & ~3) + (kw - 1) * dw / sw + 1 + 7) & ~7;
+    return sw == 2 && kw == 3 && dw == 1 && lq <= MCU_DWP_LQ2 ? MCU_DWP_LQ2 : lq;
+}
+
+static inline int32_t mcu_dwconv2d_s8_mve_planar_scratch_bytes(const mcu_conv2d_params_t *p)
+{
+    const int s = mcu_dwp_swapped(p);
+    const int32_t kh = s ? p->filter.w : p->filter.h, dh = s ? p->dilation_w : p->dilation_h;
+    const int32_t sw = s ? p->stride_h : p->stride_w;
+    const int32_t ow = s ? p->output.h : p->output.w;
+    return ((kh - 1) * dh + 2) * sw * mcu_dwp_phase_entries(p) * 2 + ((ow + 15) & ~15);
+}
+
+mcu_status_t mcu_dwconv2d_s8_mve_planar(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                        const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                        int8_t *scratch, int8_t *output);
+
 /* Add (no constants to prepare): the input rescales come from two 256-entry int32 tables built per call
  * (2 KB of stack; _fast computes directly below 128 elements). output may alias an input exactly. */
 mcu_status_t mcu_add_s8_fast(const mcu_add_params_t *params, const int8_t *input1, const int8_t *input2,
