@@ -28,7 +28,8 @@ from mcu.codegen.twins.quant import quantize_multipliers
 from mcu.qemu.runner import INSTRUCTIONS_PER_SECOND, run_firmware
 
 NEW = {"mps2-an386": "mcu_dwconv2d_s8_dsp", "mps3-an547": "mcu_dwconv2d_s8_mve"}
-LINEK = {"mps2-an386": "mcu_dwconv2d_s8_dsp_line"}  # 5x5 and 7x7 at stride 1 and 2 (geometry.is_dwk_line)
+LINEK = {"mps2-an386": "mcu_dwconv2d_s8_dsp_line",  # 5x5 and 7x7 at stride 1 and 2 (geometry.is_dwk_line)
+         "mps3-an547": "mcu_dwconv2d_s8_mve_planar"}  # a channel at a time, every window
 OLD3 = {"mps2-an386": "mcu_dwconv2d_3x3_s8_dsp", "mps3-an547": "mcu_dwconv2d_3x3_s8_mve"}
 WIDE3 = {"mps2-an386": ("mcu_dwconv2d_3x3_s8_dsp_wide", "mcu_dwconv2d_3x3_s8_dsp_line")}  # int16 streams
 GEOMETRIES = [(k, s) for k in (3, 5, 7) for s in (1, 2)]
@@ -63,7 +64,7 @@ def firmware_graph(board: str, kernels: str, size: int, c: int, padded: bool = T
     for k, s in GEOMETRIES:
         picks = ["mcu_dwconv2d_s8"] if kernels == "portable" else (
             ([OLD3[board], *WIDE3.get(board, ())] if k == 3 else []) + [NEW[board]]
-            + ([LINEK[board]] if board in LINEK and k > 3 else []))
+            + ([LINEK[board]] if board in LINEK and (k > 3 or board == "mps3-an547") else []))
         for kernel in picks:
             node = dw_node(f"n{len(nodes)}", tensors, "x", size, c, k, s, rng, padded)
             if kernel != "mcu_dwconv2d_s8":

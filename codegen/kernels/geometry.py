@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.codegen.twins.conv import dsp_conv_compact, dwconv2d_s8_inplace_fits
-from mcu.codegen.twins.mve import DWP_MAX_K
+from mcu.codegen.twins.mve import DWP_MAX_K, DWP_MAX_S
 
 # The exchange rate between speed and flash when no budget is given (Target.flash_budget None): a variant stores its
 # weights widened (int16, or the scalar GEMM's two-channel words) rather than int8 only in a layer where that saves
@@ -152,8 +152,9 @@ def is_dw_any_mve(p: dict) -> bool:
 
 def is_dw_planar(p: dict) -> bool:
     """Where mcu_dwconv2d_s8_mve_planar runs: a depthwise (channel multiplier 1) window of at most 7 x 7
-    (MCU_DWP_MAX_K), any stride, padding, dilation and channel count."""
-    return is_dw(p) and p["filter"][1] <= DWP_MAX_K and p["filter"][2] <= DWP_MAX_K
+    (MCU_DWP_MAX_K), strides up to 4 (MCU_DWP_MAX_S), any padding, dilation and channel count."""
+    return (is_dw(p) and p["filter"][1] <= DWP_MAX_K and p["filter"][2] <= DWP_MAX_K
+            and p["stride_h"] <= DWP_MAX_S and p["stride_w"] <= DWP_MAX_S)
 
 
 def is_groups1(p: dict) -> bool:

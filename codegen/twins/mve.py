@@ -40,7 +40,9 @@ def dwconv2d_s8_mve_scratch_bytes(p: dict) -> int:
 
 
 DWP_MAX_K = 7   # MCU_DWP_MAX_K
+DWP_MAX_S = 4   # MCU_DWP_MAX_S
 DWP_LQ2 = 64    # MCU_DWP_LQ2
+DWP_BAND_BYTES = 2048  # MCU_DWP_BAND_BYTES
 
 
 def dwp_frame(p: dict) -> tuple[bool, int, int, int, int, int, int]:
@@ -58,14 +60,25 @@ def dwp_phase_entries(p: dict) -> int:
     """Twin of mcu_dwp_phase_entries: a ring row's entries per stride phase."""
     _, ow, _, kw, _, sw, dw = dwp_frame(p)
     lq = (-(-ow // 4) * 4 + (kw - 1) * dw // sw + 1 + 7) // 8 * 8
-    return DWP_LQ2 if sw == 2 and kw == 3 and dw == 1 and lq <= DWP_LQ2 else lq
+    return DWP_LQ2 if sw <= 2 and kw == 3 and dw == 1 and lq <= DWP_LQ2 else lq
+
+
+def dwp_band_rows(p: dict) -> int:
+    """Twin of mcu_dwp_band_rows: output rows of a band, as many as keep its plane within DWP_BAND_BYTES."""
+    s, _, kh, _, dh, sw, _ = dwp_frame(p)
+    oh, sh = (p["output"][2], p["stride_w"]) if s else (p["output"][1], p["stride_h"])
+    row = 2 * sw * dwp_phase_entries(p)
+    b = int((DWP_BAND_BYTES // row - (kh - 1) * dh - 1) / sh) + 1   # C division truncates towards zero
+    return max(1, min(oh, b))
 
 
 def dwconv2d_s8_mve_planar_scratch_bytes(p: dict) -> int:
-    """Twin of mcu_dwconv2d_s8_mve_planar_scratch_bytes: a zero row and the ring of (KH - 1) * dilation_h + 1 int16
-    rows (stride_w phases each), then the staging output row rounded up to 16 bytes (lane frame)."""
-    _, ow, kh, _, dh, sw, _ = dwp_frame(p)
-    return ((kh - 1) * dh + 2) * sw * dwp_phase_entries(p) * 2 + (ow + 15) // 16 * 16
+    """Twin of mcu_dwconv2d_s8_mve_planar_scratch_bytes: a band's plane of int16 rows (stride_w phases each), then
+    its staging output rows (lane axis rounded up to 4, at least 64) and 16 bytes (lane frame)."""
+    s, ow, kh, _, dh, sw, _ = dwp_frame(p)
+    sh = p["stride_w"] if s else p["stride_h"]
+    b = dwp_band_rows(p)
+    return ((b - 1) * sh + (kh - 1) * dh + 1) * sw * dwp_phase_entries(p) * 2 + b * max(64, -(-ow // 4) * 4) + 16
 
 
 def dwconv2d_s8_mve_planar_overwrites(p: dict) -> bool:

@@ -1076,16 +1076,18 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
                                  int8_t *scratch, int8_t *output);
 
 /* Depthwise on Helium a channel at a time (mcu_dwconv2d_s8_mve_planar): channel multiplier 1, a window of at most
- * MCU_DWP_MAX_K x MCU_DWP_MAX_K, any stride, padding and dilation; the portable kernel's constants (weights
+ * MCU_DWP_MAX_K x MCU_DWP_MAX_K, strides up to MCU_DWP_MAX_S, any padding and dilation; the portable kernel's constants (weights
  * [1, KH, KW, C], bias or NULL, quant). Lanes are 4 output pixels of one channel along the longer output axis
  * (the "lane frame": rows and columns swapped where output.w < output.h). Runs in place on the in-place
- * depthwise's geometry when pad_top (lane frame) <= (KH - 1) * dilation_h; contiguous output.
- * scratch: (ring + 1) rows of int16, ring = (KH - 1) * dilation_h + 1 (lane frame), a row being stride_w phases
- * of mcu_dwp_phase_entries entries (a zero row, then the ring), then a staging row of the output (the lane
- * axis rounded up to 16 bytes). */
+ * depthwise's geometry when pad_top and pad_left <= (K - 1) * dilation; contiguous output.
+ * scratch (lane frame): the plane of a band of B output rows (mcu_dwp_band_rows), (B - 1) * stride_h +
+ * (KH - 1) * dilation_h + 1 int16 rows of stride_w phases of mcu_dwp_phase_entries entries, then B staging
+ * rows of the output (the lane axis rounded up to 4 bytes, at least 64) and 16 bytes. */
 #define MCU_DWP_MAX_K 7
 #define MCU_DWP_MAX_TAPS (MCU_DWP_MAX_K * MCU_DWP_MAX_K)
-#define MCU_DWP_LQ2 64 /* a 3x3 window's phases at stride 2 where they fit (an immediate offset apart) */
+#define MCU_DWP_MAX_S 4 /* stride at most */
+#define MCU_DWP_LQ2 64 /* a 3x3 window's phases (rows at stride 1) where they fit: an immediate offset apart */
+#define MCU_DWP_BAND_BYTES 2048 /* a band's plane at most (unless one output row needs more) */
 static inline int mcu_dwp_swapped(const mcu_conv2d_params_t *p)
 {
     return p->output.w < p->output.h;
@@ -1097,16 +1099,28 @@ static inline int32_t mcu_dwp_phase_entries(const mcu_conv2d_params_t *p)
     const int32_t ow = s ? p->output.h : p->output.w, kw = s ? p->filter.h : p->filter.w;
     const int32_t sw = s ? p->stride_h : p->stride_w, dw = s ? p->dilation_h : p->dilation_w;
     const int32_t lq = (((ow + 3) & ~3) + (kw - 1) * dw / sw + 1 + 7) & ~7;
-    return sw == 2 && kw == 3 && dw == 1 && lq <= MCU_DWP_LQ2 ? MCU_DWP_LQ2 : lq;
+    return sw <= 2 && kw == 3 && dw == 1 && lq <= MCU_DWP_LQ2 ? MCU_DWP_LQ2 : lq;
+}
+
+/* Output rows of a band: as many as keep its plane within MCU_DWP_BAND_BYTES (at least 1, at most all). */
+static inline int32_t mcu_dwp_band_rows(const mcu_conv2d_params_t *p)
+{
+    const int s = mcu_dwp_swapped(p);
+    const int32_t oh = s ? p->output.w : p->output.h, kh = s ? p->filter.w : p->filter.h;
+    const int32_t sh = s ? p->stride_w : p->stride_h, dh = s ? p->dilation_w : p->dilation_h;
+    const int32_t row = 2 * (s ? p->stride_h : p->stride_w) * mcu_dwp_phase_entries(p);
+    const int32_t b = (MCU_DWP_BAND_BYTES / row - (kh - 1) * dh - 1) / sh + 1;
+    return b < 1 ? 1 : (b > oh ? oh : b);
 }
 
 static inline int32_t mcu_dwconv2d_s8_mve_planar_scratch_bytes(const mcu_conv2d_params_t *p)
 {
     const int s = mcu_dwp_swapped(p);
     const int32_t kh = s ? p->filter.w : p->filter.h, dh = s ? p->dilation_w : p->dilation_h;
-    const int32_t sw = s ? p->stride_h : p->stride_w;
-    const int32_t ow = s ? p->output.h : p->output.w;
-    return ((kh - 1) * dh + 2) * sw * mcu_dwp_phase_entries(p) * 2 + ((ow + 15) & ~15);
+    const int32_t sh = s ? p->stride_w : p->stride_h, sw = s ? p->stride_h : p->stride_w;
+    const int32_t ow = s ? p->output.h : p->output.w, b = mcu_dwp_band_rows(p);
+    const int32_t pitch = ((ow + 3) & ~3) > 64 ? ((ow + 3) & ~3) : 64;
+    return ((b - 1) * sh + (kh - 1) * dh + 1) * sw * mcu_dwp_phase_entries(p) * 2 + b * pitch + 16;
 }
 
 mcu_status_t mcu_dwconv2d_s8_mve_planar(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,

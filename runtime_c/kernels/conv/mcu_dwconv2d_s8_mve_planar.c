@@ -2,14 +2,16 @@
 
 /*  - The lane axis is the longer of the output's rows and columns (a narrow image runs down its columns: only
  *    the strides and the weights' order change).
- *  - Per channel, a ring of (KH - 1) * dilation_h + 1 planar int16 rows of the input, zero point subtracted,
- *    padding 0, each filled once by gather loads (lane stride C); a row's columns split by residue modulo the
- *    stride (phases of lq entries), so every tap of 4 output pixels is one contiguous VLDRH.S32 and one VMLA by
- *    the weight in a general register. Rows outside the input read a row of zeros.
+ *  - Per channel, bands of output rows (mcu_dwp_band_rows): the band's input rows as planar int16 rows, zero
+ *    point subtracted, padding 0, filled by gather loads (lane stride C), the rows it shares with the band
+ *    before moved up rather than read again; a row's columns split by residue modulo the stride (phases of lq
+ *    entries), so every tap of 4 output pixels is one contiguous VLDRH.S32 and one VMLA by the weight in a
+ *    general register.
  *  - Requantization by the channel's scalar multiplier and shift (mcu_mve_requantize's sequence), offset,
- *    clamp, scatter store (lane stride C) predicated on the row's last pixels.
- *  - In place (stride 1, output dims == input dims, pad_top <= (KH - 1) * dilation_h): output row y of a channel
- *    is written after every input row it or a later row reads has been copied to the ring.
+ *    clamp. A 3x3 window (every row of a band in one assembly block) stores to a staging row, then scattered
+ *    (lane stride C); other windows in C, scattered directly.
+ *  - In place (stride 1, output dims == input dims, pad_top <= (KH - 1) * dilation_h): a band's output rows are
+ *    written after every input row it or a later band reads is in the plane.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -22,8 +24,9 @@
 typedef struct {
     int32_t ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
     int32_t irs, ics, ors, ocs, wrs, wcs; /* byte strides of a row and a column: input, output, filter */
-    int32_t lq, rl, ring;                 /* entries of a phase, of a row (sw * lq), rows of the ring */
+    int32_t lq, rl, span, band;           /* entries of a phase, of a row (sw * lq); window rows; band rows */
     int32_t zo, lo, hi, off;
+    int32_t fn[MCU_DWP_MAX_S], fsrc[MCU_DWP_MAX_S], fdst[MCU_DWP_MAX_S]; /* per phase: columns to fill, where */
 } dwp_t;
 
 static dwp_t frame(const mcu_conv2d_params_t *p)
@@ -39,33 +42,63 @@ static dwp_t frame(const mcu_conv2d_params_t *p)
     g.irs = swap ? c : p->input.w * c, g.ics = swap ? p->input.w * c : c;
     g.ors = swap ? c : p->output.w * c, g.ocs = swap ? p->output.w * c : c;
     g.wrs = swap ? c : p->filter.w * c, g.wcs = swap ? p->filter.w * c : c;
-    g.lq = mcu_dwp_phase_entries(p), g.rl = g.sw * g.lq, g.ring = (g.kh - 1) * g.dh + 1;
+    g.lq = mcu_dwp_phase_entries(p), g.rl = g.sw * g.lq, g.span = (g.kh - 1) * g.dh + 1;
+    g.band = mcu_dwp_band_rows(p);
     g.zo = p->output_offset, g.lo = p->act_min, g.hi = p->act_max, g.off = p->input_offset;
+    for (int32_t ph = 0; ph < g.sw; ++ph) { /* columns j = q * sw + ph inside the input: q in [q0, q1) */
+        const int32_t q0 = (g.pl - ph + g.sw - 1) / g.sw > 0 ? (g.pl - ph + g.sw - 1) / g.sw : 0;
+        const int32_t q1 = (g.iw + g.pl - ph + g.sw - 1) / g.sw;
+        g.fn[ph] = (q1 < g.lq ? q1 : g.lq) - q0;
+        g.fn[ph] = g.fn[ph] > 0 ? g.fn[ph] : 0;
+        g.fsrc[ph] = (q0 * g.sw + ph - g.pl) * g.ics, g.fdst[ph] = ph * g.lq + q0;
+    }
     return g;
 }
 
-/* Input row r of a channel (at in) into ring row dst: column j = q * sw + ph at dst[ph * lq + q]; only the
- * columns inside the input are written (the rest stay 0). */
-static void fill_row(const dwp_t *g, const int8_t *in, int16_t *dst)
+/* rows rows of n int8 values at src, src + step, ... to d as int16 plus off: 8 a gather (16-bit offsets o),
+ * tail-predicated; then src and d move on to the next row by sadv and dadv bytes. */
+MCU_INLINE void gather16(const int8_t *src, int16_t *d, int32_t n, int32_t rows, uint16x8_t o, int32_t step8,
+                         int32_t off, int32_t sadv, int32_t dadv)
+{
+    int16x8_t v;
+    __asm__ volatile("3:\n\t"
+                     "wlstp.16 lr, %[n], 2f\n"
+                     "1:\n\t"
+                     "vldrb.s16 %q[v], [%[src], %q[o]]\n\t"
+                     "vadd.i16 %q[v], %q[v], %[off]\n\t"
+                     "vstrh.16 %q[v], [%[d]], #16\n\t"
+                     "add %[src], %[src], %[step8]\n\t"
+                     "letp lr, 1b\n"
+                     "2:\n\t"
+                     "add %[src], %[src], %[sadv]\n\t"
+                     "add %[d], %[d], %[dadv]\n\t"
+                     "subs %[rows], %[rows], #1\n\t"
+                     "bne 3b\n"
+                     : [src] "+l"(src), [d] "+l"(d), [rows] "+r"(rows), [v] "=&w"(v)
+                     : [n] "r"(n), [o] "w"(o), [off] "r"(off), [step8] "r"(step8), [sadv] "r"(sadv),
+                       [dadv] "r"(dadv)
+                     : "lr", "cc", "memory");
+}
+
+/* rows input rows of a channel (from in, irs bytes apart) into plane rows from dst on: column j = q * sw + ph at
+ * [ph * lq + q]; only the columns inside the input are written (the rest stay 0). */
+static void fill_rows(const dwp_t *g, const int8_t *in, int16_t *dst, int32_t rows)
 {
     const int32_t sw = g->sw, step = sw * g->ics;
+    const uint16x8_t o16 = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)step);
     for (int32_t ph = 0; ph < sw; ++ph) {
-        const int32_t q0 = (g->pl - ph + sw - 1) / sw > 0 ? (g->pl - ph + sw - 1) / sw : 0;
-        int32_t q1 = (g->iw + g->pl - ph + sw - 1) / sw;
-        q1 = q1 < g->lq ? q1 : g->lq;
-        const int8_t *src = in + (q0 * sw + ph - g->pl) * g->ics;
-        int16_t *d = dst + ph * g->lq + q0;
+        const int32_t n = g->fn[ph], it = (n + 7) / 8;
         if (7 * step < 65536) { /* 8 lanes, 16-bit offsets */
-            const uint16x8_t o = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)step);
-            for (int32_t n = q1 - q0; n > 0; n -= 8, src += 8 * step, d += 8) {
-                const mve_pred16_t pr = vctp16q((uint32_t)n);
-                const int16x8_t v = vldrbq_gather_offset_z_s16(src, o, pr);
-                vstrhq_p_s16(d, vaddq_n_s16(v, (int16_t)g->off), pr);
-            }
-        } else {
-            const uint32x4_t o = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)step);
-            for (int32_t n = q1 - q0; n > 0; n -= 4, src += 4 * step, d += 4) {
-                const mve_pred16_t pr = vctp32q((uint32_t)n);
+            gather16(in + g->fsrc[ph], dst + g->fdst[ph], n, rows, o16, 8 * step, g->off, g->irs - 8 * it * step,
+                     2 * g->rl - 16 * it);
+            continue;
+        }
+        const uint32x4_t o = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)step);
+        for (int32_t r = 0; r < rows; ++r) {
+            const int8_t *src = in + r * g->irs + g->fsrc[ph];
+            int16_t *d = dst + r * g->rl + g->fdst[ph];
+            for (int32_t k = n; k > 0; k -= 4, src += 4 * step, d += 4) {
+                const mve_pred16_t pr = vctp32q((uint32_t)k);
                 const int32x4_t v = vldrbq_gather_offset_z_s32(src, o, pr);
                 vstrhq_p_s32(d, vaddq_n_s32(v, g->off), pr);
             }
@@ -81,7 +114,7 @@ MCU_INLINE int32x4_t requant(int32x4_t a, int32_t m, int32_t sh, const dwp_t *g)
     return vminq_s32(vmaxq_s32(a, vdupq_n_s32(g->lo)), vdupq_n_s32(g->hi));
 }
 
-/* One output row of a channel: ring rows rp[0..kh), weights w (kh * kw), taps at toff[kx] entries on. KH, KW,
+/* One output row of a channel: plane rows rp[0..kh), weights w (kh * kw), taps at toff[kx] entries on. KH, KW,
  * SW, DW: compile-time where nonzero (the common windows), else g's. */
 MCU_INLINE void out_row(const dwp_t *g, const int16_t *const *rp, const int32_t *w, const int32_t *toff,
                         int32_t bias, int32_t m, int32_t sh, int8_t *out, const int KH, const int KW, const int SW,
@@ -106,17 +139,19 @@ MCU_INLINE void out_row(const dwp_t *g, const int16_t *const *rp, const int32_t 
 
 /* What dwp_row3 reads (offsets fixed in its assembly). */
 typedef struct {
-    const int16_t *r0, *r1, *r2;     /* 0, 4, 8: the ring rows of window rows 0, 1, 2 */
+    const int16_t *r0, *r1, *r2;     /* 0, 4, 8: the plane rows of window rows 0, 1, 2 */
     const int32_t *w;                /* 12: the 9 weights */
-    int8_t *out;                     /* 16: the staging row (contiguous, 4 pixels a step) */
+    int8_t *out;                     /* 16: the staging rows (contiguous, 4 pixels a step) */
     int32_t n;                       /* 20: steps (n >= 1) */
     int32_t bias, m, sh, zo, lo, hi; /* 24 .. 44 (sh < 0) */
+    int32_t adv, rows;               /* 48: bytes from a row's last step to the next row, 52: rows (>= 1) */
+    int32_t adv_out;                 /* 56 (dwp_pairs3_s1): staging bytes from a pair's last step to the next */
 } dwp_row3_t;
-typedef char dwp_row3_layout[offsetof(dwp_row3_t, hi) == 44 ? 1 : -1];
+typedef char dwp_row3_layout[offsetof(dwp_row3_t, adv_out) == 56 ? 1 : -1];
 
-/* A 3x3 window's row of 4-pixel steps, all 9 weights in r4..r12: per window row two loads at immediate offsets
+/* A 3x3 window's rows of 4-pixel steps, all 9 weights in r4..r12: per window row two loads at immediate offsets
  * (A, B bytes) and one post-incremented (the tap at offset 0), each one VMLA; requantization as requant (shift
- * < 0), contiguous int8 store. 26 instructions per 36 MACs. */
+ * < 0), contiguous int8 store. 26 instructions per 36 MACs; n, adv and rows on the stack. */
 #define DWP_ROW(R, W0, W1, W2, A, B)                                                                             \
     "vldrh.s32 q1, [" R ", #" A "]\n\t"                                                                         \
     "vmla.s32 q0, q1, " W1 "\n\t"                                                                               \
@@ -133,13 +168,18 @@ typedef char dwp_row3_layout[offsetof(dwp_row3_t, hi) == 44 ? 1 : -1];
     "ldr r1, [r0, #36]\n\tvdup.32 q5, r1\n\t"                                                                   \
     "ldr r1, [r0, #40]\n\tvdup.32 q6, r1\n\t"                                                                   \
     "ldr r1, [r0, #44]\n\tvdup.32 q7, r1\n\t"                                                                   \
+    "ldr r1, [r0, #20]\n\t"                                                                                     \
+    "ldr r2, [r0, #48]\n\t"                                                                                     \
+    "ldr r3, [r0, #52]\n\t"                                                                                     \
+    "push {r1-r3}\n\t"                                                                                          \
     "ldr r1, [r0, #12]\n\t"                                                                                     \
     "ldm r1, {r4-r12}\n\t"                                                                                      \
     "ldr r3, [r0, #16]\n\t"                                                                                     \
-    "ldr lr, [r0, #20]\n\t"                                                                                     \
     "ldr r1, [r0, #4]\n\t"                                                                                      \
     "ldr r2, [r0, #8]\n\t"                                                                                      \
     "ldr r0, [r0]\n\t"                                                                                          \
+    "2:\n\t"                                                                                                    \
+    "ldr lr, [sp]\n\t"                                                                                          \
     "dls lr, lr\n"                                                                                              \
     "1:\n\t"                                                                                                    \
     "vmov q0, q2\n\t" DWP_ROW("r0", "r4", "r5", "r6", A, B) DWP_ROW("r1", "r7", "r8", "r9", A, B)             \
@@ -151,6 +191,15 @@ typedef char dwp_row3_layout[offsetof(dwp_row3_t, hi) == 44 ? 1 : -1];
     "vmin.s32 q0, q0, q7\n\t"                                                                                   \
     "vstrb.32 q0, [r3], #4\n\t"                                                                                 \
     "le lr, 1b\n\t"                                                                                             \
+    "ldr lr, [sp, #4]\n\t"                                                                                      \
+    "add r0, r0, lr\n\t"                                                                                        \
+    "add r1, r1, lr\n\t"                                                                                        \
+    "add r2, r2, lr\n\t"                                                                                        \
+    "ldr lr, [sp, #8]\n\t"                                                                                      \
+    "subs lr, lr, #1\n\t"                                                                                       \
+    "str lr, [sp, #8]\n\t"                                                                                      \
+    "bne 2b\n\t"                                                                                                \
+    "add sp, sp, #12\n\t"                                                                                       \
     "vpop {d8-d15}\n\t"                                                                                         \
     "pop {r4-r11, pc}\n\t"
 
@@ -170,23 +219,106 @@ __attribute__((naked, noinline)) static void dwp_row3_s2(const dwp_row3_t *a)
 #undef DWP_ROW3
 #undef DWP_ROW
 
-/* The staging row (ow pixels) to the output at lane stride ocs. */
-static void scatter_row(const dwp_t *g, const int8_t *stage, int8_t *out)
+/* Two output rows at once (3x3, stride 1, dilation 1, plane rows DWP_ROW_BYTES apart): each of the 4 input rows'
+ * 3 loads serves both rows' accumulators (q0, q1); multiplier in r12, staging rows 64 bytes apart. 44
+ * instructions per 72 MACs. Pointers start 8 bytes before the rows (pre-indexed loads); n, adv (input), pairs,
+ * adv (staging) on the stack. */
+#define DWP_TAP2(OFF, W0, W1) "vldrh.s32 q2, " OFF "\n\tvmla.s32 q0, q2, " W0 "\n\tvmla.s32 q1, q2, " W1 "\n\t"
+#define DWP_TAP0(OFF, W) "vldrh.s32 q2, " OFF "\n\tvmla.s32 q0, q2, " W "\n\t"
+#define DWP_TAP1(OFF, W) "vldrh.s32 q2, " OFF "\n\tvmla.s32 q1, q2, " W "\n\t"
+#define DWP_REQ(Q) "vqdmulh.s32 " Q ", " Q ", r12\n\tvrshl.s32 " Q ", " Q ", q4\n\tvadd.i32 " Q ", " Q ", q5\n\t" \
+                   "vmax.s32 " Q ", " Q ", q6\n\tvmin.s32 " Q ", " Q ", q7\n\t"
+__attribute__((naked, noinline)) static void dwp_pairs3_s1(const dwp_row3_t *a)
 {
+    (void)a;
+    __asm__ volatile("push {r4-r11, lr}\n\t"
+                     "vpush {d8-d15}\n\t"
+                     "ldr r1, [r0, #24]\n\tvdup.32 q3, r1\n\t"
+                     "ldr r1, [r0, #32]\n\tvdup.32 q4, r1\n\t"
+                     "ldr r1, [r0, #36]\n\tvdup.32 q5, r1\n\t"
+                     "ldr r1, [r0, #40]\n\tvdup.32 q6, r1\n\t"
+                     "ldr r1, [r0, #44]\n\tvdup.32 q7, r1\n\t"
+                     "ldr r1, [r0, #20]\n\t"
+                     "ldr r2, [r0, #48]\n\t"
+                     "ldr r3, [r0, #52]\n\t"
+                     "ldr r4, [r0, #56]\n\t"
+                     "push {r1-r4}\n\t"
+                     "ldr r1, [r0, #12]\n\t"
+                     "ldm r1, {r3-r11}\n\t"
+                     "ldr r12, [r0, #28]\n\t"
+                     "ldr r2, [r0, #16]\n\t"
+                     "ldr r1, [r0, #4]\n\t"
+                     "ldr r0, [r0]\n"
+                     "2:\n\t"
+                     "ldr lr, [sp]\n\t"
+                     "dls lr, lr\n"
+                     "1:\n\t"
+                     "vmov q0, q3\n\t"
+                     "vmov q1, q3\n\t"
+                     DWP_TAP0("[r0, #8]!", "r3") DWP_TAP0("[r0, #2]", "r4") DWP_TAP0("[r0, #4]", "r5")
+                     DWP_TAP2("[r0, #128]", "r6", "r3") DWP_TAP2("[r0, #130]", "r7", "r4")
+                     DWP_TAP2("[r0, #132]", "r8", "r5")
+                     DWP_TAP2("[r1, #8]!", "r9", "r6") DWP_TAP2("[r1, #2]", "r10", "r7")
+                     DWP_TAP2("[r1, #4]", "r11", "r8")
+                     DWP_TAP1("[r1, #128]", "r9") DWP_TAP1("[r1, #130]", "r10") DWP_TAP1("[r1, #132]", "r11")
+                     DWP_REQ("q0") DWP_REQ("q1")
+                     "vstrb.32 q1, [r2, #64]\n\t"
+                     "vstrb.32 q0, [r2], #4\n\t"
+                     "le lr, 1b\n\t"
+                     "ldr lr, [sp, #4]\n\t"
+                     "add r0, r0, lr\n\t"
+                     "add r1, r1, lr\n\t"
+                     "ldr lr, [sp, #12]\n\t"
+                     "add r2, r2, lr\n\t"
+                     "ldr lr, [sp, #8]\n\t"
+                     "subs lr, lr, #1\n\t"
+                     "str lr, [sp, #8]\n\t"
+                     "bne 2b\n\t"
+                     "add sp, sp, #16\n\t"
+                     "vpop {d8-d15}\n\t"
+                     "pop {r4-r11, pc}\n\t");
+}
+#undef DWP_REQ
+#undef DWP_TAP1
+#undef DWP_TAP0
+#undef DWP_TAP2
+
+/* rows staging rows (ow pixels, pitch bytes apart) to output rows (ors apart) at lane stride ocs: 8 a scatter
+ * (16-bit offsets), tail-predicated. */
+static void scatter_rows(const dwp_t *g, const int8_t *stage, int32_t pitch, int8_t *out, int32_t rows)
+{
+    const int32_t it = (g->ow + 7) / 8;
     if (7 * g->ocs < 65536) {
         const uint16x8_t o = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)g->ocs);
-        for (int32_t x = 0; x < g->ow; x += 8, out += 8 * g->ocs) {
-            vstrbq_scatter_offset_p_s16(out, o, vldrbq_s16(stage + x), vctp16q((uint32_t)(g->ow - x)));
-        }
+        int16x8_t v;
+        __asm__ volatile("3:\n\t"
+                         "wlstp.16 lr, %[n], 2f\n"
+                         "1:\n\t"
+                         "vldrb.s16 %q[v], [%[s]], #8\n\t"
+                         "vstrb.16 %q[v], [%[out], %q[o]]\n\t"
+                         "add %[out], %[out], %[step8]\n\t"
+                         "letp lr, 1b\n"
+                         "2:\n\t"
+                         "add %[s], %[s], %[sadv]\n\t"
+                         "add %[out], %[out], %[oadv]\n\t"
+                         "subs %[rows], %[rows], #1\n\t"
+                         "bne 3b\n"
+                         : [s] "+l"(stage), [out] "+l"(out), [rows] "+r"(rows), [v] "=&w"(v)
+                         : [n] "r"(g->ow), [o] "w"(o), [step8] "r"(8 * g->ocs), [sadv] "r"(pitch - 8 * it),
+                           [oadv] "r"(g->ors - 8 * it * g->ocs)
+                         : "lr", "cc", "memory");
         return;
     }
     const uint32x4_t o = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)g->ocs);
-    for (int32_t x = 0; x < g->ow; x += 4, out += 4 * g->ocs) {
-        vstrbq_scatter_offset_p_s32(out, o, vldrbq_s32(stage + x), vctp32q((uint32_t)(g->ow - x)));
+    for (int32_t r = 0; r < rows; ++r, stage += pitch, out += g->ors) {
+        int8_t *q = out;
+        for (int32_t x = 0; x < g->ow; x += 4, q += 4 * g->ocs) {
+            vstrbq_scatter_offset_p_s32(q, o, vldrbq_s32(stage + x), vctp32q((uint32_t)(g->ow - x)));
+        }
     }
 }
 
-/* One output row in C (rp: its window's ring rows). */
+/* One output row in C (rp: its window's plane rows). */
 static void row_c(const dwp_t *g, const int16_t *const *rp, const int32_t *w, const int32_t *toff, int32_t bias,
                   int32_t m, int32_t sh, int8_t *out)
 {
@@ -204,9 +336,69 @@ static void row_c(const dwp_t *g, const int16_t *const *rp, const int32_t *w, co
     }
 }
 
-/* Every output row of one channel (input, output and filter at the channel). */
+/* Plane rows [from, to) of a band whose row 0 is input row top: the input's rows filled, others zero. */
+static void band_rows(const dwp_t *g, const int8_t *in, int16_t *plane, int32_t top, int32_t from, int32_t to)
+{
+    const int32_t a = -top > from ? -top : from, e = g->ih - top < to ? g->ih - top : to; /* inside: [a, e) */
+    for (int32_t i = from; i < to; ++i) {
+        if (i < a || i >= e) {
+            mcu_fill_s8((int8_t *)(void *)(plane + i * g->rl), 0, 2 * g->rl);
+        }
+    }
+    if (e > a) {
+        fill_rows(g, in + (top + a) * g->irs, plane + a * g->rl, e - a);
+    }
+}
+
+/* Rows [src, src + n) of the plane to rows [0, n) (src > 0: row by row upwards, so overlap is safe). */
+static void move_rows(const dwp_t *g, int16_t *plane, int32_t src, int32_t n)
+{
+    for (int32_t i = 0; i < n * g->rl; i += 8) {
+        vstrhq_s16(plane + i, vldrhq_s16(plane + src * g->rl + i));
+    }
+}
+
+/* The output rows [y0, y0 + nb) of a band from its plane (in C, or 3x3 in assembly through the staging rows:
+ * in pairs where the plane's rows are DWP_ROW_BYTES apart at stride 1, a last odd row alone). */
+static void band_out(const dwp_t *g, const int16_t *plane, const int32_t *w, const int32_t *toff, int32_t bias,
+                     int32_t m, int32_t sh, int32_t nb, int8_t *stage, int8_t *out)
+{
+    const int32_t n = (g->ow + 3) / 4, rs = g->dh * g->rl;
+    if (!(sh < 0 && g->kh == 3 && g->kw == 3 && g->dw == 1 && (g->sw == 1 || g->lq == MCU_DWP_LQ2))) {
+        for (int32_t y = 0; y < nb; ++y) {
+            const int16_t *rp[MCU_DWP_MAX_K];
+            for (int32_t i = 0; i < g->kh; ++i) {
+                rp[i] = plane + (y * g->sh + i * g->dh) * g->rl;
+            }
+            row_c(g, rp, w, toff, bias, m, sh, out + y * g->ors);
+        }
+        return;
+    }
+    int32_t y = 0;
+    if (g->sw == 1 && g->sh == 1 && g->dh == 1 && g->lq == MCU_DWP_LQ2 && nb >= 2) {
+        const dwp_row3_t a = {plane - 4, plane + 2 * g->rl - 4, 0, w, stage, n, bias, m, sh, g->zo, g->lo, g->hi,
+                              2 * 2 * g->rl - 8 * n, nb / 2, 128 - 4 * n};
+        dwp_pairs3_s1(&a);
+        y = nb & ~1;
+        scatter_rows(g, stage, 64, out, y);
+    }
+    if (y == nb) {
+        return;
+    }
+    const int16_t *p0 = plane + y * g->sh * g->rl;
+    const dwp_row3_t a = {p0, p0 + rs, p0 + 2 * rs, w, stage, n, bias, m, sh, g->zo, g->lo, g->hi,
+                          2 * g->sh * g->rl - 8 * n, nb - y, 0};
+    if (g->sw == 1) {
+        dwp_row3_s1(&a);
+    } else {
+        dwp_row3_s2(&a);
+    }
+    scatter_rows(g, stage, 4 * n, out + y * g->ors, nb - y);
+}
+
+/* Every output row of one channel (input, output and filter at the channel), band by band. */
 static void channel(const dwp_t *g, const int8_t *in, const int8_t *filter, int32_t bias, int32_t m, int32_t sh,
-                    int16_t *ring, const int16_t *zero, const int32_t *toff, int8_t *stage, int8_t *out)
+                    int16_t *plane, const int32_t *toff, int8_t *stage, int8_t *out)
 {
     int32_t w[MCU_DWP_MAX_TAPS];
     for (int32_t i = 0, t = 0; i < g->kh; ++i) {
@@ -214,32 +406,16 @@ static void channel(const dwp_t *g, const int8_t *in, const int8_t *filter, int3
             w[t++] = filter[i * g->wrs + j * g->wcs];
         }
     }
-    const int fast = sh < 0 && g->kh == 3 && g->kw == 3 && g->dw == 1 &&
-                     (g->sw == 1 || (g->sw == 2 && g->lq == MCU_DWP_LQ2));
-    dwp_row3_t a = {0, 0, 0, w, stage, (g->ow + 3) / 4, bias, m, sh, g->zo, g->lo, g->hi};
-    const int16_t *rp[MCU_DWP_MAX_K];
-    int32_t next = 0; /* the next input row to copy */
-    for (int32_t y = 0; y < g->oh; ++y, out += g->ors) {
-        const int32_t top = y * g->sh - g->pt, last = top + (g->kh - 1) * g->dh;
-        next = next > top ? next : top; /* rows a stride skips are never copied */
-        for (; next <= last && next < g->ih; ++next) {
-            fill_row(g, in + next * g->irs, ring + (next % g->ring) * g->rl);
+    int32_t have = 0; /* plane rows of the band before */
+    for (int32_t y0 = 0; y0 < g->oh; y0 += g->band) {
+        const int32_t nb = g->oh - y0 < g->band ? g->oh - y0 : g->band, need = (nb - 1) * g->sh + g->span;
+        const int32_t keep = have - g->band * g->sh; /* its last rows are this band's first */
+        if (keep > 0) {
+            move_rows(g, plane, g->band * g->sh, keep);
         }
-        for (int32_t i = 0; i < g->kh; ++i) {
-            const int32_t r = top + i * g->dh;
-            rp[i] = r >= 0 && r < g->ih ? ring + (r % g->ring) * g->rl : zero;
-        }
-        if (!fast) {
-            row_c(g, rp, w, toff, bias, m, sh, out);
-            continue;
-        }
-        a.r0 = rp[0], a.r1 = rp[1], a.r2 = rp[2];
-        if (g->sw == 1) {
-            dwp_row3_s1(&a);
-        } else {
-            dwp_row3_s2(&a);
-        }
-        scatter_row(g, stage, out);
+        band_rows(g, in, plane, y0 * g->sh - g->pt, keep > 0 ? keep : 0, need);
+        band_out(g, plane, w, toff, bias, m, sh, nb, stage, out + y0 * g->ors);
+        have = need;
     }
 }
 #endif
@@ -256,15 +432,15 @@ mcu_status_t mcu_dwconv2d_s8_mve_planar(const mcu_conv2d_params_t *params, const
     }
     const int32_t c = p->input.c;
     if (p->output.c != c || p->filter.h > MCU_DWP_MAX_K || p->filter.w > MCU_DWP_MAX_K ||
-        p->filter.h * p->filter.w > MCU_DWP_MAX_TAPS) {
+        p->stride_h > MCU_DWP_MAX_S || p->stride_w > MCU_DWP_MAX_S) {
         return MCU_ERR_SHAPE;
     }
     if (mcu_quant_check(quant, c) != MCU_OK) {
         return MCU_ERR_ARG;
     }
     const dwp_t g = frame(p);
-    int16_t *zero = (int16_t *)(void *)scratch, *ring = zero + g.rl;
-    int8_t *stage = (int8_t *)(ring + g.ring * g.rl);
+    int16_t *plane = (int16_t *)(void *)scratch;
+    int8_t *stage = (int8_t *)(plane + ((g.band - 1) * g.sh + g.span) * g.rl);
     mcu_fill_s8(scratch, 0, mcu_dwconv2d_s8_mve_planar_scratch_bytes(p));
     int32_t toff[MCU_DWP_MAX_K];
     for (int32_t j = 0; j < g.kw; ++j) {
@@ -274,7 +450,7 @@ mcu_status_t mcu_dwconv2d_s8_mve_planar(const mcu_conv2d_params_t *params, const
     for (int32_t n = 0; n < p->output.n; ++n) {
         for (int32_t ch = 0; ch < c; ++ch) {
             channel(&g, input + n * in_n + ch, filter + ch, bias != NULL ? bias[ch] : 0, quant->multiplier[ch],
-                    quant->shift[ch], ring, zero, toff, stage, output + n * out_n + ch);
+                    quant->shift[ch], plane, toff, stage, output + n * out_n + ch);
         }
     }
     return MCU_OK;
