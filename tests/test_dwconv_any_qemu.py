@@ -19,7 +19,7 @@ import hostc
 from mcu.boards import load_board
 from mcu.codegen import kernels as registry
 from mcu.codegen.ir import verify
-from mcu.codegen.kernels.geometry import is_dw
+from mcu.codegen.kernels.geometry import dwp_fits, is_dw
 from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.reference import run_reference
 from mcu.codegen.target import Target
@@ -123,11 +123,19 @@ def planar_cases(seed: int) -> GraphBuilder:
     g.conv(1, 9, 140, 8, 8, kernel=(3, 3), stride=(2, 2), pad=(1, 1), depthwise=True, family="dw")  # 70 lanes
     g.conv(1, 8, 10, 12, 12, kernel=(3, 3), depthwise=True, extreme=True, family="dw")     # 'valid'
     g.conv(1, 9, 9, 12, 12, kernel=(3, 3), pad=(2, 0), pad_end=(0, 2), depthwise=True, family="dw")
+    g.conv(1, 40, 21, 8, 8, kernel=(3, 3), pad=(1, 1), depthwise=True, extreme="full", family="dw")  # 2 bands
     return g
 
 
+@pytest.fixture
+def planar_everywhere(monkeypatch):
+    """The registry with mcu_dwconv2d_s8_mve_planar taking every call it can run (its C paths too)."""
+    monkeypatch.setitem(registry.KERNELS, "mcu_dwconv2d_s8_mve_planar",
+                        dataclasses.replace(registry.KERNELS["mcu_dwconv2d_s8_mve_planar"], applies=dwp_fits))
+
+
 @pytest.mark.qemu
-def test_planar_depthwise_equals_portable_twin_on_m55(tmp_path):
+def test_planar_depthwise_equals_portable_twin_on_m55(planar_everywhere, tmp_path):
     portable = planar_cases(seed=7).graph()
     graph = verify(select_kernels(portable, Target.of_board(load_board("mps3-an547"))))
     assert {n.call.kernel for n in graph.nodes} == {"mcu_dwconv2d_s8_mve_planar"}

@@ -60,7 +60,15 @@ def dwp_phase_entries(p: dict) -> int:
     """Twin of mcu_dwp_phase_entries: a ring row's entries per stride phase."""
     _, ow, _, kw, _, sw, dw = dwp_frame(p)
     lq = (-(-ow // 4) * 4 + (kw - 1) * dw // sw + 1 + 7) // 8 * 8
-    return DWP_LQ2 if sw <= 2 and kw == 3 and dw == 1 and lq <= DWP_LQ2 else lq
+    if kw == 3 and dw == 1 and sw <= 2 and lq <= DWP_LQ2:   # the assembly's fixed row strides
+        return DWP_LQ2 // 2 if sw == 1 and lq <= DWP_LQ2 // 2 else DWP_LQ2
+    return lq
+
+
+def dwp_stage_pitch(p: dict) -> int:
+    """Twin of mcu_dwp_stage_pitch: bytes between staging rows."""
+    ow4 = -(-dwp_frame(p)[1] // 4) * 4
+    return 32 if dwp_phase_entries(p) == 32 else max(64, ow4)
 
 
 def dwp_band_rows(p: dict) -> int:
@@ -74,11 +82,11 @@ def dwp_band_rows(p: dict) -> int:
 
 def dwconv2d_s8_mve_planar_scratch_bytes(p: dict) -> int:
     """Twin of mcu_dwconv2d_s8_mve_planar_scratch_bytes: a band's plane of int16 rows (stride_w phases each), then
-    its staging output rows (lane axis rounded up to 4, at least 64) and 16 bytes (lane frame)."""
-    s, ow, kh, _, dh, sw, _ = dwp_frame(p)
+    its staging output rows (dwp_stage_pitch bytes each) and 16 bytes (lane frame)."""
+    s, _, kh, _, dh, sw, _ = dwp_frame(p)
     sh = p["stride_w"] if s else p["stride_h"]
     b = dwp_band_rows(p)
-    return ((b - 1) * sh + (kh - 1) * dh + 1) * sw * dwp_phase_entries(p) * 2 + b * max(64, -(-ow // 4) * 4) + 16
+    return ((b - 1) * sh + (kh - 1) * dh + 1) * sw * dwp_phase_entries(p) * 2 + b * dwp_stage_pitch(p) + 16
 
 
 def dwconv2d_s8_mve_planar_overwrites(p: dict) -> bool:

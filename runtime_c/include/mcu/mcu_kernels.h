@@ -1082,11 +1082,11 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
  * depthwise's geometry when pad_top and pad_left <= (K - 1) * dilation; contiguous output.
  * scratch (lane frame): the plane of a band of B output rows (mcu_dwp_band_rows), (B - 1) * stride_h +
  * (KH - 1) * dilation_h + 1 int16 rows of stride_w phases of mcu_dwp_phase_entries entries, then B staging
- * rows of the output (the lane axis rounded up to 4 bytes, at least 64) and 16 bytes. */
+ * rows of the output (mcu_dwp_stage_pitch bytes each) and 16 bytes. */
 #define MCU_DWP_MAX_K 7
 #define MCU_DWP_MAX_TAPS (MCU_DWP_MAX_K * MCU_DWP_MAX_K)
 #define MCU_DWP_MAX_S 4 /* stride at most */
-#define MCU_DWP_LQ2 64 /* a 3x3 window's phases (rows at stride 1) where they fit: an immediate offset apart */
+#define MCU_DWP_LQ2 64 /* a 3x3 window's phases where they fit (32 or 64 entries, an immediate offset apart) */
 #define MCU_DWP_BAND_BYTES 2048 /* a band's plane at most (unless one output row needs more) */
 static inline int mcu_dwp_swapped(const mcu_conv2d_params_t *p)
 {
@@ -1099,7 +1099,18 @@ static inline int32_t mcu_dwp_phase_entries(const mcu_conv2d_params_t *p)
     const int32_t ow = s ? p->output.h : p->output.w, kw = s ? p->filter.h : p->filter.w;
     const int32_t sw = s ? p->stride_h : p->stride_w, dw = s ? p->dilation_h : p->dilation_w;
     const int32_t lq = (((ow + 3) & ~3) + (kw - 1) * dw / sw + 1 + 7) & ~7;
-    return sw <= 2 && kw == 3 && dw == 1 && lq <= MCU_DWP_LQ2 ? MCU_DWP_LQ2 : lq;
+    if (kw == 3 && dw == 1 && sw <= 2 && lq <= MCU_DWP_LQ2) { /* the assembly's fixed row strides */
+        return sw == 1 && lq <= MCU_DWP_LQ2 / 2 ? MCU_DWP_LQ2 / 2 : MCU_DWP_LQ2;
+    }
+    return lq;
+}
+
+/* Bytes between a band's staging rows: 32 where the phases have 32 entries, else the lane axis rounded up to 4, at
+ * least 64. */
+static inline int32_t mcu_dwp_stage_pitch(const mcu_conv2d_params_t *p)
+{
+    const int32_t ow4 = ((mcu_dwp_swapped(p) ? p->output.h : p->output.w) + 3) & ~3;
+    return mcu_dwp_phase_entries(p) == 32 ? 32 : (ow4 > 64 ? ow4 : 64);
 }
 
 /* Output rows of a band: as many as keep its plane within MCU_DWP_BAND_BYTES (at least 1, at most all). */
@@ -1118,9 +1129,8 @@ static inline int32_t mcu_dwconv2d_s8_mve_planar_scratch_bytes(const mcu_conv2d_
     const int s = mcu_dwp_swapped(p);
     const int32_t kh = s ? p->filter.w : p->filter.h, dh = s ? p->dilation_w : p->dilation_h;
     const int32_t sh = s ? p->stride_w : p->stride_h, sw = s ? p->stride_h : p->stride_w;
-    const int32_t ow = s ? p->output.h : p->output.w, b = mcu_dwp_band_rows(p);
-    const int32_t pitch = ((ow + 3) & ~3) > 64 ? ((ow + 3) & ~3) : 64;
-    return ((b - 1) * sh + (kh - 1) * dh + 1) * sw * mcu_dwp_phase_entries(p) * 2 + b * pitch + 16;
+    const int32_t b = mcu_dwp_band_rows(p);
+    return ((b - 1) * sh + (kh - 1) * dh + 1) * sw * mcu_dwp_phase_entries(p) * 2 + b * mcu_dwp_stage_pitch(p) + 16;
 }
 
 mcu_status_t mcu_dwconv2d_s8_mve_planar(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,

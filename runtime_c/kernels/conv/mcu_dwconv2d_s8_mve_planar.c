@@ -145,7 +145,7 @@ typedef struct {
     int32_t n;                       /* 20: steps (n >= 1) */
     int32_t bias, m, sh, zo, lo, hi; /* 24 .. 44 (sh < 0) */
     int32_t adv, rows;               /* 48: bytes from a row's last step to the next row, 52: rows (>= 1) */
-    int32_t adv_out;                 /* 56 (dwp_pairs3_s1): staging bytes from a pair's last step to the next */
+    int32_t adv_out;                 /* 56 (dwp_pairs3_*): staging bytes from a pair's last step to the next */
 } dwp_row3_t;
 typedef char dwp_row3_layout[offsetof(dwp_row3_t, adv_out) == 56 ? 1 : -1];
 
@@ -219,65 +219,74 @@ __attribute__((naked, noinline)) static void dwp_row3_s2(const dwp_row3_t *a)
 #undef DWP_ROW3
 #undef DWP_ROW
 
-/* Two output rows at once (3x3, stride 1, dilation 1, plane rows DWP_ROW_BYTES apart): each of the 4 input rows'
- * 3 loads serves both rows' accumulators (q0, q1); multiplier in r12, staging rows 64 bytes apart. 44
- * instructions per 72 MACs. Pointers start 8 bytes before the rows (pre-indexed loads); n, adv (input), pairs,
- * adv (staging) on the stack. */
+/* Two output rows at once (3x3, stride 1, dilation 1, plane rows RB bytes apart, staging rows RB / 2): each of
+ * the 4 input rows' 3 loads serves both rows' accumulators (q0, q1); multiplier in r12. 44 instructions per 72
+ * MACs. Pointers start 8 bytes before the rows (pre-indexed loads); n, adv (input), pairs, adv (staging) on the
+ * stack. */
 #define DWP_TAP2(OFF, W0, W1) "vldrh.s32 q2, " OFF "\n\tvmla.s32 q0, q2, " W0 "\n\tvmla.s32 q1, q2, " W1 "\n\t"
 #define DWP_TAP0(OFF, W) "vldrh.s32 q2, " OFF "\n\tvmla.s32 q0, q2, " W "\n\t"
 #define DWP_TAP1(OFF, W) "vldrh.s32 q2, " OFF "\n\tvmla.s32 q1, q2, " W "\n\t"
 #define DWP_REQ(Q) "vqdmulh.s32 " Q ", " Q ", r12\n\tvrshl.s32 " Q ", " Q ", q4\n\tvadd.i32 " Q ", " Q ", q5\n\t" \
                    "vmax.s32 " Q ", " Q ", q6\n\tvmin.s32 " Q ", " Q ", q7\n\t"
-__attribute__((naked, noinline)) static void dwp_pairs3_s1(const dwp_row3_t *a)
+#define DWP_PAIRS(RB0, RB2, RB4, SP)                                                                             \
+    "push {r4-r11, lr}\n\t"                                                                                     \
+    "vpush {d8-d15}\n\t"                                                                                        \
+    "ldr r1, [r0, #24]\n\tvdup.32 q3, r1\n\t"                                                                   \
+    "ldr r1, [r0, #32]\n\tvdup.32 q4, r1\n\t"                                                                   \
+    "ldr r1, [r0, #36]\n\tvdup.32 q5, r1\n\t"                                                                   \
+    "ldr r1, [r0, #40]\n\tvdup.32 q6, r1\n\t"                                                                   \
+    "ldr r1, [r0, #44]\n\tvdup.32 q7, r1\n\t"                                                                   \
+    "ldr r1, [r0, #20]\n\t"                                                                                     \
+    "ldr r2, [r0, #48]\n\t"                                                                                     \
+    "ldr r3, [r0, #52]\n\t"                                                                                     \
+    "ldr r4, [r0, #56]\n\t"                                                                                     \
+    "push {r1-r4}\n\t"                                                                                          \
+    "ldr r1, [r0, #12]\n\t"                                                                                     \
+    "ldm r1, {r3-r11}\n\t"                                                                                      \
+    "ldr r12, [r0, #28]\n\t"                                                                                    \
+    "ldr r2, [r0, #16]\n\t"                                                                                     \
+    "ldr r1, [r0, #4]\n\t"                                                                                      \
+    "ldr r0, [r0]\n"                                                                                            \
+    "2:\n\t"                                                                                                    \
+    "ldr lr, [sp]\n\t"                                                                                          \
+    "dls lr, lr\n"                                                                                              \
+    "1:\n\t"                                                                                                    \
+    "vmov q0, q3\n\t"                                                                                           \
+    "vmov q1, q3\n\t" DWP_TAP0("[r0, #8]!", "r3") DWP_TAP0("[r0, #2]", "r4") DWP_TAP0("[r0, #4]", "r5")       \
+    DWP_TAP2("[r0, #" RB0 "]", "r6", "r3") DWP_TAP2("[r0, #" RB2 "]", "r7", "r4")                              \
+    DWP_TAP2("[r0, #" RB4 "]", "r8", "r5") DWP_TAP2("[r1, #8]!", "r9", "r6") DWP_TAP2("[r1, #2]", "r10", "r7") \
+    DWP_TAP2("[r1, #4]", "r11", "r8") DWP_TAP1("[r1, #" RB0 "]", "r9") DWP_TAP1("[r1, #" RB2 "]", "r10")       \
+    DWP_TAP1("[r1, #" RB4 "]", "r11") DWP_REQ("q0") DWP_REQ("q1")                                              \
+    "vstrb.32 q1, [r2, #" SP "]\n\t"                                                                            \
+    "vstrb.32 q0, [r2], #4\n\t"                                                                                 \
+    "le lr, 1b\n\t"                                                                                             \
+    "ldr lr, [sp, #4]\n\t"                                                                                      \
+    "add r0, r0, lr\n\t"                                                                                        \
+    "add r1, r1, lr\n\t"                                                                                        \
+    "ldr lr, [sp, #12]\n\t"                                                                                     \
+    "add r2, r2, lr\n\t"                                                                                        \
+    "ldr lr, [sp, #8]\n\t"                                                                                      \
+    "subs lr, lr, #1\n\t"                                                                                       \
+    "str lr, [sp, #8]\n\t"                                                                                      \
+    "bne 2b\n\t"                                                                                                \
+    "add sp, sp, #16\n\t"                                                                                       \
+    "vpop {d8-d15}\n\t"                                                                                         \
+    "pop {r4-r11, pc}\n\t"
+
+/* Phases of 32 entries: plane rows 64 bytes apart, staging rows 32. */
+__attribute__((naked, noinline)) static void dwp_pairs3_64(const dwp_row3_t *a)
 {
     (void)a;
-    __asm__ volatile("push {r4-r11, lr}\n\t"
-                     "vpush {d8-d15}\n\t"
-                     "ldr r1, [r0, #24]\n\tvdup.32 q3, r1\n\t"
-                     "ldr r1, [r0, #32]\n\tvdup.32 q4, r1\n\t"
-                     "ldr r1, [r0, #36]\n\tvdup.32 q5, r1\n\t"
-                     "ldr r1, [r0, #40]\n\tvdup.32 q6, r1\n\t"
-                     "ldr r1, [r0, #44]\n\tvdup.32 q7, r1\n\t"
-                     "ldr r1, [r0, #20]\n\t"
-                     "ldr r2, [r0, #48]\n\t"
-                     "ldr r3, [r0, #52]\n\t"
-                     "ldr r4, [r0, #56]\n\t"
-                     "push {r1-r4}\n\t"
-                     "ldr r1, [r0, #12]\n\t"
-                     "ldm r1, {r3-r11}\n\t"
-                     "ldr r12, [r0, #28]\n\t"
-                     "ldr r2, [r0, #16]\n\t"
-                     "ldr r1, [r0, #4]\n\t"
-                     "ldr r0, [r0]\n"
-                     "2:\n\t"
-                     "ldr lr, [sp]\n\t"
-                     "dls lr, lr\n"
-                     "1:\n\t"
-                     "vmov q0, q3\n\t"
-                     "vmov q1, q3\n\t"
-                     DWP_TAP0("[r0, #8]!", "r3") DWP_TAP0("[r0, #2]", "r4") DWP_TAP0("[r0, #4]", "r5")
-                     DWP_TAP2("[r0, #128]", "r6", "r3") DWP_TAP2("[r0, #130]", "r7", "r4")
-                     DWP_TAP2("[r0, #132]", "r8", "r5")
-                     DWP_TAP2("[r1, #8]!", "r9", "r6") DWP_TAP2("[r1, #2]", "r10", "r7")
-                     DWP_TAP2("[r1, #4]", "r11", "r8")
-                     DWP_TAP1("[r1, #128]", "r9") DWP_TAP1("[r1, #130]", "r10") DWP_TAP1("[r1, #132]", "r11")
-                     DWP_REQ("q0") DWP_REQ("q1")
-                     "vstrb.32 q1, [r2, #64]\n\t"
-                     "vstrb.32 q0, [r2], #4\n\t"
-                     "le lr, 1b\n\t"
-                     "ldr lr, [sp, #4]\n\t"
-                     "add r0, r0, lr\n\t"
-                     "add r1, r1, lr\n\t"
-                     "ldr lr, [sp, #12]\n\t"
-                     "add r2, r2, lr\n\t"
-                     "ldr lr, [sp, #8]\n\t"
-                     "subs lr, lr, #1\n\t"
-                     "str lr, [sp, #8]\n\t"
-                     "bne 2b\n\t"
-                     "add sp, sp, #16\n\t"
-                     "vpop {d8-d15}\n\t"
-                     "pop {r4-r11, pc}\n\t");
+    __asm__ volatile(DWP_PAIRS("64", "66", "68", "32"));
 }
+
+/* Phases of 64 entries: plane rows 128 bytes apart, staging rows 64. */
+__attribute__((naked, noinline)) static void dwp_pairs3_128(const dwp_row3_t *a)
+{
+    (void)a;
+    __asm__ volatile(DWP_PAIRS("128", "130", "132", "64"));
+}
+#undef DWP_PAIRS
 #undef DWP_REQ
 #undef DWP_TAP1
 #undef DWP_TAP0
@@ -336,30 +345,48 @@ static void row_c(const dwp_t *g, const int16_t *const *rp, const int32_t *w, co
     }
 }
 
-/* Plane rows [from, to) of a band whose row 0 is input row top: the input's rows filled, others zero. */
-static void band_rows(const dwp_t *g, const int8_t *in, int16_t *plane, int32_t top, int32_t from, int32_t to)
+/* Plane rows [from, to) of a band whose row 0 is input row top: the input's rows filled, others zero (rows that
+ * may hold data, bit i of *dirty, rows past 64 always). */
+static void band_rows(const dwp_t *g, const int8_t *in, int16_t *plane, int32_t top, int32_t from, int32_t to,
+                      uint64_t *dirty)
 {
-    const int32_t a = -top > from ? -top : from, e = g->ih - top < to ? g->ih - top : to; /* inside: [a, e) */
-    for (int32_t i = from; i < to; ++i) {
-        if (i < a || i >= e) {
+    int32_t a = -top > from ? -top : from, e = g->ih - top < to ? g->ih - top : to; /* inside: [a, e) */
+    e = e > a ? e : a;
+    for (int32_t i = from; i < to; i = i + 1 == a ? e : i + 1) {
+        if (i >= a && i < e) {
+            continue;
+        }
+        if (i >= 64 || (*dirty >> i) & 1u) {
             mcu_fill_s8((int8_t *)(void *)(plane + i * g->rl), 0, 2 * g->rl);
+            *dirty &= i < 64 ? ~((uint64_t)1 << i) : ~(uint64_t)0;
         }
     }
     if (e > a) {
         fill_rows(g, in + (top + a) * g->irs, plane + a * g->rl, e - a);
+        *dirty |= (e < 64 ? ((uint64_t)1 << e) - 1 : ~(uint64_t)0) & (a < 64 ? ~(((uint64_t)1 << a) - 1) : 0);
     }
 }
 
-/* Rows [src, src + n) of the plane to rows [0, n) (src > 0: row by row upwards, so overlap is safe). */
-static void move_rows(const dwp_t *g, int16_t *plane, int32_t src, int32_t n)
+/* Rows [src, src + n) of the plane to rows [0, n) (src > 0: upwards, so overlap is safe); the dirty bits too. */
+static void move_rows(const dwp_t *g, int16_t *plane, int32_t src, int32_t n, uint64_t *dirty)
 {
-    for (int32_t i = 0; i < n * g->rl; i += 8) {
-        vstrhq_s16(plane + i, vldrhq_s16(plane + src * g->rl + i));
-    }
+    const int16_t *from = plane + src * g->rl;
+    int16x8_t v;
+    __asm__ volatile("wlstp.16 lr, %[n], 2f\n"
+                     "1:\n\t"
+                     "vldrh.16 %q[v], [%[from]], #16\n\t"
+                     "vstrh.16 %q[v], [%[to]], #16\n\t"
+                     "letp lr, 1b\n"
+                     "2:\n"
+                     : [from] "+r"(from), [to] "+r"(plane), [v] "=&w"(v)
+                     : [n] "r"(n * g->rl)
+                     : "lr", "memory");
+    const uint64_t low = n < 64 ? ((uint64_t)1 << n) - 1 : ~(uint64_t)0; /* rows [0, n) now rows [src, src + n)'s */
+    *dirty = src < 64 ? ((*dirty >> src) & low) | (*dirty & ~low) : ~(uint64_t)0;
 }
 
 /* The output rows [y0, y0 + nb) of a band from its plane (in C, or 3x3 in assembly through the staging rows:
- * in pairs where the plane's rows are DWP_ROW_BYTES apart at stride 1, a last odd row alone). */
+ * in pairs where the phases have 32 or 64 entries at stride 1, a last odd row alone). */
 static void band_out(const dwp_t *g, const int16_t *plane, const int32_t *w, const int32_t *toff, int32_t bias,
                      int32_t m, int32_t sh, int32_t nb, int8_t *stage, int8_t *out)
 {
@@ -375,12 +402,17 @@ static void band_out(const dwp_t *g, const int16_t *plane, const int32_t *w, con
         return;
     }
     int32_t y = 0;
-    if (g->sw == 1 && g->sh == 1 && g->dh == 1 && g->lq == MCU_DWP_LQ2 && nb >= 2) {
+    if (g->sw == 1 && g->sh == 1 && g->dh == 1 && (g->lq == 32 || g->lq == 64) && nb >= 2) {
+        const int32_t pitch = g->lq; /* mcu_dwp_stage_pitch */
         const dwp_row3_t a = {plane - 4, plane + 2 * g->rl - 4, 0, w, stage, n, bias, m, sh, g->zo, g->lo, g->hi,
-                              2 * 2 * g->rl - 8 * n, nb / 2, 128 - 4 * n};
-        dwp_pairs3_s1(&a);
+                              2 * 2 * g->rl - 8 * n, nb / 2, 2 * pitch - 4 * n};
+        if (g->lq == 32) {
+            dwp_pairs3_64(&a);
+        } else {
+            dwp_pairs3_128(&a);
+        }
         y = nb & ~1;
-        scatter_rows(g, stage, 64, out, y);
+        scatter_rows(g, stage, pitch, out, y);
     }
     if (y == nb) {
         return;
@@ -398,7 +430,7 @@ static void band_out(const dwp_t *g, const int16_t *plane, const int32_t *w, con
 
 /* Every output row of one channel (input, output and filter at the channel), band by band. */
 static void channel(const dwp_t *g, const int8_t *in, const int8_t *filter, int32_t bias, int32_t m, int32_t sh,
-                    int16_t *plane, const int32_t *toff, int8_t *stage, int8_t *out)
+                    int16_t *plane, const int32_t *toff, int8_t *stage, uint64_t *dirty, int8_t *out)
 {
     int32_t w[MCU_DWP_MAX_TAPS];
     for (int32_t i = 0, t = 0; i < g->kh; ++i) {
@@ -406,14 +438,14 @@ static void channel(const dwp_t *g, const int8_t *in, const int8_t *filter, int3
             w[t++] = filter[i * g->wrs + j * g->wcs];
         }
     }
-    int32_t have = 0; /* plane rows of the band before */
+    int32_t have = 0;                                        /* plane rows of the band before */
     for (int32_t y0 = 0; y0 < g->oh; y0 += g->band) {
         const int32_t nb = g->oh - y0 < g->band ? g->oh - y0 : g->band, need = (nb - 1) * g->sh + g->span;
         const int32_t keep = have - g->band * g->sh; /* its last rows are this band's first */
         if (keep > 0) {
-            move_rows(g, plane, g->band * g->sh, keep);
+            move_rows(g, plane, g->band * g->sh, keep, dirty);
         }
-        band_rows(g, in, plane, y0 * g->sh - g->pt, keep > 0 ? keep : 0, need);
+        band_rows(g, in, plane, y0 * g->sh - g->pt, keep > 0 ? keep : 0, need, dirty);
         band_out(g, plane, w, toff, bias, m, sh, nb, stage, out + y0 * g->ors);
         have = need;
     }
@@ -443,6 +475,7 @@ mcu_status_t mcu_dwconv2d_s8_mve_planar(const mcu_conv2d_params_t *params, const
     int8_t *stage = (int8_t *)(plane + ((g.band - 1) * g.sh + g.span) * g.rl);
     mcu_fill_s8(scratch, 0, mcu_dwconv2d_s8_mve_planar_scratch_bytes(p));
     int32_t toff[MCU_DWP_MAX_K];
+    uint64_t dirty = 0; /* plane rows that may hold input (the scratch starts zero) */
     for (int32_t j = 0; j < g.kw; ++j) {
         toff[j] = ((j * g.dw) % g.sw) * g.lq + (j * g.dw) / g.sw;
     }
@@ -450,7 +483,7 @@ mcu_status_t mcu_dwconv2d_s8_mve_planar(const mcu_conv2d_params_t *params, const
     for (int32_t n = 0; n < p->output.n; ++n) {
         for (int32_t ch = 0; ch < c; ++ch) {
             channel(&g, input + n * in_n + ch, filter + ch, bias != NULL ? bias[ch] : 0, quant->multiplier[ch],
-                    quant->shift[ch], plane, toff, stage, output + n * out_n + ch);
+                    quant->shift[ch], plane, toff, stage, &dirty, output + n * out_n + ch);
         }
     }
     return MCU_OK;
