@@ -79,10 +79,12 @@ def random_cases(seed: int) -> GraphBuilder:
 
 @pytest.fixture
 def without_3x3_variants(monkeypatch):
-    """The registry with the 3x3 depthwise variants (and the 5x5/7x7 tap-pair DSP one) declining every call and the
-    any-window Helium one taking all (strided 3x3 too), so the any-window ones run every window."""
+    """The registry with the 3x3 depthwise variants (and the 5x5/7x7 tap-pair DSP one, the planar Helium one)
+    declining every call and the any-window Helium one taking all (strided 3x3 too), so the any-window ones run
+    every window."""
     for name in ("mcu_dwconv2d_3x3_s8_mve", "mcu_dwconv2d_3x3_s8_dsp", "mcu_dwconv2d_3x3_s8_dsp_wide",
-                 "mcu_dwconv2d_3x3_s8_dsp_line", "mcu_dwconv2d_s8_dsp_line", "mcu_dwconv2d_3x3_s8_fast"):
+                 "mcu_dwconv2d_3x3_s8_dsp_line", "mcu_dwconv2d_s8_dsp_line", "mcu_dwconv2d_3x3_s8_fast",
+                 "mcu_dwconv2d_s8_mve_planar"):
         monkeypatch.setitem(registry.KERNELS, name,
                             dataclasses.replace(registry.KERNELS[name], applies=lambda p: False))
     monkeypatch.setitem(registry.KERNELS, "mcu_dwconv2d_s8_mve",
@@ -147,6 +149,25 @@ def test_planar_depthwise_equals_portable_twin_on_m55(planar_everywhere, tmp_pat
         p = node.call.params
         assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, input {p['input']}, filter {p['filter']}, "
                                f"stride {p['stride_h']}, dilation {p['dilation_h']})")
+
+
+@pytest.mark.qemu
+def test_planar_depthwise_in_place_on_m55(tmp_path):
+    """mcu_dwconv2d_s8_mve_planar's output takes its dying input's bytes exactly where the dims agree (one band;
+    bands whose shared rows move with them; lanes down the columns; a channel with a shift >= 0 in C), and the
+    result is the portable twin's; a strided one gets its own buffer."""
+    g = GraphBuilder(9)
+    g.conv(1, 25, 5, 64, 64, pad=(1, 1), depthwise=True, extreme="full", family="dw")      # KWS's, lanes down
+    g.conv(1, 40, 44, 8, 8, pad=(1, 1), depthwise=True, extreme=True, family="dw")          # 3 bands of 14 rows
+    g.conv(1, 12, 12, 20, 20, pad=(1, 1), depthwise=True, mode="slow", family="dw")         # shifts >= 0
+    g.conv(1, 20, 24, 8, 8, stride=(2, 2), pad=(1, 1), depthwise=True, family="dw")
+    graph = verify(select_kernels(chained(g.graph()), Target.of_board(load_board("mps3-an547"))))
+    calls = [n for n in graph.nodes if n.call.kernel.startswith("mcu_dwconv2d")]
+    assert [n.call.kernel for n in calls] == ["mcu_dwconv2d_s8_mve_planar"] * 3 + ["mcu_dwconv2d_3x3_s8_mve"]
+    graph, mem = plan_graph(graph)
+    same = [mem.locations[n.inputs[0]] == mem.locations[n.outputs[0]] for n in calls]
+    assert same == [True, True, True, False]
+    assert_exact_at_the_gap(graph, mem, {n.name: 0 for n in calls}, "mps3-an547", tmp_path, seed=4)
 
 
 def strided_3x3_cases(seed: int) -> GraphBuilder:

@@ -1,6 +1,8 @@
 """Which params each optimized variant runs (its `applies` predicate) and where it stores its weights widened."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mcu.codegen.twins.conv import dsp_conv_compact, dwconv2d_s8_inplace_fits
@@ -163,9 +165,13 @@ def is_dw_planar(p: dict) -> bool:
     """Where mcu_dwconv2d_s8_mve_planar (a channel at a time) is picked: a 3x3 depthwise at stride 1 with dilation
     1 along its lane axis (the longer output axis) and at least DWP_MIN_PIXELS output pixels a channel. Its cost
     per channel is ~650 + 8 per output pixel (M55, mcu profile of VWW and KWS); the channels-in-lanes kernel's
-    ~13 per pixel; it loses at stride 2 (its rows' fills and bands) and on 5x5 and 7x7 (their taps in C)."""
+    ~13 per pixel; it loses at stride 2 (its rows' fills and bands) and on 5x5 and 7x7 (their taps in C). Its output
+    takes a same-sized dying input in place (registry inplace="elementwise"): only with the same dims, so not on
+    an output of the input's size but another shape."""
     if not (dwp_fits(p) and p["filter"][1] == 3 and p["filter"][2] == 3 and p["stride_h"] == 1
             and p["stride_w"] == 1):
+        return False
+    if tuple(p["output"]) != tuple(p["input"]) and math.prod(p["output"]) == math.prod(p["input"]):
         return False
     return dwp_frame(p)[6] == 1 and p["output"][1] * p["output"][2] >= DWP_MIN_PIXELS
 

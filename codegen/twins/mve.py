@@ -87,13 +87,3 @@ def dwconv2d_s8_mve_planar_scratch_bytes(p: dict) -> int:
     sh = p["stride_w"] if s else p["stride_h"]
     b = dwp_band_rows(p)
     return ((b - 1) * sh + (kh - 1) * dh + 1) * sw * dwp_phase_entries(p) * 2 + b * dwp_stage_pitch(p) + 16
-
-
-def dwconv2d_s8_mve_planar_overwrites(p: dict) -> bool:
-    """Where mcu_dwconv2d_s8_mve_planar runs in place: the in-place depthwise's geometry (stride 1, output dims ==
-    input dims) with each window reaching its own pixel's row and column (pad before <= (K - 1) * dilation), so
-    an output row is written only after every input row still to be read is in the ring."""
-    return (p["output"][3] == p["input"][3] and tuple(p["output"]) == tuple(p["input"])
-            and p["stride_h"] == 1 and p["stride_w"] == 1
-            and p["pad_top"] <= (p["filter"][1] - 1) * p["dilation_h"]
-            and p["pad_left"] <= (p["filter"][2] - 1) * p["dilation_w"])

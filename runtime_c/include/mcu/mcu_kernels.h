@@ -1078,8 +1078,8 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
 /* Depthwise on Helium a channel at a time (mcu_dwconv2d_s8_mve_planar): channel multiplier 1, a window of at most
  * MCU_DWP_MAX_K x MCU_DWP_MAX_K, strides up to MCU_DWP_MAX_S, any padding and dilation; the portable kernel's constants (weights
  * [1, KH, KW, C], bias or NULL, quant). Lanes are 4 output pixels of one channel along the longer output axis
- * (the "lane frame": rows and columns swapped where output.w < output.h). Runs in place on the in-place
- * depthwise's geometry when pad_top and pad_left <= (K - 1) * dilation; contiguous output.
+ * (the "lane frame": rows and columns swapped where output.w < output.h). output may be input exactly (stride 1,
+ * output dims == input dims; channel by channel, so never below it); contiguous output.
  * scratch (lane frame): the plane of a band of B output rows (mcu_dwp_band_rows), (B - 1) * stride_h +
  * (KH - 1) * dilation_h + 1 int16 rows of stride_w phases of mcu_dwp_phase_entries entries, then B staging
  * rows of the output (mcu_dwp_stage_pitch bytes each) and 16 bytes. */

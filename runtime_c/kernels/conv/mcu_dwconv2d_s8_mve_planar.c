@@ -10,8 +10,8 @@
  *  - Requantization by the channel's scalar multiplier and shift (mcu_mve_requantize's sequence), offset,
  *    clamp. A 3x3 window (every row of a band in one assembly block) stores to a staging row, then scattered
  *    (lane stride C); other windows in C, scattered directly.
- *  - In place (stride 1, output dims == input dims, pad_top <= (KH - 1) * dilation_h): a band's output rows are
- *    written after every input row it or a later band reads is in the plane.
+ *  - In place (output == input: stride 1, output dims == input dims): a band's output rows are written after
+ *    every input row it or a later band reads is in the plane (rows shared with the next band move with it).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -249,9 +249,11 @@ static void band_out(const dwp_t *g, const int16_t *plane, const int32_t *w, con
     scatter_rows(g, stage, 4 * n, out + y * g->ors, nb - y);
 }
 
-/* Every output row of one channel (input, output and filter at the channel), band by band. */
-static void channel(const dwp_t *g, const int8_t *in, const int8_t *filter, int32_t bias, int32_t m, int32_t sh,
-                    int16_t *plane, const int32_t *toff, int8_t *stage, uint64_t *dirty, int8_t *out)
+/* Every output row of one channel (input, output and filter at the channel), band by band. (Not inlined: its
+ * tables stay off the fast path's stack frame.) */
+__attribute__((noinline)) static void planar_channel(const dwp_t *g, const int8_t *in, const int8_t *filter,
+                                              int32_t bias, int32_t m, int32_t sh, int16_t *plane,
+                                              const int32_t *toff, int8_t *stage, uint64_t *dirty, int8_t *out)
 {
     int32_t w[MCU_DWP_MAX_TAPS];
     for (int32_t i = 0, t = 0; i < g->kh; ++i) {
@@ -282,10 +284,11 @@ static int one_band(const dwp_t *g)
 
 /* Every channel of one batch item on a one_band geometry: the plane's rows inside the input are the same for
  * every channel (the others stay 0), so per channel only its weights, fill, pairs, last odd row and scatter. A
- * channel with a shift >= 0 goes through channel(). */
-static void channels_one_band(const dwp_t *g, const mcu_per_channel_quant_t *quant, const int8_t *in,
-                              const int8_t *filter, const int32_t *bias, int32_t c, int16_t *plane,
-                              const int32_t *toff, int8_t *stage, uint64_t *dirty, int8_t *out)
+ * channel with a shift >= 0 goes through planar_channel(). */
+__attribute__((noinline)) static void channels_one_band(const dwp_t *g, const mcu_per_channel_quant_t *quant,
+                                                        const int8_t *in, const int8_t *filter, const int32_t *bias,
+                                                        int32_t c, int16_t *plane, const int32_t *toff,
+                                                        int8_t *stage, uint64_t *dirty, int8_t *out)
 {
     const int32_t a = g->pt, e = g->ih + g->pt < g->span + g->oh - 1 ? g->ih + g->pt : g->span + g->oh - 1;
     const int32_t n = (g->ow + 3) / 4, it = (g->fn[0] + 7) / 8, pitch = g->lq, odd = g->oh & 1;
@@ -302,7 +305,7 @@ static void channels_one_band(const dwp_t *g, const mcu_per_channel_quant_t *qua
     for (int32_t ch = 0; ch < c; ++ch, ++in, ++out, ++out_last) {
         const int32_t m = quant->multiplier[ch], sh = quant->shift[ch], b = bias != NULL ? bias[ch] : 0;
         if (sh >= 0) {
-            channel(g, in, filter + ch, b, m, sh, plane, toff, stage, dirty, out);
+            planar_channel(g, in, filter + ch, b, m, sh, plane, toff, stage, dirty, out);
             continue;
         }
         for (int32_t t = 0; t < 9; ++t) {
@@ -363,7 +366,7 @@ mcu_status_t mcu_dwconv2d_s8_mve_planar(const mcu_conv2d_params_t *params, const
             continue;
         }
         for (int32_t ch = 0; ch < c; ++ch) {
-            channel(&g, input + n * in_n + ch, filter + ch, bias != NULL ? bias[ch] : 0, quant->multiplier[ch],
+            planar_channel(&g, input + n * in_n + ch, filter + ch, bias != NULL ? bias[ch] : 0, quant->multiplier[ch],
                     quant->shift[ch], plane, toff, stage, &dirty, output + n * out_n + ch);
         }
     }
