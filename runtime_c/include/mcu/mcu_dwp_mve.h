@@ -42,8 +42,11 @@ typedef struct {
     int32_t bias, m, sh, zo, lo, hi; /* 24 .. 44 (sh < 0) */
     int32_t adv, rows;               /* 48: bytes from a row's last step to the next row, 52: rows (>= 1) */
     int32_t adv_out;                 /* 56 (dwp_pairs3_*): staging bytes from a pair's last step to the next */
+    int32_t odd;                     /* 60 (dwp_pairs3_*): a last row after the pairs */
+    const int8_t *f;                 /* 64 (dwp_pairs3_*, not w): the int8 weights, wcs bytes a column apart, */
+    int32_t wcs, wrs;                /* 68, 72: wrs a row */
 } dwp_row3_t;
-typedef char dwp_row3_layout[offsetof(dwp_row3_t, adv_out) == 56 ? 1 : -1];
+typedef char dwp_row3_layout[offsetof(dwp_row3_t, wrs) == 72 ? 1 : -1];
 
 /* A 3x3 window's rows of 4-pixel steps, all 9 weights in r4..r12: per window row two loads at immediate offsets
  * (A, B bytes) and one post-incremented (the tap at offset 0), each one VMLA; requantization as requant (shift
@@ -117,8 +120,8 @@ __attribute__((naked, noinline)) static void dwp_row3_s2(const dwp_row3_t *a)
 
 /* Two output rows at once (3x3, stride 1, dilation 1, plane rows RB bytes apart, staging rows RB / 2): each of
  * the 4 input rows' 3 loads serves both rows' accumulators (q0, q1); multiplier in r12. 44 instructions per 72
- * MACs. Pointers start 8 bytes before the rows (pre-indexed loads); n, adv (input), pairs, adv (staging) on the
- * stack. */
+ * MACs. Pointers start 8 bytes before the rows (pre-indexed loads); n, adv (input), pairs, adv (staging), odd on
+ * the stack; odd: then a last row alone (26 instructions per 36 MACs). Weights read from f (LDRSB). */
 #define DWP_TAP2(OFF, W0, W1) "vldrh.s32 q2, " OFF "\n\tvmla.s32 q0, q2, " W0 "\n\tvmla.s32 q1, q2, " W1 "\n\t"
 #define DWP_TAP0(OFF, W) "vldrh.s32 q2, " OFF "\n\tvmla.s32 q0, q2, " W "\n\t"
 #define DWP_TAP1(OFF, W) "vldrh.s32 q2, " OFF "\n\tvmla.s32 q1, q2, " W "\n\t"
@@ -136,9 +139,14 @@ __attribute__((naked, noinline)) static void dwp_row3_s2(const dwp_row3_t *a)
     "ldr r2, [r0, #48]\n\t"                                                                                     \
     "ldr r3, [r0, #52]\n\t"                                                                                     \
     "ldr r4, [r0, #56]\n\t"                                                                                     \
-    "push {r1-r4}\n\t"                                                                                          \
-    "ldr r1, [r0, #12]\n\t"                                                                                     \
-    "ldm r1, {r3-r11}\n\t"                                                                                      \
+    "ldr r5, [r0, #60]\n\t"                                                                                     \
+    "push {r1-r5}\n\t"                                                                                          \
+    "ldr r1, [r0, #64]\n\t"                                                                                     \
+    "ldr r2, [r0, #68]\n\t"                                                                                     \
+    "ldr r12, [r0, #72]\n\t"                                                                                    \
+    "ldrsb r3, [r1]\n\tldrsb r4, [r1, r2]\n\tldrsb r5, [r1, r2, lsl #1]\n\tadd r1, r1, r12\n\t"                 \
+    "ldrsb r6, [r1]\n\tldrsb r7, [r1, r2]\n\tldrsb r8, [r1, r2, lsl #1]\n\tadd r1, r1, r12\n\t"                 \
+    "ldrsb r9, [r1]\n\tldrsb r10, [r1, r2]\n\tldrsb r11, [r1, r2, lsl #1]\n\t"                                   \
     "ldr r12, [r0, #28]\n\t"                                                                                    \
     "ldr r2, [r0, #16]\n\t"                                                                                     \
     "ldr r1, [r0, #4]\n\t"                                                                                      \
@@ -165,7 +173,19 @@ __attribute__((naked, noinline)) static void dwp_row3_s2(const dwp_row3_t *a)
     "subs lr, lr, #1\n\t"                                                                                       \
     "str lr, [sp, #8]\n\t"                                                                                      \
     "bne 2b\n\t"                                                                                                \
-    "add sp, sp, #16\n\t"                                                                                       \
+    "ldr lr, [sp, #16]\n\t"                                                                                     \
+    "cmp lr, #0\n\t"                                                                                            \
+    "beq 3f\n\t"                                                                                                \
+    "ldr lr, [sp]\n\t"                                                                                          \
+    "dls lr, lr\n"                                                                                              \
+    "4:\n\t"                                                                                                    \
+    "vmov q0, q3\n\t" DWP_TAP0("[r0, #8]!", "r3") DWP_TAP0("[r0, #2]", "r4") DWP_TAP0("[r0, #4]", "r5")       \
+    DWP_TAP0("[r0, #" RB0 "]", "r6") DWP_TAP0("[r0, #" RB2 "]", "r7") DWP_TAP0("[r0, #" RB4 "]", "r8")         \
+    DWP_TAP0("[r1, #8]!", "r9") DWP_TAP0("[r1, #2]", "r10") DWP_TAP0("[r1, #4]", "r11") DWP_REQ("q0")          \
+    "vstrb.32 q0, [r2], #4\n\t"                                                                                 \
+    "le lr, 4b\n"                                                                                               \
+    "3:\n\t"                                                                                                    \
+    "add sp, sp, #20\n\t"                                                                                       \
     "vpop {d8-d15}\n\t"                                                                                         \
     "pop {r4-r11, pc}\n\t"
 

@@ -207,9 +207,9 @@ static void move_rows(const dwp_t *g, int16_t *plane, int32_t src, int32_t n, ui
 }
 
 /* The output rows [y0, y0 + nb) of a band from its plane (in C, or 3x3 in assembly through the staging rows:
- * in pairs where the phases have 32 or 64 entries at stride 1, a last odd row alone). */
-static void band_out(const dwp_t *g, const int16_t *plane, const int32_t *w, const int32_t *toff, int32_t bias,
-                     int32_t m, int32_t sh, int32_t nb, int8_t *stage, int8_t *out)
+ * in pairs where the phases have 32 or 64 entries at stride 1, else row by row). */
+static void band_out(const dwp_t *g, const int16_t *plane, const int8_t *f, const int32_t *w, const int32_t *toff,
+                     int32_t bias, int32_t m, int32_t sh, int32_t nb, int8_t *stage, int8_t *out)
 {
     const int32_t n = (g->ow + 3) / 4, rs = g->dh * g->rl;
     if (!(sh < 0 && g->kh == 3 && g->kw == 3 && g->dw == 1 && (g->sw == 1 || g->lq == MCU_DWP_LQ2))) {
@@ -222,31 +222,26 @@ static void band_out(const dwp_t *g, const int16_t *plane, const int32_t *w, con
         }
         return;
     }
-    int32_t y = 0;
     if (g->sw == 1 && g->sh == 1 && g->dh == 1 && (g->lq == 32 || g->lq == 64) && nb >= 2) {
         const int32_t pitch = g->lq; /* mcu_dwp_stage_pitch */
         const dwp_row3_t a = {plane - 4, plane + 2 * g->rl - 4, 0, w, stage, n, bias, m, sh, g->zo, g->lo, g->hi,
-                              2 * 2 * g->rl - 8 * n, nb / 2, 2 * pitch - 4 * n};
+                              2 * 2 * g->rl - 8 * n, nb / 2, 2 * pitch - 4 * n, nb & 1, f, g->wcs, g->wrs};
         if (g->lq == 32) {
             dwp_pairs3_64(&a);
         } else {
             dwp_pairs3_128(&a);
         }
-        y = nb & ~1;
-        scatter_rows(g, stage, pitch, out, y);
-    }
-    if (y == nb) {
+        scatter_rows(g, stage, pitch, out, nb);
         return;
     }
-    const int16_t *p0 = plane + y * g->sh * g->rl;
-    const dwp_row3_t a = {p0, p0 + rs, p0 + 2 * rs, w, stage, n, bias, m, sh, g->zo, g->lo, g->hi,
-                          2 * g->sh * g->rl - 8 * n, nb - y, 0};
+    const dwp_row3_t a = {plane, plane + rs, plane + 2 * rs, w, stage, n, bias, m, sh, g->zo, g->lo, g->hi,
+                          2 * g->sh * g->rl - 8 * n, nb, 0, 0, f, g->wcs, g->wrs};
     if (g->sw == 1) {
         dwp_row3_s1(&a);
     } else {
         dwp_row3_s2(&a);
     }
-    scatter_rows(g, stage, 4 * n, out + y * g->ors, nb - y);
+    scatter_rows(g, stage, 4 * n, out, nb);
 }
 
 /* Every output row of one channel (input, output and filter at the channel), band by band. (Not inlined: its
@@ -269,7 +264,7 @@ __attribute__((noinline)) static void planar_channel(const dwp_t *g, const int8_
             move_rows(g, plane, g->band * g->sh, keep, dirty);
         }
         band_rows(g, in, plane, y0 * g->sh - g->pt, keep > 0 ? keep : 0, need, dirty);
-        band_out(g, plane, w, toff, bias, m, sh, nb, stage, out + y0 * g->ors);
+        band_out(g, plane, filter, w, toff, bias, m, sh, nb, stage, out + y0 * g->ors);
         have = need;
     }
 }
@@ -283,7 +278,7 @@ static int one_band(const dwp_t *g)
 }
 
 /* Every channel of one batch item on a one_band geometry: the plane's rows inside the input are the same for
- * every channel (the others stay 0), so per channel only its weights, fill, pairs, last odd row and scatter. A
+ * every channel (the others stay 0), so per channel only its weights, fill, rows (in pairs, a last odd one alone) and scatter. A
  * channel with a shift >= 0 goes through planar_channel(). */
 __attribute__((noinline)) static void channels_one_band(const dwp_t *g, const mcu_per_channel_quant_t *quant,
                                                         const int8_t *in, const int8_t *filter, const int32_t *bias,
@@ -291,42 +286,28 @@ __attribute__((noinline)) static void channels_one_band(const dwp_t *g, const mc
                                                         int8_t *stage, uint64_t *dirty, int8_t *out)
 {
     const int32_t a = g->pt, e = g->ih + g->pt < g->span + g->oh - 1 ? g->ih + g->pt : g->span + g->oh - 1;
-    const int32_t n = (g->ow + 3) / 4, it = (g->fn[0] + 7) / 8, pitch = g->lq, odd = g->oh & 1;
+    const int32_t n = (g->ow + 3) / 4, it = (g->fn[0] + 7) / 8, pitch = g->lq;
     const uint16x8_t o16 = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)g->ics);
-    const int32_t woff[9] = {0, g->wcs, 2 * g->wcs, g->wrs, g->wrs + g->wcs, g->wrs + 2 * g->wcs, 2 * g->wrs,
-                             2 * g->wrs + g->wcs, 2 * g->wrs + 2 * g->wcs};
-    int32_t w[9];
-    dwp_row3_t pairs = {plane - 4, plane + 2 * g->rl - 4, 0, w, stage, n, 0, 0, 0, g->zo, g->lo, g->hi,
-                        4 * g->rl - 8 * n, g->oh / 2, 2 * pitch - 4 * n};
-    const int16_t *last = plane + (g->oh - 1) * g->rl;
-    dwp_row3_t one = {last, last + g->rl, last + 2 * g->rl, w, stage, n, 0, 0, 0, g->zo, g->lo, g->hi, 0, 1, 0};
-    int8_t *out_last = out + (g->oh - 1) * g->ors;
+    dwp_row3_t pairs = {plane - 4, plane + 2 * g->rl - 4, 0, NULL, stage, n, 0, 0, 0, g->zo, g->lo, g->hi,
+                        4 * g->rl - 8 * n, g->oh / 2, 2 * pitch - 4 * n, g->oh & 1, filter, g->wcs, g->wrs};
     *dirty |= e > a ? (((uint64_t)1 << e) - 1) & ~(((uint64_t)1 << a) - 1) : 0; /* e <= 64: one band's rows */
-    for (int32_t ch = 0; ch < c; ++ch, ++in, ++out, ++out_last) {
+    for (int32_t ch = 0; ch < c; ++ch, ++in, ++out) {
         const int32_t m = quant->multiplier[ch], sh = quant->shift[ch], b = bias != NULL ? bias[ch] : 0;
         if (sh >= 0) {
             planar_channel(g, in, filter + ch, b, m, sh, plane, toff, stage, dirty, out);
             continue;
         }
-        for (int32_t t = 0; t < 9; ++t) {
-            w[t] = filter[ch + woff[t]];
-        }
         if (e > a) {
             gather16(in + g->fsrc[0], plane + a * g->rl + g->fdst[0], g->fn[0], e - a, o16, 8 * g->ics, g->off,
                      g->irs - 8 * it * g->ics, 2 * g->rl - 16 * it);
         }
-        pairs.bias = b, pairs.m = m, pairs.sh = sh;
+        pairs.bias = b, pairs.m = m, pairs.sh = sh, pairs.f = filter + ch;
         if (g->lq == 32) {
             dwp_pairs3_64(&pairs);
         } else {
             dwp_pairs3_128(&pairs);
         }
-        scatter_rows(g, stage, pitch, out, g->oh - odd);
-        if (odd) {
-            one.bias = b, one.m = m, one.sh = sh;
-            dwp_row3_s1(&one);
-            scatter_rows(g, stage, 4 * n, out_last, 1);
-        }
+        scatter_rows(g, stage, pitch, out, g->oh);
     }
 }
 #endif
