@@ -1,4 +1,4 @@
-/* The assembly of mcu_dwconv2d_s8_mve_planar (its 3x3 rows, pairs of rows, gathers); not a public API. */
+/* The assembly of mcu_dwconv2d_s8_mve_planar (its 3x3 rows, pairs of rows, gathers, scatters); not a public API. */
 #ifndef MCU_DWP_MVE_H
 #define MCU_DWP_MVE_H
 
@@ -30,6 +30,29 @@ MCU_INLINE void gather16(const int8_t *src, int16_t *d, int32_t n, int32_t rows,
                      : [src] "+l"(src), [d] "+l"(d), [rows] "+r"(rows), [v] "=&w"(v)
                      : [n] "r"(n), [o] "w"(o), [off] "r"(off), [step8] "r"(step8), [sadv] "r"(sadv),
                        [dadv] "r"(dadv)
+                     : "lr", "cc", "memory");
+}
+
+/* rows rows of n int8 values (pitch apart: sadv bytes from a row's last step on) to out, out + step, ...: 8 a
+ * scatter (16-bit offsets o), tail-predicated; out moves on by oadv bytes from a row's last step. */
+MCU_INLINE void scatter16(const int8_t *stage, int8_t *out, int32_t n, int32_t rows, uint16x8_t o, int32_t step8,
+                          int32_t sadv, int32_t oadv)
+{
+    int16x8_t v;
+    __asm__ volatile("3:\n\t"
+                     "wlstp.16 lr, %[n], 2f\n"
+                     "1:\n\t"
+                     "vldrb.s16 %q[v], [%[s]], #8\n\t"
+                     "vstrb.16 %q[v], [%[out], %q[o]]\n\t"
+                     "add %[out], %[out], %[step8]\n\t"
+                     "letp lr, 1b\n"
+                     "2:\n\t"
+                     "add %[s], %[s], %[sadv]\n\t"
+                     "add %[out], %[out], %[oadv]\n\t"
+                     "subs %[rows], %[rows], #1\n\t"
+                     "bne 3b\n"
+                     : [s] "+l"(stage), [out] "+l"(out), [rows] "+r"(rows), [v] "=&w"(v)
+                     : [n] "r"(n), [o] "w"(o), [step8] "r"(step8), [sadv] "r"(sadv), [oadv] "r"(oadv)
                      : "lr", "cc", "memory");
 }
 

@@ -120,23 +120,7 @@ static void scatter_rows(const dwp_t *g, const int8_t *stage, int32_t pitch, int
     const int32_t it = (g->ow + 7) / 8;
     if (7 * g->ocs < 65536) {
         const uint16x8_t o = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)g->ocs);
-        int16x8_t v;
-        __asm__ volatile("3:\n\t"
-                         "wlstp.16 lr, %[n], 2f\n"
-                         "1:\n\t"
-                         "vldrb.s16 %q[v], [%[s]], #8\n\t"
-                         "vstrb.16 %q[v], [%[out], %q[o]]\n\t"
-                         "add %[out], %[out], %[step8]\n\t"
-                         "letp lr, 1b\n"
-                         "2:\n\t"
-                         "add %[s], %[s], %[sadv]\n\t"
-                         "add %[out], %[out], %[oadv]\n\t"
-                         "subs %[rows], %[rows], #1\n\t"
-                         "bne 3b\n"
-                         : [s] "+l"(stage), [out] "+l"(out), [rows] "+r"(rows), [v] "=&w"(v)
-                         : [n] "r"(g->ow), [o] "w"(o), [step8] "r"(8 * g->ocs), [sadv] "r"(pitch - 8 * it),
-                           [oadv] "r"(g->ors - 8 * it * g->ocs)
-                         : "lr", "cc", "memory");
+        scatter16(stage, out, g->ow, rows, o, 8 * g->ocs, pitch - 8 * it, g->ors - 8 * it * g->ocs);
         return;
     }
     const uint32x4_t o = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)g->ocs);
@@ -288,6 +272,8 @@ __attribute__((noinline)) static void channels_one_band(const dwp_t *g, const mc
     const int32_t a = g->pt, e = g->ih + g->pt < g->span + g->oh - 1 ? g->ih + g->pt : g->span + g->oh - 1;
     const int32_t n = (g->ow + 3) / 4, it = (g->fn[0] + 7) / 8, pitch = g->lq;
     const uint16x8_t o16 = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)g->ics);
+    const uint16x8_t so = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)g->ocs);
+    const int32_t sit = (g->ow + 7) / 8, sadv = pitch - 8 * sit, oadv = g->ors - 8 * sit * g->ocs;
     dwp_row3_t pairs = {plane - 4, plane + 2 * g->rl - 4, 0, NULL, stage, n, 0, 0, 0, g->zo, g->lo, g->hi,
                         4 * g->rl - 8 * n, g->oh / 2, 2 * pitch - 4 * n, g->oh & 1, filter, g->wcs, g->wrs};
     *dirty |= e > a ? (((uint64_t)1 << e) - 1) & ~(((uint64_t)1 << a) - 1) : 0; /* e <= 64: one band's rows */
@@ -307,7 +293,7 @@ __attribute__((noinline)) static void channels_one_band(const dwp_t *g, const mc
         } else {
             dwp_pairs3_128(&pairs);
         }
-        scatter_rows(g, stage, pitch, out, g->oh);
+        scatter16(stage, out, g->ow, g->oh, so, 8 * g->ocs, sadv, oadv);
     }
 }
 #endif
