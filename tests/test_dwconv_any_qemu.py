@@ -125,7 +125,7 @@ def planar_cases(seed: int) -> GraphBuilder:
     g.conv(1, 9, 140, 8, 8, kernel=(3, 3), stride=(2, 2), pad=(1, 1), depthwise=True, family="dw")  # 70 lanes
     g.conv(1, 8, 10, 12, 12, kernel=(3, 3), depthwise=True, extreme=True, family="dw")     # 'valid'
     g.conv(1, 9, 9, 12, 12, kernel=(3, 3), pad=(2, 0), pad_end=(0, 2), depthwise=True, family="dw")
-    g.conv(1, 40, 21, 8, 8, kernel=(3, 3), pad=(1, 1), depthwise=True, extreme="full", family="dw")  # 2 bands
+    g.conv(1, 70, 33, 8, 8, kernel=(3, 3), pad=(1, 1), depthwise=True, extreme="full", family="dw")  # 2 bands
     return g
 
 
@@ -158,7 +158,7 @@ def test_planar_depthwise_in_place_on_m55(tmp_path):
     result is the portable twin's; a strided one gets its own buffer."""
     g = GraphBuilder(9)
     g.conv(1, 25, 5, 64, 64, pad=(1, 1), depthwise=True, extreme="full", family="dw")      # KWS's, lanes down
-    g.conv(1, 40, 44, 8, 8, pad=(1, 1), depthwise=True, extreme=True, family="dw")          # 3 bands of 14 rows
+    g.conv(1, 40, 44, 8, 8, pad=(1, 1), depthwise=True, extreme=True, family="dw")          # bands of 30 rows
     g.conv(1, 12, 12, 20, 20, pad=(1, 1), depthwise=True, mode="slow", family="dw")         # shifts >= 0
     g.conv(1, 20, 24, 8, 8, stride=(2, 2), pad=(1, 1), depthwise=True, family="dw")
     graph = verify(select_kernels(chained(g.graph()), Target.of_board(load_board("mps3-an547"))))

@@ -42,7 +42,7 @@ def dwconv2d_s8_mve_scratch_bytes(p: dict) -> int:
 DWP_MAX_K = 7   # MCU_DWP_MAX_K
 DWP_MAX_S = 4   # MCU_DWP_MAX_S
 DWP_LQ2 = 64    # MCU_DWP_LQ2
-DWP_BAND_BYTES = 2048  # MCU_DWP_BAND_BYTES
+DWP_BAND_BYTES = 4096  # MCU_DWP_BAND_BYTES
 
 
 def dwp_frame(p: dict) -> tuple[bool, int, int, int, int, int, int]:

@@ -1087,7 +1087,7 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
 #define MCU_DWP_MAX_TAPS (MCU_DWP_MAX_K * MCU_DWP_MAX_K)
 #define MCU_DWP_MAX_S 4 /* stride at most */
 #define MCU_DWP_LQ2 64 /* a 3x3 window's phases where they fit (32 or 64 entries, an immediate offset apart) */
-#define MCU_DWP_BAND_BYTES 2048 /* a band's plane at most (unless one output row needs more) */
+#define MCU_DWP_BAND_BYTES 4096 /* a band's plane at most (unless one output row needs more) */
 static inline int mcu_dwp_swapped(const mcu_conv2d_params_t *p)
 {
     return p->output.w < p->output.h;
