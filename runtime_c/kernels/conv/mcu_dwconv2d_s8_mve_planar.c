@@ -136,15 +136,8 @@ static void scatter_rows(const dwp_t *g, const int8_t *stage, int32_t pitch, int
 static void row_c(const dwp_t *g, const int16_t *const *rp, const int32_t *w, const int32_t *toff, int32_t bias,
                   int32_t m, int32_t sh, int8_t *out)
 {
-    const int k = g->kh == g->kw && g->dw == 1 ? g->kw : 0;
-    if (k == 5 && g->sw == 1) {
-        out_row(g, rp, w, toff, bias, m, sh, out, 5, 5, 1, 1);
-    } else if (k == 5 && g->sw == 2) {
-        out_row(g, rp, w, toff, bias, m, sh, out, 5, 5, 2, 1);
-    } else if (k == 7 && g->sw == 1) {
-        out_row(g, rp, w, toff, bias, m, sh, out, 7, 7, 1, 1);
-    } else if (k == 7 && g->sw == 2) {
-        out_row(g, rp, w, toff, bias, m, sh, out, 7, 7, 2, 1);
+    if (g->kh == 3 && g->kw == 3 && g->sw == 1 && g->dw == 1) { /* the picked geometry's channels with a shift >= 0 */
+        out_row(g, rp, w, toff, bias, m, sh, out, 3, 3, 1, 1);
     } else {
         out_row(g, rp, w, toff, bias, m, sh, out, 0, 0, 0, 0);
     }
