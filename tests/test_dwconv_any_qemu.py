@@ -227,8 +227,9 @@ def test_any_window_depthwise_overlapping_its_input_on_device(board, without_3x3
 
 def test_which_depthwise_variant_each_board_picks():
     """M4: the 3x3 DSP variant for every 3x3 window, the tap-pair one for a 5x5 or 7x7 at stride_w 1 or 2, the
-    any-window one for the rest (tests above). M55: the any-window Helium one
-    for every window but a strided 3x3 (the 3x3 variant's smaller raster gap keeps the arena)."""
+    any-window one for the rest (tests above). M55: the planar Helium one for a 3x3 at stride 1 (81 output pixels
+    a channel), the any-window Helium one for every other window but a strided 3x3 (the 3x3 variant's smaller
+    raster gap keeps the arena)."""
     g = GraphBuilder(1)
     g.conv(1, 9, 9, 8, 8, kernel=(3, 3), pad=(1, 1), depthwise=True)
     g.conv(1, 9, 9, 8, 8, kernel=(3, 3), stride=(2, 2), pad=(1, 1), depthwise=True)
@@ -237,7 +238,7 @@ def test_which_depthwise_variant_each_board_picks():
     g.conv(1, 5, 6, 4, 8, pad=(1, 1), depthwise=True)                          # ch_mult 2: stays portable
     mve = VARIANT["mps3-an547"]
     want = {"mps2-an386": ["mcu_dwconv2d_3x3_s8_dsp"] * 2 + ["mcu_dwconv2d_s8_dsp_line"] * 2 + ["mcu_dwconv2d_s8"],
-            "mps3-an547": [mve, "mcu_dwconv2d_3x3_s8_mve", mve, mve, "mcu_dwconv2d_s8"],
+            "mps3-an547": ["mcu_dwconv2d_s8_mve_planar", "mcu_dwconv2d_3x3_s8_mve", mve, mve, "mcu_dwconv2d_s8"],
             "mps2-an385": ["mcu_dwconv2d_3x3_s8_fast"] * 2 + ["mcu_dwconv2d_s8"] * 3}        # no DSP: portable
     for board, kernels in want.items():
         picked = [n.call.kernel for n in select_kernels(g.graph(), Target.of_board(load_board(board))).nodes]

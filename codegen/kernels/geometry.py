@@ -152,7 +152,7 @@ def is_dw_any_mve(p: dict) -> bool:
     return is_dw(p) and fits and (not is_dw3x3(p) or dwconv2d_s8_inplace_fits(p))
 
 
-DWP_MIN_PIXELS = 100  # output pixels a channel from which mcu_dwconv2d_s8_mve_planar beats mcu_dwconv2d_s8_mve
+DWP_MIN_PIXELS = 64  # output pixels a channel from which mcu_dwconv2d_s8_mve_planar beats mcu_dwconv2d_s8_mve
 
 
 def dwp_fits(p: dict) -> bool:
@@ -164,8 +164,8 @@ def dwp_fits(p: dict) -> bool:
 def is_dw_planar(p: dict) -> bool:
     """Where mcu_dwconv2d_s8_mve_planar (a channel at a time) is picked: a 3x3 depthwise at stride 1 with dilation
     1 along its lane axis (the longer output axis) and at least DWP_MIN_PIXELS output pixels a channel. Its cost
-    per channel is ~650 + 8 per output pixel (M55, mcu profile of VWW and KWS); the channels-in-lanes kernel's
-    ~13 per pixel; it loses at stride 2 (its rows' fills and bands) and on 5x5 and 7x7 (their taps in C). Its output
+    per channel is ~270 + 7.6 per output pixel (M55: 6x6x128 69.7k instructions, 12x12x64 86.6k), the
+    channels-in-lanes kernel's ~13.2 per pixel (60.7k, 114.2k): even at ~48 pixels; it loses at stride 2 (its rows' fills and bands) and on 5x5 and 7x7 (their taps in C). Its output
     takes a same-sized dying input in place (registry inplace="elementwise"): only with the same dims, so not on
     an output of the input's size but another shape."""
     if not (dwp_fits(p) and p["filter"][1] == 3 and p["filter"][2] == 3 and p["stride_h"] == 1
