@@ -1,8 +1,6 @@
 """Which params each optimized variant runs (its `applies` predicate) and where it stores its weights widened."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from mcu.codegen.twins.conv import dsp_conv_compact, dwconv2d_s8_inplace_fits
@@ -165,13 +163,14 @@ def is_dw_planar(p: dict) -> bool:
     """Where mcu_dwconv2d_s8_mve_planar (a channel at a time) is picked: a 3x3 depthwise at stride 1 with dilation
     1 along its lane axis (the longer output axis) and at least DWP_MIN_PIXELS output pixels a channel. Its cost
     per channel is ~270 + 7.6 per output pixel (M55: 6x6x128 69.7k instructions, 12x12x64 86.6k), the
-    channels-in-lanes kernel's ~13.2 per pixel (60.7k, 114.2k): even at ~48 pixels; it loses at stride 2 (its rows' fills and bands) and on 5x5 and 7x7 (their taps in C). Its output
-    takes a same-sized dying input in place (registry inplace="elementwise"): only with the same dims, so not on
-    an output of the input's size but another shape."""
+    channels-in-lanes kernel's ~13.2 per pixel (60.7k, 114.2k): even at ~48 pixels; it loses at stride 2 (its
+    rows' fills and bands) and on 5x5 and 7x7 (their taps in C). Only on the in-place geometry (output dims ==
+    input dims): there its output takes its dying input's bytes (registry inplace="elementwise"); elsewhere, not
+    being raster, it could not slide below its input as the 3x3 variant does, and the arena would grow."""
     if not (dwp_fits(p) and p["filter"][1] == 3 and p["filter"][2] == 3 and p["stride_h"] == 1
             and p["stride_w"] == 1):
         return False
-    if tuple(p["output"]) != tuple(p["input"]) and math.prod(p["output"]) == math.prod(p["input"]):
+    if tuple(p["output"]) != tuple(p["input"]):
         return False
     return dwp_frame(p)[6] == 1 and p["output"][1] * p["output"][2] >= DWP_MIN_PIXELS
 
