@@ -28,10 +28,11 @@ from mcu.codegen.twins.quant import quantize_multipliers
 from mcu.qemu.runner import INSTRUCTIONS_PER_SECOND, run_firmware
 
 NEW = {"mps2-an386": "mcu_dwconv2d_s8_dsp", "mps3-an547": "mcu_dwconv2d_s8_mve"}
-LINEK = {"mps2-an386": "mcu_dwconv2d_s8_dsp_line"}  # 5x5 and 7x7 at stride 1 and 2 (geometry.is_dwk_line)
+LINEK = {"mps2-an386": "mcu_dwconv2d_s8_dsp_line",  # 5x5 and 7x7 at stride 1 and 2 (geometry.is_dwk_line)
+         "mps3-an547": "mcu_dwconv2d_s8_mve_planar"}  # a channel at a time, every window
 OLD3 = {"mps2-an386": "mcu_dwconv2d_3x3_s8_dsp", "mps3-an547": "mcu_dwconv2d_3x3_s8_mve"}
 WIDE3 = {"mps2-an386": ("mcu_dwconv2d_3x3_s8_dsp_wide",)}  # int16 streams
-RING = {"mps2-an386": "mcu_dwconv2d_s8_dsp_ring"}  # 3x3, 5x5, 7x7 at stride 1 (geometry.is_dw_ring)
+RING = {"mps2-an386": "mcu_dwconv2d_s8_dsp_ring"}  # 3x3 at stride 1 (geometry.is_dw_ring)
 GEOMETRIES = [(k, s) for k in (3, 5, 7) for s in (1, 2)]
 _LINE = re.compile(r"^MCU_PROFILE op=(\d+) ticks=(\d+)\s*$", re.MULTILINE)
 
@@ -64,7 +65,8 @@ def firmware_graph(board: str, kernels: str, size: int, c: int, padded: bool = T
     for k, s in GEOMETRIES:
         picks = ["mcu_dwconv2d_s8"] if kernels == "portable" else (
             ([OLD3[board], *WIDE3.get(board, ())] if k == 3 else []) + [NEW[board]]
-            + ([LINEK[board]] if board in LINEK and k > 3 else []) + ([RING[board]] if board in RING and s == 1 else []))
+            + ([LINEK[board]] if board in LINEK and (k > 3 or board == "mps3-an547") else [])
+            + ([RING[board]] if board in RING and s == 1 else []))
         for kernel in picks:
             node = dw_node(f"n{len(nodes)}", tensors, "x", size, c, k, s, rng, padded)
             if kernel != "mcu_dwconv2d_s8":

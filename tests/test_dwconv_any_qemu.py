@@ -19,7 +19,7 @@ import hostc
 from mcu.boards import load_board
 from mcu.codegen import kernels as registry
 from mcu.codegen.ir import verify
-from mcu.codegen.kernels.geometry import is_dw
+from mcu.codegen.kernels.geometry import dwp_fits, is_dw
 from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.reference import run_reference
 from mcu.codegen.target import Target
@@ -79,11 +79,12 @@ def random_cases(seed: int) -> GraphBuilder:
 
 @pytest.fixture
 def without_3x3_variants(monkeypatch):
-    """The registry with the 3x3 depthwise variants (and the 5x5/7x7 tap-pair DSP one) declining every call and the
-    any-window Helium one taking all (strided 3x3 too), so the any-window ones run every window."""
+    """The registry with the 3x3 depthwise variants (and the 5x5/7x7 tap-pair DSP one, the planar Helium one)
+    declining every call and the any-window Helium one taking all (strided 3x3 too), so the any-window ones run
+    every window."""
     for name in ("mcu_dwconv2d_3x3_s8_mve", "mcu_dwconv2d_3x3_s8_dsp", "mcu_dwconv2d_3x3_s8_dsp_wide",
                  "mcu_dwconv2d_s8_dsp_ring", "mcu_dwconv2d_s8_dsp_line",
-                 "mcu_dwconv2d_3x3_s8_fast"):
+                 "mcu_dwconv2d_3x3_s8_fast", "mcu_dwconv2d_s8_mve_planar"):
         monkeypatch.setitem(registry.KERNELS, name,
                             dataclasses.replace(registry.KERNELS[name], applies=lambda p: False))
     monkeypatch.setitem(registry.KERNELS, "mcu_dwconv2d_s8_mve",
@@ -104,6 +105,69 @@ def test_any_window_depthwise_equals_portable_twin_on_device(board, cases, witho
     for node, a, e in zip(graph.nodes, actual, expected):
         assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, filter {node.call.params['filter']}, stride "
                                f"{node.call.params['stride_h']}, dilation {node.call.params['dilation_h']})")
+
+
+def planar_cases(seed: int) -> GraphBuilder:
+    """mcu_dwconv2d_s8_mve_planar's own paths: the 3x3 assembly rows at stride 1 and 2 (phases 64 entries apart,
+    and past 64), 5x5 and 7x7, dilation 2, channel counts 12 and 20, narrow images both ways (lanes down the
+    columns), 'valid' and one-sided padding, batch 2, every quant mode (shifts >= 0 run in C)."""
+    g = GraphBuilder(seed)
+    combos = [(3, 1, 1), (3, 2, 1), (5, 1, 1), (5, 2, 1), (7, 1, 1), (7, 2, 1), (3, 1, 2), (5, 2, 2)]
+    for i, (k, s, d) in enumerate(combos):
+        mode, extreme = MODES[i % len(MODES)]
+        pad = (k // 2 * d,) * 2
+        g.conv(1, 11, 13, (12, 20)[i % 2], (12, 20)[i % 2], kernel=(k, k), stride=(s, s), pad=pad, dil=(d, d),
+               depthwise=True, mode=mode, extreme=extreme, bias=i != 3, family="dw")
+        g.conv(1, 25, 5, 20, 20, kernel=(k, k), stride=(s, s), pad=pad, dil=(d, d), depthwise=True,
+               mode=MODES[(i + 2) % len(MODES)][0], extreme=MODES[(i + 2) % len(MODES)][1], family="dw")
+    g.conv(1, 4, 27, 12, 12, kernel=(3, 3), pad=(1, 1), depthwise=True, family="dw")      # lanes along rows
+    g.conv(2, 7, 9, 8, 8, kernel=(3, 3), pad=(1, 1), depthwise=True, extreme="full", family="dw")  # batch 2
+    g.conv(1, 9, 140, 8, 8, kernel=(3, 3), stride=(2, 2), pad=(1, 1), depthwise=True, family="dw")  # 70 lanes
+    g.conv(1, 8, 10, 12, 12, kernel=(3, 3), depthwise=True, extreme=True, family="dw")     # 'valid'
+    g.conv(1, 9, 9, 12, 12, kernel=(3, 3), pad=(2, 0), pad_end=(0, 2), depthwise=True, family="dw")
+    g.conv(1, 70, 33, 8, 8, kernel=(3, 3), pad=(1, 1), depthwise=True, extreme="full", family="dw")  # 2 bands
+    return g
+
+
+@pytest.fixture
+def planar_everywhere(monkeypatch):
+    """The registry with mcu_dwconv2d_s8_mve_planar taking every call it can run (its C paths too)."""
+    monkeypatch.setitem(registry.KERNELS, "mcu_dwconv2d_s8_mve_planar",
+                        dataclasses.replace(registry.KERNELS["mcu_dwconv2d_s8_mve_planar"], applies=dwp_fits))
+
+
+@pytest.mark.qemu
+def test_planar_depthwise_equals_portable_twin_on_m55(planar_everywhere, tmp_path):
+    portable = planar_cases(seed=7).graph()
+    graph = verify(select_kernels(portable, Target.of_board(load_board("mps3-an547"))))
+    assert {n.call.kernel for n in graph.nodes} == {"mcu_dwconv2d_s8_mve_planar"}
+    rng = np.random.default_rng(11)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    expected = run_reference(graph, inputs)
+    actual = run_on_board(graph, "mps3-an547", inputs, tmp_path)
+    for node, a, e in zip(graph.nodes, actual, expected):
+        p = node.call.params
+        assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, input {p['input']}, filter {p['filter']}, "
+                               f"stride {p['stride_h']}, dilation {p['dilation_h']})")
+
+
+@pytest.mark.qemu
+def test_planar_depthwise_in_place_on_m55(tmp_path):
+    """mcu_dwconv2d_s8_mve_planar's output takes its dying input's bytes exactly where the dims agree (one band;
+    bands whose shared rows move with them; lanes down the columns; a channel with a shift >= 0 in C), and the
+    result is the portable twin's; a strided one gets its own buffer."""
+    g = GraphBuilder(9)
+    g.conv(1, 25, 5, 64, 64, pad=(1, 1), depthwise=True, extreme="full", family="dw")      # KWS's, lanes down
+    g.conv(1, 40, 44, 8, 8, pad=(1, 1), depthwise=True, extreme=True, family="dw")          # bands of 30 rows
+    g.conv(1, 12, 12, 20, 20, pad=(1, 1), depthwise=True, mode="slow", family="dw")         # shifts >= 0
+    g.conv(1, 20, 24, 8, 8, stride=(2, 2), pad=(1, 1), depthwise=True, family="dw")
+    graph = verify(select_kernels(chained(g.graph()), Target.of_board(load_board("mps3-an547"))))
+    calls = [n for n in graph.nodes if n.call.kernel.startswith("mcu_dwconv2d")]
+    assert [n.call.kernel for n in calls] == ["mcu_dwconv2d_s8_mve_planar"] * 3 + ["mcu_dwconv2d_3x3_s8_mve"]
+    graph, mem = plan_graph(graph)
+    same = [mem.locations[n.inputs[0]] == mem.locations[n.outputs[0]] for n in calls]
+    assert same == [True, True, True, False]
+    assert_exact_at_the_gap(graph, mem, {n.name: 0 for n in calls}, "mps3-an547", tmp_path, seed=4)
 
 
 def strided_3x3_cases(seed: int) -> GraphBuilder:
@@ -163,8 +227,9 @@ def test_any_window_depthwise_overlapping_its_input_on_device(board, without_3x3
 
 def test_which_depthwise_variant_each_board_picks():
     """M4: the 3x3 DSP variant for every 3x3 window, the tap-pair one for a 5x5 or 7x7 at stride_w 1 or 2, the
-    any-window one for the rest (tests above). M55: the any-window Helium one
-    for every window but a strided 3x3 (the 3x3 variant's smaller raster gap keeps the arena)."""
+    any-window one for the rest (tests above). M55: the planar Helium one for a 3x3 at stride 1 (81 output pixels
+    a channel), the any-window Helium one for every other window but a strided 3x3 (the 3x3 variant's smaller
+    raster gap keeps the arena)."""
     g = GraphBuilder(1)
     g.conv(1, 9, 9, 8, 8, kernel=(3, 3), pad=(1, 1), depthwise=True)
     g.conv(1, 9, 9, 8, 8, kernel=(3, 3), stride=(2, 2), pad=(1, 1), depthwise=True)
@@ -173,7 +238,7 @@ def test_which_depthwise_variant_each_board_picks():
     g.conv(1, 5, 6, 4, 8, pad=(1, 1), depthwise=True)                          # ch_mult 2: stays portable
     mve = VARIANT["mps3-an547"]
     want = {"mps2-an386": ["mcu_dwconv2d_3x3_s8_dsp"] * 2 + ["mcu_dwconv2d_s8_dsp_line"] * 2 + ["mcu_dwconv2d_s8"],
-            "mps3-an547": [mve, "mcu_dwconv2d_3x3_s8_mve", mve, mve, "mcu_dwconv2d_s8"],
+            "mps3-an547": ["mcu_dwconv2d_s8_mve_planar", "mcu_dwconv2d_3x3_s8_mve", mve, mve, "mcu_dwconv2d_s8"],
             "mps2-an385": ["mcu_dwconv2d_3x3_s8_fast"] * 2 + ["mcu_dwconv2d_s8"] * 3}        # no DSP: portable
     for board, kernels in want.items():
         picked = [n.call.kernel for n in select_kernels(g.graph(), Target.of_board(load_board(board))).nodes]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from mcu.codegen.kernels import DW_MVE, GEMM2_DSP, GEMM_MVE, kernel, variant
 from mcu.codegen.kernels.geometry import (INT4, dsp_widen_gain, dw_widen_gain, fast_widen_gain, is_1x1, is_dw,
-                                          is_dw3x3, is_dw3x3_mve, is_dw_any_mve, is_dw_ring, is_dw_s16, is_dwk_line,
+                                          is_dw3x3, is_dw3x3_mve, is_dw_any_mve, is_dw_planar, is_dw_ring, is_dw_s16,
+                                          is_dwk_line,
                                           is_groups1)
 from mcu.codegen.kernels.prepare import (prepare_dsp_conv, prepare_dw_dsp, prepare_dw_dsp_wide,
                                          prepare_dw_fast, prepare_dwk_dsp, prepare_dwk_line, prepare_dwk_mve, prepare_dwk_ring,
@@ -20,7 +21,8 @@ from mcu.codegen.twins.conv import (conv2d_1x1_s8_dsp_scratch_bytes, conv2d_1x1_
                                     dwconv2d_s8_dsp_ring_scratch_bytes, dwconv2d_s8_dsp_scratch_bytes,
                                     dwconv2d_s8_inplace_fits, dwconv2d_s8_inplace_scratch_bytes)
 from mcu.codegen.twins.mve import (conv2d_1x1_s8_mve_scratch_bytes, conv2d_s8_mve_scratch_bytes,
-                                   dwconv2d_3x3_s8_mve_scratch_bytes, dwconv2d_s8_mve_scratch_bytes)
+                                   dwconv2d_3x3_s8_mve_scratch_bytes, dwconv2d_s8_mve_planar_scratch_bytes,
+                                   dwconv2d_s8_mve_scratch_bytes)
 from mcu.codegen.twins.s16 import conv2d_s16_dsp_scratch_bytes
 
 MVE, DSP = ("mve",), ("dsp",)
@@ -69,6 +71,11 @@ SPECS = [
     variant("mcu_conv_transpose2d_s8_dsp", "conv", "mcu_conv_transpose2d_s8", DSP),
     # depthwise: the any-window Helium one first (every window bar a strided 3x3, is_dw_any_mve), the 3x3 ones, then
     # the any-window DSP one (output rows in order: pixel pairs, then the rest of the row)
+    # a channel at a time, lanes = 4 output pixels (the portable constants): channel by channel, so neither raster
+    # nor sliding below its input; its output may take its same-sized dying input exactly (is_dw_planar: then the
+    # same dims)
+    variant("mcu_dwconv2d_s8_mve_planar", "conv", "mcu_dwconv2d_s8", MVE, is_dw_planar,
+            scratch=dwconv2d_s8_mve_planar_scratch_bytes, inplace="elementwise"),
     variant("mcu_dwconv2d_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw_any_mve, prepare_dwk_mve,
             dwconv2d_s8_mve_scratch_bytes, links=(DW_MVE,), raster=True, raster_block="row",
             overwrites=dwconv2d_s8_inplace_fits),

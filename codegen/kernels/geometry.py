@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu.codegen.twins.conv import dsp_conv_compact, dwconv2d_s8_inplace_fits
+from mcu.codegen.twins.mve import DWP_MAX_K, DWP_MAX_S, dwp_frame
 
 # The exchange rate between speed and flash when no budget is given (Target.flash_budget None): a variant stores its
 # weights widened (int16, or the scalar GEMM's two-channel words) rather than int8 only in a layer where that saves
@@ -144,6 +145,31 @@ def is_dw_any_mve(p: dict) -> bool:
     them)."""
     fits = p["filter"][1] * p["dilation_w"] * p["filter"][2] <= DW_MVE_TABLE
     return is_dw(p) and fits and (not is_dw3x3(p) or dwconv2d_s8_inplace_fits(p))
+
+
+DWP_MIN_PIXELS = 64  # output pixels a channel from which mcu_dwconv2d_s8_mve_planar beats mcu_dwconv2d_s8_mve
+
+
+def dwp_fits(p: dict) -> bool:
+    """What mcu_dwconv2d_s8_mve_planar runs at all: channel multiplier 1, windows up to 7 x 7, strides up to 4."""
+    return (is_dw(p) and p["filter"][1] <= DWP_MAX_K and p["filter"][2] <= DWP_MAX_K
+            and p["stride_h"] <= DWP_MAX_S and p["stride_w"] <= DWP_MAX_S)
+
+
+def is_dw_planar(p: dict) -> bool:
+    """Where mcu_dwconv2d_s8_mve_planar (a channel at a time) is picked: a 3x3 depthwise at stride 1 with dilation
+    1 along its lane axis (the longer output axis) and at least DWP_MIN_PIXELS output pixels a channel. Its cost
+    per channel is ~270 + 7.6 per output pixel (M55: 6x6x128 69.7k instructions, 12x12x64 86.6k), the
+    channels-in-lanes kernel's ~13.2 per pixel (60.7k, 114.2k): even at ~48 pixels; it loses at stride 2 (its
+    rows' fills and bands) and on 5x5 and 7x7 (their taps in C). Only on the in-place geometry (output dims ==
+    input dims): there its output takes its dying input's bytes (registry inplace="elementwise"); elsewhere, not
+    being raster, it could not slide below its input as the 3x3 variant does, and the arena would grow."""
+    if not (dwp_fits(p) and p["filter"][1] == 3 and p["filter"][2] == 3 and p["stride_h"] == 1
+            and p["stride_w"] == 1):
+        return False
+    if tuple(p["output"]) != tuple(p["input"]):
+        return False
+    return dwp_frame(p)[6] == 1 and p["output"][1] * p["output"][2] >= DWP_MIN_PIXELS
 
 
 def is_groups1(p: dict) -> bool:

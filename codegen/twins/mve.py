@@ -37,3 +37,53 @@ def dwconv2d_s8_mve_scratch_bytes(p: dict) -> int:
     """Twin of mcu_dwconv2d_s8_mve_scratch_bytes (conv.dw3x3_scratch_bytes: C bytes of the input zero point, then
     on the in-place geometry the ring of output rows)."""
     return dw3x3_scratch_bytes(p)
+
+
+DWP_MAX_K = 7   # MCU_DWP_MAX_K
+DWP_MAX_S = 4   # MCU_DWP_MAX_S
+DWP_LQ2 = 64    # MCU_DWP_LQ2
+DWP_BAND_BYTES = 4096  # MCU_DWP_BAND_BYTES
+
+
+def dwp_frame(p: dict) -> tuple[bool, int, int, int, int, int, int]:
+    """mcu_dwconv2d_s8_mve_planar's lane frame: (swapped, lanes (output columns), window rows, window columns,
+    row dilation, column stride, column dilation); swapped where the output has fewer columns than rows."""
+    s = p["output"][2] < p["output"][1]
+    ow = p["output"][1] if s else p["output"][2]
+    kh, kw = (p["filter"][2], p["filter"][1]) if s else (p["filter"][1], p["filter"][2])
+    dh, dw = (p["dilation_w"], p["dilation_h"]) if s else (p["dilation_h"], p["dilation_w"])
+    sw = p["stride_h"] if s else p["stride_w"]
+    return s, ow, kh, kw, dh, sw, dw
+
+
+def dwp_phase_entries(p: dict) -> int:
+    """Twin of mcu_dwp_phase_entries: a ring row's entries per stride phase."""
+    _, ow, _, kw, _, sw, dw = dwp_frame(p)
+    lq = (-(-ow // 4) * 4 + (kw - 1) * dw // sw + 1 + 7) // 8 * 8
+    if kw == 3 and dw == 1 and sw <= 2 and lq <= DWP_LQ2:   # the assembly's fixed row strides
+        return DWP_LQ2 // 2 if sw == 1 and lq <= DWP_LQ2 // 2 else DWP_LQ2
+    return lq
+
+
+def dwp_stage_pitch(p: dict) -> int:
+    """Twin of mcu_dwp_stage_pitch: bytes between staging rows."""
+    ow4 = -(-dwp_frame(p)[1] // 4) * 4
+    return 32 if dwp_phase_entries(p) == 32 else max(64, ow4)
+
+
+def dwp_band_rows(p: dict) -> int:
+    """Twin of mcu_dwp_band_rows: output rows of a band, as many as keep its plane within DWP_BAND_BYTES."""
+    s, _, kh, _, dh, sw, _ = dwp_frame(p)
+    oh, sh = (p["output"][2], p["stride_w"]) if s else (p["output"][1], p["stride_h"])
+    row = 2 * sw * dwp_phase_entries(p)
+    b = int((DWP_BAND_BYTES // row - (kh - 1) * dh - 1) / sh) + 1   # C division truncates towards zero
+    return max(1, min(oh, b))
+
+
+def dwconv2d_s8_mve_planar_scratch_bytes(p: dict) -> int:
+    """Twin of mcu_dwconv2d_s8_mve_planar_scratch_bytes: a band's plane of int16 rows (stride_w phases each), then
+    its staging output rows (dwp_stage_pitch bytes each) and 16 bytes (lane frame)."""
+    s, _, kh, _, dh, sw, _ = dwp_frame(p)
+    sh = p["stride_w"] if s else p["stride_h"]
+    b = dwp_band_rows(p)
+    return ((b - 1) * sh + (kh - 1) * dh + 1) * sw * dwp_phase_entries(p) * 2 + b * dwp_stage_pitch(p) + 16

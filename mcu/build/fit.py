@@ -64,6 +64,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "conv/mcu_dwconv2d_s8_dsp": 3456,
     "conv/mcu_dwconv2d_s8_inplace": 1984,
     "conv/mcu_dwconv2d_s8_mve": 448,
+    "conv/mcu_dwconv2d_s8_mve_planar": 7680,
     "elementwise/mcu_add_broadcast_s8": 2368,
     "elementwise/mcu_add_broadcast_s8_dsp": 6272,
     "elementwise/mcu_add_m16_s8_dsp": 7168,

@@ -1112,6 +1112,68 @@ mcu_status_t mcu_dwconv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_pe
                                  const int8_t *input, const int8_t *filter, const int32_t *bias,
                                  int8_t *scratch, int8_t *output);
 
+/* Depthwise on Helium a channel at a time (mcu_dwconv2d_s8_mve_planar): channel multiplier 1, a window of at most
+ * MCU_DWP_MAX_K x MCU_DWP_MAX_K, strides up to MCU_DWP_MAX_S, any padding and dilation; the portable kernel's constants (weights
+ * [1, KH, KW, C], bias or NULL, quant). Lanes are 4 output pixels of one channel along the longer output axis
+ * (the "lane frame": rows and columns swapped where output.w < output.h). output may be input exactly (stride 1,
+ * output dims == input dims; channel by channel, so never below it); contiguous output.
+ * scratch (lane frame): the plane of a band of B output rows (mcu_dwp_band_rows), (B - 1) * stride_h +
+ * (KH - 1) * dilation_h + 1 int16 rows of stride_w phases of mcu_dwp_phase_entries entries, then B staging
+ * rows of the output (mcu_dwp_stage_pitch bytes each) and 16 bytes. */
+#define MCU_DWP_MAX_K 7
+#define MCU_DWP_MAX_TAPS (MCU_DWP_MAX_K * MCU_DWP_MAX_K)
+#define MCU_DWP_MAX_S 4 /* stride at most */
+#define MCU_DWP_LQ2 64 /* a 3x3 window's phases where they fit (32 or 64 entries, an immediate offset apart) */
+#define MCU_DWP_BAND_BYTES 4096 /* a band's plane at most (unless one output row needs more) */
+static inline int mcu_dwp_swapped(const mcu_conv2d_params_t *p)
+{
+    return p->output.w < p->output.h;
+}
+
+static inline int32_t mcu_dwp_phase_entries(const mcu_conv2d_params_t *p)
+{
+    const int s = mcu_dwp_swapped(p);
+    const int32_t ow = s ? p->output.h : p->output.w, kw = s ? p->filter.h : p->filter.w;
+    const int32_t sw = s ? p->stride_h : p->stride_w, dw = s ? p->dilation_h : p->dilation_w;
+    const int32_t lq = (((ow + 3) & ~3) + (kw - 1) * dw / sw + 1 + 7) & ~7;
+    if (kw == 3 && dw == 1 && sw <= 2 && lq <= MCU_DWP_LQ2) { /* the assembly's fixed row strides */
+        return sw == 1 && lq <= MCU_DWP_LQ2 / 2 ? MCU_DWP_LQ2 / 2 : MCU_DWP_LQ2;
+    }
+    return lq;
+}
+
+/* Bytes between a band's staging rows: 32 where the phases have 32 entries, else the lane axis rounded up to 4, at
+ * least 64. */
+static inline int32_t mcu_dwp_stage_pitch(const mcu_conv2d_params_t *p)
+{
+    const int32_t ow4 = ((mcu_dwp_swapped(p) ? p->output.h : p->output.w) + 3) & ~3;
+    return mcu_dwp_phase_entries(p) == 32 ? 32 : (ow4 > 64 ? ow4 : 64);
+}
+
+/* Output rows of a band: as many as keep its plane within MCU_DWP_BAND_BYTES (at least 1, at most all). */
+static inline int32_t mcu_dwp_band_rows(const mcu_conv2d_params_t *p)
+{
+    const int s = mcu_dwp_swapped(p);
+    const int32_t oh = s ? p->output.w : p->output.h, kh = s ? p->filter.w : p->filter.h;
+    const int32_t sh = s ? p->stride_w : p->stride_h, dh = s ? p->dilation_w : p->dilation_h;
+    const int32_t row = 2 * (s ? p->stride_h : p->stride_w) * mcu_dwp_phase_entries(p);
+    const int32_t b = (MCU_DWP_BAND_BYTES / row - (kh - 1) * dh - 1) / sh + 1;
+    return b < 1 ? 1 : (b > oh ? oh : b);
+}
+
+static inline int32_t mcu_dwconv2d_s8_mve_planar_scratch_bytes(const mcu_conv2d_params_t *p)
+{
+    const int s = mcu_dwp_swapped(p);
+    const int32_t kh = s ? p->filter.w : p->filter.h, dh = s ? p->dilation_w : p->dilation_h;
+    const int32_t sh = s ? p->stride_w : p->stride_h, sw = s ? p->stride_h : p->stride_w;
+    const int32_t b = mcu_dwp_band_rows(p);
+    return ((b - 1) * sh + (kh - 1) * dh + 1) * sw * mcu_dwp_phase_entries(p) * 2 + b * mcu_dwp_stage_pitch(p) + 16;
+}
+
+mcu_status_t mcu_dwconv2d_s8_mve_planar(const mcu_conv2d_params_t *params, const mcu_per_channel_quant_t *quant,
+                                        const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                        int8_t *scratch, int8_t *output);
+
 /* Add (no constants to prepare): the input rescales come from two 256-entry int32 tables built per call
  * (2 KB of stack; _fast computes directly below 128 elements). output may alias an input exactly. */
 mcu_status_t mcu_add_s8_fast(const mcu_add_params_t *params, const int8_t *input1, const int8_t *input2,
