@@ -436,8 +436,27 @@ def dwk_line_case(draw):
                  draw(bias_for(c, std, k * k * 255 * 128))), n * oh * ow * c, lowered=True)
 
 
+@st.composite
+def dw_ring_case(draw):
+    """dwconv2d arguments on mcu_dwconv2d_s8_dsp_ring's geometry (3x3, stride 1, dilation 1, padding 0..2 on each
+    side), which conv_case rarely draws: lines along rows or columns, odd and even lengths, channel pairs."""
+    n, h, w, c = draw(st.integers(1, 2)), draw(st.integers(1, 9)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    pt, pb, pl, pr = (draw(st.integers(0, 2)) for _ in range(4))
+    oh, ow = h + pt + pb - 2, w + pl + pr - 2
+    assume(oh >= 1 and ow >= 1)
+    in_off, out_off = draw(IN_OFFSET), draw(OUT_OFFSET)
+    lo, hi = draw(act_range(out_off))
+    params = {"input": (n, h, w, c), "filter": (1, 3, 3, c), "output": (n, oh, ow, c), "stride_h": 1,
+              "stride_w": 1, "pad_top": pt, "pad_left": pl, "dilation_h": 1, "dilation_w": 1,
+              "input_offset": in_off, "output_offset": out_off, "act_min": lo, "act_max": hi}
+    std = _acc_std(9, in_off)
+    mult, shift = draw(per_channel(c, std))
+    return Case((params, mult, shift, draw(ints((n, h, w, c))), draw(ints((1, 3, 3, c))),
+                 draw(bias_for(c, std, 9 * 255 * 128))), n * oh * ow * c, lowered=True)
+
+
 # Variants whose geometry the portable kernel's strategy rarely draws.
-VARIANT_STRATEGIES = {"mcu_dwconv2d_s8_dsp_line": dwk_line_case()}
+VARIANT_STRATEGIES = {"mcu_dwconv2d_s8_dsp_line": dwk_line_case(), "mcu_dwconv2d_s8_dsp_ring": dw_ring_case()}
 
 
 @st.composite
