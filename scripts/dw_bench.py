@@ -66,7 +66,7 @@ def firmware_graph(board: str, kernels: str, size: int, c: int, padded: bool = T
         picks = ["mcu_dwconv2d_s8"] if kernels == "portable" else (
             ([OLD3[board], *WIDE3.get(board, ())] if k == 3 else []) + [NEW[board]]
             + ([LINEK[board]] if board in LINEK and (k > 3 or board == "mps3-an547") else [])
-            + ([RING[board]] if board in RING and s == 1 else []))
+            + ([RING[board]] if board in RING and (k, s) == (3, 1) else []))
         for kernel in picks:
             node = dw_node(f"n{len(nodes)}", tensors, "x", size, c, k, s, rng, padded)
             if kernel != "mcu_dwconv2d_s8":
