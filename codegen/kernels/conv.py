@@ -72,10 +72,9 @@ SPECS = [
     # depthwise: the any-window Helium one first (every window bar a strided 3x3, is_dw_any_mve), the 3x3 ones, then
     # the any-window DSP one (output rows in order: pixel pairs, then the rest of the row)
     # a channel at a time, lanes = 4 output pixels (the portable constants): channel by channel, so neither raster
-    # nor sliding below its input; its output may take its same-sized dying input exactly (is_dw_planar: then the
-    # same dims)
+    # nor sliding below its input; its output may take a dying input of its dims exactly (as the DSP ring one)
     variant("mcu_dwconv2d_s8_mve_planar", "conv", "mcu_dwconv2d_s8", MVE, is_dw_planar,
-            scratch=dwconv2d_s8_mve_planar_scratch_bytes, inplace="elementwise"),
+            scratch=dwconv2d_s8_mve_planar_scratch_bytes, inplace="same_dims"),
     variant("mcu_dwconv2d_s8_mve", "conv", "mcu_dwconv2d_s8", MVE, is_dw_any_mve, prepare_dwk_mve,
             dwconv2d_s8_mve_scratch_bytes, links=(DW_MVE,), raster=True, raster_block="row",
             overwrites=dwconv2d_s8_inplace_fits),
