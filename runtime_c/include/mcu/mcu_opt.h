@@ -517,6 +517,10 @@ MCU_INLINE uint32_t mcu_ror8(uint32_t x)
 #if MCU_HAVE_DSP
 #define mcu_sxtab16(a, x) ((uint32_t)__sxtab16((int16x2_t)(a), (int8x4_t)(x)))
 #define mcu_smlad(x, y, acc) __smlad((int16x2_t)(x), (int16x2_t)(y), (acc))
+#define mcu_smlabb(x, y, acc) __smlabb((int32_t)(x), (int32_t)(y), (acc))
+#define mcu_smlabt(x, y, acc) __smlabt((int32_t)(x), (int32_t)(y), (acc))
+#define mcu_smlatb(x, y, acc) __smlatb((int32_t)(x), (int32_t)(y), (acc))
+#define mcu_smlatt(x, y, acc) __smlatt((int32_t)(x), (int32_t)(y), (acc))
 #else
 MCU_INLINE int32_t mcu_lo16(uint32_t x)
 {
@@ -541,6 +545,27 @@ MCU_INLINE int32_t mcu_smlad(uint32_t x, uint32_t y, int32_t acc)
 {
     const uint32_t s = (uint32_t)(mcu_lo16(x) * mcu_lo16(y)) + (uint32_t)(mcu_hi16(x) * mcu_hi16(y));
     return (int32_t)((uint32_t)acc + s);
+}
+
+/* acc + one halfword of x times one of y (B: bottom, T: top), wrapping like SMLABB / SMLABT / SMLATB / SMLATT. */
+MCU_INLINE int32_t mcu_smlabb(uint32_t x, uint32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_lo16(x) * mcu_lo16(y)));
+}
+
+MCU_INLINE int32_t mcu_smlabt(uint32_t x, uint32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_lo16(x) * mcu_hi16(y)));
+}
+
+MCU_INLINE int32_t mcu_smlatb(uint32_t x, uint32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_hi16(x) * mcu_lo16(y)));
+}
+
+MCU_INLINE int32_t mcu_smlatt(uint32_t x, uint32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_hi16(x) * mcu_hi16(y)));
 }
 
 #endif

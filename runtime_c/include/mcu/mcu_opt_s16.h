@@ -17,22 +17,6 @@
 #define MCU_S16_CHUNK 508 /* taps per int32 chunk: a multiple of 4, at most 511 */
 #define MCU_S16_DW_MAX_TAPS 511 /* the depthwise variant's window, accumulated in int32 whole */
 
-#if MCU_HAVE_DSP
-#define mcu_smlabb(x, y, acc) __smlabb((int32_t)(x), (int32_t)(y), (acc))
-#define mcu_smlatt(x, y, acc) __smlatt((int32_t)(x), (int32_t)(y), (acc))
-#else
-/* acc + lo16(x) * lo16(y) / hi16(x) * hi16(y), wrapping like SMLABB / SMLATT. */
-MCU_INLINE int32_t mcu_smlabb(uint32_t x, uint32_t y, int32_t acc)
-{
-    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_lo16(x) * mcu_lo16(y)));
-}
-
-MCU_INLINE int32_t mcu_smlatt(uint32_t x, uint32_t y, int32_t acc)
-{
-    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_hi16(x) * mcu_hi16(y)));
-}
-#endif
-
 /* clamp(mcu_requantize64(acc, mult, shift), act_min, act_max), exact. When shift <= -2 and acc fits int32 it
  * takes h = floor(acc * mult / 2^32) (one SMULL) and returns (h + 2^(s-1)) >> s, s = -1 - shift in [1, 30].
  * mcu_requantize64 with r = 31 - shift > 32 computes the same: with acc = hi 2^32 + lo its H is

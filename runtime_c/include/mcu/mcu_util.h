@@ -307,6 +307,15 @@ static inline void mcu_broadcast_strides(const mcu_dims_t *d, int32_t st[4])
     st[0] = d->n == 1 ? 0 : d->h * d->w * d->c;
 }
 
+/* An average pool's output: the window's input sum over `taps` taps, less the zero point's share, divided by d
+ * rounding half away from zero, back on the zero point and clamped (the portable kernel and every variant). */
+static inline int8_t mcu_avg_pool_out(const mcu_pool2d_params_t *p, int32_t sum, int32_t taps, int32_t d)
+{
+    int32_t acc = sum - p->zero_point * taps;
+    acc = acc >= 0 ? (acc + d / 2) / d : -((d / 2 - acc) / d);
+    return (int8_t)mcu_clamp_i32(p->zero_point + acc, p->act_min, p->act_max);
+}
+
 /* dst[0 .. n) = src[0 .. n) a word at a time (GCC expands each 4-byte memcpy to what the core does: an unaligned
  * LDR/STR, bytes on the M0), not a call of newlib-nano's memcpy, which copies a byte at a time: for the short runs
  * of a slice or concat along channels. The empty asm keeps GCC from turning the loops back into that call. */

@@ -22,21 +22,6 @@
 
 #define CH_WORDS(k) ((k) * ((k) - 1) + 4)
 
-#if MCU_HAVE_DSP
-#define SMLABT(a, b, acc) __smlabt((int32_t)(a), (int32_t)(b), (acc))
-#define SMLATB(a, b, acc) __smlatb((int32_t)(a), (int32_t)(b), (acc))
-#else
-MCU_INLINE int32_t SMLABT(uint32_t a, uint32_t b, int32_t acc)
-{
-    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_lo16(a) * mcu_hi16(b)));
-}
-
-MCU_INLINE int32_t SMLATB(uint32_t a, uint32_t b, int32_t acc)
-{
-    return (int32_t)((uint32_t)acc + (uint32_t)(mcu_hi16(a) * mcu_lo16(b)));
-}
-#endif
-
 /* The layer along its window axis: `lines` output lines of `len` outputs; input line i at in + i * in_line,
  * its elements in_step apart; output alike. */
 typedef struct {
@@ -155,7 +140,7 @@ MCU_INLINE void step(const int16_t *const *row, int32_t x, const int32_t *w, con
         const int16_t *src = row[r] + x;
         const uint32_t *e = (const uint32_t *)(const void *)(w + r * (k - 1)), *od = e + m - 1;
         const uint32_t w0 = pair_at(src, 0);
-        o1 = SMLATB(w0, e[0], o1);
+        o1 = mcu_smlatb(w0, e[0], o1);
         o0 = mcu_smlad(w0, e[0], o0);
         for (int j = 1; j < m; ++j) {
             const uint32_t wj = pair_at(src, 2 * j);
@@ -163,7 +148,7 @@ MCU_INLINE void step(const int16_t *const *row, int32_t x, const int32_t *w, con
             o1 = mcu_smlad(wj, od[j], o1);
         }
         const uint32_t wm = pair_at(src, 2 * m);
-        o0 = SMLABT(wm, od[m], o0);
+        o0 = mcu_smlabt(wm, od[m], o0);
         o1 = mcu_smlad(wm, od[m], o1);
     }
     o[0] = o0, o[1] = o1;

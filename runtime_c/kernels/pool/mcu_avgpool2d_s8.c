@@ -6,14 +6,6 @@
 #include "mcu/mcu_util.h"
 #include "mcu/mcu_quant.h"
 
-/* The window's average, rounded half away from zero, back on the shared zero point. */
-static inline int8_t avg_output(const mcu_pool2d_params_t *p, int32_t acc, int32_t taps, int32_t d)
-{
-    acc -= p->zero_point * taps;
-    acc = acc >= 0 ? (acc + d / 2) / d : -((d / 2 - acc) / d);
-    return (int8_t)mcu_clamp_i32(p->zero_point + acc, p->act_min, p->act_max);
-}
-
 #define MCU_POOL_LOOP pool_loop
 #define MCU_PARAMS_T mcu_pool2d_params_t
 #define MCU_IN_T int8_t
@@ -21,7 +13,7 @@ static inline int8_t avg_output(const mcu_pool2d_params_t *p, int32_t acc, int32
 #define MCU_OUT_T int8_t
 #define MCU_START(first) 0
 #define MCU_TAP(acc, x) ((acc) + (x))
-#define MCU_FINISH(acc, taps, d) avg_output(p, acc, taps, d)
+#define MCU_FINISH(acc, taps, d) mcu_avg_pool_out(p, acc, taps, d)
 #include "mcu/mcu_pool_loop.h"
 
 mcu_status_t mcu_avgpool2d_s8(const mcu_pool2d_params_t *params, const int8_t *input, int8_t *output)

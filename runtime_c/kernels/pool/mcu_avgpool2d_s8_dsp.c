@@ -72,14 +72,12 @@ MCU_INLINE void window_sums(const int8_t *in_c, int32_t in_w, int32_t c, const i
     }
 }
 
-/* out[j] = clamp(zp + round_half_away((tot[j] - zp * count) / d)) for j < nc: the portable kernel's rounding. */
+/* out[j] for j < nc from the window sums tot[j]: the portable kernel's rounding. */
 static void finish(const mcu_pool2d_params_t *p, const int32_t *tot, int32_t nc, int32_t count, int32_t d,
                    int8_t *out)
 {
     for (int32_t j = 0; j < nc; ++j) {
-        int32_t acc = tot[j] - p->zero_point * count;
-        acc = acc >= 0 ? (acc + d / 2) / d : -((d / 2 - acc) / d);
-        out[j] = (int8_t)mcu_clamp_i32(p->zero_point + acc, p->act_min, p->act_max);
+        out[j] = mcu_avg_pool_out(p, tot[j], count, d);
     }
 }
 

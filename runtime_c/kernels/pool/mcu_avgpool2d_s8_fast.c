@@ -16,7 +16,7 @@ mcu_status_t mcu_avgpool2d_s8_fast(const mcu_pool2d_params_t *params, const int8
     if (status != MCU_OK) {
         return status;
     }
-    const int32_t in_h = p->input.h, in_w = p->input.w, c = p->input.c, zp = p->zero_point;
+    const int32_t in_h = p->input.h, in_w = p->input.w, c = p->input.c;
     const int32_t os = mcu_out_stride(p->output_pixel_stride, c); /* output pixel q at output + q * os */
     int8_t *out = output;
     for (int32_t n = 0; n < p->output.n; ++n) {
@@ -56,10 +56,8 @@ mcu_status_t mcu_avgpool2d_s8_fast(const mcu_pool2d_params_t *params, const int8
                     for (int32_t j = 0; j < nc; ++j) {
                         /* lane of channel j: byte j % 4 of each word, bytes 0/2 in `even`, 1/3 in `odd` */
                         const uint32_t lanes = (j & 1 ? odd : even)[j / 4];
-                        int32_t acc = total[j] + (int32_t)((lanes >> (j & 2 ? 16 : 0)) & 0xFFFFu);
-                        acc -= (128 + zp) * count; /* sum of (x - zp) */
-                        acc = acc >= 0 ? (acc + d / 2) / d : -((d / 2 - acc) / d);
-                        out[c0 + j] = (int8_t)mcu_clamp_i32(zp + acc, p->act_min, p->act_max);
+                        const int32_t acc = total[j] + (int32_t)((lanes >> (j & 2 ? 16 : 0)) & 0xFFFFu);
+                        out[c0 + j] = mcu_avg_pool_out(p, acc - 128 * count, count, d); /* sum of x */
                     }
                 }
             }

@@ -87,9 +87,7 @@ static void finish(const mcu_pool2d_params_t *p, const int32_t *tot, int32_t nc,
         return;
     }
     for (int32_t j = 0; j < nc; ++j) {
-        int32_t acc = tot[j] - zp * count;
-        acc = acc >= 0 ? (acc + d / 2) / d : -((d / 2 - acc) / d);
-        out[j] = (int8_t)mcu_clamp_i32(zp + acc, p->act_min, p->act_max);
+        out[j] = mcu_avg_pool_out(p, tot[j], count, d);
     }
 }
 #endif
