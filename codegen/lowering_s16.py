@@ -1,7 +1,8 @@
 """Lowering overrides for int16 activations (quantize="a16w8") and the converts between precisions (mixed=).
 
-- INT16 is lowering_s8.INT8's builders that serve every integer type (conv, depthwise, linear, pools, add, mul,
-  transpose, concat, layer and RMS norm: they name their kernel and clamp by the element type), plus softmax and the
+- INT16 is lowering_s8.INT8's builders that serve every integer type (conv, depthwise, linear, pools, add and sub
+  with broadcasting, mul, matmul of two activations, transpose, concat, layer and RMS norm: they name their kernel
+  and clamp by the element type), plus softmax and the
   table functions, whose int16 kernels take other constants.
 - int16 activations are symmetric (zero point 0): every offset is 0 and act_min/act_max clamp to int16.
 - Weights stay int8 per channel; the bias, left float by the quantizer, is stored as int64 at s_in * s_w[c]
@@ -86,5 +87,5 @@ INT16: dict[str, Callable[[Ctx, Node], Node | list[Node]]] = {
 CONVERTS: dict[str, Callable[[Ctx, Node], Node]] = {
     "convert": _convert, "dequantize": _dequantize, "quantize": _quantize,
 }
-UNSUPPORTED = ("(a16w8 runs conv, depthwise, linear, add, mul, pools, softmax, elementwise functions, concat, layer "
-               "and RMS norm and transposes); keep it int8 with mixed={'<module>': 'int8'}")
+UNSUPPORTED = ("(a16w8 runs conv, depthwise, linear, add, sub, mul, matmul, pools, softmax, elementwise functions, "
+               "concat, layer and RMS norm and transposes); keep it int8 with mixed={'<module>': 'int8'}")

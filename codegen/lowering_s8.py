@@ -91,15 +91,11 @@ ADD_LEFT_SHIFT = {"int8": 20, "int16": 15}  # int16 inputs << 15 keep 16 bits of
 
 
 def _add(ctx: Ctx, node: Node) -> Node:
-    """Same shapes: mcu_add (TFLite's add encoding); int8 broadcasts and subtracts through _add_broadcast."""
+    """Same shapes: mcu_add (TFLite's add encoding); broadcasts and subtracts through _add_broadcast."""
     t, dtype = ctx.tensors, ctx.dtype(node)
     a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
     if a.shape != b.shape or node.op == "sub":
-        if dtype == "int8":
-            return _add_broadcast(ctx, node)
-        raise LoweringError(f"an int16 {node.op} of {list(a.shape)} and {list(b.shape)} at {node.source}: a16w8 "
-                            f"adds tensors of one shape (no broadcasting or subtraction yet); keep this op int8 "
-                            f"with mixed=")
+        return _add_broadcast(ctx, node)
     left_shift = ADD_LEFT_SHIFT[dtype]
     twice_max = 2 * max(a.qparams.s, b.qparams.s)
     m1, s1 = quantize_multiplier(a.qparams.s / twice_max)
@@ -125,21 +121,22 @@ def _softmax(ctx: Ctx, node: Node) -> Node:
 
 
 def _add_broadcast(ctx: Ctx, node: Node) -> Node:
-    t = ctx.tensors
+    """Broadcasting add or sub, int8 or int16: mcu_add's arithmetic on the broadcast pairs."""
+    t, dtype = ctx.tensors, ctx.dtype(node)
     a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
-    left_shift = 20
+    left_shift = ADD_LEFT_SHIFT[dtype]
     twice_max = 2 * max(a.qparams.s, b.qparams.s)
     m1, s1 = quantize_multiplier(a.qparams.s / twice_max)
     m2, s2 = quantize_multiplier(b.qparams.s / twice_max)
     mo, so = quantize_multiplier(twice_max / ((1 << left_shift) * out.qparams.s))
-    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
     params = {"input1": _dims4(a.shape, node.source), "input2": _dims4(b.shape, node.source),
               "output": _dims4(out.shape, node.source), "subtract": int(node.op == "sub"), "left_shift": left_shift,
               "input1_offset": -a.qparams.zp, "input1_multiplier": m1, "input1_shift": s1,
               "input2_offset": -b.qparams.zp, "input2_multiplier": m2, "input2_shift": s2,
               "output_offset": out.qparams.zp, "output_multiplier": mo, "output_shift": so,
               "act_min": lo, "act_max": hi}
-    return call_node(node, "mcu_add_broadcast_s8", params, (a.name, b.name))
+    return call_node(node, kernel_name("add_broadcast", dtype), params, (a.name, b.name))
 
 
 def _mul(ctx: Ctx, node: Node) -> Node:
@@ -208,12 +205,13 @@ def _matmul(ctx: Ctx, node: Node) -> Node:
                   "out_features": int(t[w].shape[0]), "input_offset": -a.qparams.zp,
                   "output_offset": out.qparams.zp, "act_min": lo, "act_max": hi}
         return call_node(node, "mcu_fully_connected_s8", params, (a.name, w, None), ctx.per_channel(node, reals))
+    dtype = ctx.dtype(node)
     mult, shift = quantize_multiplier(a.qparams.s * b.qparams.s / out.qparams.s)
-    lo, hi = act_range(out.qparams, node.attrs.get("act"))
+    lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
     params = {**matmul_dims(a, b, node), "lhs_offset": -a.qparams.zp, "rhs_offset": -b.qparams.zp,
               "output_offset": out.qparams.zp, "output_multiplier": mult, "output_shift": shift,
               "act_min": lo, "act_max": hi}
-    return call_node(node, "mcu_matmul_s8", params, (a.name, b.name))
+    return call_node(node, kernel_name("matmul", dtype), params, (a.name, b.name))
 
 
 def _norm(ctx: Ctx, node: Node) -> Node:
@@ -241,5 +239,5 @@ INT8: dict[str, Callable[[Ctx, Node], Node | list[Node]]] = {
     "mean": _reduce, "sum": _reduce, "matmul": _matmul, "layer_norm": _norm, "rms_norm": _norm,
     "conv_transpose2d": _conv_transpose, "upsample_bilinear": _bilinear,
 }
-INTEGER = ("conv2d", "depthwise_conv2d", "linear", "max_pool2d", "avg_pool2d", "add", "mul", "transpose",
-           "reshape", "slice", "concat", "layer_norm", "rms_norm", "pad", "gather", "scatter")
+INTEGER = ("conv2d", "depthwise_conv2d", "linear", "max_pool2d", "avg_pool2d", "add", "sub", "mul", "matmul",
+           "transpose", "reshape", "slice", "concat", "layer_norm", "rms_norm", "pad", "gather", "scatter")

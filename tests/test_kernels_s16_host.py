@@ -26,6 +26,8 @@ TWINS = {
     "mcu_fully_connected_s16": s16.fully_connected_s16,
     "mcu_add_s16": s16.add_s16,
     "mcu_mul_s16": s16.mul_s16,
+    "mcu_add_broadcast_s16": s16.add_broadcast_s16,
+    "mcu_matmul_s16": s16.matmul_s16,
     "mcu_maxpool2d_s16": s16.maxpool2d_s16,
     "mcu_avgpool2d_s16": s16.avgpool2d_s16,
     "mcu_softmax_s16": s16.softmax_s16,
@@ -86,6 +88,20 @@ def add16(size, in1=(Q30, 1), in2=(Q30, 1), out=(Q30, -14), left_shift=15, act=I
 def mul16(in1, in2, out, mult=Q30, shift=-1, act=I16):
     return {"input1": in1, "input2": in2, "output": out, "input1_offset": 0, "input2_offset": 0, "output_offset": 0,
             "output_multiplier": mult, "output_shift": shift, "act_min": act[0], "act_max": act[1]}
+
+
+def addb16(dims1, dims2, dims_out, subtract=0, **kw):
+    """add16's fields (kw: its multipliers) with broadcast dims: exact (out = in1 +- in2) by default."""
+    p = add16(1, **kw)
+    del p["size"]
+    return {**p, "input1": dims1, "input2": dims2, "output": dims_out, "subtract": subtract}
+
+
+def mm16(b, m, k, n, lhs_b=None, rhs_b=None, mult=Q30, shift=1, act=I16, group=1, transposed=0):
+    return {"batches": b, "lhs_batches": b if lhs_b is None else lhs_b, "rhs_batches": b if rhs_b is None else rhs_b,
+            "m": m, "k": k, "n": n, "lhs_offset": 0, "rhs_offset": 0, "output_offset": 0, "output_multiplier": mult,
+            "output_shift": shift, "act_min": act[0], "act_max": act[1], "rhs_group": group,
+            "rhs_transposed": transposed}
 
 
 def convert(size, mult, shift, in_off=0, out_off=0):
@@ -242,6 +258,18 @@ def _hand_cases():
     yield ("mul broadcasts both ways; int16 extremes saturate", "mcu_mul_s16",
            (mul16((1, 2, 1, 1), (1, 1, 2, 1), (1, 2, 2, 1), shift=1), i16([-32768, 3], (1, 2, 1, 1)),
             i16([-32768, 5], (1, 1, 2, 1))), [[32767, -32768], [-32768, 15]])
+    yield ("add broadcast: a row added to each of two rows, then subtracted", "mcu_add_broadcast_s16",
+           (addb16((1, 1, 2, 2), (1, 1, 1, 2), (1, 1, 2, 2)), i16([1, 2, 32767, -5], (1, 1, 2, 2)),
+            i16([10, -30], (1, 1, 1, 2))), [[11, -28], [32767, -35]])
+    yield ("sub broadcast: in1 - in2, saturating low", "mcu_add_broadcast_s16",
+           (addb16((1, 1, 1, 1), (1, 1, 1, 3), (1, 1, 1, 3), subtract=1), i16([-32768], (1, 1, 1, 1)),
+            i16([1, -1, 0], (1, 1, 1, 3))), [-32768, -32767, -32768])
+    yield ("matmul: 2x2 products halved (shift 0), ties up; int16 extremes need int64", "mcu_matmul_s16",
+           (mm16(1, 2, 2, 2, shift=0), i16([[3, 0], [-32768, -32768]]), i16([[1, 2], [-3, 32767]])),
+           [[2, 3], [32767, -32768]])
+    yield ("matmul: q @ k^T reading k's rows (transposed), two query heads per key head", "mcu_matmul_s16",
+           (mm16(2, 1, 2, 2, rhs_b=1, group=2, transposed=1), i16([[[1, 2]], [[-1, 0]]]), i16([[[5, 6], [7, 8]]])),
+           [[[17, 23]], [[-5, -7]]])
     yield ("softmax: equal pair -> 1/2; a single column -> 1.0 saturated", "mcu_softmax_s16",
            (s16.softmax_s16_params(2, 2, 0.001), i16([[7, 7], [-32768, -32768]])), [[16384, 16384], [16384, 16384]])
     yield ("softmax: one column is 32767", "mcu_softmax_s16",
@@ -418,6 +446,36 @@ def test_mul_random(lib, seed):
     params = mul16(in1, in2, out, mult=int(rng.integers(Q30, 1 << 31)), shift=int(rng.integers(-20, 3)),
                    act=_rand_act(rng))
     got, expected = run_c(lib, "mcu_mul_s16", params, _rand16(rng, in1), _rand16(rng, in2))
+    assert_equal_int(got, expected)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_add_broadcast_random(lib, seed):
+    rng = np.random.default_rng(seed)
+    out = tuple(int(d) for d in rng.integers(1, 5, size=4))
+    in1 = tuple(d if rng.random() < 0.5 else 1 for d in out)
+    in2 = tuple(d if rng.random() < 0.5 else 1 for d in out)
+    s1, s2, so = (math.exp(rng.uniform(-12, -2)) for _ in range(3))
+    params = {**s16.add_s16_params(s1, s2, so, _rand_act(rng)), "input1": in1, "input2": in2, "output": out,
+              "subtract": int(rng.integers(0, 2))}
+    got, expected = run_c(lib, "mcu_add_broadcast_s16", params, _rand16(rng, in1), _rand16(rng, in2))
+    assert_equal_int(got, expected)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_matmul_random(lib, seed):
+    rng = np.random.default_rng(seed)
+    group, transposed = int(rng.choice([1, 2])), int(rng.integers(0, 2))
+    rb = int(rng.integers(1, 3))
+    b = rb * group
+    lb = int(rng.choice([1, b]))
+    m, k, n = int(rng.integers(1, 5)), int(rng.choice([rng.integers(1, 20), 256])), int(rng.integers(1, 9))
+    acc_std = 20000.0 * 20000.0 * math.sqrt(k)
+    mult, shift = _rand_quant(rng, 1, acc_std)
+    params = mm16(b, m, k, n, lhs_b=lb, rhs_b=rb, mult=int(mult[0]), shift=int(shift[0]), act=_rand_act(rng),
+                  group=group, transposed=transposed)
+    rhs = _rand16(rng, (rb, n, k) if transposed else (rb, k, n))
+    got, expected = run_c(lib, "mcu_matmul_s16", params, _rand16(rng, (lb, m, k)), rhs)
     assert_equal_int(got, expected)
 
 
@@ -607,6 +665,24 @@ def _bad_cases():
                          ("output", (1, 1, 0, 2))):
         yield f"mul {field}={value}", "mcu_mul_s16", with_params(mul_base, **{field: value}), ARG
     yield "mul input1 does not broadcast", "mcu_mul_s16", with_params(mul_base, input1=(1, 1, 1, 3)), SHAPE
+
+    addb_base = (addb16((1, 1, 1, 2), (1, 1, 1, 1), (1, 1, 1, 2)), np.zeros(2, np.int16), np.zeros(1, np.int16))
+    for i, name in ((0, "params"), (1, "input1"), (2, "input2")):
+        yield f"add broadcast NULL {name}", "mcu_add_broadcast_s16", with_arg(addb_base, i, None), ARG
+    for field, value in (("subtract", 2), ("left_shift", 16), ("input1_offset", 1), ("output_offset", 1),
+                         ("output_shift", 31), ("act_max", 32768), ("output", (1, 1, 0, 2))):
+        yield f"add broadcast {field}={value}", "mcu_add_broadcast_s16", with_params(addb_base, **{field: value}), ARG
+    yield "add broadcast input1 does not broadcast", "mcu_add_broadcast_s16", \
+        with_params(addb_base, input1=(1, 1, 1, 3)), SHAPE
+
+    mm_base = (mm16(2, 1, 2, 2), np.zeros(4, np.int16), np.zeros(8, np.int16))
+    for i, name in ((0, "params"), (1, "lhs"), (2, "rhs")):
+        yield f"matmul NULL {name}", "mcu_matmul_s16", with_arg(mm_base, i, None), ARG
+    for field, value in (("k", 0), ("k", 32768), ("lhs_offset", 1), ("rhs_offset", -1), ("output_offset", 1),
+                         ("output_shift", 31), ("act_min", -32769)):
+        yield f"matmul {field}={value}", "mcu_matmul_s16", with_params(mm_base, **{field: value}), ARG
+    for field, value in (("lhs_batches", 3), ("rhs_group", 3), ("rhs_transposed", 2)):
+        yield f"matmul {field}={value}", "mcu_matmul_s16", with_params(mm_base, **{field: value}), SHAPE
 
     sm_base = (s16.softmax_s16_params(1, 2, 0.01), np.zeros(2, np.int16))
     for i, name in ((0, "params"), (1, "input")):
@@ -848,6 +924,29 @@ def mul16_case(draw):
 
 
 @st.composite
+def add_broadcast16_case(draw):
+    out = tuple(draw(st.integers(1, 4)) for _ in range(4))
+    in1 = tuple(d if draw(st.booleans()) else 1 for d in out)
+    in2 = tuple(d if draw(st.booleans()) else 1 for d in out)
+    pair = st.tuples(I16_MULT, st.integers(-31, 30))
+    params = {**addb16(in1, in2, out, subtract=draw(st.integers(0, 1)), in1=draw(pair), in2=draw(pair),
+                       out=draw(pair), left_shift=draw(st.integers(0, 15)), act=draw(act16()))}
+    return Case((params, draw(ints(in1, np.int16)), draw(ints(in2, np.int16))), int(np.prod(out)))
+
+
+@st.composite
+def matmul16_case(draw):
+    rb, group, transposed = draw(st.integers(1, 2)), draw(st.sampled_from([1, 1, 2, 3])), draw(st.integers(0, 1))
+    b = rb * group
+    lb = draw(st.sampled_from([1, b]))
+    m, k, n = draw(st.integers(1, 6)), draw(st.one_of(st.integers(1, 40), st.just(300))), draw(st.integers(1, 9))
+    params = mm16(b, m, k, n, lhs_b=lb, rhs_b=rb, mult=draw(I16_MULT), shift=draw(shift16(4e8 * math.sqrt(k))),
+                  act=draw(act16()), group=group, transposed=transposed)
+    rhs = draw(ints((rb, n, k) if transposed else (rb, k, n), np.int16))
+    return Case((params, draw(ints((lb, m, k), np.int16)), rhs), b * m * n)
+
+
+@st.composite
 def softmax16_case(draw):
     rows, cols = draw(st.integers(1, 3)), draw(st.one_of(st.integers(1, 100), st.sampled_from([1, 65535])))
     rows = 1 if cols == 65535 else rows
@@ -877,6 +976,7 @@ STRATEGIES = {
     "mcu_conv2d_s16": conv16_case(False), "mcu_dwconv2d_s16": conv16_case(True), "mcu_fully_connected_s16": fc16_case(),
     "mcu_maxpool2d_s16": pool16_case(False), "mcu_avgpool2d_s16": pool16_case(True), "mcu_add_s16": add16_case(),
     "mcu_mul_s16": mul16_case(), "mcu_softmax_s16": softmax16_case(), "mcu_lut_s16": lut16_case(),
+    "mcu_add_broadcast_s16": add_broadcast16_case(), "mcu_matmul_s16": matmul16_case(),
     "mcu_convert_s8_s16": convert16_case("s8_s16"), "mcu_convert_s16_s8": convert16_case("s16_s8"),
     "mcu_convert_s16_s16": convert16_case("s16_s16"),
 }

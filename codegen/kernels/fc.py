@@ -19,6 +19,7 @@ SPECS = [
     kernel("mcu_fully_connected_s16", "s16", FC),
     kernel("mcu_fully_connected_f32", "float", "mcu_fc_f32_params_t"),
     kernel("mcu_matmul_s8", "fc", "mcu_matmul_params_t"),
+    kernel("mcu_matmul_s16", "s16", "mcu_matmul_params_t"),
     kernel("mcu_matmul_f32", "float", "mcu_matmul_f32_params_t"),
     # recurrent layers over a whole sequence (mcu.importer.recurrent): the time loop inside the kernel
     kernel("mcu_rnn_f32", "float", "mcu_rnn_f32_params_t"),

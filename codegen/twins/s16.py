@@ -101,6 +101,24 @@ def fully_connected_s16(params: dict, multiplier: np.ndarray, shift: np.ndarray,
     return _output_stage(acc, bias, multiplier, shift, p["act_min"], p["act_max"])
 
 
+def matmul_s16(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Twin of mcu_matmul_s16: lhs [lhs_batches, M, K] x rhs (twins.fc._matmul_rhs's layouts), int64 sums;
+    returns int16 [batches, M, N]."""
+    from .fc import _matmul_rhs
+    p = params
+    b, m, k, n = p["batches"], p["m"], p["k"], p["n"]
+    if min(b, m, k, n) < 1 or k > 32767:
+        raise ValueError(f"batches, m, n must be positive and k in [1, 32767]: {b}, {m}, {k}, {n}")
+    _check_io(p, "lhs_offset", "rhs_offset", "output_offset")
+    if p["output_multiplier"] < 0 or not -31 <= p["output_shift"] <= 30:
+        raise ValueError("output multiplier must be >= 0 and shift in [-31, 30]")
+    if p["lhs_batches"] not in (b, 1):
+        raise ValueError(f"lhs batches must be {b} or 1: {p['lhs_batches']}")
+    acc = np.matmul(np.asarray(lhs, dtype=np.int64).reshape(p["lhs_batches"], m, k), _matmul_rhs(p, rhs, np.int64))
+    out = requantize64(np.broadcast_to(acc, (b, m, n)), p["output_multiplier"], p["output_shift"])
+    return saturate(out, p["act_min"], p["act_max"], np.int16)
+
+
 # ---- Elementwise -----------------------------------------------------------------------------------------------
 
 def add_s16_params(s1: float, s2: float, s_out: float, act: tuple[int, int] = (Q15_MIN, Q15_MAX)) -> dict:
@@ -129,6 +147,23 @@ def add_s16(params: dict, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
     a1 = requantize(x1 << p["left_shift"], p["input1_multiplier"], p["input1_shift"])
     a2 = requantize(x2.reshape(x1.shape) << p["left_shift"], p["input2_multiplier"], p["input2_shift"])
     total = np.clip(a1 + a2, INT32_MIN, INT32_MAX)
+    return saturate(requantize(total, p["output_multiplier"], p["output_shift"]), p["act_min"], p["act_max"], np.int16)
+
+
+def add_broadcast_s16(params: dict, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
+    """Twin of mcu_add_broadcast_s16: add_s16's arithmetic with broadcasting and subtraction; returns int16 of shape
+    params["output"]."""
+    p = params
+    if p["subtract"] not in (0, 1) or not 0 <= p["left_shift"] <= 15:
+        raise ValueError(f"subtract must be 0 or 1 and left_shift in [0, 15], got {p['subtract']}, {p['left_shift']}")
+    _check_io(p, "input1_offset", "input2_offset", "output_offset")
+    for name in ("input1", "input2", "output"):
+        if p[f"{name}_multiplier"] < 0 or not -31 <= p[f"{name}_shift"] <= 30:
+            raise ValueError(f"{name}: multiplier must be >= 0 and shift in [-31, 30]")
+    x1, x2 = _broadcast_inputs(p, input1, input2)
+    a1 = requantize(x1 << p["left_shift"], p["input1_multiplier"], p["input1_shift"])
+    a2 = requantize(x2 << p["left_shift"], p["input2_multiplier"], p["input2_shift"])
+    total = np.clip(a1 - a2 if p["subtract"] else a1 + a2, INT32_MIN, INT32_MAX)
     return saturate(requantize(total, p["output_multiplier"], p["output_shift"]), p["act_min"], p["act_max"], np.int16)
 
 

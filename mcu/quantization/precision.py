@@ -81,7 +81,6 @@ def relative_costs(all_units: list[Unit], features: frozenset) -> Callable[[Unit
     fast = bool(features & {"dsp", "mve"})
     ratio = {p: r[0 if fast else 1] for p, r in INSTRUCTION_RATIO.items()}
     ratio["float32"] = FLOAT_RATIO["fpu" if "fpu" in features else "soft"]
-    products = {**ratio, "a16w8": ratio["float32"]}  # no int16 kernel multiplies two activations: float32 runs them
     total_macs = max(1, sum(u.macs + u.elements + u.products for u in all_units))
     total_flash = max(1, sum(u.params + 4 * u.channels for u in all_units))
 
@@ -90,8 +89,8 @@ def relative_costs(all_units: list[Unit], features: frozenset) -> Callable[[Unit
 
     def cost(u: Unit, a: str, b: str) -> tuple[float, float]:
         """(added instructions, added flash) as fractions of the all-int8 model's."""
-        macs = u.macs + u.elements
-        return ((macs * (ratio[b] - ratio[a]) + u.products * (products[b] - products[a])) / total_macs,
+        macs = u.macs + u.elements + u.products  # products of two activations: mcu_matmul_s8 / _s16, as MACs
+        return (macs * (ratio[b] - ratio[a]) / total_macs,
                 (flash(u, b) - flash(u, a)) / total_flash)
 
     cost.flash_bytes = lambda u, a, b: flash(u, b) - flash(u, a)  # type: ignore[attr-defined]

@@ -152,15 +152,14 @@ BATCH_NORMS = {aten.batch_norm.default}
 
 
 # Ops with an int8 kernel and no int16 one: float islands in a16w8 (codegen/lowering_s16.py lists what int16 runs)
-NO_INT16_KERNEL = {aten.matmul.default, aten.bmm.default, aten.sum.dim_IntList, aten.upsample_nearest2d.vec,
-                   aten.upsample_nearest1d.vec}
+NO_INT16_KERNEL = {aten.sum.dim_IntList, aten.upsample_nearest2d.vec, aten.upsample_nearest1d.vec}
 INDEX_OPS = {aten.argmax.default, aten.argmin.default, aten.argsort.default, aten.argsort.stable}
 RECURRENT_FNS = {"gru", "lstm", "rnn_tanh", "rnn_relu"}  # torch_fn of the nodes a cell (nn.GRUCell, ...) decomposes to
 
 
 def float_island(node: Node, precision: str) -> bool:
-    """An op with no integer kernel in this precision (FLOAT_ISLAND_OPS, a division of two tensors; in a16w8 a
-    subtraction or broadcasting addition of two tensors): left float, as mixed= float32 layers are, so the
+    """An op with no integer kernel in this precision (FLOAT_ISLAND_OPS, a division of two tensors, in a16w8
+    NO_INT16_KERNEL and a mean other than a spatial average): left float, as mixed= float32 layers are, so the
     importer runs it between a dequantize and a quantize."""
     if node.meta.get("mcu_float"):  # a composite's statistic (mcu.importer.decompose): one float island
         return True
@@ -174,12 +173,7 @@ def float_island(node: Node, precision: str) -> bool:
     if precision == "a16w8" and node.target == aten.mean.dim:  # int16 means only as a spatial average pool
         rank = len(node.args[0].meta["val"].shape)
         return not (rank == 4 and sorted(int(d) % rank for d in node.args[1]) == [2, 3])
-    if precision != "a16w8" or not two:
-        return False
-    sub = node.target in (aten.sub.Tensor, aten.sub_.Tensor)
-    add = node.target in (aten.add.Tensor, aten.add_.Tensor)
-    shapes = [tuple(a.meta["val"].shape) if "val" in a.meta else None for a in node.args[:2]]
-    return sub or (add and shapes[0] != shapes[1])
+    return False
 
 
 class McuQuantizer(Quantizer):

@@ -1293,6 +1293,17 @@ mcu_status_t mcu_add_s16(const mcu_add_params_t *params, const int16_t *input1, 
 mcu_status_t mcu_mul_s16(const mcu_mul_params_t *params, const int16_t *input1, const int16_t *input2,
                          int16_t *output);
 
+/* mcu_add_s16's arithmetic with broadcasting, and subtraction (mcu_add_broadcast_params_t, offsets 0): the
+ * attention mask added to the scores. Output must not overlap an input. */
+mcu_status_t mcu_add_broadcast_s16(const mcu_add_broadcast_params_t *params, const int16_t *input1,
+                                   const int16_t *input2, int16_t *output);
+
+/* Matmul of two int16 activations (mcu_matmul_params_t, every offset 0; multiplier s_lhs * s_rhs / s_out):
+ * out[b, i, j] = clamp(mcu_requantize64(sum_t (int64)lhs[b, i, t] * rhs[r, t, j], mult, shift)), the batch layout
+ * and rhs_transposed as mcu_matmul_s8 (a16w8 attention: q @ k^T and attention @ v over an int16 cache). */
+mcu_status_t mcu_matmul_s16(const mcu_matmul_params_t *params, const int16_t *lhs, const int16_t *rhs,
+                            int16_t *output);
+
 /* Max pooling (mcu_pool2d_params_t, zero_point 0), as mcu_maxpool2d_s8. */
 mcu_status_t mcu_maxpool2d_s16(const mcu_pool2d_params_t *params, const int16_t *input, int16_t *output);
 

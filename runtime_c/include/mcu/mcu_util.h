@@ -77,6 +77,14 @@ static inline int mcu_io_offsets_ok(int32_t in_off, int32_t out_off, int32_t act
            act_min <= act_max && act_max <= 127;
 }
 
+/* A matmul's batch layout: lhs batches all or 1, rhs batches 1 or serving rhs_group output batches each. */
+static inline int mcu_matmul_layout_ok(const mcu_matmul_params_t *p)
+{
+    return (p->lhs_batches == p->batches || p->lhs_batches == 1) &&
+           (p->rhs_batches == 1 || (p->rhs_group >= 1 && p->rhs_batches * p->rhs_group == p->batches)) &&
+           (p->rhs_transposed == 0 || p->rhs_transposed == 1);
+}
+
 /* matmul pointers, scalar parameters and batch layout (mcu_matmul_s8 and its variants). */
 static inline mcu_status_t mcu_matmul_check(const mcu_matmul_params_t *p, const void *lhs, const void *rhs,
                                             const void *output)
@@ -90,12 +98,7 @@ static inline mcu_status_t mcu_matmul_check(const mcu_matmul_params_t *p, const 
         !mcu_io_offsets_ok(0, p->output_offset, p->act_min, p->act_max)) {
         return MCU_ERR_ARG;
     }
-    if ((p->lhs_batches != p->batches && p->lhs_batches != 1) ||
-        (p->rhs_batches != 1 && (p->rhs_group < 1 || p->rhs_batches * p->rhs_group != p->batches)) ||
-        (p->rhs_transposed != 0 && p->rhs_transposed != 1)) {
-        return MCU_ERR_SHAPE;
-    }
-    return MCU_OK;
+    return mcu_matmul_layout_ok(p) ? MCU_OK : MCU_ERR_SHAPE;
 }
 
 /* A matmul's output batches in blocks that read one rhs batch: rhs_group batches of M rows (contiguous lhs and
@@ -128,6 +131,22 @@ static inline mcu_matmul_block_t mcu_matmul_block(const mcu_matmul_params_t *p, 
 static inline int mcu_io16_ok(int32_t in_off, int32_t out_off, int32_t act_min, int32_t act_max)
 {
     return in_off == 0 && out_off == 0 && act_min >= -32768 && act_min <= act_max && act_max <= 32767;
+}
+
+/* mcu_matmul_s16's checks: mcu_matmul_check's with int16 activations (every offset 0, the clamp in int16); k up to
+ * 32767 keeps the int64 sum exact. */
+static inline mcu_status_t mcu_matmul_s16_check(const mcu_matmul_params_t *p, const void *lhs, const void *rhs,
+                                                const void *output)
+{
+    if (p == NULL || lhs == NULL || rhs == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    if (p->batches < 1 || p->m < 1 || p->k < 1 || p->k > 32767 || p->n < 1 || p->lhs_offset != 0 ||
+        p->rhs_offset != 0 || p->output_multiplier < 0 || p->output_shift < -31 || p->output_shift > 30 ||
+        !mcu_io16_ok(0, p->output_offset, p->act_min, p->act_max)) {
+        return MCU_ERR_ARG;
+    }
+    return mcu_matmul_layout_ok(p) ? MCU_OK : MCU_ERR_SHAPE;
 }
 
 /* Every channel's requantization in range: multiplier >= 0, shift in [-31, 30]. */

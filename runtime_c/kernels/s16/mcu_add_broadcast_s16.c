@@ -1,0 +1,47 @@
+/* Reference int16 add / subtract with broadcasting (TFLite 16x8 add arithmetic, mcu_add_s16's). */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/mcu_kernels.h"
+#include "mcu/mcu_util.h"
+#include "mcu/mcu_quant.h"
+
+/* mcu_add_s16's arithmetic on one element pair, or its difference. */
+static inline int16_t add_element(const mcu_add_broadcast_params_t *p, int32_t x1, int32_t x2)
+{
+    const int32_t a1 = mcu_add_rescale(x1, 0, p->left_shift, p->input1_multiplier, p->input1_shift);
+    const int32_t a2 = mcu_add_rescale(x2, 0, p->left_shift, p->input2_multiplier, p->input2_shift);
+    const int32_t r = mcu_add_output(p->subtract ? (int64_t)a1 - a2 : (int64_t)a1 + a2, p->output_multiplier,
+                                     p->output_shift, 0);
+    return (int16_t)mcu_clamp_i32(r, p->act_min, p->act_max);
+}
+
+#define MCU_BROADCAST_LOOP broadcast_loop
+#define MCU_PARAMS_T mcu_add_broadcast_params_t
+#define MCU_IN_T int16_t
+#define MCU_OUT_T int16_t
+#define MCU_ELEMENT(x1, x2) add_element(p, x1, x2)
+#include "mcu/mcu_broadcast_loop.h"
+
+mcu_status_t mcu_add_broadcast_s16(const mcu_add_broadcast_params_t *params, const int16_t *input1,
+                                   const int16_t *input2, int16_t *output)
+{
+    if (params == NULL || input1 == NULL || input2 == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_add_broadcast_params_t *p = params;
+    /* |in| <= 2^15, so a left shift up to 15 keeps the shifted input inside int32. */
+    if (!mcu_dims_ok(&p->output) || (p->subtract != 0 && p->subtract != 1) || p->left_shift < 0 ||
+        p->left_shift > 15 || p->input1_offset != 0 || p->input2_offset != 0 ||
+        !mcu_io16_ok(0, p->output_offset, p->act_min, p->act_max) || p->input1_multiplier < 0 ||
+        p->input2_multiplier < 0 || p->output_multiplier < 0 || p->input1_shift < -31 || p->input1_shift > 30 ||
+        p->input2_shift < -31 || p->input2_shift > 30 || p->output_shift < -31 || p->output_shift > 30) {
+        return MCU_ERR_ARG;
+    }
+    if (!mcu_broadcasts(&p->input1, &p->output) || !mcu_broadcasts(&p->input2, &p->output)) {
+        return MCU_ERR_SHAPE;
+    }
+
+    broadcast_loop(p, input1, input2, output);
+    return MCU_OK;
+}
