@@ -357,7 +357,7 @@ def run_on_board(graph: Graph, board: str, inputs: list[np.ndarray], out_dir, me
     outs, pos = [], 0
     for name in graph.outputs:
         t = graph.tensors[name]
-        outs.append(np.frombuffer(res.output_bytes[pos:pos + t.nbytes], np.int8).reshape(t.shape))
+        outs.append(np.frombuffer(res.output_bytes[pos:pos + t.nbytes], np.dtype(t.dtype)).reshape(t.shape))
         pos += t.nbytes
     return outs
 

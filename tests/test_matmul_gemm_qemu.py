@@ -96,6 +96,45 @@ def test_matmul_gemm_equals_portable_twin_on_device(board, tmp_path):
                                f"transposed {p['rhs_transposed']}, group {p['rhs_group']})")
 
 
+def matmul16_graph(seed: int) -> Graph:
+    """SHAPES as mcu_matmul_s16 calls (int16 activations, offsets 0), the decode step's two products and a k past
+    8191 rows of a gathered column's offsets beside them; random, tie and narrow requantizations."""
+    rng = np.random.default_rng(seed)
+    tensors, nodes = {}, []
+    shapes = [*SHAPES, (8, 8, 4, 2, 1, 8, 256, 1), (8, 8, 4, 2, 1, 256, 8, 0), (1, 1, 1, 1, 1, 9, 8200, 0)]
+    for i, (b, lb, rb, g, m, k, n, tr) in enumerate(shapes):
+        q = QParams.tensor(0.05, 0)
+        a, w, y = f"a{i}", f"b{i}", f"y{i}"
+        tensors[a] = Tensor(a, (lb, m, k), "int16", q)
+        tensors[w] = Tensor(w, (rb, n, k) if tr else (rb, k, n), "int16", q)
+        tensors[y] = Tensor(y, (b, m, n), "int16", q)
+        mult = 1 << 30 if i % 4 == 1 else int(rng.integers(1 << 30, 1 << 31))
+        shift = -int(np.ceil(np.log2(np.sqrt(k) * 20000.0 * 20000.0 / 8000)))
+        lo, hi = (-32768, 32767) if i % 3 else (-3000, 2000)
+        params = {"batches": b, "lhs_batches": lb, "rhs_batches": rb, "m": m, "k": k, "n": n, "lhs_offset": 0,
+                  "rhs_offset": 0, "output_offset": 0, "output_multiplier": mult, "output_shift": shift,
+                  "act_min": lo, "act_max": hi, "rhs_group": g, "rhs_transposed": tr}
+        nodes.append(call(f"n{i}", "mcu_matmul_s16", (a, w), y, params))
+    inputs = tuple(t for nd in nodes for t in nd.inputs)
+    return verify(Graph(tensors, tuple(nodes), inputs, tuple(nd.outputs[0] for nd in nodes)))
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board, kernel", [("mps3-an547", "mcu_matmul_s16_mve"), ("mps2-an386", "mcu_matmul_s16")])
+def test_matmul_s16_equals_portable_twin_on_device(board, kernel, tmp_path):
+    """a16w8 attention's products: the Helium variant on the M55, the portable kernel on the M4."""
+    graph = verify(select_kernels(matmul16_graph(7), Target.of_board(load_board(board))))
+    assert {n.call.kernel for n in graph.nodes} == {kernel}
+    rng = np.random.default_rng(8)
+    inputs = [rng.integers(-32768, 32768, graph.tensors[t].shape).astype(np.int16) for t in graph.inputs]
+    expected = run_reference(graph, inputs)
+    actual = run_on_board(graph, board, inputs, tmp_path)
+    for node, a, e in zip(graph.nodes, actual, expected):
+        p = node.call.params
+        assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, {p['batches']} x {p['m']} x {p['k']} x {p['n']}, "
+                               f"transposed {p['rhs_transposed']}, group {p['rhs_group']})")
+
+
 def test_matmul_picks_the_gemm_where_rows_share_the_rhs():
     """M4: from 2 rows per rhs batch (a decode step's grouped heads too); M55: 8 rows with 16 taps, or 4 with 32 taps
     and 16 columns, else the row-pair kernel (decode steps); M3: the portable kernel."""

@@ -52,7 +52,7 @@ from mcu.importer.composites.spatial import has_int8_kernel
 from mcu.importer.batch_norms import fold_batch_norms
 from mcu.quantization.bias import InputMeans, correct_biases
 from mcu.quantization.calibration import check_batch, check_finite
-from mcu.quantization.decoder import classifier_as_linear, decoder_precision, is_decoder
+from mcu.quantization.decoder import DECODER_PRECISION, classifier_as_linear, is_decoder
 from mcu.quantization.mixed import PRECISIONS, check_mixed, op_rule, precision_of
 from mcu.quantization.observers import (FIXED16_QSPEC, SOFTMAX_OUT_QSPEC, TABLE_QSPEC, TANH_OUT_QSPEC, act_qspec,
                                        weight_qspec)
@@ -201,7 +201,7 @@ class McuQuantizer(Quantizer):
     def precision_of(self, node: Node) -> str:
         """The precision of an op: that of the innermost module the `mixed` rules name, else the run's (a decoder
         step's in an int8 run: mcu.quantization.decoder)."""
-        default = decoder_precision(node) if self.decoder else self.precision
+        default = DECODER_PRECISION if self.decoder else self.precision
         return precision_of(node, self.mixed, default)
 
     def _moved_precision(self, node: Node) -> str | None:

@@ -1303,6 +1303,10 @@ mcu_status_t mcu_add_broadcast_s16(const mcu_add_broadcast_params_t *params, con
  * and rhs_transposed as mcu_matmul_s8 (a16w8 attention: q @ k^T and attention @ v over an int16 cache). */
 mcu_status_t mcu_matmul_s16(const mcu_matmul_params_t *params, const int16_t *lhs, const int16_t *rhs,
                             int16_t *output);
+/* Helium variant of mcu_matmul_s16 (same params, same result): 8-lane VMLALDAVA dot products into int64, a [K, N]
+ * rhs's column gathered (VLDRH gather); one scalar requantization per output. Built without Helium: MCU_ERR_ARG. */
+mcu_status_t mcu_matmul_s16_mve(const mcu_matmul_params_t *params, const int16_t *lhs, const int16_t *rhs,
+                                int16_t *output);
 
 /* Max pooling (mcu_pool2d_params_t, zero_point 0), as mcu_maxpool2d_s8. */
 mcu_status_t mcu_maxpool2d_s16(const mcu_pool2d_params_t *params, const int16_t *input, int16_t *output);
