@@ -206,7 +206,7 @@ def _matmul(ctx: Ctx, node: Node) -> Node:
                   "output_offset": out.qparams.zp, "act_min": lo, "act_max": hi}
         return call_node(node, "mcu_fully_connected_s8", params, (a.name, w, None), ctx.per_channel(node, reals))
     dtype = ctx.dtype(node)
-    mult, shift = quantize_multiplier(a.qparams.s * b.qparams.s / out.qparams.s)
+    mult, shift = quantize_multiplier(a.qparams.s * b.qparams.s * node.attrs.get("scale", 1.0) / out.qparams.s)
     lo, hi = act_range(out.qparams, node.attrs.get("act"), dtype)
     params = {**matmul_dims(a, b, node), "lhs_offset": -a.qparams.zp, "rhs_offset": -b.qparams.zp,
               "output_offset": out.qparams.zp, "output_multiplier": mult, "output_shift": shift,

@@ -9,6 +9,7 @@ from mcu.codegen.passes.canonicalize import canonicalize
 from mcu.codegen.passes.decompose import copy_aliased_outputs, decompose
 from mcu.codegen.passes.fold_matmul_operands import fold_matmul_operands
 from mcu.codegen.passes.fold_pad import fold_pad
+from mcu.codegen.passes.fold_scale import fold_scale
 from mcu.codegen.passes.fuse_add import fuse_residual_adds
 from mcu.codegen.passes.fuse_clamp import fuse_clamp
 from mcu.codegen.passes.inplace import use_inplace_kernels
@@ -25,6 +26,7 @@ def passes(target: Target = Target()) -> list:
     return [
         slice_first,                          # slice(quantize(x)) -> quantize(slice(x)): convert what is kept
         fold_matmul_operands,                 # matmul reads k^T and repeated (grouped-query) heads where they lie
+        fold_scale,                           # matmul then x * c: c in the matmul's requantization
         decompose,                            # 1-d ops -> 2-d ops on views; keepdim reductions; long concats
         canonicalize,                         # adaptive pools / means -> avg_pool2d; grouped convs -> depthwise
         fuse_clamp,                           # standalone ReLU/ReLU6 -> the producer's output clamp

@@ -307,12 +307,19 @@ class McuQuantizer(Quantizer):
         return has_int8_kernel(node) and self.precision_of(node) == "int8"
 
     def _annotate_binary(self, node: Node) -> None:
-        inputs = {a: self.act for a in node.args[:2] if isinstance(a, Node)}
+        inputs = {a: self._read_as_is(a) for a in node.args[:2] if isinstance(a, Node)}
         rhs = node.args[1] if len(node.args) > 1 else None
         if node.target in MATMUL_OPS and self.act is self.acts["int8"] and isinstance(rhs, Node) and _constant(rhs):
             inputs[rhs] = TABLE_QSPEC  # activations x a constant: a fully connected layer (mcu.codegen.lowering_s8)
         _annotate(node, inputs, None)
         self._annotate_output(node)
+
+    def _read_as_is(self, src: Node):
+        """The spec an int16 op's input takes: its producer's own when those are fixed (a softmax's 2^-15 steps read
+        by attention @ v: no requantization between them), else the run's activation spec."""
+        produced = src.meta.get("quantization_annotation")
+        fixed = produced is not None and produced.output_qspec is FIXED16_QSPEC
+        return SharedQuantizationSpec(src) if fixed and self.act is self.acts["a16w8"] else self.act
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         model = decompose_composites(model, tables=True, whole=self._has_int8_kernel)
