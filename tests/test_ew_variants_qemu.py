@@ -176,6 +176,41 @@ def test_elementwise_variants_equal_portable_twins_on_device(board, tmp_path):
     check_on_device(c, board, tmp_path)
 
 
+def add16_graph(seed: int) -> Graph:
+    """int16 add / sub with broadcasting (a16w8: attention's scores + mask): SHAPES, both orders, a tail of each
+    length, random requantizations with the compiler's left shift 15 (input shifts 0 and below: both of
+    mcu_mve_requantize's paths), narrow clamps."""
+    from mcu.codegen.twins.s16 import add_s16_params
+    rng = np.random.default_rng(seed)
+    tensors, nodes = {}, []
+    pairs = [*SHAPES, *[(b, a) for a, b in SHAPES[:4]], ((1, 8, 1, 256), (1, 1, 1, 256)), ((1, 2, 3, 5), (1, 2, 3, 5)),
+             ((1, 1, 2, 6), (1, 1, 2, 1)), ((1, 1, 1, 7), (1, 1, 1, 7))]
+    for i, (s1, s2) in enumerate(pairs):
+        out = tuple(max(a, b) for a, b in zip(s1, s2))
+        scales = [float(np.exp(rng.uniform(-10, -3))) for _ in range(3)]
+        act = (-32768, 32767) if i % 3 else tuple(sorted(int(v) for v in rng.integers(-20000, 20000, 2)))
+        params = {**add_s16_params(*scales, act), "input1": s1, "input2": s2, "output": out, "subtract": i % 2}
+        if i % 5 == 4:
+            params.update(input1_shift=int(rng.integers(1, 3)), input1_multiplier=int(rng.integers(1 << 30, 1 << 31)))
+        for name, shape in ((f"x{i}", s1), (f"z{i}", s2), (f"y{i}", out)):
+            tensors[name] = Tensor(name, shape, "int16", QParams.tensor(0.05, 0), layout="NHWC")
+        nodes.append(call(f"n{i}", "mcu_add_broadcast_s16", (f"x{i}", f"z{i}"), f"y{i}", params))
+    return verify(Graph(tensors, tuple(nodes), tuple(t for n in nodes for t in n.inputs),
+                        tuple(n.outputs[0] for n in nodes)))
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board, kernel", [("mps3-an547", "mcu_add_broadcast_s16_mve"),
+                                           ("mps2-an386", "mcu_add_broadcast_s16")])
+def test_int16_add_broadcast_equals_portable_twin_on_device(board, kernel, tmp_path):
+    graph = verify(select_kernels(add16_graph(4), Target.of_board(load_board(board))))
+    assert {n.call.kernel for n in graph.nodes} == {kernel}
+    rng = np.random.default_rng(12)
+    inputs = [rng.integers(-32768, 32768, graph.tensors[t].shape).astype(np.int16) for t in graph.inputs]
+    for node, a, e in zip(graph.nodes, run_on_board(graph, board, inputs, tmp_path), run_reference(graph, inputs)):
+        assert_equal_int(a, e, f"{node.call.kernel} ({node.name}, {node.call.params}) on {board}")
+
+
 @pytest.mark.host_c
 def test_dsp_and_scalar_variants_equal_portable_twins_on_host():
     """The same cases through the host compiler: mcu_mul_s8_dsp and mcu_add_broadcast_s8_dsp in C (their assembly

@@ -1297,6 +1297,11 @@ mcu_status_t mcu_mul_s16(const mcu_mul_params_t *params, const int16_t *input1, 
  * attention mask added to the scores. Output must not overlap an input. */
 mcu_status_t mcu_add_broadcast_s16(const mcu_add_broadcast_params_t *params, const int16_t *input1,
                                    const int16_t *input2, int16_t *output);
+/* Helium variant of mcu_add_broadcast_s16 (same params, same result): 4 lanes a step along the output's last dim,
+ * each requantization exact (VQRDMULH / VQDMULH + VRSHL); a broadcast input's last dim of 1 as one repeated lane.
+ * Built without Helium it returns MCU_ERR_ARG. */
+mcu_status_t mcu_add_broadcast_s16_mve(const mcu_add_broadcast_params_t *params, const int16_t *input1,
+                                       const int16_t *input2, int16_t *output);
 
 /* Matmul of two int16 activations (mcu_matmul_params_t, every offset 0; multiplier s_lhs * s_rhs / s_out):
  * out[b, i, j] = clamp(mcu_requantize64(sum_t (int64)lhs[b, i, t] * rhs[r, t, j], mult, shift)), the batch layout

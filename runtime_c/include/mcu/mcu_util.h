@@ -283,6 +283,24 @@ static inline mcu_status_t mcu_add_broadcast_check(const mcu_add_broadcast_param
     return mcu_broadcasts(&p->input1, o) && mcu_broadcasts(&p->input2, o) ? MCU_OK : MCU_ERR_SHAPE;
 }
 
+/* mcu_add_broadcast_s16's checks (and its Helium variant's): mcu_add_broadcast_check's with int16 activations
+ * (offsets 0, the clamp in int16) and left_shift <= 15, which keeps |in| << left_shift inside int32. */
+static inline mcu_status_t mcu_add_broadcast_s16_check(const mcu_add_broadcast_params_t *p, const void *input1,
+                                                       const void *input2, const void *output)
+{
+    if (p == NULL || input1 == NULL || input2 == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    if (!mcu_dims_ok(&p->output) || (p->subtract != 0 && p->subtract != 1) || p->left_shift < 0 ||
+        p->left_shift > 15 || p->input1_offset != 0 || p->input2_offset != 0 ||
+        !mcu_io16_ok(0, p->output_offset, p->act_min, p->act_max) || p->input1_multiplier < 0 ||
+        p->input2_multiplier < 0 || p->output_multiplier < 0 || p->input1_shift < -31 || p->input1_shift > 30 ||
+        p->input2_shift < -31 || p->input2_shift > 30 || p->output_shift < -31 || p->output_shift > 30) {
+        return MCU_ERR_ARG;
+    }
+    return mcu_broadcasts(&p->input1, &p->output) && mcu_broadcasts(&p->input2, &p->output) ? MCU_OK : MCU_ERR_SHAPE;
+}
+
 /* mcu_add_m16_s8's and mcu_add_h16_s8's argument checks (max_shift 24 and 15; their variants' too). */
 static inline mcu_status_t mcu_add_m16_check(const mcu_add_m16_params_t *p, const void *input1, const void *input2,
                                              const void *output, int32_t max_shift)

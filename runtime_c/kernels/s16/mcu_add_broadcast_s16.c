@@ -26,21 +26,11 @@ static inline int16_t add_element(const mcu_add_broadcast_params_t *p, int32_t x
 mcu_status_t mcu_add_broadcast_s16(const mcu_add_broadcast_params_t *params, const int16_t *input1,
                                    const int16_t *input2, int16_t *output)
 {
-    if (params == NULL || input1 == NULL || input2 == NULL || output == NULL) {
-        return MCU_ERR_ARG;
+    const mcu_status_t status = mcu_add_broadcast_s16_check(params, input1, input2, output);
+    if (status != MCU_OK) {
+        return status;
     }
     const mcu_add_broadcast_params_t *p = params;
-    /* |in| <= 2^15, so a left shift up to 15 keeps the shifted input inside int32. */
-    if (!mcu_dims_ok(&p->output) || (p->subtract != 0 && p->subtract != 1) || p->left_shift < 0 ||
-        p->left_shift > 15 || p->input1_offset != 0 || p->input2_offset != 0 ||
-        !mcu_io16_ok(0, p->output_offset, p->act_min, p->act_max) || p->input1_multiplier < 0 ||
-        p->input2_multiplier < 0 || p->output_multiplier < 0 || p->input1_shift < -31 || p->input1_shift > 30 ||
-        p->input2_shift < -31 || p->input2_shift > 30 || p->output_shift < -31 || p->output_shift > 30) {
-        return MCU_ERR_ARG;
-    }
-    if (!mcu_broadcasts(&p->input1, &p->output) || !mcu_broadcasts(&p->input2, &p->output)) {
-        return MCU_ERR_SHAPE;
-    }
 
     broadcast_loop(p, input1, input2, output);
     return MCU_OK;
