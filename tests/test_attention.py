@@ -87,17 +87,20 @@ def attention():
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("board, matmul", [("mps2-an386", "mcu_matmul_gemm_s8_dsp"),
-                                           ("mps3-an547", "mcu_matmul_s8_mve"), ("mps2-an385", "mcu_matmul_s8")])
-def test_cached_attention_on_the_device_equals_the_reference(attention, board, matmul, tmp_path):
-    """One query's 8 heads over 4 KV heads: 2 rows per rhs batch, which the M4 runs on its GEMM core and Helium as
-    row pairs (codegen/kernels/geometry.py, is_matmul_gemm_*)."""
-    pkg = mcu.compile(attention, _stream(1, 0)[0], board=board, calibration=_stream(24, 1), out_dir=tmp_path / "p")
+@pytest.mark.parametrize("board, mixed, matmul", [
+    ("mps2-an386", {CachedAttention: "int8"}, "mcu_matmul_gemm_s8_dsp"),
+    ("mps3-an547", None, "mcu_matmul_s16_mve"), ("mps2-an385", None, "mcu_matmul_s16")])
+def test_cached_attention_on_the_device_equals_the_reference(attention, board, mixed, matmul, tmp_path):
+    """One query's 8 heads over 4 KV heads: an int16 cache and products under the decoder defaults (Helium: 8-lane
+    dot products), or pinned int8: 2 rows per rhs batch, which the M4 runs on its GEMM core
+    (codegen/kernels/geometry.py, is_matmul_gemm_*)."""
+    pkg = mcu.compile(attention, _stream(1, 0)[0], board=board, calibration=_stream(24, 1), out_dir=tmp_path / "p",
+                      mixed=mixed)
     kernels = [n.call.kernel for n in pkg.graph.nodes if n.call]
     assert kernels.count(matmul) == 2, kernels
     assert not any("concat" in k or "transpose" in k for k in kernels), kernels  # no copy of the cache
     # the tied projection: a linear layer (int16 logits under the decoder defaults, mcu/quantization/decoder.py)
-    assert any(k.startswith("mcu_fully_connected_s16") for k in kernels[-1:]), kernels
+    assert any(k.startswith("mcu_fully_connected_s" + ("8" if mixed else "16")) for k in kernels[-1:]), kernels
     xs = _stream(12, 2)
     want = mcu.session(pkg, "reference").run_sequence(xs)
     got = mcu.session(pkg).run_sequence(xs)

@@ -46,10 +46,11 @@ def test_the_decoder_defaults_in_an_int8_run(packages):
     _, pkg, _ = packages
     kernels = [n.call.kernel for n in pkg.graph.nodes if n.op == "call"]
     assert pkg.manifest["outputs"][0]["dtype"] == "int16"  # the logits
-    assert [s["dtype"] for s in pkg.manifest["state"]] == ["int8"] * 4  # the KV cache
-    assert sum(k.startswith("mcu_matmul_s8") for k in kernels) == 4 and "mcu_softmax_s16" in kernels
+    assert [s["dtype"] for s in pkg.manifest["state"]] == ["int16"] * 4  # the KV cache
+    assert sum(k.startswith("mcu_matmul_s16") for k in kernels) == 4 and "mcu_softmax_s16" in kernels
+    assert sum(k.startswith("mcu_add_broadcast_s16") for k in kernels) == 2  # the mask
     assert kernels[-1].startswith("mcu_fully_connected_s16")  # the tied output projection, int8 weights
-    assert not any(k.startswith("mcu_matmul_f32") for k in kernels), kernels
+    assert not any(k.endswith("_f32") or k.endswith("_s8") or "_s8_" in k for k in kernels[1:]), kernels
 
 
 def test_the_decoder_defaults_keep_more_tokens_than_every_op_in_int8(packages):

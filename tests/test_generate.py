@@ -74,7 +74,7 @@ def test_cli_generate_run_and_profile_a_loaded_decoder_step(llm, capsys):
                           "--tokens", "4"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     want = generate(pkg, PROMPT, 4, target="reference").tokens
-    assert f"tokens: {','.join(map(str, want))}" in out.stdout and "state 32,768 B" in out.stdout
+    assert f"tokens: {','.join(map(str, want))}" in out.stdout and "state 65,536 B" in out.stdout
     capsys.readouterr()
     assert cli_main(["generate", str(pkg.out_dir), "--prompt", "1,2,3", "--tokens", "4", "--temperature", "0.8",
                      "--top-k", "40", "--seed", "7", "--reference"]) == 0
@@ -89,13 +89,13 @@ def test_cli_generate_run_and_profile_a_loaded_decoder_step(llm, capsys):
 
 
 def test_the_m0_refuses_the_decoder_naming_the_bytes(tmp_path):
-    """micro:bit (Cortex-M0, 256 KB flash, 16 KB RAM): the 32 KB of KV cache alone is twice its RAM."""
+    """micro:bit (Cortex-M0, 256 KB flash, 16 KB RAM): the 64 KB of int16 KV cache alone is four times its RAM."""
     model, example = SEQUENCE["tinyllama_step"]()
     with pytest.raises(BoardFitError) as err:
         mcu.compile(model, example, board="microbit", calibration=sequence_calibration("tinyllama_step", 4),
                     out_dir=tmp_path / "m0")
     text = str(err.value)
-    assert "microbit (Cortex-M0, 256 KB flash, 16 KB RAM)" in text and "state 32,768" in text, text
+    assert "microbit (Cortex-M0, 256 KB flash, 16 KB RAM)" in text and "state 65,536" in text, text
     assert "RAM:   needs " in text and "(fits)" not in text.split("RAM:")[1].splitlines()[0], text
 
 

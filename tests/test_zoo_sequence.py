@@ -83,7 +83,7 @@ def test_tinyllama_step_caches_keys_in_its_state_and_refuses_a_position_past_it(
     assert (token["dtype"], token["index_range"], pos["dtype"], pos["index_range"]) == ("int32", [0, 512], "int32", [0, 256])
     names = [s["name"] for s in pkg.manifest["state"]]
     assert names == ["layers.0.k_cache", "layers.0.v_cache", "layers.1.k_cache", "layers.1.v_cache"]
-    assert pkg.state_bytes == 4 * 4 * 256 * 8  # int8 caches: 4 KV heads x 256 positions x 8 dims each
+    assert pkg.state_bytes == 4 * 4 * 256 * 8 * 2  # int16 caches: 4 KV heads x 256 positions x 8 dims each
     # the rows are written straight into the state (the scatter is each cache's only reader): no cache in the
     # arena, no copy back
     assert "memmove" not in (pkg.out_dir / "model.c").read_text()

@@ -31,6 +31,20 @@ MCU_INLINE int64_t dot(const int16_t *a, const int16_t *b, int32_t k, int32_t ro
     }
     return acc;
 }
+
+/* out[j] for j < n, each row j of b (k <= 8 elements, contiguous: a transposed rhs) against a's row held in one
+ * register: a decode step's q @ k^T, one load and one VMLALDAV an output. */
+MCU_INLINE void short_rows(const mcu_matmul_params_t *p, const int16_t *a, const int16_t *b, int16_t *out)
+{
+    const int32_t k = p->k;
+    const mve_pred16_t pk = vctp16q((uint32_t)k);
+    const int16x8_t x = vldrhq_z_s16(a, pk);
+    for (int32_t j = 0; j < p->n; ++j, b += k) {
+        const int32_t r = mcu_requantize64(vmlaldavq_s16(x, vldrhq_z_s16(b, pk)), p->output_multiplier,
+                                           p->output_shift);
+        out[j] = (int16_t)mcu_clamp_i32(r, p->act_min, p->act_max);
+    }
+}
 #endif
 
 mcu_status_t mcu_matmul_s16_mve(const mcu_matmul_params_t *params, const int16_t *lhs, const int16_t *rhs,
@@ -52,6 +66,11 @@ mcu_status_t mcu_matmul_s16_mve(const mcu_matmul_params_t *params, const int16_t
         const int16_t *a = lhs + b * lhs_step;
         const int16_t *bm = rhs + (p->rhs_batches == 1 ? 0 : b / p->rhs_group) * rhs_step;
         for (int32_t i = 0; i < m; ++i, a += k) {
+            if (p->rhs_transposed && k <= 8) {
+                short_rows(p, a, bm, out);
+                out += n;
+                continue;
+            }
             for (int32_t j = 0; j < n; ++j) {
                 int64_t acc;
                 if (row == 1 || row <= 8191) {
