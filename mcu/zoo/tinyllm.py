@@ -23,8 +23,8 @@ from mcu.zoo.sequence import TinyLlamaStep
 MODULES = ("json", "textwrap", "string", "collections", "functools", "itertools", "pathlib", "re", "random",
            "statistics", "fractions", "decimal", "datetime", "argparse", "logging", "unittest", "typing", "heapq",
            "bisect", "shutil", "tempfile", "csv", "zipfile", "tarfile", "difflib", "pprint", "inspect", "enum")
-RECIPE = dict(vocab=128, dim=64, layers=2, heads=8, kv_heads=4, hidden=172, cache=256, steps=700, batch=32,
-              window=64, lr=3e-3, seed=28, qat=300)
+RECIPE = dict(vocab=128, dim=64, layers=2, heads=8, kv_heads=4, hidden=172, cache=256, steps=1500, batch=32,
+              window=64, lr=3e-3, seed=28, qat=500)
 
 
 def corpus() -> bytes:
