@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .conv import check_quant, output_stage
-from .quant import requantize, saturate
+from .quant import requantize, requantize64, saturate
 
 
 def fully_connected_s8(params: dict, multiplier: np.ndarray, shift: np.ndarray, input: np.ndarray,
@@ -61,6 +61,23 @@ def matmul_s8(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     out = requantize(np.broadcast_to(acc, (b, m, n)), p["output_multiplier"], p["output_shift"]) + p["output_offset"]
     return saturate(out, p["act_min"], p["act_max"])
 
+
+def matmul_s16(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Twin of mcu_matmul_s16: lhs [lhs_batches, M, K] x rhs (twins.fc._matmul_rhs's layouts), int64 sums;
+    returns int16 [batches, M, N]."""
+    p = params
+    b, m, k, n = p["batches"], p["m"], p["k"], p["n"]
+    if min(b, m, k, n) < 1 or k > 32767:
+        raise ValueError(f"batches, m, n must be positive and k in [1, 32767]: {b}, {m}, {k}, {n}")
+    if p["lhs_offset"] or p["rhs_offset"] or p["output_offset"] or not -32768 <= p["act_min"] <= p["act_max"] <= 32767:
+        raise ValueError("int16 activations: offsets 0, the clamp inside int16")
+    if p["output_multiplier"] < 0 or not -31 <= p["output_shift"] <= 30:
+        raise ValueError("output multiplier must be >= 0 and shift in [-31, 30]")
+    if p["lhs_batches"] not in (b, 1):
+        raise ValueError(f"lhs batches must be {b} or 1: {p['lhs_batches']}")
+    acc = np.matmul(np.asarray(lhs, dtype=np.int64).reshape(p["lhs_batches"], m, k), _matmul_rhs(p, rhs, np.int64))
+    out = requantize64(np.broadcast_to(acc, (b, m, n)), p["output_multiplier"], p["output_shift"])
+    return saturate(out, p["act_min"], p["act_max"], np.int16)
 
 
 def matmul_gemm_s8_dsp_channels(p: dict) -> int:

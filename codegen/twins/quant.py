@@ -70,11 +70,24 @@ def requantize64(acc, multiplier, shift) -> np.ndarray:
     if (multiplier < 0).any() or (shift < -31).any() or (shift > 30).any():
         raise ValueError("multiplier must be >= 0 and shift in [-31, 30]")
     right = 31 - shift
-    # |acc| < 2^31: |acc * m| + 2^(right - 1) < 2^63, exact in int64; larger ones one by one in Python ints.
+    # |acc| < 2^31: |acc * m| + 2^(right - 1) < 2^63, exact in int64; larger ones split as the C does.
     small = (acc > -(1 << 31)) & (acc < (1 << 31))
     out = (np.where(small, acc, 0) * multiplier + (np.int64(1) << (right - 1))) >> right
-    out = np.clip(out, INT32_MIN, INT32_MAX).reshape(-1)
-    for i in np.flatnonzero(~small):
-        a, m, r = int(acc.flat[i]), int(multiplier.flat[i]), int(right.flat[i])
-        out[i] = min(max((a * m + (1 << (r - 1))) >> r, INT32_MIN), INT32_MAX)
-    return out.reshape(acc.shape)
+    if not small.all():
+        out = np.where(small, out, _requantize_wide(acc, multiplier, right))
+    return np.clip(out, INT32_MIN, INT32_MAX)
+
+
+def _requantize_wide(acc: np.ndarray, m: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """floor((acc * m + 2^(right - 1)) / 2^right) for any int64 acc, in int64 steps (mcu_requantize64's): acc * m =
+    H 2^32 + L with H = hi m + floor(lo m / 2^32), L = lo m mod 2^32 (hi, lo: acc's signed high and unsigned low
+    words); right > 32 drops L (it cannot carry past 2^right), else H (clamped where the result saturates anyway)
+    shifts up and L rounds down. Saturation is the caller's."""
+    lo_prod = (acc & 0xFFFFFFFF) * m                        # < 2^63
+    h = (acc >> 32) * m + (lo_prod >> 32)
+    s = np.maximum(right - 32, 1)
+    above = (h + (np.int64(1) << (s - 1))) >> s
+    r = np.minimum(right, 32)
+    low = ((lo_prod & 0xFFFFFFFF) + (np.int64(1) << (r - 1))) >> r
+    below = np.clip(h, -(1 << 31) - 1, 1 << 31) * (np.int64(1) << (32 - r)) + low
+    return np.where(right > 32, above, below)

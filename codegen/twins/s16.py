@@ -19,6 +19,7 @@ import numpy as np
 from .conv import _windows as _conv_windows
 from .conv import check_quant
 from .elementwise import _broadcast_inputs
+from .fc import matmul_s16  # noqa: F401  (the twin of mcu_matmul_s16, beside mcu_matmul_s8's)
 from .pool import _windows as _pool_windows
 from .quant import INT32_MAX, INT32_MIN, quantize_multiplier, requantize, requantize64, requantize_round, saturate
 
@@ -99,24 +100,6 @@ def fully_connected_s16(params: dict, multiplier: np.ndarray, shift: np.ndarray,
     check_quant(multiplier, shift, n)
     acc = np.asarray(input, dtype=np.int64).reshape(b, k) @ np.asarray(weights, dtype=np.int64).reshape(n, k).T
     return _output_stage(acc, bias, multiplier, shift, p["act_min"], p["act_max"])
-
-
-def matmul_s16(params: dict, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Twin of mcu_matmul_s16: lhs [lhs_batches, M, K] x rhs (twins.fc._matmul_rhs's layouts), int64 sums;
-    returns int16 [batches, M, N]."""
-    from .fc import _matmul_rhs
-    p = params
-    b, m, k, n = p["batches"], p["m"], p["k"], p["n"]
-    if min(b, m, k, n) < 1 or k > 32767:
-        raise ValueError(f"batches, m, n must be positive and k in [1, 32767]: {b}, {m}, {k}, {n}")
-    _check_io(p, "lhs_offset", "rhs_offset", "output_offset")
-    if p["output_multiplier"] < 0 or not -31 <= p["output_shift"] <= 30:
-        raise ValueError("output multiplier must be >= 0 and shift in [-31, 30]")
-    if p["lhs_batches"] not in (b, 1):
-        raise ValueError(f"lhs batches must be {b} or 1: {p['lhs_batches']}")
-    acc = np.matmul(np.asarray(lhs, dtype=np.int64).reshape(p["lhs_batches"], m, k), _matmul_rhs(p, rhs, np.int64))
-    out = requantize64(np.broadcast_to(acc, (b, m, n)), p["output_multiplier"], p["output_shift"])
-    return saturate(out, p["act_min"], p["act_max"], np.int16)
 
 
 # ---- Elementwise -----------------------------------------------------------------------------------------------
