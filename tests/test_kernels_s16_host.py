@@ -39,6 +39,8 @@ TWINS = {
     "mcu_quantize_f32_s16": s16.quantize_f32_s16,
     "mcu_transpose_s16": s16.transpose_s16,
 }
+# variants run on the host with the DSP instructions' C stand-ins, against their portable kernel's twin
+VARIANTS = {"mcu_matmul_s16_dsp": "mcu_matmul_s16"}
 I32_MIN, I32_MAX = quant.INT32_MIN, quant.INT32_MAX
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 I16 = (-32768, 32767)
@@ -52,7 +54,7 @@ def lib():
 
 def run_c(lib, kernel, *args):
     """The C kernel on the twin's arguments, into a garbage-filled buffer shaped like the twin's result."""
-    expected = TWINS[kernel](*args)
+    expected = TWINS[VARIANTS.get(kernel, kernel)](*args)
     rng = np.random.default_rng(0)
     out = rng.integers(-128, 128, size=expected.shape).astype(expected.dtype)
     status = hostc.call(lib, kernel, *args, out=out)
@@ -324,6 +326,15 @@ def test_c_hand_computed(lib, case):
         assert_equal_int(got, expected)
 
 
+VARIANT_CASES = [(v, c) for v, k in VARIANTS.items() for c in HAND_CASES if c[1] == k]
+
+
+@pytest.mark.parametrize("variant, case", VARIANT_CASES, ids=[f"{v}: {c[0]}" for v, c in VARIANT_CASES])
+def test_variant_hand_computed(lib, variant, case):
+    _, _, args, _ = case
+    assert_equal_int(*run_c(lib, variant, *args))
+
+
 def test_every_kernel_has_a_hand_case():
     assert {c[1] for c in HAND_CASES} == set(TWINS)
 
@@ -462,8 +473,9 @@ def test_add_broadcast_random(lib, seed):
     assert_equal_int(got, expected)
 
 
+@pytest.mark.parametrize("kernel", ["mcu_matmul_s16", "mcu_matmul_s16_dsp"])
 @pytest.mark.parametrize("seed", range(10))
-def test_matmul_random(lib, seed):
+def test_matmul_random(lib, seed, kernel):
     rng = np.random.default_rng(seed)
     group, transposed = int(rng.choice([1, 2])), int(rng.integers(0, 2))
     rb = int(rng.integers(1, 3))
@@ -475,7 +487,7 @@ def test_matmul_random(lib, seed):
     params = mm16(b, m, k, n, lhs_b=lb, rhs_b=rb, mult=int(mult[0]), shift=int(shift[0]), act=_rand_act(rng),
                   group=group, transposed=transposed)
     rhs = _rand16(rng, (rb, n, k) if transposed else (rb, k, n))
-    got, expected = run_c(lib, "mcu_matmul_s16", params, _rand16(rng, (lb, m, k)), rhs)
+    got, expected = run_c(lib, kernel, params, _rand16(rng, (lb, m, k)), rhs)
     assert_equal_int(got, expected)
 
 

@@ -1312,6 +1312,10 @@ mcu_status_t mcu_matmul_s16(const mcu_matmul_params_t *params, const int16_t *lh
  * rhs's column gathered (VLDRH gather); one scalar requantization per output. Built without Helium: MCU_ERR_ARG. */
 mcu_status_t mcu_matmul_s16_mve(const mcu_matmul_params_t *params, const int16_t *lhs, const int16_t *rhs,
                                 int16_t *output);
+/* DSP-extension variant of mcu_matmul_s16 (same params, same result): SMLALD dot products into int64 over word
+ * loads, a [K, N] rhs two columns at a time (two rows' words repacked by PKHBT / PKHTB); C stand-ins elsewhere. */
+mcu_status_t mcu_matmul_s16_dsp(const mcu_matmul_params_t *params, const int16_t *lhs, const int16_t *rhs,
+                                int16_t *output);
 
 /* Max pooling (mcu_pool2d_params_t, zero_point 0), as mcu_maxpool2d_s8. */
 mcu_status_t mcu_maxpool2d_s16(const mcu_pool2d_params_t *params, const int16_t *input, int16_t *output);

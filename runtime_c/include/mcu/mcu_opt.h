@@ -570,6 +570,29 @@ MCU_INLINE int32_t mcu_smlatt(uint32_t x, uint32_t y, int32_t acc)
 
 #endif
 
+/* acc + lo*lo + hi*hi into 64 bits (SMLALD): the int16 kernels' dot products. */
+#if MCU_HAVE_DSP
+#define mcu_smlald(x, y, acc) __smlald((int16x2_t)(x), (int16x2_t)(y), (acc))
+#else
+MCU_INLINE int64_t mcu_smlald(uint32_t x, uint32_t y, int64_t acc)
+{
+    return acc + (int64_t)((int32_t)(int16_t)(uint16_t)(x & 0xFFFFu) * (int32_t)(int16_t)(uint16_t)(y & 0xFFFFu)) +
+           (int64_t)((int32_t)(int16_t)(uint16_t)(x >> 16) * (int32_t)(int16_t)(uint16_t)(y >> 16));
+}
+#endif
+
+/* The low halfwords of x and y as one word (x's low, y's low), and the high halfwords (x's high, y's high):
+ * PKHBT x, y, LSL #16 and PKHTB y, x, ASR #16, which GCC forms from these expressions. */
+MCU_INLINE uint32_t mcu_pack_lo(uint32_t x, uint32_t y)
+{
+    return (x & 0xFFFFu) | (y << 16);
+}
+
+MCU_INLINE uint32_t mcu_pack_hi(uint32_t x, uint32_t y)
+{
+    return (y & 0xFFFF0000u) | (x >> 16);
+}
+
 #if MCU_HAVE_DSP
 #define mcu_sxtb16(x) ((uint32_t)__sxtb16((int8x4_t)(x)))
 #else

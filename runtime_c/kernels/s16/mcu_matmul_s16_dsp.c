@@ -1,0 +1,107 @@
+/* DSP-extension int16 matmul of two activations: SMLALD dot products (two products a step into 64 bits). */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/mcu_kernels.h"
+#include "mcu/mcu_opt.h"
+#include "mcu/mcu_quant.h"
+#include "mcu/mcu_util.h"
+
+/* - A transposed rhs (q @ k^T): each output is a dot product of two contiguous rows, a word (two int16) of each
+ *   a SMLALD; with k == 8 (a decode step's heads) the lhs row stays in four registers across the outputs.
+ * - A [K, N] rhs (attention @ v): two columns at a time; rows t and t + 1 of the pair are two words, repacked
+ *   (PKHBT / PKHTB) into column j's pair and column j + 1's, each against the lhs word (a[t], a[t + 1]).
+ * - Odd tails (a last tap, a last column) in plain C. */
+
+MCU_INLINE int16_t out16(const mcu_matmul_params_t *p, int64_t acc)
+{
+    const int32_t r = mcu_requantize64(acc, p->output_multiplier, p->output_shift);
+    return (int16_t)mcu_clamp_i32(r, p->act_min, p->act_max);
+}
+
+/* sum_t a[t] * b[t] over t < k, both contiguous. */
+MCU_INLINE int64_t dot_rows(const int16_t *a, const int16_t *b, int32_t k)
+{
+    int64_t acc = 0;
+    int32_t t = 0;
+    for (; t + 2 <= k; t += 2) {
+        acc = mcu_smlald(mcu_read_u32(a + t), mcu_read_u32(b + t), acc);
+    }
+    if (t < k) {
+        acc += (int32_t)a[t] * (int32_t)b[t];
+    }
+    return acc;
+}
+
+/* out[j] for j < n, rows of b of 8 elements (contiguous) against a's row held in registers. */
+static void rows8(const mcu_matmul_params_t *p, const int16_t *a, const int16_t *b, int16_t *out)
+{
+    const uint32_t x0 = mcu_read_u32(a), x1 = mcu_read_u32(a + 2), x2 = mcu_read_u32(a + 4),
+                   x3 = mcu_read_u32(a + 6);
+    for (int32_t j = 0; j < p->n; ++j, b += 8) {
+        int64_t acc = mcu_smlald(x0, mcu_read_u32(b), 0);
+        acc = mcu_smlald(x1, mcu_read_u32(b + 2), acc);
+        acc = mcu_smlald(x2, mcu_read_u32(b + 4), acc);
+        acc = mcu_smlald(x3, mcu_read_u32(b + 6), acc);
+        out[j] = out16(p, acc);
+    }
+}
+
+/* out[j], out[j + 1] for a [K, N] rhs b (row stride n) starting at column j. */
+static void column_pair(const mcu_matmul_params_t *p, const int16_t *a, const int16_t *b, int16_t *out)
+{
+    const int32_t k = p->k, n = p->n;
+    int64_t acc0 = 0, acc1 = 0;
+    int32_t t = 0;
+    for (; t + 2 <= k; t += 2, b += 2 * n) {
+        const uint32_t x = mcu_read_u32(a + t);
+        const uint32_t w0 = mcu_read_u32(b), w1 = mcu_read_u32(b + n);
+        acc0 = mcu_smlald(x, mcu_pack_lo(w0, w1), acc0);
+        acc1 = mcu_smlald(x, mcu_pack_hi(w0, w1), acc1);
+    }
+    if (t < k) {
+        acc0 += (int32_t)a[t] * (int32_t)b[0];
+        acc1 += (int32_t)a[t] * (int32_t)b[1];
+    }
+    out[0] = out16(p, acc0);
+    out[1] = out16(p, acc1);
+}
+
+mcu_status_t mcu_matmul_s16_dsp(const mcu_matmul_params_t *params, const int16_t *lhs, const int16_t *rhs,
+                                int16_t *output)
+{
+    const mcu_status_t status = mcu_matmul_s16_check(params, lhs, rhs, output);
+    if (status != MCU_OK) {
+        return status;
+    }
+    const mcu_matmul_params_t *p = params;
+    const int32_t m = p->m, k = p->k, n = p->n;
+    const int32_t lhs_step = p->lhs_batches == 1 ? 0 : m * k, rhs_step = p->rhs_batches == 1 ? 0 : k * n;
+    int16_t *out = output;
+    for (int32_t b = 0; b < p->batches; ++b) {
+        const int16_t *a = lhs + b * lhs_step;
+        const int16_t *bm = rhs + (p->rhs_batches == 1 ? 0 : b / p->rhs_group) * rhs_step;
+        for (int32_t i = 0; i < m; ++i, a += k, out += n) {
+            if (p->rhs_transposed && k == 8) {
+                rows8(p, a, bm, out);
+            } else if (p->rhs_transposed) {
+                for (int32_t j = 0; j < n; ++j) {
+                    out[j] = out16(p, dot_rows(a, bm + j * k, k));
+                }
+            } else {
+                int32_t j = 0;
+                for (; j + 2 <= n; j += 2) {
+                    column_pair(p, a, bm + j, out + j);
+                }
+                if (j < n) {
+                    int64_t acc = 0;
+                    for (int32_t t = 0; t < k; ++t) {
+                        acc += (int32_t)a[t] * (int32_t)bm[t * n + j];
+                    }
+                    out[j] = out16(p, acc);
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}
