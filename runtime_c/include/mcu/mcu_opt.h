@@ -582,15 +582,27 @@ MCU_INLINE int64_t mcu_smlald(uint32_t x, uint32_t y, int64_t acc)
 #endif
 
 /* The low halfwords of x and y as one word (x's low, y's low), and the high halfwords (x's high, y's high):
- * PKHBT x, y, LSL #16 and PKHTB y, x, ASR #16, which GCC forms from these expressions. */
+ * PKHBT x, y, LSL #16 and PKHTB y, x, ASR #16 (GCC does not form them from the C). */
 MCU_INLINE uint32_t mcu_pack_lo(uint32_t x, uint32_t y)
 {
+#if MCU_HAVE_DSP && defined(__GNUC__) && defined(__thumb2__)
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(x), "r"(y));
+    return r;
+#else
     return (x & 0xFFFFu) | (y << 16);
+#endif
 }
 
 MCU_INLINE uint32_t mcu_pack_hi(uint32_t x, uint32_t y)
 {
+#if MCU_HAVE_DSP && defined(__GNUC__) && defined(__thumb2__)
+    uint32_t r;
+    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(y), "r"(x));
+    return r;
+#else
     return (y & 0xFFFF0000u) | (x >> 16);
+#endif
 }
 
 #if MCU_HAVE_DSP

@@ -13,10 +13,34 @@
  *   (PKHBT / PKHTB) into column j's pair and column j + 1's, each against the lhs word (a[t], a[t + 1]).
  * - Odd tails (a last tap, a last column) in plain C. */
 
-MCU_INLINE int16_t out16(const mcu_matmul_params_t *p, int64_t acc)
+/* The output's requantization: for shift <= -2 (attention's products) mcu_requantize64's r > 32 branch in 32-bit
+ * pieces, q = (hi m + floor(lo m / 2^32) + 2^(s-1)) >> s (one UMULL, one SMLAL: floor(lo m / 2^32) < 2^31 and the
+ * rounding term <= 2^29 share a word) and its int32 saturation folded into the int16 clamp; else
+ * mcu_requantize64 itself. */
+typedef struct {
+    const mcu_matmul_params_t *p;
+    uint32_t round;
+    int32_t s; /* 1 .. 30, or 0: the general path */
+} rq_t;
+
+MCU_INLINE int16_t out16(const rq_t *q, int64_t acc)
 {
-    const int32_t r = mcu_requantize64(acc, p->output_multiplier, p->output_shift);
-    return (int16_t)mcu_clamp_i32(r, p->act_min, p->act_max);
+    const mcu_matmul_params_t *p = q->p;
+    if (q->s == 0) {
+        const int32_t r = mcu_requantize64(acc, p->output_multiplier, p->output_shift);
+        return (int16_t)mcu_clamp_i32(r, p->act_min, p->act_max);
+    }
+    const int32_t m = p->output_multiplier, s = q->s;
+    const uint32_t u = (uint32_t)(((uint64_t)(uint32_t)acc * (uint32_t)m) >> 32) + q->round;
+    int32_t top = (int32_t)(acc >> 32);
+    MCU_OPAQUE(top); /* else GCC multiplies it as a 64-bit value (UMULL, MUL, MLA) instead of one SMLAL */
+    const int64_t h = (int64_t)top * m + (int64_t)u;
+    const int32_t hh = (int32_t)(h >> 32);
+    const int32_t lo = (int32_t)(((uint32_t)h >> s) | ((uint32_t)hh << (32 - s))), hi = hh >> s; /* h >> s */
+    if (hi != lo >> 31) {
+        return (int16_t)(hi < 0 ? p->act_min : p->act_max);
+    }
+    return (int16_t)mcu_clamp_i32(lo, p->act_min, p->act_max);
 }
 
 /* sum_t a[t] * b[t] over t < k, both contiguous. */
@@ -34,25 +58,34 @@ MCU_INLINE int64_t dot_rows(const int16_t *a, const int16_t *b, int32_t k)
 }
 
 /* out[j] for j < n, rows of b of 8 elements (contiguous) against a's row held in registers. */
-static void rows8(const mcu_matmul_params_t *p, const int16_t *a, const int16_t *b, int16_t *out)
+static void rows8(const rq_t *q, const int16_t *a, const int16_t *b, int16_t *out)
 {
     const uint32_t x0 = mcu_read_u32(a), x1 = mcu_read_u32(a + 2), x2 = mcu_read_u32(a + 4),
                    x3 = mcu_read_u32(a + 6);
-    for (int32_t j = 0; j < p->n; ++j, b += 8) {
+    for (int32_t j = 0; j < q->p->n; ++j, b += 8) {
         int64_t acc = mcu_smlald(x0, mcu_read_u32(b), 0);
         acc = mcu_smlald(x1, mcu_read_u32(b + 2), acc);
         acc = mcu_smlald(x2, mcu_read_u32(b + 4), acc);
         acc = mcu_smlald(x3, mcu_read_u32(b + 6), acc);
-        out[j] = out16(p, acc);
+        out[j] = out16(q, acc);
     }
 }
 
 /* out[j], out[j + 1] for a [K, N] rhs b (row stride n) starting at column j. */
-static void column_pair(const mcu_matmul_params_t *p, const int16_t *a, const int16_t *b, int16_t *out)
+static void column_pair(const rq_t *q, const int16_t *a, const int16_t *b, int16_t *out)
 {
-    const int32_t k = p->k, n = p->n;
+    const int32_t k = q->p->k, n = q->p->n;
     int64_t acc0 = 0, acc1 = 0;
     int32_t t = 0;
+    for (; t + 4 <= k; t += 4, b += 4 * n) {
+        const uint32_t x0 = mcu_read_u32(a + t), x1 = mcu_read_u32(a + t + 2);
+        const uint32_t w0 = mcu_read_u32(b), w1 = mcu_read_u32(b + n);
+        const uint32_t w2 = mcu_read_u32(b + 2 * n), w3 = mcu_read_u32(b + 3 * n);
+        acc0 = mcu_smlald(x0, mcu_pack_lo(w0, w1), acc0);
+        acc1 = mcu_smlald(x0, mcu_pack_hi(w0, w1), acc1);
+        acc0 = mcu_smlald(x1, mcu_pack_lo(w2, w3), acc0);
+        acc1 = mcu_smlald(x1, mcu_pack_hi(w2, w3), acc1);
+    }
     for (; t + 2 <= k; t += 2, b += 2 * n) {
         const uint32_t x = mcu_read_u32(a + t);
         const uint32_t w0 = mcu_read_u32(b), w1 = mcu_read_u32(b + n);
@@ -63,8 +96,8 @@ static void column_pair(const mcu_matmul_params_t *p, const int16_t *a, const in
         acc0 += (int32_t)a[t] * (int32_t)b[0];
         acc1 += (int32_t)a[t] * (int32_t)b[1];
     }
-    out[0] = out16(p, acc0);
-    out[1] = out16(p, acc1);
+    out[0] = out16(q, acc0);
+    out[1] = out16(q, acc1);
 }
 
 mcu_status_t mcu_matmul_s16_dsp(const mcu_matmul_params_t *params, const int16_t *lhs, const int16_t *rhs,
@@ -77,28 +110,30 @@ mcu_status_t mcu_matmul_s16_dsp(const mcu_matmul_params_t *params, const int16_t
     const mcu_matmul_params_t *p = params;
     const int32_t m = p->m, k = p->k, n = p->n;
     const int32_t lhs_step = p->lhs_batches == 1 ? 0 : m * k, rhs_step = p->rhs_batches == 1 ? 0 : k * n;
+    const rq_t q = {p, p->output_shift <= -2 ? (uint32_t)1 << (-p->output_shift - 2) : 0,
+                    p->output_shift <= -2 ? -p->output_shift - 1 : 0};
     int16_t *out = output;
     for (int32_t b = 0; b < p->batches; ++b) {
         const int16_t *a = lhs + b * lhs_step;
         const int16_t *bm = rhs + (p->rhs_batches == 1 ? 0 : b / p->rhs_group) * rhs_step;
         for (int32_t i = 0; i < m; ++i, a += k, out += n) {
             if (p->rhs_transposed && k == 8) {
-                rows8(p, a, bm, out);
+                rows8(&q, a, bm, out);
             } else if (p->rhs_transposed) {
                 for (int32_t j = 0; j < n; ++j) {
-                    out[j] = out16(p, dot_rows(a, bm + j * k, k));
+                    out[j] = out16(&q, dot_rows(a, bm + j * k, k));
                 }
             } else {
                 int32_t j = 0;
                 for (; j + 2 <= n; j += 2) {
-                    column_pair(p, a, bm + j, out + j);
+                    column_pair(&q, a, bm + j, out + j);
                 }
                 if (j < n) {
                     int64_t acc = 0;
                     for (int32_t t = 0; t < k; ++t) {
                         acc += (int32_t)a[t] * (int32_t)bm[t * n + j];
                     }
-                    out[j] = out16(p, acc);
+                    out[j] = out16(&q, acc);
                 }
             }
         }
