@@ -40,7 +40,7 @@ TWINS = {
     "mcu_transpose_s16": s16.transpose_s16,
 }
 # variants run on the host with the DSP instructions' C stand-ins, against their portable kernel's twin
-VARIANTS = {"mcu_matmul_s16_dsp": "mcu_matmul_s16"}
+VARIANTS = {"mcu_matmul_s16_dsp": "mcu_matmul_s16", "mcu_add_broadcast_s16_dsp": "mcu_add_broadcast_s16"}
 I32_MIN, I32_MAX = quant.INT32_MIN, quant.INT32_MAX
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 I16 = (-32768, 32767)
@@ -460,8 +460,9 @@ def test_mul_random(lib, seed):
     assert_equal_int(got, expected)
 
 
+@pytest.mark.parametrize("kernel", ["mcu_add_broadcast_s16", "mcu_add_broadcast_s16_dsp"])
 @pytest.mark.parametrize("seed", range(10))
-def test_add_broadcast_random(lib, seed):
+def test_add_broadcast_random(lib, seed, kernel):
     rng = np.random.default_rng(seed)
     out = tuple(int(d) for d in rng.integers(1, 5, size=4))
     in1 = tuple(d if rng.random() < 0.5 else 1 for d in out)
@@ -469,7 +470,7 @@ def test_add_broadcast_random(lib, seed):
     s1, s2, so = (math.exp(rng.uniform(-12, -2)) for _ in range(3))
     params = {**s16.add_s16_params(s1, s2, so, _rand_act(rng)), "input1": in1, "input2": in2, "output": out,
               "subtract": int(rng.integers(0, 2))}
-    got, expected = run_c(lib, "mcu_add_broadcast_s16", params, _rand16(rng, in1), _rand16(rng, in2))
+    got, expected = run_c(lib, kernel, params, _rand16(rng, in1), _rand16(rng, in2))
     assert_equal_int(got, expected)
 
 
