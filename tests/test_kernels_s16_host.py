@@ -474,6 +474,52 @@ def test_add_broadcast_random(lib, seed, kernel):
     assert_equal_int(got, expected)
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_add_broadcast_dsp_every_requantization_form(lib, seed):
+    """mcu_add_broadcast_s16_dsp's paths: rows longer than its 64-element chunk, either input held (fewer rows) or
+    streamed with a last dim of 1, sums and both differences, each shift from -4 to 2 (SMMLA, SMMULR and
+    mcu_requantize forms), any left shift, narrow and int16 clamps."""
+    rng = np.random.default_rng(100 + seed)
+    out = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(1, 3)),
+           int(rng.choice([1, 2, 63, 64, 65, 130, 256])))
+    in1 = tuple(d if rng.random() < 0.6 else 1 for d in out)
+    in2 = tuple(d if rng.random() < 0.6 else 1 for d in out)
+    mult = [int(rng.integers(1 << 30, 1 << 31)) if rng.random() < 0.8 else 1 << 30 for _ in range(3)]
+    shift = [int(rng.integers(-4, 3)) if rng.random() < 0.7 else int(rng.integers(-31, -4)) for _ in range(3)]
+    params = {"left_shift": int(rng.choice([15, 15, int(rng.integers(0, 16))])), "input1_offset": 0,
+              "input1_multiplier": mult[0], "input1_shift": shift[0], "input2_offset": 0,
+              "input2_multiplier": mult[1], "input2_shift": shift[1], "output_offset": 0,
+              "output_multiplier": mult[2], "output_shift": shift[2],
+              "act_min": -32768 if seed % 3 else -20000, "act_max": 32767 if seed % 3 else 15000,
+              "input1": in1, "input2": in2, "output": out, "subtract": seed % 2}
+    x1, x2 = _rand16(rng, in1), _rand16(rng, in2)
+    x1.flat[0], x2.flat[-1] = -32768, 32767
+    assert_equal_int(*run_c(lib, "mcu_add_broadcast_s16_dsp", params, x1, x2))
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_matmul_dsp_requantization_edges(lib, seed):
+    """mcu_matmul_s16_dsp's own requantization (shift <= -2): exact ties (multiplier 2^30, small values), results
+    past int32 (saturating, either sign) and past int16, each shift from -2 down, both layouts, odd k and n."""
+    rng = np.random.default_rng(200 + seed)
+    transposed, k, n = seed % 2, int(rng.choice([1, 7, 8, 9, 256])), int(rng.choice([1, 3, 8, 256]))
+    kind = seed // 2 % 3
+    if kind == 0:  # ties
+        mult, shift, spread = 1 << 30, int(rng.integers(-6, -1)), 9
+    elif kind == 1:  # far past int32 and int16
+        mult, shift, spread = int(rng.integers((1 << 31) - 1000, 1 << 31)), int(rng.integers(-4, -1)), 32768
+    else:
+        mult, shift, spread = int(rng.integers(1 << 30, 1 << 31)), int(rng.integers(-31, -1)), 32768
+    params = mm16(2, 2, k, n, mult=mult, shift=shift, act=(-32768, 32767) if seed % 4 < 2 else (-1000, 3000),
+                  transposed=transposed)
+    lhs = _rand16(rng, (2, 2, k), spread)
+    rhs = _rand16(rng, (2, n, k) if transposed else (2, k, n), spread)
+    if kind == 1:
+        lhs[0], rhs[0] = -32768, -32768  # the largest positive sums in batch 0, negative ones below
+        lhs[1] = 32767
+    assert_equal_int(*run_c(lib, "mcu_matmul_s16_dsp", params, lhs, rhs))
+
+
 @pytest.mark.parametrize("kernel", ["mcu_matmul_s16", "mcu_matmul_s16_dsp"])
 @pytest.mark.parametrize("seed", range(10))
 def test_matmul_random(lib, seed, kernel):
