@@ -37,7 +37,7 @@ MCU_INLINE int16_t out16(const rq_t *q, int64_t acc)
     const int64_t h = (int64_t)top * m + (int64_t)u;
     const int32_t hh = (int32_t)(h >> 32);
     const int32_t lo = (int32_t)(((uint32_t)h >> s) | ((uint32_t)hh << (32 - s))), hi = hh >> s; /* h >> s */
-    if (hi != lo >> 31) {
+    if (hi != (lo < 0 ? -1 : 0)) {
         return (int16_t)(hi < 0 ? p->act_min : p->act_max);
     }
     return (int16_t)mcu_clamp_i32(lo, p->act_min, p->act_max);
