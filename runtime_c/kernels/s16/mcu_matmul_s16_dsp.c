@@ -20,17 +20,13 @@
 typedef struct {
     const mcu_matmul_params_t *p;
     uint32_t round;
-    int32_t s; /* 1 .. 30, or 0: the general path */
+    int32_t s;                /* 1 .. 30, or 0: the general path */
+    int32_t m, act_min, act_max; /* copies: the int16 output's stores would reload them from p */
 } rq_t;
 
-MCU_INLINE int16_t out16(const rq_t *q, int64_t acc)
+MCU_INLINE int16_t out16_fast(const rq_t *q, int64_t acc)
 {
-    const mcu_matmul_params_t *p = q->p;
-    if (q->s == 0) {
-        const int32_t r = mcu_requantize64(acc, p->output_multiplier, p->output_shift);
-        return (int16_t)mcu_clamp_i32(r, p->act_min, p->act_max);
-    }
-    const int32_t m = p->output_multiplier, s = q->s;
+    const int32_t m = q->m, s = q->s;
     const uint32_t u = (uint32_t)(((uint64_t)(uint32_t)acc * (uint32_t)m) >> 32) + q->round;
     int32_t top = (int32_t)(acc >> 32);
     MCU_OPAQUE(top); /* else GCC multiplies it as a 64-bit value (UMULL, MUL, MLA) instead of one SMLAL */
@@ -38,9 +34,19 @@ MCU_INLINE int16_t out16(const rq_t *q, int64_t acc)
     const int32_t hh = (int32_t)(h >> 32);
     const int32_t lo = (int32_t)(((uint32_t)h >> s) | ((uint32_t)hh << (32 - s))), hi = hh >> s; /* h >> s */
     if (hi != (lo < 0 ? -1 : 0)) {
-        return (int16_t)(hi < 0 ? p->act_min : p->act_max);
+        return (int16_t)(hi < 0 ? q->act_min : q->act_max);
     }
-    return (int16_t)mcu_clamp_i32(lo, p->act_min, p->act_max);
+    return (int16_t)mcu_clamp_i32(lo, q->act_min, q->act_max);
+}
+
+MCU_INLINE int16_t out16(const rq_t *q, int64_t acc)
+{
+    if (q->s == 0) {
+        const mcu_matmul_params_t *p = q->p;
+        const int32_t r = mcu_requantize64(acc, p->output_multiplier, p->output_shift);
+        return (int16_t)mcu_clamp_i32(r, p->act_min, p->act_max);
+    }
+    return out16_fast(q, acc);
 }
 
 /* sum_t a[t] * b[t] over t < k, both contiguous. */
@@ -57,17 +63,32 @@ MCU_INLINE int64_t dot_rows(const int16_t *a, const int16_t *b, int32_t k)
     return acc;
 }
 
-/* out[j] for j < n, rows of b of 8 elements (contiguous) against a's row held in registers. */
+/* out[j] for j < n, rows of b of 8 elements (contiguous) against a's row held in registers: ROWS8_GROUP dot
+ * products into a stack buffer, then their requantizations (each loop then fits the registers). */
+#define ROWS8_GROUP 16
+
 static void rows8(const rq_t *q, const int16_t *a, const int16_t *b, int16_t *out)
 {
     const uint32_t x0 = mcu_read_u32(a), x1 = mcu_read_u32(a + 2), x2 = mcu_read_u32(a + 4),
                    x3 = mcu_read_u32(a + 6);
-    for (int32_t j = 0; j < q->p->n; ++j, b += 8) {
-        int64_t acc = mcu_smlald(x0, mcu_read_u32(b), 0);
-        acc = mcu_smlald(x1, mcu_read_u32(b + 2), acc);
-        acc = mcu_smlald(x2, mcu_read_u32(b + 4), acc);
-        acc = mcu_smlald(x3, mcu_read_u32(b + 6), acc);
-        out[j] = out16(q, acc);
+    int64_t acc[ROWS8_GROUP];
+    for (int32_t j0 = 0; j0 < q->p->n; j0 += ROWS8_GROUP, out += ROWS8_GROUP) {
+        const int32_t len = q->p->n - j0 < ROWS8_GROUP ? q->p->n - j0 : ROWS8_GROUP;
+        for (int32_t j = 0; j < len; ++j, b += 8) {
+            int64_t d = mcu_smlald(x0, mcu_read_u32(b), 0);
+            d = mcu_smlald(x1, mcu_read_u32(b + 2), d);
+            d = mcu_smlald(x2, mcu_read_u32(b + 4), d);
+            acc[j] = mcu_smlald(x3, mcu_read_u32(b + 6), d);
+        }
+        if (q->s != 0) {
+            for (int32_t j = 0; j < len; ++j) {
+                out[j] = out16_fast(q, acc[j]);
+            }
+        } else {
+            for (int32_t j = 0; j < len; ++j) {
+                out[j] = out16(q, acc[j]);
+            }
+        }
     }
 }
 
@@ -111,7 +132,7 @@ mcu_status_t mcu_matmul_s16_dsp(const mcu_matmul_params_t *params, const int16_t
     const int32_t m = p->m, k = p->k, n = p->n;
     const int32_t lhs_step = p->lhs_batches == 1 ? 0 : m * k, rhs_step = p->rhs_batches == 1 ? 0 : k * n;
     const rq_t q = {p, p->output_shift <= -2 ? (uint32_t)1 << (-p->output_shift - 2) : 0,
-                    p->output_shift <= -2 ? -p->output_shift - 1 : 0};
+                    p->output_shift <= -2 ? -p->output_shift - 1 : 0, p->output_multiplier, p->act_min, p->act_max};
     int16_t *out = output;
     for (int32_t b = 0; b < p->batches; ++b) {
         const int16_t *a = lhs + b * lhs_step;
