@@ -201,7 +201,7 @@ def add16_graph(seed: int) -> Graph:
 
 @pytest.mark.qemu
 @pytest.mark.parametrize("board, kernel", [("mps3-an547", "mcu_add_broadcast_s16_mve"),
-                                           ("mps2-an386", "mcu_add_broadcast_s16")])
+                                           ("mps2-an386", "mcu_add_broadcast_s16_dsp")])
 def test_int16_add_broadcast_equals_portable_twin_on_device(board, kernel, tmp_path):
     graph = verify(select_kernels(add16_graph(4), Target.of_board(load_board(board))))
     assert {n.call.kernel for n in graph.nodes} == {kernel}

@@ -39,6 +39,8 @@ TWINS = {
     "mcu_quantize_f32_s16": s16.quantize_f32_s16,
     "mcu_transpose_s16": s16.transpose_s16,
 }
+# variants run on the host with the DSP instructions' C stand-ins, against their portable kernel's twin
+VARIANTS = {"mcu_matmul_s16_dsp": "mcu_matmul_s16", "mcu_add_broadcast_s16_dsp": "mcu_add_broadcast_s16"}
 I32_MIN, I32_MAX = quant.INT32_MIN, quant.INT32_MAX
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 I16 = (-32768, 32767)
@@ -52,7 +54,7 @@ def lib():
 
 def run_c(lib, kernel, *args):
     """The C kernel on the twin's arguments, into a garbage-filled buffer shaped like the twin's result."""
-    expected = TWINS[kernel](*args)
+    expected = TWINS[VARIANTS.get(kernel, kernel)](*args)
     rng = np.random.default_rng(0)
     out = rng.integers(-128, 128, size=expected.shape).astype(expected.dtype)
     status = hostc.call(lib, kernel, *args, out=out)
@@ -324,6 +326,15 @@ def test_c_hand_computed(lib, case):
         assert_equal_int(got, expected)
 
 
+VARIANT_CASES = [(v, c) for v, k in VARIANTS.items() for c in HAND_CASES if c[1] == k]
+
+
+@pytest.mark.parametrize("variant, case", VARIANT_CASES, ids=[f"{v}: {c[0]}" for v, c in VARIANT_CASES])
+def test_variant_hand_computed(lib, variant, case):
+    _, _, args, _ = case
+    assert_equal_int(*run_c(lib, variant, *args))
+
+
 def test_every_kernel_has_a_hand_case():
     assert {c[1] for c in HAND_CASES} == set(TWINS)
 
@@ -449,8 +460,9 @@ def test_mul_random(lib, seed):
     assert_equal_int(got, expected)
 
 
+@pytest.mark.parametrize("kernel", ["mcu_add_broadcast_s16", "mcu_add_broadcast_s16_dsp"])
 @pytest.mark.parametrize("seed", range(10))
-def test_add_broadcast_random(lib, seed):
+def test_add_broadcast_random(lib, seed, kernel):
     rng = np.random.default_rng(seed)
     out = tuple(int(d) for d in rng.integers(1, 5, size=4))
     in1 = tuple(d if rng.random() < 0.5 else 1 for d in out)
@@ -458,12 +470,59 @@ def test_add_broadcast_random(lib, seed):
     s1, s2, so = (math.exp(rng.uniform(-12, -2)) for _ in range(3))
     params = {**s16.add_s16_params(s1, s2, so, _rand_act(rng)), "input1": in1, "input2": in2, "output": out,
               "subtract": int(rng.integers(0, 2))}
-    got, expected = run_c(lib, "mcu_add_broadcast_s16", params, _rand16(rng, in1), _rand16(rng, in2))
+    got, expected = run_c(lib, kernel, params, _rand16(rng, in1), _rand16(rng, in2))
     assert_equal_int(got, expected)
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_add_broadcast_dsp_every_requantization_form(lib, seed):
+    """mcu_add_broadcast_s16_dsp's paths: rows longer than its 64-element chunk, either input held (fewer rows) or
+    streamed with a last dim of 1, sums and both differences, each shift from -4 to 2 (SMMLA, SMMULR and
+    mcu_requantize forms), any left shift, narrow and int16 clamps."""
+    rng = np.random.default_rng(100 + seed)
+    out = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), int(rng.integers(1, 3)),
+           int(rng.choice([1, 2, 63, 64, 65, 130, 256])))
+    in1 = tuple(d if rng.random() < 0.6 else 1 for d in out)
+    in2 = tuple(d if rng.random() < 0.6 else 1 for d in out)
+    mult = [int(rng.integers(1 << 30, 1 << 31)) if rng.random() < 0.8 else 1 << 30 for _ in range(3)]
+    shift = [int(rng.integers(-4, 3)) if rng.random() < 0.7 else int(rng.integers(-31, -4)) for _ in range(3)]
+    params = {"left_shift": int(rng.choice([15, 15, int(rng.integers(0, 16))])), "input1_offset": 0,
+              "input1_multiplier": mult[0], "input1_shift": shift[0], "input2_offset": 0,
+              "input2_multiplier": mult[1], "input2_shift": shift[1], "output_offset": 0,
+              "output_multiplier": mult[2], "output_shift": shift[2],
+              "act_min": -32768 if seed % 3 else -20000, "act_max": 32767 if seed % 3 else 15000,
+              "input1": in1, "input2": in2, "output": out, "subtract": seed % 2}
+    x1, x2 = _rand16(rng, in1), _rand16(rng, in2)
+    x1.flat[0], x2.flat[-1] = -32768, 32767
+    assert_equal_int(*run_c(lib, "mcu_add_broadcast_s16_dsp", params, x1, x2))
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_matmul_dsp_requantization_edges(lib, seed):
+    """mcu_matmul_s16_dsp's own requantization (shift <= -2): exact ties (multiplier 2^30, small values), results
+    past int32 (saturating, either sign) and past int16, each shift from -2 down, both layouts, odd k and n."""
+    rng = np.random.default_rng(200 + seed)
+    transposed, k, n = seed % 2, int(rng.choice([1, 7, 8, 9, 256])), int(rng.choice([1, 3, 8, 256]))
+    kind = seed // 2 % 3
+    if kind == 0:  # ties
+        mult, shift, spread = 1 << 30, int(rng.integers(-6, -1)), 9
+    elif kind == 1:  # far past int32 and int16
+        mult, shift, spread = int(rng.integers((1 << 31) - 1000, 1 << 31)), int(rng.integers(-4, -1)), 32768
+    else:
+        mult, shift, spread = int(rng.integers(1 << 30, 1 << 31)), int(rng.integers(-31, -1)), 32768
+    params = mm16(2, 2, k, n, mult=mult, shift=shift, act=(-32768, 32767) if seed % 4 < 2 else (-1000, 3000),
+                  transposed=transposed)
+    lhs = _rand16(rng, (2, 2, k), spread)
+    rhs = _rand16(rng, (2, n, k) if transposed else (2, k, n), spread)
+    if kind == 1:
+        lhs[0], rhs[0] = -32768, -32768  # the largest positive sums in batch 0, negative ones below
+        lhs[1] = 32767
+    assert_equal_int(*run_c(lib, "mcu_matmul_s16_dsp", params, lhs, rhs))
+
+
+@pytest.mark.parametrize("kernel", ["mcu_matmul_s16", "mcu_matmul_s16_dsp"])
 @pytest.mark.parametrize("seed", range(10))
-def test_matmul_random(lib, seed):
+def test_matmul_random(lib, seed, kernel):
     rng = np.random.default_rng(seed)
     group, transposed = int(rng.choice([1, 2])), int(rng.integers(0, 2))
     rb = int(rng.integers(1, 3))
@@ -475,7 +534,7 @@ def test_matmul_random(lib, seed):
     params = mm16(b, m, k, n, lhs_b=lb, rhs_b=rb, mult=int(mult[0]), shift=int(shift[0]), act=_rand_act(rng),
                   group=group, transposed=transposed)
     rhs = _rand16(rng, (rb, n, k) if transposed else (rb, k, n))
-    got, expected = run_c(lib, "mcu_matmul_s16", params, _rand16(rng, (lb, m, k)), rhs)
+    got, expected = run_c(lib, kernel, params, _rand16(rng, (lb, m, k)), rhs)
     assert_equal_int(got, expected)
 
 

@@ -120,9 +120,10 @@ def matmul16_graph(seed: int) -> Graph:
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("board, kernel", [("mps3-an547", "mcu_matmul_s16_mve"), ("mps2-an386", "mcu_matmul_s16")])
+@pytest.mark.parametrize("board, kernel", [("mps3-an547", "mcu_matmul_s16_mve"),
+                                           ("mps2-an386", "mcu_matmul_s16_dsp")])
 def test_matmul_s16_equals_portable_twin_on_device(board, kernel, tmp_path):
-    """a16w8 attention's products: the Helium variant on the M55, the portable kernel on the M4."""
+    """a16w8 attention's products: the Helium variant on the M55, the DSP variant (SMLALD) on the M4."""
     graph = verify(select_kernels(matmul16_graph(7), Target.of_board(load_board(board))))
     assert {n.call.kernel for n in graph.nodes} == {kernel}
     rng = np.random.default_rng(8)

@@ -24,6 +24,7 @@ SPECS = [
     kernel("mcu_mul_s16", "s16", "mcu_mul_params_t"),
     kernel("mcu_add_broadcast_s16", "s16", "mcu_add_broadcast_params_t"),
     variant("mcu_add_broadcast_s16_mve", "s16", "mcu_add_broadcast_s16", ("mve",)),
+    variant("mcu_add_broadcast_s16_dsp", "s16", "mcu_add_broadcast_s16", ("dsp",)),
     kernel("mcu_add_f32", "float", "mcu_binary_f32_params_t", inplace="elementwise"),
     kernel("mcu_mul_f32", "float", "mcu_binary_f32_params_t", inplace="elementwise"),
     kernel("mcu_binary_f32", "float", "mcu_binary_op_f32_params_t", inplace="elementwise"),

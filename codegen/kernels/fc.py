@@ -45,6 +45,7 @@ SPECS = [
             scratch=matmul_gemm_s8_dsp_scratch_bytes, links=(GEMM2_DSP,)),
     variant("mcu_matmul_s8_dsp", "fc", "mcu_matmul_s8", ("dsp",)),
     variant("mcu_matmul_s16_mve", "s16", "mcu_matmul_s16", ("mve",)),
+    variant("mcu_matmul_s16_dsp", "s16", "mcu_matmul_s16", ("dsp",)),
     # int8 weights widened in the loop; stored int16 (_wide) where the flash budget pays (widen_weights)
     variant("mcu_fully_connected_s16_dsp", "s16", "mcu_fully_connected_s16", ("dsp",), prepare=prepare_s16_fc_dsp,
             scratch=fully_connected_s16_dsp_scratch_bytes, widen=s16_fc_widen_gain),

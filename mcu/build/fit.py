@@ -117,6 +117,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "pool/mcu_avgpool2d_s8_mve": 2624,
     "pool/mcu_maxpool2d_s8": 832,
     "reduce/mcu_reduce_sum_s8": 1280,
+    "s16/mcu_add_broadcast_s16_dsp": 6144,
     "s16/mcu_avgpool2d_s16": 960,
     "s16/mcu_concat_s16": 1024,
     "s16/mcu_conv2d_s16": 1920,

@@ -1302,6 +1302,11 @@ mcu_status_t mcu_add_broadcast_s16(const mcu_add_broadcast_params_t *params, con
  * Built without Helium it returns MCU_ERR_ARG. */
 mcu_status_t mcu_add_broadcast_s16_mve(const mcu_add_broadcast_params_t *params, const int16_t *input1,
                                        const int16_t *input2, int16_t *output);
+/* DSP-extension variant of mcu_add_broadcast_s16 (same params, same result): the input with fewer rows rescaled once
+ * per row into 256 bytes of stack, each requantization's branch chosen once (SMMLA / SMMULR forms, exact), QADD /
+ * QSUB; C stand-ins elsewhere. */
+mcu_status_t mcu_add_broadcast_s16_dsp(const mcu_add_broadcast_params_t *params, const int16_t *input1,
+                                       const int16_t *input2, int16_t *output);
 
 /* Matmul of two int16 activations (mcu_matmul_params_t, every offset 0; multiplier s_lhs * s_rhs / s_out):
  * out[b, i, j] = clamp(mcu_requantize64(sum_t (int64)lhs[b, i, t] * rhs[r, t, j], mult, shift)), the batch layout
@@ -1311,6 +1316,10 @@ mcu_status_t mcu_matmul_s16(const mcu_matmul_params_t *params, const int16_t *lh
 /* Helium variant of mcu_matmul_s16 (same params, same result): 8-lane VMLALDAVA dot products into int64, a [K, N]
  * rhs's column gathered (VLDRH gather); one scalar requantization per output. Built without Helium: MCU_ERR_ARG. */
 mcu_status_t mcu_matmul_s16_mve(const mcu_matmul_params_t *params, const int16_t *lhs, const int16_t *rhs,
+                                int16_t *output);
+/* DSP-extension variant of mcu_matmul_s16 (same params, same result): SMLALD dot products into int64 over word
+ * loads, a [K, N] rhs two columns at a time (two rows' words repacked by PKHBT / PKHTB); C stand-ins elsewhere. */
+mcu_status_t mcu_matmul_s16_dsp(const mcu_matmul_params_t *params, const int16_t *lhs, const int16_t *rhs,
                                 int16_t *output);
 
 /* Max pooling (mcu_pool2d_params_t, zero_point 0), as mcu_maxpool2d_s8. */

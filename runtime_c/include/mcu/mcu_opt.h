@@ -570,6 +570,84 @@ MCU_INLINE int32_t mcu_smlatt(uint32_t x, uint32_t y, int32_t acc)
 
 #endif
 
+/* acc + lo*lo + hi*hi into 64 bits (SMLALD): the int16 kernels' dot products. */
+#if MCU_HAVE_DSP
+#define mcu_smlald(x, y, acc) __smlald((int16x2_t)(x), (int16x2_t)(y), (acc))
+#else
+MCU_INLINE int64_t mcu_smlald(uint32_t x, uint32_t y, int64_t acc)
+{
+    return acc + (int64_t)((int32_t)(int16_t)(uint16_t)(x & 0xFFFFu) * (int32_t)(int16_t)(uint16_t)(y & 0xFFFFu)) +
+           (int64_t)((int32_t)(int16_t)(uint16_t)(x >> 16) * (int32_t)(int16_t)(uint16_t)(y >> 16));
+}
+#endif
+
+/* The low halfwords of x and y as one word (x's low, y's low), and the high halfwords (x's high, y's high):
+ * PKHBT x, y, LSL #16 and PKHTB y, x, ASR #16 (GCC does not form them from the C). */
+MCU_INLINE uint32_t mcu_pack_lo(uint32_t x, uint32_t y)
+{
+#if MCU_HAVE_DSP && defined(__GNUC__) && defined(__thumb2__)
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(x), "r"(y));
+    return r;
+#else
+    return (x & 0xFFFFu) | (y << 16);
+#endif
+}
+
+MCU_INLINE uint32_t mcu_pack_hi(uint32_t x, uint32_t y)
+{
+#if MCU_HAVE_DSP && defined(__GNUC__) && defined(__thumb2__)
+    uint32_t r;
+    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(y), "r"(x));
+    return r;
+#else
+    return (y & 0xFFFF0000u) | (x >> 16);
+#endif
+}
+
+/* acc + the high word of x * y (SMMLA; wrapping), the high word of x * y + 2^31 (SMMULR: x * y / 2^32 rounded,
+ * ties up), the saturated sum and difference (QADD, QSUB). */
+#if MCU_HAVE_DSP && defined(__GNUC__) && defined(__thumb2__)
+MCU_INLINE int32_t mcu_smmla(int32_t x, int32_t y, int32_t acc)
+{
+    int32_t r;
+    __asm__("smmla %0, %1, %2, %3" : "=r"(r) : "r"(x), "r"(y), "r"(acc));
+    return r;
+}
+
+MCU_INLINE int32_t mcu_smmulr(int32_t x, int32_t y)
+{
+    int32_t r;
+    __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(x), "r"(y));
+    return r;
+}
+#else
+MCU_INLINE int32_t mcu_smmla(int32_t x, int32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(((int64_t)x * y) >> 32));
+}
+
+MCU_INLINE int32_t mcu_smmulr(int32_t x, int32_t y)
+{
+    return (int32_t)(((int64_t)x * y + ((int64_t)1 << 31)) >> 32);
+}
+#endif
+
+/* x saturated to int16 (SSAT #16). */
+#if defined(__ARM_FEATURE_SAT) && __ARM_FEATURE_SAT
+#define mcu_ssat16(x) ((int32_t)__builtin_arm_ssat((x), 16))
+#else
+#define mcu_ssat16(x) mcu_clamp_i32((x), MCU_Q15_MIN, MCU_Q15_MAX)
+#endif
+
+#if MCU_HAVE_DSP
+#define mcu_qadd(x, y) __qadd((x), (y))
+#define mcu_qsub(x, y) __qsub((x), (y))
+#else
+#define mcu_qadd(x, y) mcu_sat_i32((int64_t)(x) + (y))
+#define mcu_qsub(x, y) mcu_sat_i32((int64_t)(x) - (y))
+#endif
+
 #if MCU_HAVE_DSP
 #define mcu_sxtb16(x) ((uint32_t)__sxtb16((int8x4_t)(x)))
 #else
