@@ -200,7 +200,7 @@ def _matmul(ctx: Ctx, node: Node) -> Node:
     a, b, out = t[node.inputs[0]], t[node.inputs[1]], t[node.outputs[0]]
     if ctx.dtype(node) == "int8" and (w := _weights_of(ctx, node, b)) is not None:  # activations x weights: a GEMM
         lo, hi = act_range(out.qparams, node.attrs.get("act"))
-        reals = np.full(t[w].shape[0], a.qparams.s * b.qparams.s / out.qparams.s)
+        reals = np.full(t[w].shape[0], a.qparams.s * b.qparams.s * node.attrs.get("scale", 1.0) / out.qparams.s)
         params = {"batches": int(np.prod(a.shape[:-1])), "in_features": int(a.shape[-1]),
                   "out_features": int(t[w].shape[0]), "input_offset": -a.qparams.zp,
                   "output_offset": out.qparams.zp, "act_min": lo, "act_max": hi}
