@@ -3,7 +3,6 @@ rounding, no table pass), for a product of two activations and for one with a co
 a negative number, or a float matmul, keeps its own op. The result stays within 1 LSB of torchao's Q/DQ model."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
