@@ -116,21 +116,14 @@ def add_s16_params(s1: float, s2: float, s_out: float, act: tuple[int, int] = (Q
 
 
 def add_s16(params: dict, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
-    """Twin of mcu_add_s16; inputs hold params["size"] elements each; returns int16 shaped like input1."""
+    """Twin of mcu_add_s16: add_broadcast_s16 over one row of params["size"] elements each; returns int16 shaped like
+    input1."""
     p = params
-    if p["size"] < 1 or not 0 <= p["left_shift"] <= 15:
-        raise ValueError(f"size must be >= 1 and left_shift in [0, 15], got {p['size']}, {p['left_shift']}")
-    _check_io(p, "input1_offset", "input2_offset", "output_offset")
-    for name in ("input1", "input2", "output"):
-        if p[f"{name}_multiplier"] < 0 or not -31 <= p[f"{name}_shift"] <= 30:
-            raise ValueError(f"{name}: multiplier must be >= 0 and shift in [-31, 30]")
-    x1, x2 = np.asarray(input1, dtype=np.int64), np.asarray(input2, dtype=np.int64)
-    if x1.size != p["size"] or x2.size != p["size"]:
-        raise ValueError(f"inputs must hold {p['size']} elements, got {x1.size} and {x2.size}")
-    a1 = requantize(x1 << p["left_shift"], p["input1_multiplier"], p["input1_shift"])
-    a2 = requantize(x2.reshape(x1.shape) << p["left_shift"], p["input2_multiplier"], p["input2_shift"])
-    total = np.clip(a1 + a2, INT32_MIN, INT32_MAX)
-    return saturate(requantize(total, p["output_multiplier"], p["output_shift"]), p["act_min"], p["act_max"], np.int16)
+    x1, x2 = np.asarray(input1), np.asarray(input2)
+    if p["size"] < 1 or x1.size != p["size"] or x2.size != p["size"]:
+        raise ValueError(f"size must be >= 1 and each input hold it: {p['size']}, {x1.size}, {x2.size}")
+    row = (1, 1, 1, p["size"])
+    return add_broadcast_s16({**p, "input1": row, "input2": row, "output": row, "subtract": 0}, x1, x2).reshape(x1.shape)
 
 
 def add_broadcast_s16(params: dict, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:

@@ -85,6 +85,21 @@ static inline int mcu_matmul_layout_ok(const mcu_matmul_params_t *p)
            (p->rhs_transposed == 0 || p->rhs_transposed == 1);
 }
 
+/* Where output batch b of a matmul reads its operands: its lhs and rhs batches' first elements, and rhs[t, j] at
+ * t * row + j * col inside the rhs batch (row 1, col k when rhs_transposed). The layout every kernel that walks
+ * batches shares. */
+typedef struct {
+    int32_t lhs, rhs, row, col;
+} mcu_matmul_at_t;
+
+static inline mcu_matmul_at_t mcu_matmul_at(const mcu_matmul_params_t *p, int32_t b)
+{
+    const mcu_matmul_at_t at = {p->lhs_batches == 1 ? 0 : b * p->m * p->k,
+                                p->rhs_batches == 1 ? 0 : (b / p->rhs_group) * p->k * p->n,
+                                p->rhs_transposed ? 1 : p->n, p->rhs_transposed ? p->k : 1};
+    return at;
+}
+
 /* matmul pointers, scalar parameters and batch layout (mcu_matmul_s8 and its variants). */
 static inline mcu_status_t mcu_matmul_check(const mcu_matmul_params_t *p, const void *lhs, const void *rhs,
                                             const void *output)

@@ -16,12 +16,11 @@ mcu_status_t mcu_matmul_s8(const mcu_matmul_params_t *params, const int8_t *lhs,
     const mcu_matmul_params_t *p = params;
 
     const int32_t m = p->m, k = p->k, n = p->n;
-    const int32_t lhs_step = p->lhs_batches == 1 ? 0 : m * k, rhs_step = p->rhs_batches == 1 ? 0 : k * n;
-    const int32_t col = p->rhs_transposed ? k : 1, row = p->rhs_transposed ? 1 : n; /* rhs[t, j] at t * row + j * col */
     int8_t *out = output;
     for (int32_t b = 0; b < p->batches; ++b) {
-        const int8_t *a = lhs + b * lhs_step;
-        const int8_t *bm = rhs + (p->rhs_batches == 1 ? 0 : b / p->rhs_group) * rhs_step;
+        const mcu_matmul_at_t at = mcu_matmul_at(p, b);
+        const int8_t *a = lhs + at.lhs, *bm = rhs + at.rhs;
+        const int32_t row = at.row, col = at.col;
         for (int32_t i = 0; i < m; ++i) {
             for (int32_t j = 0; j < n; ++j) {
                 int32_t acc = 0;

@@ -130,13 +130,12 @@ mcu_status_t mcu_matmul_s16_dsp(const mcu_matmul_params_t *params, const int16_t
     }
     const mcu_matmul_params_t *p = params;
     const int32_t m = p->m, k = p->k, n = p->n;
-    const int32_t lhs_step = p->lhs_batches == 1 ? 0 : m * k, rhs_step = p->rhs_batches == 1 ? 0 : k * n;
     const rq_t q = {p, p->output_shift <= -2 ? (uint32_t)1 << (-p->output_shift - 2) : 0,
                     p->output_shift <= -2 ? -p->output_shift - 1 : 0, p->output_multiplier, p->act_min, p->act_max};
     int16_t *out = output;
     for (int32_t b = 0; b < p->batches; ++b) {
-        const int16_t *a = lhs + b * lhs_step;
-        const int16_t *bm = rhs + (p->rhs_batches == 1 ? 0 : b / p->rhs_group) * rhs_step;
+        const mcu_matmul_at_t at = mcu_matmul_at(p, b);
+        const int16_t *a = lhs + at.lhs, *bm = rhs + at.rhs;
         for (int32_t i = 0; i < m; ++i, a += k, out += n) {
             if (p->rhs_transposed && k == 8) {
                 rows8(&q, a, bm, out);

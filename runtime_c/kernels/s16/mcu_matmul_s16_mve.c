@@ -73,7 +73,7 @@ mcu_status_t mcu_matmul_s16_mve(const mcu_matmul_params_t *params, const int16_t
             }
             for (int32_t j = 0; j < n; ++j) {
                 int64_t acc;
-                if (row == 1 || row <= 8191) {
+                if (row <= 8191) {
                     acc = dot(a, bm + j * col, k, row, steps);
                 } else {
                     acc = 0;
