@@ -49,6 +49,7 @@ def test_the_decoder_defaults_in_an_int8_run(packages):
     assert [s["dtype"] for s in pkg.manifest["state"]] == ["int16"] * 4  # the KV cache
     assert sum(k.startswith("mcu_matmul_s16") for k in kernels) == 4 and "mcu_softmax_s16" in kernels
     assert sum(k.startswith("mcu_add_broadcast_s16") for k in kernels) == 2  # the mask
+    assert not any(k.startswith("mcu_convert") for k in kernels), kernels  # attention @ v reads the softmax as is
     assert kernels[-1].startswith("mcu_fully_connected_s16")  # the tied output projection, int8 weights
     assert not any(k.startswith("mcu_matmul_f32") or "_s8" in k for k in kernels), kernels  # no int8, no float products
 
