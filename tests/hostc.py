@@ -1,7 +1,8 @@
 """Host-compiler harness: build runtime C into a cached shared library and call it with the twins' arguments.
 
 - build(sources) compiles with the host gcc and the project's warning flags (-Werror) into a shared library
-  under a content-hash-keyed directory in /tmp (safe across pytest-xdist workers) and returns a ctypes.CDLL.
+  under a content-hash-keyed directory in /tmp (built once across pytest-xdist workers: a file lock) and returns
+  a ctypes.CDLL.
 - The ctypes mirrors of the C structs, the status codes and the kernel prototypes are parsed from the public
   headers, so they cannot drift from the contract; struct(name, d) fills one from the dict a twin takes
   (mcu_dims_t fields are 4-tuples (n, h, w, c), arrays are sequences, pointers are numpy arrays or None).
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import functools
 import hashlib
 import os
@@ -58,12 +60,15 @@ def build(sources, extra_flags=()) -> ctypes.CDLL:
     lib = out_dir / "lib.so"
     if not lib.exists():
         out_dir.mkdir(parents=True, exist_ok=True)
-        tmp = out_dir / f"lib.so.{os.getpid()}.tmp"
-        cmd = [CC, *flags, f"-I{INCLUDE}", *map(str, sources), "-o", str(tmp)]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode != 0:
-            raise CompileError(f"{shlex.join(cmd)}\n{res.stderr}")
-        os.replace(tmp, lib)  # atomic: concurrent builders of the same key all end with a whole file
+        with open(out_dir / "lock", "w") as lock:  # one builder; a concurrent worker waits for its library
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not lib.exists():
+                tmp = out_dir / f"lib.so.{os.getpid()}.tmp"
+                cmd = [CC, *flags, f"-I{INCLUDE}", *map(str, sources), "-o", str(tmp)]
+                res = subprocess.run(cmd, capture_output=True, text=True)
+                if res.returncode != 0:
+                    raise CompileError(f"{shlex.join(cmd)}\n{res.stderr}")
+                os.replace(tmp, lib)  # atomic: a reader never sees part of a file
     return bind(ctypes.CDLL(str(lib)))
 
 

@@ -202,6 +202,29 @@ def test_build_errors_carry_the_compiler_output(tmp_path):
         build_firmware("mps2-an386", model, tmp_path / "build")
 
 
+@firmware
+def test_objects_that_do_not_see_the_model_come_from_the_build_cache(tmp_path, monkeypatch):
+    """Kernels and board code (all but the harness's main.c) are the same objects for every model on a board:
+    a second build in another folder takes them from MCU_BUILD_CACHE, each with its stack-usage file; the model's
+    own files and main.c are compiled; "off" caches nothing."""
+    model = tmp_path / "model"
+    shutil.copytree(FIXTURE, model)
+    (model / "manifest.json").write_text('{"kernels": ["elementwise/mcu_add_s8"]}')
+    monkeypatch.setenv("MCU_BUILD_CACHE", str(tmp_path / "cache"))
+    first, second = (build_firmware("mps2-an386", model, tmp_path / b).parent for b in ("b1", "b2"))
+    cached = {p.name for p in (tmp_path / "cache").rglob("*") if re.fullmatch(r"[0-9a-f]{32}", p.name)}
+    assert len(cached) == 2 * 4, cached  # mcu_add_s8, startup, semihost, systick: .o and .su each
+    for obj in ("kernels/elementwise/mcu_add_s8", "board/startup", "board/main", "model/model"):
+        assert (second / f"{obj}.su").is_file(), obj
+    for obj in ("kernels/elementwise/mcu_add_s8", "board/startup"):  # the first build's (debug info names its folder)
+        assert (first / f"{obj}.o").read_bytes() == (second / f"{obj}.o").read_bytes()
+    assert (first / "board/main.o").read_bytes() != (second / "board/main.o").read_bytes()
+    monkeypatch.setenv("MCU_BUILD_CACHE", "off")
+    build_firmware("mps2-an386", model, tmp_path / "b3")
+    assert (tmp_path / "b3" / "kernels" / "elementwise" / "mcu_add_s8.su").is_file()
+    assert {p.name for p in (tmp_path / "cache").rglob("*") if re.fullmatch(r"[0-9a-f]{32}", p.name)} == cached
+
+
 # ---- firmware: QEMU runs, per emulated board -------------------------------------------------------
 
 
