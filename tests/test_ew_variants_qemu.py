@@ -20,6 +20,7 @@ from mcu.codegen.passes.select_kernels import select_kernels
 from mcu.codegen.reference import run_reference
 from mcu.codegen.target import Target
 from mcu.codegen.twins.add16 import h16_params, m16_params
+from mcu.codegen.twins.mul16 import mul_h16_params
 from test_kernel_variants_qemu import assert_equal_int, run_on_board
 
 BOARDS = ["mps2-an386", "mps3-an547", "mps2-an385"]
@@ -71,7 +72,7 @@ class Cases:
         self.outputs.append(y)
         self.nodes.append(call(f"n{i}", kernel, (a, b), y, {"input1": s1, "input2": s2, "output": out, **params}))
 
-    def mul(self, s1, s2, narrow=False, shift=None, mult=None, out=None) -> None:
+    def mul(self, s1, s2, narrow=False, shift=None, mult=None, out=None, kernel="mcu_mul_s8") -> None:
         r = self.rng
         zo = int(r.integers(-128, 128))
         lo, hi = self._clamp(zo, narrow)
@@ -79,7 +80,7 @@ class Cases:
                   "input2_offset": int(r.integers(-127, 129)), "output_offset": zo,
                   "output_multiplier": int(r.integers(1 << 30, 1 << 31)) if mult is None else mult,
                   "output_shift": int(r.integers(-14, -5)) if shift is None else shift, "act_min": lo, "act_max": hi}
-        self._binary("mcu_mul_s8", s1, s2, params, out)
+        self._binary(kernel, s1, s2, params, out)
 
     def add(self, s1, s2, subtract=0, narrow=False, shift=None, out=None) -> None:
         r = self.rng
@@ -103,20 +104,23 @@ def lut_cases(c: Cases) -> None:
         c.lut(size)
 
 
-def mul_cases(c: Cases) -> None:
+def mul_cases(c: Cases, kernel: str = "mcu_mul_s8") -> None:
     """Every shape with random shifts (the product's prescale k from 4 to 13: both DSP loops), narrow clamps, and
-    the multipliers off the fast form: ties (2^30), shifts >= -1, trailing zeros, products that round to 0."""
+    the multipliers off the fast form: ties (2^30), shifts >= -1, trailing zeros, products that round to 0. The
+    M55 picks mcu_mul_h16_s8_mve where its bound holds (most of these); `kernel` = "mcu_mul_s8_mve" runs them all on
+    the TFLite-arithmetic variant too."""
     for i, (s1, s2) in enumerate(SHAPES):
-        c.mul(s1, s2, narrow=i % 3 == 2)
+        c.mul(s1, s2, narrow=i % 3 == 2, kernel=kernel)
     for shift, mult in ((-1, None), (0, None), (-2, 1 << 30), (-9, 1 << 30), (-25, None), (-10, 0x5A3 << 20),
                         (-6, None), (-16, None), (-17, None)):
-        c.mul((1, 3, 5, 19), (1, 1, 1, 19), shift=shift, mult=mult)
-        c.mul((1, 1, 1, 1), (1, 2, 3, 9), shift=shift, mult=mult, narrow=True)
+        c.mul((1, 3, 5, 19), (1, 1, 1, 19), shift=shift, mult=mult, kernel=kernel)
+        c.mul((1, 1, 1, 1), (1, 2, 3, 9), shift=shift, mult=mult, narrow=True, kernel=kernel)
     for shift in (-4, -6, -13, -15):  # channel gates: the prescale in int32 rows (DSP), in int16 rows, in both
-        c.mul((1, 5, 7, 16), (1, 1, 1, 16), shift=shift)
-        c.mul((2, 3, 3, 8), (2, 1, 1, 8), shift=shift, narrow=True)
-    c.mul((1, 1, 1, 1), (1, 1, 1, 1), out=(1, 1, 3, 2))   # output axes neither input has: constant runs
-    c.mul((1, 5, 1, 1), (1, 1, 1, 1), out=(2, 5, 2, 3))
+        c.mul((1, 5, 7, 16), (1, 1, 1, 16), shift=shift, kernel=kernel)
+        c.mul((2, 3, 3, 8), (2, 1, 1, 8), shift=shift, narrow=True, kernel=kernel)
+    c.mul((1, 1, 1, 1), (1, 1, 1, 1), out=(1, 1, 3, 2), kernel=kernel)   # output axes neither input has
+    c.mul((1, 5, 1, 1), (1, 1, 1, 1), out=(2, 5, 2, 3), kernel=kernel)
+    c.mul((1, 1, 1, 3), (1, 4, 5, 1), kernel=kernel)                       # input1 holds, input2 steps
 
 
 def add_cases(c: Cases) -> None:
@@ -149,6 +153,8 @@ def pick(node, board: str) -> str:
             "mps2-an385": ("mcu_add_m16_s8_fast", m16_params)}
     if node.call.kernel == "mcu_add_broadcast_s8" and board in fast and fast[board][1](node.call.params):
         return fast[board][0]
+    if node.call.kernel == "mcu_mul_s8" and board == "mps3-an547" and mul_h16_params(node.call.params):
+        return "mcu_mul_h16_s8_mve"
     return PICKS.get((node.call.kernel, board), node.call.kernel)
 
 
@@ -172,6 +178,8 @@ def test_elementwise_variants_equal_portable_twins_on_device(board, tmp_path):
     c = Cases(seed=3)
     lut_cases(c)
     mul_cases(c)
+    if board == "mps3-an547":
+        mul_cases(c, "mcu_mul_s8_mve")
     add_cases(c)
     check_on_device(c, board, tmp_path)
 

@@ -819,6 +819,25 @@ def _add16_strategy(build):
 STRATEGIES.update({"mcu_add_m16_s8": _add16_strategy(m16_params), "mcu_add_h16_s8": _add16_strategy(h16_params)})
 
 
+@st.composite
+def mul_h16_case(draw):
+    """mcu_mul_h16_s8's params drawn directly (any valid shifts, multiplier, rounding shift), not only the
+    builder's picks."""
+    in1, in2, out = draw(broadcast_dims())
+    out_off = draw(OUT_OFFSET)
+    lo, hi = draw(act_range(out_off))
+    o1, o2 = draw(IN_OFFSET), draw(IN_OFFSET)
+    j1, j2 = (max(j for j in range(16) if max(abs(-128 + o), abs(127 + o)) << j <= 32767) for o in (o1, o2))
+    params = {"input1": in1, "input2": in2, "output": out, "input1_offset": o1, "input2_offset": o2,
+              "shift1": draw(st.integers(0, j1)), "shift2": draw(st.integers(0, j2)),
+              "multiplier": draw(st.sampled_from([1, 32767]) | st.integers(1, 32767)),
+              "shift": draw(st.integers(0, 15)), "output_offset": out_off, "act_min": lo, "act_max": hi}
+    return Case((params, draw(ints(in1)), draw(ints(in2))), int(np.prod(out)))
+
+
+STRATEGIES["mcu_mul_h16_s8"] = mul_h16_case()
+
+
 # ---- Variants: the portable case, prepared as the code generator prepares it -----------------------------------
 
 def _prepare_variant(variant, case: Case) -> tuple:

@@ -28,7 +28,7 @@ FAMILIES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce"
 GEMM2_DSP, GEMM3_DSP, GEMM_MVE = "shared/mcu_gemm2_s8_dsp", "shared/mcu_gemm3_s8_dsp", "shared/mcu_gemm_s8_mve"
 DW_MVE = "shared/mcu_dw_s8_mve"
 TWIN_MODULES = ("conv", "fc", "pool", "elementwise", "activation", "shape", "reduce", "fallback", "float32", "s16",
-                "norm", "recurrent", "add16")
+                "norm", "recurrent", "add16", "mul16")
 
 
 def always(params: dict) -> bool:

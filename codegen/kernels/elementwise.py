@@ -1,11 +1,13 @@
 """Elementwise arithmetic: add (same shapes, or broadcasting and sub), mul, and their int16 and float32 forms;
 float32 division, minimum, maximum and power (mcu_binary_f32: float islands in integer models too);
 the int8 add's Helium and scalar variants; the broadcasting int8 mul's and add's Helium and DSP variants (no constants
-to prepare: their twins are the portable kernels'). C: runtime_c/kernels/elementwise, s16, float."""
+to prepare: their twins are the portable kernels'); the adds and the Helium mul in 16-bit arithmetics where their
+error bounds hold. C: runtime_c/kernels/elementwise, s16, float."""
 from __future__ import annotations
 
 from mcu.codegen.kernels import kernel, variant
 from mcu.codegen.twins.add16 import h16_params, m16_params
+from mcu.codegen.twins.mul16 import mul_h16_params
 
 
 def _rewrite(build):
@@ -46,6 +48,10 @@ SPECS = [
     # cores without DSP or Helium (and where the bound fails for theirs, this declines too): the scalar m16 add
     variant("mcu_add_m16_s8_fast", "elementwise", "mcu_add_broadcast_s8", prepare=_rewrite(m16_params),
             arithmetic="mcu_add_m16_s8"),
+    kernel("mcu_mul_h16_s8", "elementwise", "mcu_mul_h16_params_t"),
+    # int16 lanes where its error bound holds (codegen/twins/mul16.py), else the TFLite arithmetic's
+    variant("mcu_mul_h16_s8_mve", "elementwise", "mcu_mul_s8", ("mve",), prepare=_rewrite(mul_h16_params),
+            arithmetic="mcu_mul_h16_s8"),
     variant("mcu_mul_s8_mve", "elementwise", "mcu_mul_s8", ("mve",)),
     variant("mcu_mul_s8_dsp", "elementwise", "mcu_mul_s8", ("dsp",)),
 ]

@@ -79,6 +79,8 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "elementwise/mcu_mul_s8": 1280,
     "elementwise/mcu_mul_s8_dsp": 5632,
     "elementwise/mcu_mul_s8_mve": 4160,
+    "elementwise/mcu_mul_h16_s8": 1024,
+    "elementwise/mcu_mul_h16_s8_mve": 3648,
     "fallback/mcu_dequantize_s8_f32": 192,
     "fallback/mcu_layer_norm_f32": 768,
     "fallback/mcu_quantize_f32_s8": 384,

@@ -340,6 +340,23 @@ typedef struct {
 mcu_status_t mcu_mul_s8(const mcu_mul_params_t *params, const int8_t *input1, const int8_t *input2,
                         int8_t *output);
 
+typedef struct {
+    mcu_dims_t input1, input2, output; /* broadcast dims */
+    int32_t input1_offset, input2_offset;
+    int32_t shift1, shift2;            /* a' = (in1 + input1_offset) << shift1, b' likewise: both fit int16 */
+    int32_t multiplier, shift;         /* [1, 32767], [0, 15] */
+    int32_t output_offset, act_min, act_max;
+} mcu_mul_h16_params_t;
+
+/* int8 multiply with broadcasting in Helium's int16 lanes (codegen/twins/mul16.py builds the params where its error
+ * bound holds): p = (2 a' b' + 2^15) >> 16, t = (2 p multiplier + 2^15) >> 16 (VQRDMULH twice),
+ * y = (t + 2^(shift-1)) >> shift (VRSHL), out = clamp(sat16(y + output_offset)). Output must not overlap an input.
+ * _mve: 8 products a vector, tail-predicated; a channel gate's repeated row widened once (b' as int16). */
+mcu_status_t mcu_mul_h16_s8(const mcu_mul_h16_params_t *params, const int8_t *input1, const int8_t *input2,
+                            int8_t *output);
+mcu_status_t mcu_mul_h16_s8_mve(const mcu_mul_h16_params_t *params, const int8_t *input1, const int8_t *input2,
+                                int8_t *output);
+
 /* ---- Look-up table ------------------------------------------------------------------------------- */
 
 typedef struct {

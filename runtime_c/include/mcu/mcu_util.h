@@ -350,6 +350,29 @@ static inline mcu_status_t mcu_mul_check(const mcu_mul_params_t *p, const void *
     return mcu_broadcasts(&p->input1, o) && mcu_broadcasts(&p->input2, o) ? MCU_OK : MCU_ERR_SHAPE;
 }
 
+/* mcu_mul_h16_s8's argument checks (its variant's too): every shifted input and the multiplier fit int16. */
+static inline mcu_status_t mcu_mul_h16_check(const mcu_mul_h16_params_t *p, const void *input1, const void *input2,
+                                             const void *output)
+{
+    if (p == NULL || input1 == NULL || input2 == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_dims_t *o = &p->output;
+    if (o->n < 1 || o->h < 1 || o->w < 1 || o->c < 1 || p->input1_offset < -127 || p->input1_offset > 128 ||
+        p->input2_offset < -127 || p->input2_offset > 128 || p->shift1 < 0 || p->shift1 > 15 || p->shift2 < 0 ||
+        p->shift2 > 15 || p->multiplier < 1 || p->multiplier > 32767 || p->shift < 0 || p->shift > 15 ||
+        p->output_offset < MCU_Q7_MIN || p->output_offset > MCU_Q7_MAX || p->act_min < MCU_Q7_MIN ||
+        p->act_min > p->act_max || p->act_max > MCU_Q7_MAX) {
+        return MCU_ERR_ARG;
+    }
+    const int32_t r1 = p->input1_offset > 0 ? 127 + p->input1_offset : 128 - p->input1_offset;
+    const int32_t r2 = p->input2_offset > 0 ? 127 + p->input2_offset : 128 - p->input2_offset;
+    if ((r1 << p->shift1) > 32767 || (r2 << p->shift2) > 32767) {
+        return MCU_ERR_ARG;
+    }
+    return mcu_broadcasts(&p->input1, o) && mcu_broadcasts(&p->input2, o) ? MCU_OK : MCU_ERR_SHAPE;
+}
+
 /* Element strides of d, 0 along broadcast dims: {n, h, w, c}. */
 static inline void mcu_broadcast_strides(const mcu_dims_t *d, int32_t st[4])
 {
