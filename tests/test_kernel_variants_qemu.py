@@ -264,7 +264,8 @@ def mve_path_cases(seed: int) -> GraphBuilder:
     read in place, rows in the vertical padding read as a zero-point row, rows clipped at the sides gathered,
     dilated rows gathered tap by tap; compact windows (rows not whole chunks) gathered through the byte-offset
     table (span <= 256), row by row (a wider span), dilated, at the borders; 1x1 strided, with K tails, batch 2;
-    pixel counts 1 and 2 past a whole block; K <= 16 (inputs held across channels), K <= 64 (a pixel's chunks held); C_out not a multiple of 4 (1, 2, 5, 7); shifts >= 0 (the general
+    pixel counts 1 and 2 past a whole block; K <= 16 (inputs held across channels), K 17..32 (3 pixels' chunks
+    held), K <= 64 (a pixel's chunks held); C_out not a multiple of 4 (1, 2, 5, 7); shifts >= 0 (the general
     requantization) and ties; narrow clamps."""
     g = GraphBuilder(seed)
     g.conv(1, 9, 8, 16, 8, pad=(1, 1), family="gemm")                                 # rows in place, zp rows
@@ -274,6 +275,8 @@ def mve_path_cases(seed: int) -> GraphBuilder:
     g.conv(1, 10, 11, 3, 16, pad=(1, 1), family="gemm")                               # RGB: offsets gather
     g.conv(1, 11, 10, 3, 6, stride=(2, 2), pad=(1, 1), extreme=True, family="gemm")
     g.conv(1, 6, 100, 3, 5, pad=(1, 1), family="gemm")                                # span > 256: row copies
+    g.conv(1, 9, 96, 3, 8, stride=(2, 2), pad=(1, 1), extreme=True, family="gemm")    # ... VWW's first layer
+    g.conv(1, 9, 90, 3, 4, pad=(2, 1), dil=(2, 1), family="gemm")                     # ... dilated vertically
     g.conv(1, 9, 9, 5, 7, pad=(2, 2), dil=(2, 2), family="gemm")                      # compact, dilated
     g.conv(1, 12, 6, 1, 5, kernel=(10, 4), stride=(2, 2), pad=(4, 1), family="gemm")   # KWS-like K 40
     g.conv(1, 7, 7, 24, 2, pad=(1, 1), mode="slow", family="gemm")                    # compact K 216, shifts >= 0
@@ -290,6 +293,8 @@ def mve_path_cases(seed: int) -> GraphBuilder:
     g.conv(1, 4, 5, 48, 20, kernel=(1, 1), extreme=True, family="1x1")                # one pixel's chunks held
     g.conv(1, 3, 7, 20, 16, kernel=(1, 1), mode="ties", family="1x1")                 # ... a tail of 4
     g.conv(1, 6, 5, 33, 24, kernel=(1, 1), stride=(2, 1), extreme=True, family="1x1")  # ... a tail of 1
+    g.conv(1, 6, 7, 32, 12, kernel=(1, 1), mode="ties", family="1x1")                 # K 17..32: 3 pixels' chunks
+    g.conv(1, 5, 7, 27, 8, kernel=(1, 1), extreme=True, family="1x1")                 # ... held (a tail of 11)
     g.fc(4, 40, 16)
     g.fc(1, 9, 5)
     g.fc(5, 48, 10, mode="slow", extreme=True)

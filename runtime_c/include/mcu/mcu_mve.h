@@ -115,6 +115,36 @@ MCU_INLINE void mcu_mve_quad(mcu_mve_quad_t *state, int tail)
 #undef MCU_MVE_PAIR
 #undef MCU_MVE_MLA6
 
+/* One window of 17..32 taps (rows 1, chunks + tail 2): 3 pixels' two chunks held in x0..x2 and y0..y2 across every
+ * quad; a quad's 8 weight vectors (w, post-incremented by 128), 24 VMLADAVA from its biases b, stored at acc. */
+MCU_INLINE void mcu_mve_quad32(int8x16_t x0, int8x16_t x1, int8x16_t x2, int8x16_t y0, int8x16_t y1, int8x16_t y2,
+                               const int8_t **w, const int32_t *b, int32_t *acc)
+{
+    const int8_t *wp = *w;
+#define MCU_MVE_MLA3(X0, X1, X2, RA, RB, RC)                                                                     \
+    "vldrb.u8 q7, [%[w]], #16\n\t"                                                                              \
+    "vmladava.s8 " RA ", %q[" X0 "], q7\n\t"                                                                    \
+    "vmladava.s8 " RB ", %q[" X1 "], q7\n\t"                                                                    \
+    "vmladava.s8 " RC ", %q[" X2 "], q7\n\t"
+#define MCU_MVE_PAIR32(BOFF, A0, A1, A2)                                                                         \
+    "ldrd r0, r2, [%[b], #" BOFF "]\n\t"                                                                        \
+    "ldrd r4, r6, [%[b], #" BOFF "]\n\t"                                                                        \
+    "ldrd r8, r10, [%[b], #" BOFF "]\n\t" MCU_MVE_MLA3("x0", "x1", "x2", "r0", "r4", "r8")                      \
+        MCU_MVE_MLA3("x0", "x1", "x2", "r2", "r6", "r10") MCU_MVE_MLA3("y0", "y1", "y2", "r0", "r4", "r8")        \
+            MCU_MVE_MLA3("y0", "y1", "y2", "r2", "r6", "r10")                                                    \
+    "strd r0, r2, [%[acc], #" A0 "]\n\t"                                                                        \
+    "strd r4, r6, [%[acc], #" A1 "]\n\t"                                                                        \
+    "strd r8, r10, [%[acc], #" A2 "]\n\t"
+    __asm__ volatile(MCU_MVE_PAIR32("0", "0", "16", "32") MCU_MVE_PAIR32("8", "8", "24", "40")
+                     : [w] "+&r"(wp)
+                     : [x0] "w"(x0), [x1] "w"(x1), [x2] "w"(x2), [y0] "w"(y0), [y1] "w"(y1), [y2] "w"(y2),
+                       [b] "r"(b), [acc] "r"(acc)
+                     : "r0", "r2", "r4", "r6", "r8", "r10", "q7", "memory");
+#undef MCU_MVE_PAIR32
+#undef MCU_MVE_MLA3
+    *w = wp;
+}
+
 /* Requantize, offset and clamp pixel j's 4 accumulators; store the first channels (predicate p). */
 MCU_INLINE void mcu_mve_out4(const int32_t *acc, int32x4_t m, int32x4_t sh, int32_t zo, int32x4_t vmin,
                              int32x4_t vmax, int down, mve_pred16_t p, int8_t *out)
@@ -192,6 +222,15 @@ MCU_INLINE void mcu_mve_block_body(const int8_t *const *rows, const mcu_mve_gemm
         const int8x16_t x0 = vldrbq_z_s8(rows[0], p), x1 = vldrbq_z_s8(rows[1], p), x2 = vldrbq_z_s8(rows[2], p);
         for (; c + 4 <= c_out; c += 4, s.bias += 4) {
             mcu_mve_quad16(x0, x1, x2, &s.w, s.bias, acc);
+            mcu_mve_out12_down(acc, mult + c, shift + c, zo, g->act_min, g->act_max, out + c, os);
+        }
+    } else if (down && npix == 3 && g->rows == 1 && g->chunks + tail == 2) { /* 17..32 taps: inputs held */
+        const mve_pred16_t p = tail ? (mve_pred16_t)g->tail : 0xffff;
+        const int8x16_t x0 = vldrbq_s8(rows[0]), x1 = vldrbq_s8(rows[1]), x2 = vldrbq_s8(rows[2]);
+        const int8x16_t y0 = vldrbq_z_s8(rows[0] + 16, p), y1 = vldrbq_z_s8(rows[1] + 16, p);
+        const int8x16_t y2 = vldrbq_z_s8(rows[2] + 16, p);
+        for (; c + 4 <= c_out; c += 4, s.bias += 4) {
+            mcu_mve_quad32(x0, x1, x2, y0, y1, y2, &s.w, s.bias, acc);
             mcu_mve_out12_down(acc, mult + c, shift + c, zo, g->act_min, g->act_max, out + c, os);
         }
     }

@@ -12,7 +12,8 @@
  *    else gathered into the pixel's window buffer, rows seg apart;
  *  - compact (otherwise): the whole window gathered into the buffer, rows seg apart (one table row, K rounded up
  *    to 16; the bytes past K meet zero weights). Inside the input, when the window spans at most 256 bytes,
- *    one VLDRB gather per 16 taps through a table of byte offsets built per call (`offsets`), else row by row. */
+ *    one VLDRB gather per 16 taps through a table of byte offsets built per call (`offsets`), else row by row
+ *    (rows of at most 16 taps: one predicated load and store each, inline). */
 typedef struct {
     const mcu_conv2d_params_t *p;
     int32_t seg, rs;        /* window row bytes; input bytes between window rows */
@@ -22,6 +23,15 @@ typedef struct {
     int8x16_t zp;           /* what a padded tap reads (the zero point: the bias is folded) */
     const int8_t *zp_row;   /* rows: seg bytes of the zero point, what a window row in the padding reads */
 } ctx_t;
+
+/* A compact window inside the input, rows of seg <= 16 taps (dilation_w 1): each row one predicated load and store
+ * (p: seg lanes), rows seg apart. */
+MCU_INLINE void copy_rows(const int8_t *src, int32_t rs, int32_t kh, int32_t seg, mve_pred16_t p, int8_t *win)
+{
+    for (int32_t r = 0; r < kh; ++r, src += rs, win += seg) {
+        vstrbq_p_s8(win, vldrbq_z_s8(src, p), p);
+    }
+}
 
 MCU_INLINE void fill16(int8_t *d, int8x16_t v, int32_t n)
 {
@@ -177,7 +187,10 @@ mcu_status_t mcu_conv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_
     if (!cx.compact && p->dilation_w != 1) {
         x_hi = x_lo;
     }
-    const int fast_compact = cx.compact && cx.offsets != NULL;
+    /* compact windows inside the input: gathered through the offsets, or (span > 256) row by row when rows are short */
+    const int row_copy = cx.compact && cx.offsets == NULL && cx.seg <= 16 && p->dilation_w == 1;
+    const int fast_compact = cx.compact && (cx.offsets != NULL || row_copy);
+    const mve_pred16_t seg_p = vctp8q((uint32_t)cx.seg);
     int32_t n = 0, y = 0, x = 0, y_ok = 0;
     const int8_t *src = input; /* pixel (n, y, x)'s window's first tap, when inside */
     for (int32_t i = 0; i < pixels; i += 3) {
@@ -191,7 +204,10 @@ mcu_status_t mcu_conv2d_s8_mve(const mcu_conv2d_params_t *params, const mcu_per_
                 }
                 int8_t *wj = win + j * win_bytes;
                 if (y_ok && x >= x_lo && x < x_hi && (fast_compact || !cx.compact)) {
-                    if (cx.compact) {
+                    if (row_copy) {
+                        copy_rows(src, cx.rs, kh, cx.seg, seg_p, wj);
+                        rows[j] = wj;
+                    } else if (cx.compact) {
                         for (int32_t t = 0; t < cx.k16; t += 16) {
                             vstrbq_s8(wj + t, vldrbq_gather_offset_s8(src, vldrbq_u8(cx.offsets + t)));
                         }
