@@ -246,3 +246,37 @@ def test_dsp_and_scalar_variants_equal_portable_twins_on_host():
         expected = lut_s8({"size": size}, table, x)
         assert hostc.call(lib, "mcu_lut_s8_fast", {"size": size}, table, x, out=x) == 0  # in place
         assert_equal_int(x, expected, f"mcu_lut_s8_fast in place, size {size}")
+
+
+def transpose_graph(seed: int) -> Graph:
+    """int8 transposes: the block networks' (channel shuffles, MobileViT's patch and head permutes), random
+    permutations of random shapes: blocks (a partial axis with a shorter last block, the whole tensor in one),
+    runs of either stride through byte offsets (<= 17) or halfword ones, contiguous runs."""
+    rng = np.random.default_rng(seed)
+    cases = [((1, 256, 2, 12), (0, 1, 3, 2)), ((1, 64, 2, 16), (0, 1, 3, 2)), ((1, 1, 64, 32), (0, 1, 3, 2)),
+             ((1, 128, 2, 8), (0, 2, 1, 3)), ((1, 2, 512, 2), (0, 1, 3, 2)), ((4, 32, 4, 4), (0, 2, 1, 3)),
+             ((16, 4, 3, 32), (2, 1, 3, 0)), ((1, 8, 16, 16), (0, 2, 1, 3)), ((1, 256, 2, 4), (0, 1, 3, 2)),
+             ((1, 1, 3, 5), (0, 1, 3, 2)), ((2, 3, 5, 7), (3, 2, 1, 0)), ((1, 1, 40, 300), (0, 1, 3, 2)),
+             ((1, 3, 7, 1), (0, 2, 1, 3)), ((1, 1, 1, 70), (3, 2, 1, 0))]
+    for _ in range(10):
+        dims = tuple(int(v) for v in rng.choice([1, 2, 3, 5, 8, 13, 24, 33], 4))
+        cases.append((dims, tuple(int(v) for v in rng.permutation(4))))
+    tensors, nodes = {}, []
+    for i, (dims, perm) in enumerate(cases):
+        out = tuple(dims[p] for p in perm)
+        tensors[f"x{i}"] = Tensor(f"x{i}", dims, "int8", QParams.tensor(0.05, 0))
+        tensors[f"y{i}"] = Tensor(f"y{i}", out, "int8", QParams.tensor(0.05, 0))
+        nodes.append(call(f"n{i}", "mcu_transpose_s8", (f"x{i}",), f"y{i}", {"in_dims": dims, "perm": perm}))
+    return verify(Graph(tensors, tuple(nodes), tuple(n.inputs[0] for n in nodes), tuple(n.outputs[0] for n in nodes)))
+
+
+@pytest.mark.qemu
+def test_transpose_mve_equals_portable_twin_on_device(tmp_path):
+    portable = transpose_graph(seed=5)
+    graph = verify(select_kernels(portable, Target.of_board(load_board("mps3-an547"))))
+    assert {n.call.kernel for n in graph.nodes} == {"mcu_transpose_s8_mve"}
+    rng = np.random.default_rng(2)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    for node, a, e in zip(graph.nodes, run_on_board(graph, "mps3-an547", inputs, tmp_path),
+                          run_reference(graph, inputs)):
+        assert_equal_int(a, e, f"{node.name} {node.call.params}")

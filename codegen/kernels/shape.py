@@ -1,11 +1,12 @@
 """Data movement: transpose, concat (inputs as one array argument), nearest and bilinear upsampling, slice along one dim, gather by run-time indices.
-C: runtime_c/kernels/shape, s16, float."""
+Helium variants: the int8 transpose (gathers / scatters) and bilinear upsampling. C: runtime_c/kernels/shape, s16, float."""
 from __future__ import annotations
 
 from mcu.codegen.kernels import kernel, variant
 
 SPECS = [
     kernel("mcu_transpose_s8", "shape", "mcu_transpose_params_t"),
+    variant("mcu_transpose_s8_mve", "shape", "mcu_transpose_s8", ("mve",)),
     kernel("mcu_transpose_s16", "s16", "mcu_transpose_params_t"),
     kernel("mcu_transpose_f32", "float", "mcu_transpose_params_t"),
     kernel("mcu_concat_s8", "shape", "mcu_concat_params_t", input_array=True),

@@ -141,6 +141,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "s16/mcu_transpose_s16": 768,
     "shape/mcu_concat_s8": 960,
     "shape/mcu_transpose_s8": 704,
+    "shape/mcu_transpose_s8_mve": 1728,
     "shape/mcu_upsample_bilinear_s8": 2048,
     "shape/mcu_upsample_bilinear_s8_mve": 960,
     "shape/mcu_upsample_nearest_s8": 384,

@@ -209,6 +209,9 @@ typedef struct {
 
 /* out = in.transpose(perm) for any int8 tensor of rank <= 4; perm must be a permutation of 0..3. */
 mcu_status_t mcu_transpose_s8(const mcu_transpose_params_t *params, const int8_t *input, int8_t *output);
+/* The same on Helium: each run (the output's last axis, or the axis the input reads in order where longer) by
+ * VLDRB gathers or VSTRB scatters, 16 elements a step (strides <= 17) or 8 (<= 9362). */
+mcu_status_t mcu_transpose_s8_mve(const mcu_transpose_params_t *params, const int8_t *input, int8_t *output);
 
 typedef struct {
     int32_t outer;   /* product of the dims before the sliced one */

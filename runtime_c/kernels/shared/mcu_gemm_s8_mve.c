@@ -66,7 +66,7 @@ __attribute__((noinline)) static void gemv_held(const int8_t *x, const mcu_mve_g
 void mcu_mve_gemm_block(const int8_t *const *rows, const mcu_mve_gemm_t *g, int32_t npix, int8_t *out)
 {
     const int32_t n = g->chunks + (g->tail != 0);
-    if (g->down && g->rows == 1 && n >= 2 && n <= 4 && (g->c_out & 3) == 0 && g->c_out >= 16) { /* K 17..64 */
+    if (g->down && g->rows == 1 && n >= (npix == 3 ? 3 : 2) && n <= 4 && (g->c_out & 3) == 0 && g->c_out >= 16) {
         for (int32_t j = 0; j < npix; ++j) {
             gemv_held(rows[j], g, out + j * g->ostride);
         }
