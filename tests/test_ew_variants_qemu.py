@@ -280,3 +280,46 @@ def test_transpose_mve_equals_portable_twin_on_device(tmp_path):
     for node, a, e in zip(graph.nodes, run_on_board(graph, "mps3-an547", inputs, tmp_path),
                           run_reference(graph, inputs)):
         assert_equal_int(a, e, f"{node.name} {node.call.params}")
+
+
+def softmax_graph(seed: int) -> Graph:
+    """int8 softmax rows: lengths around the 8-lane steps (1, 7, 8, 9, 32, 100), a long row whose sum passes 2^31
+    (the divisor's magic number at l = 32), realistic tables (input scales 1/16 .. 1) and random ones (entry 0 the
+    smallest: sums of 1 and other tiny divisors), rows of one repeated value, the int8 extremes."""
+    from mcu.codegen.twins.activation import softmax_exp_table
+    rng = np.random.default_rng(seed)
+    tensors, nodes = {}, []
+    cases = [(3, 1, "scale"), (2, 7, "scale"), (4, 8, "scale"), (5, 9, "random"), (64, 32, "scale"),
+             (3, 100, "random"), (1, 40000, "max"), (2, 33, "tiny"), (2, 16, "flat")]
+    for i, (rows, cols, kind) in enumerate(cases):
+        if kind == "scale":
+            table = softmax_exp_table(float(rng.uniform(1 / 16, 1)))
+        elif kind == "max":
+            table = np.full(256, 65535, np.uint16)
+        elif kind == "tiny":
+            table = np.ones(256, np.uint16)
+        else:
+            table = rng.integers(1, 65536, 256).astype(np.uint16)
+        x = rng.integers(-128, 128, (rows, cols)).astype(np.int8)
+        if kind == "flat":
+            x[:] = 5
+        x.ravel()[:2] = (-128, 127)[: x.size]
+        t = f"t{i}"
+        tensors[t] = Tensor(t, (256,), "uint16", data=table)
+        tensors[f"x{i}"] = Tensor(f"x{i}", (rows, cols), "int8", QParams.tensor(0.05, 0))
+        tensors[f"y{i}"] = Tensor(f"y{i}", (rows, cols), "int8", QParams.tensor(1 / 256, -128))
+        nodes.append(call(f"n{i}", "mcu_softmax_s8", (t, f"x{i}"), f"y{i}", {"rows": rows, "cols": cols}))
+    return verify(Graph(tensors, tuple(nodes), tuple(n.inputs[1] for n in nodes), tuple(n.outputs[0] for n in nodes)))
+
+
+@pytest.mark.qemu
+def test_softmax_mve_equals_portable_twin_on_device(tmp_path):
+    portable = softmax_graph(seed=3)
+    graph = verify(select_kernels(portable, Target.of_board(load_board("mps3-an547"))))
+    assert {n.call.kernel for n in graph.nodes} == {"mcu_softmax_s8_mve"}
+    rng = np.random.default_rng(4)
+    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    inputs[-1][:] = 5
+    for node, a, e in zip(graph.nodes, run_on_board(graph, "mps3-an547", inputs, tmp_path),
+                          run_reference(graph, inputs)):
+        assert_equal_int(a, e, f"{node.name} {node.call.params}")

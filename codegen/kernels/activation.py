@@ -1,6 +1,7 @@
 """Activations: softmax and elementwise functions through tables (int8: 256 entries; int16: 513, interpolated),
 float32 softmax, clamp and the elementwise functions (mcu_unary_f32: exp, log, sin, ... without libm); the int8 table's
-Helium (gathers from the table rotated by 128) and scalar variants. C: runtime_c/kernels/activation, s16, float."""
+Helium (gathers from the table rotated by 128) and scalar variants; the int8 softmax's Helium variant (exp table
+gathers, the row's division by a multiply-high). C: runtime_c/kernels/activation, s16, float."""
 from __future__ import annotations
 
 from mcu.codegen.kernels import kernel, variant
@@ -8,6 +9,7 @@ from mcu.codegen.kernels.prepare import prepare_lut_mve
 
 SPECS = [
     kernel("mcu_softmax_s8", "activation", "mcu_softmax_params_t"),
+    variant("mcu_softmax_s8_mve", "activation", "mcu_softmax_s8", ("mve",)),
     kernel("mcu_lut_s8", "activation", "mcu_lut_params_t", inplace="elementwise"),
     kernel("mcu_softmax_s16", "s16", "mcu_softmax_s16_params_t"),
     kernel("mcu_lut_s16", "s16", "mcu_lut_params_t", inplace="elementwise"),

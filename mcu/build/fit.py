@@ -40,6 +40,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "activation/mcu_lut_s8_fast": 320,
     "activation/mcu_lut_s8_mve": 128,
     "activation/mcu_softmax_s8": 384,
+    "activation/mcu_softmax_s8_mve": 896,
     "conv/mcu_conv2d_1x1_s8_dsp": 1344,
     "conv/mcu_conv2d_1x1_s8_fast": 3072,
     "conv/mcu_conv2d_1x1_s8_inplace": 1408,

@@ -199,6 +199,10 @@ typedef struct {
  * out_i = clamp(((e_i << 8) + s / 2) / s - 128, -128, 127). Output scale is 1/256, zero point -128. */
 mcu_status_t mcu_softmax_s8(const mcu_softmax_params_t *params, const uint16_t *exp_table,
                             const int8_t *input, int8_t *output);
+/* The same on Helium: 8 elements a step (the exps gathered from the table), the division by s exact through a
+ * multiply-high by its Granlund-Montgomery magic number. */
+mcu_status_t mcu_softmax_s8_mve(const mcu_softmax_params_t *params, const uint16_t *exp_table, const int8_t *input,
+                                int8_t *output);
 
 /* ---- Data movement ----------------------------------------------------------------------------- */
 
