@@ -18,6 +18,8 @@ from mcu.codegen.memory import plan_graph
 from mcu.codegen.reference import run_reference
 from mcu.codegen.twins import norm
 from mcu.qemu.runner import run_firmware
+from mcu.codegen.passes.select_kernels import select_kernels
+from mcu.codegen.target import Target
 
 KINDS = [(kind, dt) for kind in ("layer_norm", "rms_norm") for dt in ("s8", "s16")]
 RANGE = {"s8": (-128, 127, np.int8), "s16": (-32768, 32767, np.int16)}
@@ -108,10 +110,15 @@ def test_constant_rows_and_huge_spread_stay_exact():
 # ---- under QEMU: one firmware of independent norm calls per board --------------------------------------------
 
 def norm_graph(seed: int) -> tuple[Graph, list[np.ndarray]]:
+    """Every kind 3 times, and int8 layer norms for the Helium variant: whole quads and tails, long rows, rows whose
+    variance puts the row's shift on either side of 0, a constant row."""
     rng = np.random.default_rng(seed)
     tensors, nodes, inputs, outputs, data = {}, [], [], [], []
-    for i, (kind, dt) in enumerate(KINDS * 3):
-        params, x, w, b, _ = case(rng, kind, dt, cols=int(rng.choice([1, 7, 16, 48, 130])))
+    extra = [("layer_norm", "s8", c) for c in (4, 5, 31, 64, 257, 768)]
+    for i, (kind, dt, *cols) in enumerate([*KINDS * 3, *extra]):
+        params, x, w, b, _ = case(rng, kind, dt, cols=cols[0] if cols else int(rng.choice([1, 7, 16, 48, 130])))
+        if cols and cols[0] == 5:
+            x[0] = 9  # a constant row
         dtype = "int8" if dt == "s8" else "int16"
         xn, yn, wn, bn = f"x{i}", f"y{i}", f"w{i}", f"b{i}"
         tensors[xn] = Tensor(xn, x.shape, dtype, QParams.tensor(0.1, 0))
@@ -130,6 +137,9 @@ def norm_graph(seed: int) -> tuple[Graph, list[np.ndarray]]:
 def test_device_equals_twin(board, tmp_path):
     graph, data = norm_graph(seed=5)
     expected = run_reference(graph, data)
+    graph = select_kernels(graph, Target.of_board(load_board(board)))
+    want = {"mps3-an547": "mcu_layer_norm_s8_mve"}.get(board, "mcu_layer_norm_s8")
+    assert all(n.call.kernel == want for n in graph.nodes if n.call.portable == "mcu_layer_norm_s8")
     graph, mem = plan_graph(graph)
     texts, manifest = emit(graph, mem, board=board)
     for name, text in {**texts, "manifest.json": manifest.to_json()}.items():

@@ -88,6 +88,7 @@ CODE_BYTES = {  # source under runtime_c/kernels (or core/<name>) without .c -> 
     "fc/mcu_fully_connected_s4": 1728,
     "norm/mcu_layer_norm_s16": 1344,
     "norm/mcu_layer_norm_s8": 1344,
+    "norm/mcu_layer_norm_s8_mve": 1856,
     "norm/mcu_rms_norm_s16": 1344,
     "norm/mcu_rms_norm_s8": 1344,
     "fc/mcu_fully_connected_s8": 960,

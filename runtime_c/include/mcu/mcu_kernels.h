@@ -597,6 +597,10 @@ typedef struct {
 
 mcu_status_t mcu_layer_norm_s8(const mcu_norm_params_t *params, const int8_t *input, const int32_t *weight,
                                const int64_t *bias, int8_t *output);
+/* The same on Helium: the row's sums by VADDVA / VMLADAVA, the output stage 4 elements a step (its 64-bit steps from
+ * high and low words); output may alias input exactly. */
+mcu_status_t mcu_layer_norm_s8_mve(const mcu_norm_params_t *params, const int8_t *input, const int32_t *weight,
+                                   const int64_t *bias, int8_t *output);
 mcu_status_t mcu_rms_norm_s8(const mcu_norm_params_t *params, const int8_t *input, const int32_t *weight,
                              const int64_t *bias, int8_t *output);
 mcu_status_t mcu_layer_norm_s16(const mcu_norm_params_t *params, const int16_t *input, const int32_t *weight,
