@@ -66,7 +66,7 @@ def test_norms_are_integer_and_the_device_equals_the_reference(block, mode, boar
     x = torch.randn(1, 5, 16, generator=g)
     calib = [(torch.randn(1, 5, 16, generator=g),) for _ in range(8)] + [(x,)]
     pkg = mcu.compile(block, (x,), quantize=mode, calibration=calib, board=board, out_dir=tmp_path / "p")
-    kernels = [n.call.kernel for n in pkg.graph.nodes if n.call]
+    kernels = [n.call.portable for n in pkg.graph.nodes if n.call]
     sfx = "s8" if mode == "int8" else "s16"
     assert kernels.count(f"mcu_layer_norm_{sfx}") == 1 and kernels.count(f"mcu_rms_norm_{sfx}") == 2, kernels
     assert not any("quantize" in k or k.endswith("_f32") for k in kernels), kernels
@@ -99,7 +99,7 @@ def test_softmax_over_a_middle_dim_is_integer(mode, tmp_path):
     x = torch.randn(2, 6, 8, generator=g)
     calib = [(torch.randn(2, 6, 8, generator=g),) for _ in range(8)] + [(x,)]
     pkg = mcu.compile(model, (x,), quantize=mode, calibration=calib, board="mps2-an386", out_dir=tmp_path / "p")
-    kernels = [n.call.kernel for n in pkg.graph.nodes if n.call]
+    kernels = [n.call.portable for n in pkg.graph.nodes if n.call]
     sfx = "s8" if mode == "int8" else "s16"
     assert f"mcu_softmax_{sfx}" in kernels and kernels.count(f"mcu_transpose_{sfx}") == 2, kernels
     assert not any("quantize" in k or k.endswith("_f32") for k in kernels), kernels
