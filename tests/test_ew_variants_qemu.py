@@ -248,7 +248,7 @@ def test_dsp_and_scalar_variants_equal_portable_twins_on_host():
         assert_equal_int(x, expected, f"mcu_lut_s8_fast in place, size {size}")
 
 
-def transpose_graph(seed: int) -> Graph:
+def transpose_graph(seed: int) -> tuple[Graph, list[np.ndarray]]:
     """int8 transposes: the block networks' (channel shuffles, MobileViT's patch and head permutes), random
     permutations of random shapes: blocks (a partial axis with a shorter last block, the whole tensor in one),
     runs of either stride through byte offsets (<= 17) or halfword ones, contiguous runs."""
@@ -267,28 +267,32 @@ def transpose_graph(seed: int) -> Graph:
         tensors[f"x{i}"] = Tensor(f"x{i}", dims, "int8", QParams.tensor(0.05, 0))
         tensors[f"y{i}"] = Tensor(f"y{i}", out, "int8", QParams.tensor(0.05, 0))
         nodes.append(call(f"n{i}", "mcu_transpose_s8", (f"x{i}",), f"y{i}", {"in_dims": dims, "perm": perm}))
-    return verify(Graph(tensors, tuple(nodes), tuple(n.inputs[0] for n in nodes), tuple(n.outputs[0] for n in nodes)))
+    inputs = [rng.integers(-128, 128, dims).astype(np.int8) for dims, _ in cases]
+    return verify(Graph(tensors, tuple(nodes), tuple(n.inputs[0] for n in nodes),
+                        tuple(n.outputs[0] for n in nodes))), inputs
 
 
-@pytest.mark.qemu
-def test_transpose_mve_equals_portable_twin_on_device(tmp_path):
-    portable = transpose_graph(seed=5)
+def check_m55_variant(portable: Graph, inputs: list[np.ndarray], variant: str, tmp_path) -> None:
+    """The M55 picks `variant` for every call of `portable`, and the device's outputs equal the portable twins'."""
     graph = verify(select_kernels(portable, Target.of_board(load_board("mps3-an547"))))
-    assert {n.call.kernel for n in graph.nodes} == {"mcu_transpose_s8_mve"}
-    rng = np.random.default_rng(2)
-    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
+    assert {n.call.kernel for n in graph.nodes} == {variant}
     for node, a, e in zip(graph.nodes, run_on_board(graph, "mps3-an547", inputs, tmp_path),
                           run_reference(graph, inputs)):
         assert_equal_int(a, e, f"{node.name} {node.call.params}")
 
 
-def softmax_graph(seed: int) -> Graph:
+@pytest.mark.qemu
+def test_transpose_mve_equals_portable_twin_on_device(tmp_path):
+    check_m55_variant(*transpose_graph(seed=5), "mcu_transpose_s8_mve", tmp_path)
+
+
+def softmax_graph(seed: int) -> tuple[Graph, list[np.ndarray]]:
     """int8 softmax rows: lengths around the 8-lane steps (1, 7, 8, 9, 32, 100), a long row whose sum passes 2^31
     (the divisor's magic number at l = 32), realistic tables (input scales 1/16 .. 1) and random ones (entry 0 the
     smallest: sums of 1 and other tiny divisors), rows of one repeated value, the int8 extremes."""
     from mcu.codegen.twins.activation import softmax_exp_table
     rng = np.random.default_rng(seed)
-    tensors, nodes = {}, []
+    tensors, nodes, inputs = {}, [], []
     cases = [(3, 1, "scale"), (2, 7, "scale"), (4, 8, "scale"), (5, 9, "random"), (64, 32, "scale"),
              (3, 100, "random"), (1, 40000, "max"), (2, 33, "tiny"), (2, 16, "flat")]
     for i, (rows, cols, kind) in enumerate(cases):
@@ -304,22 +308,16 @@ def softmax_graph(seed: int) -> Graph:
         if kind == "flat":
             x[:] = 5
         x.ravel()[:2] = (-128, 127)[: x.size]
+        inputs.append(x)
         t = f"t{i}"
         tensors[t] = Tensor(t, (256,), "uint16", data=table)
         tensors[f"x{i}"] = Tensor(f"x{i}", (rows, cols), "int8", QParams.tensor(0.05, 0))
         tensors[f"y{i}"] = Tensor(f"y{i}", (rows, cols), "int8", QParams.tensor(1 / 256, -128))
         nodes.append(call(f"n{i}", "mcu_softmax_s8", (t, f"x{i}"), f"y{i}", {"rows": rows, "cols": cols}))
-    return verify(Graph(tensors, tuple(nodes), tuple(n.inputs[1] for n in nodes), tuple(n.outputs[0] for n in nodes)))
+    return verify(Graph(tensors, tuple(nodes), tuple(n.inputs[1] for n in nodes),
+                        tuple(n.outputs[0] for n in nodes))), inputs
 
 
 @pytest.mark.qemu
 def test_softmax_mve_equals_portable_twin_on_device(tmp_path):
-    portable = softmax_graph(seed=3)
-    graph = verify(select_kernels(portable, Target.of_board(load_board("mps3-an547"))))
-    assert {n.call.kernel for n in graph.nodes} == {"mcu_softmax_s8_mve"}
-    rng = np.random.default_rng(4)
-    inputs = [rng.integers(-128, 128, graph.tensors[t].shape).astype(np.int8) for t in graph.inputs]
-    inputs[-1][:] = 5
-    for node, a, e in zip(graph.nodes, run_on_board(graph, "mps3-an547", inputs, tmp_path),
-                          run_reference(graph, inputs)):
-        assert_equal_int(a, e, f"{node.name} {node.call.params}")
+    check_m55_variant(*softmax_graph(seed=3), "mcu_softmax_s8_mve", tmp_path)

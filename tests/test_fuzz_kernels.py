@@ -39,6 +39,7 @@ import mcu.codegen.twins
 import mcu.codegen.twins.conv as conv_twins
 from mcu.codegen.ir import Tensor
 from mcu.codegen.twins.add16 import h16_params, m16_params
+from mcu.codegen.twins.mul16 import offset_reach
 import calls
 from mcu.codegen.kernels import KERNELS as REGISTRY
 from mcu.build.host import SANITIZER_ENV, compile_executable
@@ -827,7 +828,7 @@ def mul_h16_case(draw):
     out_off = draw(OUT_OFFSET)
     lo, hi = draw(act_range(out_off))
     o1, o2 = draw(IN_OFFSET), draw(IN_OFFSET)
-    j1, j2 = (max(j for j in range(16) if max(abs(-128 + o), abs(127 + o)) << j <= 32767) for o in (o1, o2))
+    j1, j2 = (max(j for j in range(16) if offset_reach(o) << j <= 32767) for o in (o1, o2))
     params = {"input1": in1, "input2": in2, "output": out, "input1_offset": o1, "input2_offset": o2,
               "shift1": draw(st.integers(0, j1)), "shift2": draw(st.integers(0, j2)),
               "multiplier": draw(st.sampled_from([1, 32767]) | st.integers(1, 32767)),

@@ -23,7 +23,7 @@ from .add16 import BOUND, M_MAX
 from .elementwise import _broadcast_inputs
 
 
-def _reach(offset: int) -> int:
+def offset_reach(offset: int) -> int:
     """max |v + offset| over int8 v."""
     return max(abs(-128 + offset), abs(127 + offset))
 
@@ -41,7 +41,7 @@ def h16_bound(r: float, pmax: int, e: int, n: int, m: int) -> float:
 def mul_h16_params(p: dict) -> dict | None:
     """mcu_mul_h16_params_t for mcu_mul_s8 params `p`, or None when no (ja, jb, n) keeps the bound <= BOUND."""
     r = _real(p)
-    ra, rb = _reach(p["input1_offset"]), _reach(p["input2_offset"])
+    ra, rb = offset_reach(p["input1_offset"]), offset_reach(p["input2_offset"])
     ja_max, jb_max = (max(j for j in range(16) if reach << j <= M_MAX) for reach in (ra, rb))
     best = None
     for e in range(min(ja_max + jb_max, 14), -1, -1):
@@ -72,8 +72,8 @@ def mul_h16_s8(params: dict, input1: np.ndarray, input2: np.ndarray) -> np.ndarr
     if not (0 <= p["shift1"] <= 15 and 0 <= p["shift2"] <= 15 and 1 <= p["multiplier"] <= M_MAX
             and 0 <= p["shift"] <= 15):
         raise ValueError("shift1, shift2, shift must be in [0, 15] and multiplier in [1, 32767]")
-    if (_reach(p["input1_offset"]) << p["shift1"] > M_MAX or _reach(p["input2_offset"]) << p["shift2"] > M_MAX
-            or not -128 <= p["output_offset"] <= 127):
+    if (offset_reach(p["input1_offset"]) << p["shift1"] > M_MAX
+            or offset_reach(p["input2_offset"]) << p["shift2"] > M_MAX or not -128 <= p["output_offset"] <= 127):
         raise ValueError("a shifted input must fit int16 and the output offset int8")
     if not -128 <= p["act_min"] <= p["act_max"] <= 127:
         raise ValueError(f"bad activation range [{p['act_min']}, {p['act_max']}]")

@@ -373,6 +373,28 @@ static inline mcu_status_t mcu_mul_h16_check(const mcu_mul_h16_params_t *p, cons
     return mcu_broadcasts(&p->input1, o) && mcu_broadcasts(&p->input2, o) ? MCU_OK : MCU_ERR_SHAPE;
 }
 
+/* One output of mcu_mul_h16_s8 in C (its portable kernel, and the Helium variant's runs where neither input steps):
+ * two VQRDMULH.S16 (the doubled product's rounded top half; the checked shifts never reach -32768 * -32768),
+ * VRSHL, VQADD, the clamp. */
+static inline int8_t mcu_mul_h16_element(const mcu_mul_h16_params_t *p, int32_t a, int32_t b)
+{
+    const int32_t x = (a + p->input1_offset) * (1 << p->shift1), y = (b + p->input2_offset) * (1 << p->shift2);
+    const int32_t prod = (2 * x * y + (1 << 15)) >> 16, t = (2 * prod * p->multiplier + (1 << 15)) >> 16;
+    const int32_t v = mcu_clamp_i32(((t + ((1 << p->shift) >> 1)) >> p->shift) + p->output_offset, -32768, 32767);
+    return (int8_t)mcu_clamp_i32(v, p->act_min, p->act_max);
+}
+
+/* mcu_softmax_s8's argument checks (its variant's too): cols <= 65535 keeps the uint32 sum (and sum + e * 256)
+ * from overflowing; exp_table[0] > 0 keeps it > 0. */
+static inline mcu_status_t mcu_softmax_check(const mcu_softmax_params_t *p, const uint16_t *exp_table,
+                                             const void *input, const void *output)
+{
+    if (p == NULL || exp_table == NULL || input == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    return p->rows < 1 || p->cols < 1 || p->cols > 65535 || exp_table[0] == 0 ? MCU_ERR_ARG : MCU_OK;
+}
+
 /* Element strides of d, 0 along broadcast dims: {n, h, w, c}. */
 static inline void mcu_broadcast_strides(const mcu_dims_t *d, int32_t st[4])
 {
@@ -410,8 +432,7 @@ static inline void mcu_copy_bytes(void *dst, const void *src, size_t n)
                      : [s] "+r"(s), [d] "+r"(d)
                      : [n] "r"(n)
                      : "lr", "q0", "memory");
-    return;
-#endif
+#else
     for (; n >= 4; n -= 4, d += 4, s += 4) {
         uint32_t v;
         memcpy(&v, s, sizeof v);
@@ -427,6 +448,7 @@ static inline void mcu_copy_bytes(void *dst, const void *src, size_t n)
 #endif
         *d++ = (uint8_t)v;
     }
+#endif
 }
 
 /* The copy of mcu_slice_s8 / _s16 / _f32 for elements of `elem` bytes: one run of `inner` elements per kept index,
@@ -579,9 +601,18 @@ static inline mcu_status_t mcu_pad_elems(const mcu_pad_params_t *params, const v
     return MCU_OK;
 }
 
-/* The transpose of mcu_transpose_s8 / _f32 for elements of `elem` bytes: walks the output in order. */
-static inline mcu_status_t mcu_transpose_elems(const mcu_transpose_params_t *params, const void *input, void *output,
-                                               size_t elem)
+/* A transpose's walk (mcu_transpose_s8 / _s16 / _f32 and the Helium variant): od[i], st[i] and ost[i] are output
+ * axis i's length and its input and output strides in elements; the innermost loop runs output axis `inner`, the
+ * output's last, or the input's last where that is longer (reads in order, writes strided: a transpose within a
+ * pixel, such as a channel shuffle, moves whole runs of channels), the loops outside it axes ax[0..2] in order. */
+typedef struct {
+    int32_t od[4], st[4], ost[4];
+    int32_t inner, ax[3];
+} mcu_transpose_plan_t;
+
+/* The checks (NULL pointers, dims >= 1, perm a permutation of 0..3) and the walk of a transpose. */
+static inline mcu_status_t mcu_transpose_plan(const mcu_transpose_params_t *params, const void *input,
+                                              const void *output, mcu_transpose_plan_t *t)
 {
     if (params == NULL || input == NULL || output == NULL) {
         return MCU_ERR_ARG;
@@ -594,26 +625,38 @@ static inline mcu_status_t mcu_transpose_elems(const mcu_transpose_params_t *par
         }
         seen |= 1u << a;
     }
-    /* st[i] / ost[i]: the input / output stride (in elements) of output axis i. The innermost loop runs the
-     * output's last axis, or the input's last one where that is longer (reads in order, writes strided: a
-     * transpose within a pixel, such as a channel shuffle, moves whole runs of channels). */
     const int32_t *d = params->in_dims;
     const int32_t in_stride[4] = {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
-    int32_t od[4], st[4];
     for (int32_t i = 0; i < 4; ++i) {
-        od[i] = d[params->perm[i]];
-        st[i] = in_stride[params->perm[i]];
+        t->od[i] = d[params->perm[i]];
+        t->st[i] = in_stride[params->perm[i]];
     }
-    const int32_t ost[4] = {od[1] * od[2] * od[3], od[2] * od[3], od[3], 1};
-    int32_t inner = 3, ax[3] = {0, 1, 2}, k = 0;
+    t->ost[3] = 1;
+    for (int32_t i = 2; i >= 0; --i) {
+        t->ost[i] = t->ost[i + 1] * t->od[i + 1];
+    }
+    t->inner = 3;
     for (int32_t i = 0; i < 3; ++i) {
-        inner = st[i] == 1 && od[i] > od[inner] ? i : inner;
+        t->inner = t->st[i] == 1 && t->od[i] > t->od[t->inner] ? i : t->inner;
     }
-    for (int32_t i = 0; i < 4; ++i) {
-        if (i != inner) {
-            ax[k++] = i;
+    for (int32_t i = 0, k = 0; i < 4; ++i) {
+        if (i != t->inner) {
+            t->ax[k++] = i;
         }
     }
+    return MCU_OK;
+}
+
+/* The transpose of mcu_transpose_s8 / _f32 for elements of `elem` bytes: walks the output in order. */
+static inline mcu_status_t mcu_transpose_elems(const mcu_transpose_params_t *params, const void *input, void *output,
+                                               size_t elem)
+{
+    mcu_transpose_plan_t t;
+    const mcu_status_t status = mcu_transpose_plan(params, input, output, &t);
+    if (status != MCU_OK) {
+        return status;
+    }
+    const int32_t *od = t.od, *st = t.st, *ost = t.ost, *ax = t.ax, inner = t.inner;
     const uint8_t *in = (const uint8_t *)input;
     uint8_t *out = (uint8_t *)output;
     const size_t n = (size_t)od[inner], sin = (size_t)st[inner] * elem, sout = (size_t)ost[inner] * elem;

@@ -3,19 +3,16 @@
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
+#include "mcu/mcu_util.h"
 #include "mcu/mcu_quant.h"
 
 mcu_status_t mcu_softmax_s8(const mcu_softmax_params_t *params, const uint16_t *exp_table,
                             const int8_t *input, int8_t *output)
 {
-    if (params == NULL || exp_table == NULL || input == NULL || output == NULL) {
-        return MCU_ERR_ARG;
+    const mcu_status_t status = mcu_softmax_check(params, exp_table, input, output);
+    if (status != MCU_OK) {
+        return status;
     }
-    /* cols <= 65535 keeps the uint32 sum (and sum + e * 256) from overflowing; exp_table[0] > 0 keeps it > 0. */
-    if (params->rows < 1 || params->cols < 1 || params->cols > 65535 || exp_table[0] == 0) {
-        return MCU_ERR_ARG;
-    }
-
     const int32_t cols = params->cols;
     for (int32_t r = 0; r < params->rows; ++r) {
         const int8_t *in = input + r * cols;

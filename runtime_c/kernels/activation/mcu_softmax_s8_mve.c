@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "mcu/mcu_kernels.h"
+#include "mcu/mcu_util.h"
 #include "mcu/mcu_opt.h"
 
 #if MCU_HAVE_MVE
@@ -69,11 +70,9 @@ mcu_status_t mcu_softmax_s8_mve(const mcu_softmax_params_t *params, const uint16
                                 int8_t *output)
 {
 #if MCU_HAVE_MVE
-    if (params == NULL || exp_table == NULL || input == NULL || output == NULL) {
-        return MCU_ERR_ARG;
-    }
-    if (params->rows < 1 || params->cols < 1 || params->cols > 65535 || exp_table[0] == 0) {
-        return MCU_ERR_ARG;
+    const mcu_status_t status = mcu_softmax_check(params, exp_table, input, output);
+    if (status != MCU_OK) {
+        return status;
     }
     const int32_t cols = params->cols;
     for (int32_t r = 0; r < params->rows; ++r) {

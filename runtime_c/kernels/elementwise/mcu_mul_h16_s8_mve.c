@@ -153,20 +153,11 @@ typedef struct {
     const mcu_mul_h16_params_t *p;
 } mul_ctx_t;
 
-/* The portable arithmetic of one element (runs where neither input steps). */
-static int8_t mul_element(const mcu_mul_h16_params_t *p, int32_t a, int32_t b)
-{
-    const int32_t x = (a + p->input1_offset) * (1 << p->shift1), y = (b + p->input2_offset) * (1 << p->shift2);
-    const int32_t prod = (2 * x * y + (1 << 15)) >> 16, u = (2 * prod * p->multiplier + (1 << 15)) >> 16;
-    const int32_t v = mcu_clamp_i32(((u + ((1 << p->shift) >> 1)) >> p->shift) + p->output_offset, -32768, 32767);
-    return (int8_t)mcu_clamp_i32(v, p->act_min, p->act_max);
-}
-
 static void run(const void *ctx, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *o, int32_t n)
 {
     const mul_ctx_t *c = ctx;
     if (!sa && !sb) {
-        const int8_t v = mul_element(c->p, a[0], b[0]);
+        const int8_t v = mcu_mul_h16_element(c->p, a[0], b[0]);
         for (int32_t i = 0; i < n; ++i) {
             o[i] = v;
         }

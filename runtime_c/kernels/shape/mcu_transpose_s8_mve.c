@@ -9,14 +9,10 @@
 #if MCU_HAVE_MVE
 #define BLOCK 64 /* elements of a block (its table of input offsets: stack) */
 
-typedef struct {
-    int32_t od[4], st[4], ost[4]; /* output dims; the input and output strides of each output axis */
-} shape_t;
-
 /* The block: the innermost output axes below `axis`, and `f` indices of `axis` (a prefix of its range), as long as
  * it holds at most BLOCK elements whose input offsets span at most 255 bytes; the table gets each element's input
  * offset in output order. Returns the block's elements for f indices of `axis` (0: no block of 16 or more). */
-static int32_t plan_block(const shape_t *s, uint8_t *table, int32_t *axis, int32_t *f)
+static int32_t plan_block(const mcu_transpose_plan_t *s, uint8_t *table, int32_t *axis, int32_t *f)
 {
     int32_t size = 1, span = 0, k = 3;
     for (; k >= 0; --k) {
@@ -70,8 +66,8 @@ MCU_INLINE void gather_table(const uint8_t *src, const uint8_t *tab, uint8_t *ds
 }
 
 /* Every block: the axes above `axis` in full, `axis` f indices at a time (a last, shorter block). */
-static void blocks(const shape_t *s, const uint8_t *table, int32_t axis, int32_t f, int32_t block, const uint8_t *in,
-                   uint8_t *out)
+static void blocks(const mcu_transpose_plan_t *s, const uint8_t *table, int32_t axis, int32_t f, int32_t block,
+                   const uint8_t *in, uint8_t *out)
 {
     const int32_t inner = block / f;
     int32_t lim[4], step[4];
@@ -128,17 +124,12 @@ static void run(const uint8_t *src, int32_t sin, uint8_t *dst, int32_t sout, int
     }
 }
 
-/* Runs along output axis `inner` (the output's last, or the one the input reads in order where longer), the other
+/* Runs along output axis s->inner (the output's last, or the one the input reads in order where longer), the other
  * axes in output order: 16 elements a step through byte offsets (strides <= 17), 8 through halfword offsets
  * (<= 9362: 7 strides < 2^16), else one at a time. */
-static void runs(const shape_t *s, int32_t inner, const uint8_t *in, uint8_t *out)
+static void runs(const mcu_transpose_plan_t *s, const uint8_t *in, uint8_t *out)
 {
-    int32_t ax[3], k = 0;
-    for (int32_t i = 0; i < 4; ++i) {
-        if (i != inner) {
-            ax[k++] = i;
-        }
-    }
+    const int32_t inner = s->inner, *ax = s->ax;
     const int32_t sin = s->st[inner], sout = s->ost[inner], n = s->od[inner], stride = sin == 1 ? sout : sin;
     const uint8x16_t off8 = vmulq_n_u8(vidupq_n_u8(0, 1), (uint8_t)(stride <= 17 ? stride : 0));
     const uint16x8_t off16 = vmulq_n_u16(vidupq_n_u16(0, 1), (uint16_t)(stride <= 9362 ? stride : 0));
@@ -163,42 +154,21 @@ static void runs(const shape_t *s, int32_t inner, const uint8_t *in, uint8_t *ou
 mcu_status_t mcu_transpose_s8_mve(const mcu_transpose_params_t *params, const int8_t *input, int8_t *output)
 {
 #if MCU_HAVE_MVE
-    if (params == NULL || input == NULL || output == NULL) {
-        return MCU_ERR_ARG;
-    }
-    uint32_t seen = 0;
-    for (int32_t i = 0; i < 4; ++i) {
-        const int32_t a = params->perm[i];
-        if (params->in_dims[i] < 1 || a < 0 || a > 3 || (seen & (1u << a)) != 0) {
-            return MCU_ERR_ARG;
-        }
-        seen |= 1u << a;
-    }
-    const int32_t *d = params->in_dims;
-    const int32_t in_stride[4] = {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
-    shape_t s;
-    for (int32_t i = 0; i < 4; ++i) {
-        s.od[i] = d[params->perm[i]];
-        s.st[i] = in_stride[params->perm[i]];
-    }
-    s.ost[3] = 1;
-    for (int32_t i = 2; i >= 0; --i) {
-        s.ost[i] = s.ost[i + 1] * s.od[i + 1];
-    }
-    int32_t inner = 3;
-    for (int32_t i = 0; i < 3; ++i) {
-        inner = s.st[i] == 1 && s.od[i] > s.od[inner] ? i : inner;
+    mcu_transpose_plan_t s;
+    const mcu_status_t status = mcu_transpose_plan(params, input, output, &s);
+    if (status != MCU_OK) {
+        return status;
     }
     const uint8_t *in = (const uint8_t *)input;
     uint8_t *out = (uint8_t *)output;
     uint8_t table[BLOCK];
     int32_t axis, f;
     /* short runs: blocks of several runs where they fit the table */
-    const int32_t block = s.od[inner] < 32 ? plan_block(&s, table, &axis, &f) : 0;
-    if (block > s.od[inner]) {
+    const int32_t block = s.od[s.inner] < 32 ? plan_block(&s, table, &axis, &f) : 0;
+    if (block > s.od[s.inner]) {
         blocks(&s, table, axis, f, block, in, out);
     } else {
-        runs(&s, inner, in, out);
+        runs(&s, in, out);
     }
     return MCU_OK;
 #else
